@@ -1,0 +1,1 @@
+//! Sparse source→target offset maps (being built; see issue 4).

@@ -1,0 +1,1 @@
+//! Kafka v2 record batches over `bytes::Bytes` (being built; see issue 2).
