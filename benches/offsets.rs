@@ -1,0 +1,2 @@
+//! Criterion benches for strait-offsets (filled by the offsets work).
+fn main() {}
