@@ -1,3 +1,23 @@
 //! strait-client: an embeddable async Kafka client.
 //!
-//! Not built yet: this crate is an empty placeholder until the client issue lands.
+//! (crate docs are written at the end)
+
+pub mod backoff;
+mod broker;
+mod client;
+mod connection;
+pub mod error;
+mod frame;
+pub mod metadata;
+pub mod rpc;
+pub mod versions;
+
+pub use broker::Purpose;
+pub use client::{Client, ClientConfig, CoordinatorType};
+pub use error::{Error, ErrorKind, Result};
+pub use rpc::Request;
+pub use rpc::produce::{Acks, PartitionProduceResult, ProduceRequest, RawBatch, TopicBatches};
+
+/// The kafka-protocol crate this client is built on, re-exported so that callers can name
+/// its message types (used by [`Client::send_request`] and the group/transaction calls).
+pub use kafka_protocol as protocol;

@@ -1,0 +1,147 @@
+//! One broker: its address, its connections by purpose, and its throttle state.
+//!
+//! Connections are split by purpose so that a long-poll Fetch never queues a Produce or a
+//! Metadata call behind it (Kafka answers in order per connection). A closed connection is
+//! replaced on the next call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::protocol::StrBytes;
+use parking_lot::Mutex;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use crate::connection::Connection;
+use crate::error::{Error, ErrorKind, Result};
+
+/// What a connection is used for; each purpose gets its own TCP connection per broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Purpose {
+    /// Metadata, admin, group and transaction calls.
+    Control,
+    /// Produce requests.
+    Produce,
+    /// Fetch requests (long polls).
+    Fetch,
+}
+
+impl Purpose {
+    fn index(self) -> usize {
+        match self {
+            Purpose::Control => 0,
+            Purpose::Produce => 1,
+            Purpose::Fetch => 2,
+        }
+    }
+}
+
+/// Settings every connection needs.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnSettings {
+    pub(crate) client_id: StrBytes,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) max_frame: usize,
+}
+
+/// A broker we can talk to. `id` is -1 for a bootstrap address whose node id is unknown.
+pub(crate) struct Broker {
+    pub(crate) id: i32,
+    pub(crate) addr: String,
+    settings: Arc<ConnSettings>,
+    conns: [tokio::sync::Mutex<Option<Arc<Connection>>>; 3],
+    throttled_until: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Broker({} at {})", self.id, self.addr)
+    }
+}
+
+impl Broker {
+    pub(crate) fn new(id: i32, addr: String, settings: Arc<ConnSettings>) -> Self {
+        Broker {
+            id,
+            addr,
+            settings,
+            conns: Default::default(),
+            throttled_until: Mutex::new(None),
+        }
+    }
+
+    /// The open connection for `purpose`, connecting (and negotiating versions) if needed.
+    /// Concurrent callers share one connect attempt.
+    pub(crate) async fn connection(&self, purpose: Purpose) -> Result<Arc<Connection>> {
+        let mut slot = self.conns[purpose.index()].lock().await;
+        if let Some(c) = slot.as_ref()
+            && !c.is_closed()
+        {
+            return Ok(c.clone());
+        }
+        *slot = None;
+        let s = &self.settings;
+        let stream = match tokio::time::timeout(s.connect_timeout, TcpStream::connect(&self.addr))
+            .await
+        {
+            Ok(r) => r.map_err(|e| Error::from(e).broker(self.id).message(self.addr.clone()))?,
+            Err(_) => {
+                return Err(Error::new(ErrorKind::Timeout)
+                    .broker(self.id)
+                    .message(format!("connecting to {}", self.addr)));
+            }
+        };
+        stream.set_nodelay(true)?;
+        let conn = Connection::handshake(
+            stream,
+            self.id,
+            s.client_id.clone(),
+            s.max_frame,
+            s.request_timeout,
+        )
+        .await?;
+        tracing::debug!(broker = self.id, addr = %self.addr, ?purpose, "connected");
+        let conn = Arc::new(conn);
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Closes every connection (used when the broker leaves the cluster metadata).
+    pub(crate) fn close(&self) {
+        for c in &self.conns {
+            if let Ok(slot) = c.try_lock()
+                && let Some(conn) = slot.as_ref()
+            {
+                conn.poison(Error::new(ErrorKind::ConnectionClosed).message("broker removed"));
+            }
+        }
+    }
+
+    /// Waits out a throttle the broker asked for in an earlier response.
+    pub(crate) async fn wait_throttle(&self) {
+        let until = *self.throttled_until.lock();
+        if let Some(t) = until
+            && t > Instant::now()
+        {
+            tokio::time::sleep_until(t).await;
+        }
+    }
+
+    /// Records a response's `throttle_time_ms` (KIP-219: the broker has already answered and
+    /// expects the client to hold back this long).
+    pub(crate) fn note_throttle(&self, ms: i32) {
+        if ms > 0 {
+            let t = Instant::now() + Duration::from_millis(ms as u64);
+            let mut g = self.throttled_until.lock();
+            if g.is_none_or(|old| old < t) {
+                *g = Some(t);
+            }
+            tracing::debug!(broker = self.id, ms, "throttled by broker");
+        }
+    }
+
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.settings.request_timeout
+    }
+}

@@ -1,0 +1,694 @@
+//! One pipelined connection to one broker.
+//!
+//! - A **writer task** owns the write half and is fed by a channel, so a caller that is
+//!   dropped (cancelled) mid-request can never leave a half-written frame on the socket.
+//!   It drains whatever is queued and writes it with vectored I/O (batch payloads are
+//!   written from the caller's `Bytes`, never copied into a request buffer).
+//! - A **reader task** owns the read half, reads whole frames, and matches them in order to
+//!   the pending queue (Kafka answers requests on one connection in the order sent); the
+//!   correlation id is checked against the front of the queue.
+//! - Any failure (socket error, protocol violation, a request timing out) **poisons** the
+//!   connection: every pending and queued request fails with a retriable error, both tasks
+//!   stop, and the owner ([`crate::broker`]) opens a new connection on next use.
+
+use std::collections::VecDeque;
+use std::io::IoSlice;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::StrBytes;
+use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::frame::{self, Frame, FrameReader};
+use crate::rpc::Request;
+use crate::versions::BrokerVersions;
+
+/// How many queued frames the writer coalesces into one vectored write loop.
+const MAX_COALESCE: usize = 64;
+/// Frames queued for the writer before callers wait (back-pressure).
+const QUEUE_DEPTH: usize = 256;
+
+type ResponseTx = oneshot::Sender<Result<Bytes>>;
+
+struct Pending {
+    correlation_id: i32,
+    api: ApiKey,
+    version: i16,
+    tx: ResponseTx,
+}
+
+struct Outgoing {
+    frame: Frame,
+    /// `None` for requests without a response (Produce with acks=0).
+    pending: Option<Pending>,
+    /// Told when the frame has been written (acks=0 completes here).
+    written: Option<oneshot::Sender<Result<()>>>,
+}
+
+#[derive(Default)]
+struct State {
+    pending: VecDeque<Pending>,
+    closed: Option<Error>,
+    reader: Option<AbortHandle>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    stop_writer: Notify,
+    broker_id: i32,
+}
+
+impl Shared {
+    /// Marks the connection dead and fails everything pending on it. Idempotent.
+    fn poison(&self, err: Error) {
+        let (pending, reader) = {
+            let mut st = self.state.lock();
+            if st.closed.is_some() {
+                return;
+            }
+            st.closed = Some(err.clone());
+            (std::mem::take(&mut st.pending), st.reader.take())
+        };
+        tracing::debug!(broker = self.broker_id, error = %err, "connection closed");
+        for p in pending {
+            let _ = p.tx.send(Err(err.clone().api(p.api)));
+        }
+        if let Some(r) = reader {
+            r.abort();
+        }
+        self.stop_writer.notify_one();
+    }
+
+    fn closed(&self) -> Option<Error> {
+        self.state.lock().closed.clone()
+    }
+}
+
+/// A response that has been requested; await it with [`ResponseFuture::wait`].
+pub(crate) struct ResponseFuture {
+    rx: Option<oneshot::Receiver<Result<Bytes>>>,
+    written: oneshot::Receiver<Result<()>>,
+    api: ApiKey,
+    version: i16,
+    shared: Arc<Shared>,
+}
+
+impl ResponseFuture {
+    /// Waits for the response body (header stripped), or `None` for a request that has no
+    /// response. On timeout the connection is poisoned.
+    pub(crate) async fn wait(self, timeout: Duration) -> Result<Option<Bytes>> {
+        let shared = self.shared.clone();
+        let broker = shared.broker_id;
+        let fut = async move {
+            match self.rx {
+                Some(rx) => match rx.await {
+                    Ok(r) => r.map(Some),
+                    Err(_) => Err(shared.closed().unwrap_or_else(closed_err)),
+                },
+                None => match self.written.await {
+                    Ok(r) => r.map(|_| None),
+                    Err(_) => Err(shared.closed().unwrap_or_else(closed_err)),
+                },
+            }
+        };
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(r) => r.map_err(|e| e.broker(broker).api(self.api)),
+            Err(_) => {
+                let e = Error::new(ErrorKind::Timeout)
+                    .broker(broker)
+                    .api(self.api)
+                    .message(format!("no response within {timeout:?}"));
+                self.shared.poison(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// The API version the request was encoded with.
+    pub(crate) fn version(&self) -> i16 {
+        self.version
+    }
+}
+
+fn closed_err() -> Error {
+    Error::new(ErrorKind::ConnectionClosed)
+}
+
+/// One connection to one broker. Cheap to share (`Arc`); dropping the last handle closes it.
+pub(crate) struct Connection {
+    tx: mpsc::Sender<Outgoing>,
+    shared: Arc<Shared>,
+    correlation: AtomicI32,
+    client_id: StrBytes,
+    versions: BrokerVersions,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("broker", &self.shared.broker_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shared
+            .poison(Error::new(ErrorKind::ConnectionClosed).message("connection dropped"));
+    }
+}
+
+impl Connection {
+    /// Starts the reader and writer tasks over `stream` and negotiates API versions.
+    pub(crate) async fn handshake<S>(
+        stream: S,
+        broker_id: i32,
+        client_id: StrBytes,
+        max_frame: usize,
+        timeout: Duration,
+    ) -> Result<Connection>
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let mut conn = Connection::start(stream, broker_id, client_id, max_frame);
+        conn.versions = conn.negotiate(timeout).await?;
+        Ok(conn)
+    }
+
+    fn start<S>(stream: S, broker_id: i32, client_id: StrBytes, max_frame: usize) -> Connection
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (rd, wr) = tokio::io::split(stream);
+        let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            stop_writer: Notify::new(),
+            broker_id,
+        });
+        let reader = tokio::spawn(read_loop(FrameReader::new(rd, max_frame), shared.clone()));
+        shared.state.lock().reader = Some(reader.abort_handle());
+        tokio::spawn(write_loop(wr, rx, shared.clone()));
+        Connection {
+            tx,
+            shared,
+            correlation: AtomicI32::new(1),
+            client_id,
+            versions: BrokerVersions::default(),
+        }
+    }
+
+    /// ApiVersions, newest first; a broker that does not know our version answers
+    /// UNSUPPORTED_VERSION in a v0-parseable shape, and we retry with v0.
+    async fn negotiate(&self, timeout: Duration) -> Result<BrokerVersions> {
+        let req = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("strait-client"))
+            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+        let mut version = 3;
+        loop {
+            let corr = self.next_correlation_id();
+            let api = ApiKey::ApiVersions;
+            let frame = frame::encode_request(api, version, corr, &self.client_id, &req)?;
+            let body = self
+                .submit(api, version, corr, frame, true)
+                .await?
+                .wait(timeout)
+                .await?
+                .ok_or_else(|| Error::protocol("missing response"))?;
+            // A broker that does not know our version answers UNSUPPORTED_VERSION encoded as
+            // v0 (KIP-511); decode as v0 when our version does not fit, and retry at v0.
+            let resp: ApiVersionsResponse = match frame::decode_body(api, version, body.clone()) {
+                Ok(r) => r,
+                Err(e) if version > 0 => match frame::decode_body(api, 0, body) {
+                    Ok(r) => r,
+                    Err(_) => return Err(e.broker(self.broker_id())),
+                },
+                Err(e) => return Err(e.broker(self.broker_id())),
+            };
+            if resp.error_code == 35 && version > 0 {
+                version = 0;
+                continue;
+            }
+            Error::check_code(resp.error_code, None)
+                .map_err(|e| e.api(api).broker(self.broker_id()))?;
+            return Ok(BrokerVersions::from_response(&resp));
+        }
+    }
+
+    /// The broker's node id (-1 for a bootstrap connection).
+    pub(crate) fn broker_id(&self) -> i32 {
+        self.shared.broker_id
+    }
+
+    /// The versions the broker advertised.
+    pub(crate) fn versions(&self) -> &BrokerVersions {
+        &self.versions
+    }
+
+    /// True once the connection has failed; the owner should open a new one.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.state.lock().closed.is_some()
+    }
+
+    /// Closes the connection, failing everything pending with `err`.
+    pub(crate) fn poison(&self, err: Error) {
+        self.shared.poison(err);
+    }
+
+    pub(crate) fn next_correlation_id(&self) -> i32 {
+        self.correlation.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn client_id(&self) -> &StrBytes {
+        &self.client_id
+    }
+
+    /// Queues an encoded frame. Returns once it is queued (in order with every other frame
+    /// queued on this connection); the response is awaited separately. This split lets the
+    /// idempotent producer guarantee its batches hit the wire in sequence order.
+    pub(crate) async fn submit(
+        &self,
+        api: ApiKey,
+        version: i16,
+        correlation_id: i32,
+        frame: Frame,
+        expect_response: bool,
+    ) -> Result<ResponseFuture> {
+        if let Some(e) = self.shared.closed() {
+            return Err(e.broker(self.broker_id()).api(api));
+        }
+        let (wtx, wrx) = oneshot::channel();
+        let (pending, rx) = if expect_response {
+            let (tx, rx) = oneshot::channel();
+            (
+                Some(Pending {
+                    correlation_id,
+                    api,
+                    version,
+                    tx,
+                }),
+                Some(rx),
+            )
+        } else {
+            (None, None)
+        };
+        let out = Outgoing {
+            frame,
+            pending,
+            written: Some(wtx),
+        };
+        if self.tx.send(out).await.is_err() {
+            let e = self.shared.closed().unwrap_or_else(closed_err);
+            return Err(e.broker(self.broker_id()).api(api));
+        }
+        Ok(ResponseFuture {
+            rx,
+            written: wrx,
+            api,
+            version,
+            shared: self.shared.clone(),
+        })
+    }
+
+    /// Encodes, sends and decodes one request at the given version.
+    pub(crate) async fn call<R: Request>(
+        &self,
+        req: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response> {
+        let corr = self.next_correlation_id();
+        let frame = frame::encode_request(R::KEY, version, corr, &self.client_id, req)?;
+        let fut = self.submit(R::KEY, version, corr, frame, true).await?;
+        let body = fut
+            .wait(timeout)
+            .await?
+            .ok_or_else(|| Error::protocol("missing response"))?;
+        frame::decode_body(R::KEY, version, body).map_err(|e| e.broker(self.broker_id()))
+    }
+
+    /// Like [`Connection::call`], at the negotiated version.
+    pub(crate) async fn call_negotiated<R: Request>(
+        &self,
+        req: &R,
+        timeout: Duration,
+    ) -> Result<(i16, R::Response)> {
+        let v = self
+            .versions
+            .pick(R::KEY)
+            .map_err(|e| e.broker(self.broker_id()))?;
+        Ok((v, self.call(req, v, timeout).await?))
+    }
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(mut reader: FrameReader<R>, shared: Arc<Shared>) {
+    let err = loop {
+        let frame = match reader.read_frame().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break closed_err().message("broker closed the connection"),
+            Err(e) => break e,
+        };
+        let corr = match frame::peek_correlation_id(&frame) {
+            Ok(c) => c,
+            Err(e) => break e,
+        };
+        let p = {
+            let mut st = shared.state.lock();
+            match st.pending.front() {
+                Some(p) if p.correlation_id == corr => st.pending.pop_front(),
+                Some(p) => {
+                    let want = p.correlation_id;
+                    drop(st);
+                    break Error::protocol(format!(
+                        "response correlation id {corr}, expected {want}"
+                    ));
+                }
+                None => {
+                    drop(st);
+                    break Error::protocol(format!("unsolicited response (correlation id {corr})"));
+                }
+            }
+        };
+        if let Some(p) = p {
+            let body = frame::strip_response_header(p.api, p.version, frame);
+            // The caller may have gone away (cancelled); that is fine.
+            let _ = p.tx.send(body);
+        }
+    };
+    shared.poison(err.broker(shared.broker_id));
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
+    mut rx: mpsc::Receiver<Outgoing>,
+    shared: Arc<Shared>,
+) {
+    let mut batch: Vec<Outgoing> = Vec::with_capacity(MAX_COALESCE);
+    loop {
+        let first = tokio::select! {
+            biased;
+            _ = shared.stop_writer.notified() => break,
+            m = rx.recv() => match m { Some(m) => m, None => break },
+        };
+        batch.push(first);
+        while batch.len() < MAX_COALESCE {
+            match rx.try_recv() {
+                Ok(m) => batch.push(m),
+                Err(_) => break,
+            }
+        }
+        // Register responses before writing so the reader can never see an answer to a
+        // request it does not know about.
+        let mut parts: VecDeque<Bytes> = VecDeque::new();
+        let mut written = Vec::with_capacity(batch.len());
+        {
+            let mut st = shared.state.lock();
+            if let Some(e) = st.closed.clone() {
+                drop(st);
+                fail_all(&mut batch, &e);
+                break;
+            }
+            for m in batch.drain(..) {
+                parts.extend(m.frame.parts);
+                if let Some(p) = m.pending {
+                    st.pending.push_back(p);
+                }
+                written.extend(m.written);
+            }
+        }
+        let res = write_parts(&mut wr, &mut parts).await;
+        match res {
+            Ok(()) => {
+                for w in written {
+                    let _ = w.send(Ok(()));
+                }
+            }
+            Err(e) => {
+                let e = Error::from(e).broker(shared.broker_id);
+                for w in written {
+                    let _ = w.send(Err(e.clone()));
+                }
+                shared.poison(e);
+                break;
+            }
+        }
+    }
+    // Fail whatever is still queued; new sends fail because the receiver is closed.
+    rx.close();
+    let e = shared.closed().unwrap_or_else(closed_err);
+    while let Ok(m) = rx.try_recv() {
+        batch.push(m);
+    }
+    fail_all(&mut batch, &e);
+    let _ = wr.shutdown().await;
+}
+
+fn fail_all(batch: &mut Vec<Outgoing>, e: &Error) {
+    for m in batch.drain(..) {
+        if let Some(p) = m.pending {
+            let _ = p.tx.send(Err(e.clone().api(p.api)));
+        }
+        if let Some(w) = m.written {
+            let _ = w.send(Err(e.clone()));
+        }
+    }
+}
+
+/// Writes every part with vectored writes, then flushes.
+async fn write_parts<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    parts: &mut VecDeque<Bytes>,
+) -> std::io::Result<()> {
+    const MAX_SLICES: usize = 64;
+    while !parts.is_empty() {
+        let n = {
+            let slices: Vec<IoSlice<'_>> = parts
+                .iter()
+                .take(MAX_SLICES)
+                .map(|b| IoSlice::new(b))
+                .collect();
+            wr.write_vectored(&slices).await?
+        };
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let mut left = n;
+        while left > 0 {
+            let Some(front) = parts.front_mut() else { break };
+            if front.len() <= left {
+                left -= front.len();
+                parts.pop_front();
+            } else {
+                front.advance(left);
+                left = 0;
+            }
+        }
+        while parts.front().is_some_and(Bytes::is_empty) {
+            parts.pop_front();
+        }
+    }
+    wr.flush().await
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! An in-process fake broker over `tokio::io::duplex`, decoding requests with
+    //! kafka-protocol's `broker` feature (dev-dependency only).
+
+    use super::*;
+    use bytes::{BufMut, BytesMut};
+    use kafka_protocol::messages::api_versions_response::ApiVersion;
+    use kafka_protocol::messages::{
+        ApiVersionsResponse, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
+    };
+    use kafka_protocol::protocol::{Decodable, Encodable, decode_request_header_from_buffer};
+    use tokio::io::{AsyncReadExt, DuplexStream};
+
+    /// Reads one request frame: header + remaining body bytes.
+    pub(crate) async fn read_request(s: &mut DuplexStream) -> Option<(RequestHeader, Bytes)> {
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).await.ok()?;
+        let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
+        s.read_exact(&mut buf).await.ok()?;
+        let mut b = Bytes::from(buf);
+        let h = decode_request_header_from_buffer(&mut b).ok()?;
+        Some((h, b))
+    }
+
+    /// Writes a response frame for `h`.
+    pub(crate) async fn write_response<M: Encodable>(
+        s: &mut DuplexStream,
+        h: &RequestHeader,
+        body: &M,
+    ) {
+        let api = ApiKey::try_from(h.request_api_key).unwrap();
+        let hv = api.response_header_version(h.request_api_version);
+        let rh = ResponseHeader::default().with_correlation_id(h.correlation_id);
+        let mut b = BytesMut::new();
+        b.put_i32(0);
+        rh.encode(&mut b, hv).unwrap();
+        body.encode(&mut b, h.request_api_version).unwrap();
+        let n = (b.len() - 4) as i32;
+        b[..4].copy_from_slice(&n.to_be_bytes());
+        s.write_all(&b).await.unwrap();
+    }
+
+    pub(crate) fn versions_response(ranges: &[(ApiKey, i16, i16)]) -> ApiVersionsResponse {
+        ApiVersionsResponse::default().with_api_keys(
+            ranges
+                .iter()
+                .map(|&(k, lo, hi)| {
+                    ApiVersion::default()
+                        .with_api_key(k as i16)
+                        .with_min_version(lo)
+                        .with_max_version(hi)
+                })
+                .collect(),
+        )
+    }
+
+    /// Answers ApiVersions like a broker that rejects v3 (to exercise the v0 fallback).
+    pub(crate) async fn answer_api_versions(s: &mut DuplexStream, ranges: &[(ApiKey, i16, i16)]) {
+        let (h, _) = read_request(s).await.unwrap();
+        assert_eq!(h.request_api_key, ApiKey::ApiVersions as i16);
+        if h.request_api_version > 0 {
+            let mut r = versions_response(&[(ApiKey::ApiVersions, 0, 2)]);
+            r.error_code = 35;
+            // UNSUPPORTED_VERSION answers are encoded as v0 whatever the request version.
+            let mut h0 = h.clone();
+            h0.request_api_version = 0;
+            write_response(s, &h0, &r).await;
+            let (h, _) = read_request(s).await.unwrap();
+            assert_eq!(h.request_api_version, 0);
+            write_response(s, &h, &versions_response(ranges)).await;
+        } else {
+            write_response(s, &h, &versions_response(ranges)).await;
+        }
+    }
+
+    async fn connected(ranges: &[(ApiKey, i16, i16)]) -> (Connection, DuplexStream) {
+        let (a, mut b) = tokio::io::duplex(1 << 16);
+        let ranges = ranges.to_vec();
+        let srv = tokio::spawn(async move {
+            answer_api_versions(&mut b, &ranges).await;
+            b
+        });
+        let c = Connection::handshake(
+            a,
+            1,
+            StrBytes::from_static_str("t"),
+            1 << 20,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        (c, srv.await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn negotiation_falls_back_to_v0_and_picks_versions() {
+        let (c, _srv) = connected(&[(ApiKey::Metadata, 0, 9), (ApiKey::Produce, 3, 9)]).await;
+        assert_eq!(c.versions().pick(ApiKey::Metadata).unwrap(), 9);
+        assert_eq!(c.versions().pick(ApiKey::Produce).unwrap(), 9);
+        assert!(c.versions().pick(ApiKey::Fetch).unwrap_err().is_unsupported());
+    }
+
+    #[tokio::test]
+    async fn pipelined_requests_match_in_order() {
+        let (c, mut srv) = connected(&[(ApiKey::Metadata, 0, 12)]).await;
+        let c = Arc::new(c);
+        let mut calls = Vec::new();
+        for i in 0..10 {
+            let c = c.clone();
+            calls.push(tokio::spawn(async move {
+                let req = MetadataRequest::default().with_allow_auto_topic_creation(i % 2 == 0);
+                let (_, r) = c.call_negotiated(&req, Duration::from_secs(5)).await.unwrap();
+                r.throttle_time_ms
+            }));
+        }
+        // Read all ten before answering any: they are genuinely in flight together.
+        let mut hs = Vec::new();
+        for _ in 0..10 {
+            let (h, mut body) = read_request(&mut srv).await.unwrap();
+            MetadataRequest::decode(&mut body, h.request_api_version).unwrap();
+            hs.push(h);
+        }
+        for h in &hs {
+            let r = MetadataResponse::default().with_throttle_time_ms(h.correlation_id);
+            write_response(&mut srv, h, &r).await;
+        }
+        let mut got = Vec::new();
+        for c in calls {
+            got.push(c.await.unwrap());
+        }
+        got.sort();
+        let mut want: Vec<i32> = hs.iter().map(|h| h.correlation_id).collect();
+        want.sort();
+        assert_eq!(got, want);
+    }
+
+    #[tokio::test]
+    async fn broken_connection_fails_pending_retriably() {
+        let (c, mut srv) = connected(&[(ApiKey::Metadata, 0, 12)]).await;
+        let c = Arc::new(c);
+        let c2 = c.clone();
+        let call = tokio::spawn(async move {
+            c2.call_negotiated(&MetadataRequest::default(), Duration::from_secs(30))
+                .await
+        });
+        read_request(&mut srv).await.unwrap();
+        drop(srv);
+        let e = call.await.unwrap().unwrap_err();
+        assert!(e.is_retriable(), "{e}");
+        assert!(c.is_closed());
+        let e = c
+            .call_negotiated(&MetadataRequest::default(), Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(e.is_retriable());
+    }
+
+    #[tokio::test]
+    async fn timeout_poisons_and_cancelled_caller_leaves_frames_whole() {
+        let (c, mut srv) = connected(&[(ApiKey::Metadata, 0, 12)]).await;
+        // A caller dropped right after submitting: the frame is still written whole.
+        {
+            let req = MetadataRequest::default();
+            let fut = c.call_negotiated(&req, Duration::from_secs(5));
+            let _ = tokio::time::timeout(Duration::from_millis(1), fut).await;
+        }
+        let (h, mut body) = read_request(&mut srv).await.unwrap();
+        MetadataRequest::decode(&mut body, h.request_api_version).unwrap();
+        // No answer: the next call times out and poisons the connection.
+        let e = c
+            .call_negotiated(&MetadataRequest::default(), Duration::from_millis(50))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::Timeout);
+        assert!(e.is_retriable());
+        assert!(c.is_closed());
+    }
+
+    #[tokio::test]
+    async fn wrong_correlation_id_is_a_protocol_error() {
+        let (c, mut srv) = connected(&[(ApiKey::Metadata, 0, 12)]).await;
+        let c = Arc::new(c);
+        let c2 = c.clone();
+        let call = tokio::spawn(async move {
+            c2.call_negotiated(&MetadataRequest::default(), Duration::from_secs(5))
+                .await
+        });
+        let (mut h, _) = read_request(&mut srv).await.unwrap();
+        h.correlation_id += 1000;
+        write_response(&mut srv, &h, &MetadataResponse::default()).await;
+        let e = call.await.unwrap().unwrap_err();
+        assert!(e.to_string().contains("correlation id"), "{e}");
+    }
+}
