@@ -1,0 +1,115 @@
+//! Snappy: xerial framing (what the Java client writes) and raw blocks (librdkafka).
+//!
+//! Xerial framing: `\x82SNAPPY\0`, version int32, compatible-version int32, then chunks of
+//! `[int32 length][raw snappy block]`.
+
+use snap::raw::{Decoder, Encoder, decompress_len, max_compress_len};
+
+use super::corrupt;
+use crate::error::{Error, Result};
+use crate::header::Compression;
+
+const MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+const HEADER_LEN: usize = 16;
+/// xerial's `SnappyOutputStream` default block size.
+const BLOCK: usize = 32 << 10;
+/// No snappy element expands more than 64 bytes from 3 (a 2-byte-offset copy), so a block
+/// declaring more than 22 times its size is corrupt.
+const MAX_RATIO: usize = 22;
+
+pub(super) fn compress(data: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(HEADER_LEN + max_compress_len(data.len().min(BLOCK)));
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&1i32.to_be_bytes());
+    out.extend_from_slice(&1i32.to_be_bytes());
+    let mut enc = Encoder::new();
+    let mut scratch = vec![0u8; max_compress_len(BLOCK)];
+    for chunk in data.chunks(BLOCK) {
+        let n = enc
+            .compress(chunk, &mut scratch)
+            .map_err(std::io::Error::other)?;
+        let len = i32::try_from(n).map_err(std::io::Error::other)?;
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(&scratch[..n]);
+    }
+    Ok(out)
+}
+
+pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut dec = Decoder::new();
+    match data.strip_prefix(&MAGIC) {
+        Some(rest) => {
+            let mut rest = rest
+                .get(HEADER_LEN - MAGIC.len()..)
+                .ok_or_else(|| bad("truncated xerial header"))?;
+            while !rest.is_empty() {
+                let (len, tail) = rest
+                    .split_first_chunk::<4>()
+                    .ok_or_else(|| bad("truncated xerial chunk length"))?;
+                let len = usize::try_from(i32::from_be_bytes(*len))
+                    .map_err(|_| bad("negative xerial chunk length"))?;
+                let block = tail
+                    .get(..len)
+                    .ok_or_else(|| bad("truncated xerial chunk"))?;
+                append_block(&mut dec, block, &mut out, cap)?;
+                rest = &tail[len..];
+            }
+        }
+        None => append_block(&mut dec, data, &mut out, cap)?,
+    }
+    Ok(out)
+}
+
+fn append_block(dec: &mut Decoder, block: &[u8], out: &mut Vec<u8>, cap: usize) -> Result<()> {
+    let codec = Compression::Snappy;
+    let n = decompress_len(block).map_err(|e| corrupt(codec, e))?;
+    if n > block.len().saturating_mul(MAX_RATIO) {
+        return Err(bad("declared length impossible for the block size"));
+    }
+    if n > cap - out.len() {
+        return Err(Error::DecompressedTooLarge { codec, cap });
+    }
+    let start = out.len();
+    out.resize(start + n, 0);
+    let written = dec
+        .decompress(block, &mut out[start..])
+        .map_err(|e| corrupt(codec, e))?;
+    out.truncate(start + written);
+    Ok(())
+}
+
+fn bad(reason: &'static str) -> Error {
+    corrupt(Compression::Snappy, reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_raw_snappy() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 7) as u8).collect();
+        let raw = Encoder::new().compress_vec(&data).unwrap();
+        assert_eq!(decompress(&raw, data.len()).unwrap(), data);
+        assert!(decompress(&raw, data.len() - 1).is_err());
+    }
+
+    #[test]
+    fn writes_xerial_header_and_32k_blocks() {
+        let data = vec![7u8; 70_000];
+        let z = compress(&data).unwrap();
+        assert_eq!(&z[..8], &MAGIC);
+        assert_eq!(&z[8..16], &[0, 0, 0, 1, 0, 0, 0, 1]);
+        let first = i32::from_be_bytes(z[16..20].try_into().unwrap()) as usize;
+        assert_eq!(decompress_len(&z[20..20 + first]).unwrap(), BLOCK);
+    }
+
+    #[test]
+    fn rejects_truncated_framing() {
+        let z = compress(&[1u8; 1000]).unwrap();
+        for cut in [9, 17, z.len() - 1] {
+            assert!(decompress(&z[..cut], 1 << 20).is_err(), "cut at {cut}");
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Reading the records of a batch, whatever its codec.
+
+use bytes::Bytes;
+
+use crate::compression::decompress;
+use crate::error::{Error, Result};
+use crate::header::Compression;
+use crate::record::{Record, Records};
+use crate::split::{Batch, Limits};
+
+/// Type of a control record, from its key (`version int16, type int16`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ControlRecordType {
+    /// Transaction abort marker (type 0).
+    Abort,
+    /// Transaction commit marker (type 1).
+    Commit,
+    /// Any other control record (leader change, snapshot markers, ...).
+    Other(i16),
+}
+
+impl Batch {
+    /// The records section, decompressed (a slice, not a copy, when uncompressed).
+    pub fn decompressed_payload(&self, limits: &Limits) -> Result<Bytes> {
+        let header = self.header();
+        let payload = self.payload();
+        match header.compression() {
+            Compression::None => Ok(payload),
+            codec => decompress(codec, &payload, limits.max_decompressed_bytes)
+                .map(Bytes::from)
+                .map_err(|e| e.in_batch(header.base_offset)),
+        }
+    }
+
+    /// Iterates over the batch's records (decompressing the whole section first).
+    pub fn records(&self, limits: &Limits) -> Result<Records> {
+        let h = self.header();
+        Records::new(
+            self.decompressed_payload(limits)?,
+            h.records_count,
+            h.base_offset,
+            h.base_timestamp,
+        )
+    }
+
+    /// All records of the batch.
+    pub fn decode_records(&self, limits: &Limits) -> Result<Vec<Record>> {
+        self.records(limits)?.collect()
+    }
+
+    /// For a control batch, the type of its first record; `None` for a data batch or a
+    /// control batch emptied by compaction.
+    pub fn control_type(&self, limits: &Limits) -> Result<Option<ControlRecordType>> {
+        if !self.header().attributes.is_control() {
+            return Ok(None);
+        }
+        let Some(first) = self.records(limits)?.next().transpose()? else {
+            return Ok(None);
+        };
+        control_record_type(first.key.as_deref())
+            .map(Some)
+            .map_err(|e| e.in_batch(self.header().base_offset))
+    }
+}
+
+/// Decodes a control record key.
+pub fn control_record_type(key: Option<&[u8]>) -> Result<ControlRecordType> {
+    let bad = |reason| Error::InvalidControlRecord { reason };
+    let key = key.ok_or_else(|| bad("null key"))?;
+    let (version, rest) = key
+        .split_first_chunk::<2>()
+        .ok_or_else(|| bad("key too short"))?;
+    let (kind, _) = rest
+        .split_first_chunk::<2>()
+        .ok_or_else(|| bad("key too short"))?;
+    // Newer key versions only append fields, as the Java client assumes.
+    if i16::from_be_bytes(*version) < 0 {
+        return Err(bad("negative key version"));
+    }
+    Ok(match i16::from_be_bytes(*kind) {
+        0 => ControlRecordType::Abort,
+        1 => ControlRecordType::Commit,
+        other => ControlRecordType::Other(other),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_keys() {
+        assert_eq!(
+            control_record_type(Some(&[0, 0, 0, 0])).unwrap(),
+            ControlRecordType::Abort
+        );
+        assert_eq!(
+            control_record_type(Some(&[0, 0, 0, 1])).unwrap(),
+            ControlRecordType::Commit
+        );
+        assert_eq!(
+            control_record_type(Some(&[0, 1, 0, 5, 9])).unwrap(),
+            ControlRecordType::Other(5)
+        );
+        assert!(control_record_type(None).is_err());
+        assert!(control_record_type(Some(&[0, 0, 0])).is_err());
+        assert!(control_record_type(Some(&[0xff, 0xff, 0, 0])).is_err());
+    }
+}
