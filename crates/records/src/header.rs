@@ -41,7 +41,7 @@ pub(crate) const BASE_SEQUENCE_AT: usize = 53;
 pub const MAGIC_V2: i8 = 2;
 
 /// Compression codec of a batch (attribute bits 0..3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Compression {
     /// No compression.
     #[default]
