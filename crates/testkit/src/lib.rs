@@ -1,3 +1,54 @@
-//! strait-testkit: broker processes and test data for Strait's tests and benches.
+//! strait-testkit: real brokers, an independent client, a fault proxy and test data for
+//! Strait's integration tests and benches. A dev-dependency only; it does not depend on
+//! `strait-client` (it speaks the little raw Kafka it needs itself).
 //!
-//! Not built yet: this crate is an empty placeholder until the client issue lands.
+//! One module per concern:
+//!
+//! | module | what |
+//! |---|---|
+//! | [`broker`] | [`TansuBroker`] / [`TansuCluster`]: Tansu processes on free loopback ports, killed on drop (also on panic, with the log tail printed), [`TansuBroker::restart`] |
+//! | [`probe`] | a raw ApiVersions v0 request over `std::net::TcpStream` ([`probe::api_versions`]) |
+//! | [`rdkafka`] | librdkafka (Python confluent-kafka) as an independent client: create topics, produce, consume, group offsets |
+//! | [`proxy`] | [`FaultProxy`]: TCP proxy with delay, stall, cut and corrupt |
+//! | [`data`] | [`TestRecord`] and the seeded generator [`DataGen`] |
+//! | [`paths`] | where the workspace, the Tansu binary, Python and the helper script are |
+//! | [`error`] | the [`Error`] type |
+//!
+//! Tools come from `scripts/install-brokers`: the Tansu binary (`$STRAIT_TANSU_BIN`, default
+//! `<workspace>/.tools/tansu/tansu`) and a Python venv with confluent-kafka
+//! (`$STRAIT_PYTHON`, default `<workspace>/.tools/venv/bin/python`). Errors say so when
+//! they are missing.
+//!
+//! Tansu differs from Apache Kafka in ways tests must know (memory storage only,
+//! ListOffsets(latest) under-reports, `max_wait=0` fetches return nothing, no aborted
+//! transactions list): see `/work/shared/reference/tansu.md` and
+//! `crates/records/tests/data/README.md`.
+//!
+//! ```no_run
+//! # fn main() -> strait_testkit::Result<()> {
+//! use strait_testkit::{DataGen, FaultProxy, RecordSpec, TansuCluster, rdkafka};
+//!
+//! let cluster = TansuCluster::start(2)?; // source and target, independent clusters
+//! let (source, target) = (cluster.broker(0), cluster.broker(1));
+//! rdkafka::create_topic(&source.bootstrap(), "t", 3, &[])?;
+//! let records = DataGen::new(1).records(1000, &RecordSpec { partition: None, ..RecordSpec::default() });
+//! rdkafka::produce(&source.bootstrap(), "t", &records, &Default::default())?;
+//! let proxy = FaultProxy::start(target.addr())?; // faults between the replicator and the target
+//! // ... run the replicator from source.bootstrap() to proxy.bootstrap(), then:
+//! let copied = rdkafka::consume(&target.bootstrap(), "t", &rdkafka::ConsumeOptions::count(1000))?;
+//! # let _ = (proxy, copied);
+//! # Ok(()) }
+//! ```
+
+pub mod broker;
+pub mod data;
+pub mod error;
+pub mod paths;
+pub mod probe;
+pub mod proxy;
+pub mod rdkafka;
+
+pub use broker::{BrokerOptions, TansuBroker, TansuCluster};
+pub use data::{DataGen, RecordHeader, RecordSpec, TestRecord};
+pub use error::{Error, Result};
+pub use proxy::{Direction, FaultProxy};

@@ -1,0 +1,441 @@
+//! [`FaultProxy`]: a TCP proxy between a client and one upstream address, with faults that
+//! can be switched on and off while connections are open.
+//!
+//! Built on std threads, independent of any async runtime, so it works the same from
+//! plain and `#[tokio::test]` tests. Per connection and direction there is a reader thread
+//! and a writer thread joined by a bounded queue of chunks; the writer applies the
+//! faults:
+//!
+//! | fault | effect |
+//! |---|---|
+//! | [`set_delay`](FaultProxy::set_delay) | every chunk is held until `delay` after it was read (latency, not throughput) |
+//! | [`stall`](FaultProxy::stall) | nothing is forwarded, connections stay open; data queues up (then TCP backpressure) and flows again on [`unstall`](FaultProxy::unstall) |
+//! | [`cut`](FaultProxy::cut) | every open connection is closed at once (both sides); new connections are accepted and closed immediately until [`uncut`](FaultProxy::uncut) |
+//! | [`corrupt`](FaultProxy::corrupt) | the next N bytes in a direction (over all connections) are bit-flipped (`b ^ 0xFF`) |
+//!
+//! [`restore`](FaultProxy::restore) clears every fault. Dropping the proxy closes every
+//! connection and joins all its threads.
+
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::error::{Result, io};
+
+const CHUNK: usize = 64 * 1024;
+/// Chunks queued per direction before the reader blocks (backpressure while stalled).
+const QUEUE: usize = 64;
+const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const ACCEPT_POLL: Duration = Duration::from_millis(5);
+
+/// A direction of traffic through the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Client → upstream (requests).
+    Upstream,
+    /// Upstream → client (responses).
+    Downstream,
+}
+
+impl Direction {
+    fn index(self) -> usize {
+        match self {
+            Direction::Upstream => 0,
+            Direction::Downstream => 1,
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Corruption {
+    skip: u64,
+    flip: u64,
+}
+
+#[derive(Debug, Default)]
+struct Faults {
+    delay: [Duration; 2],
+    stalled: bool,
+    cut: bool,
+    corrupt: [Corruption; 2],
+}
+
+struct Conn {
+    client: TcpStream,
+    upstream: TcpStream,
+}
+
+impl Conn {
+    fn close(&self) {
+        let _ = self.client.shutdown(Shutdown::Both);
+        let _ = self.upstream.shutdown(Shutdown::Both);
+    }
+}
+
+struct Shared {
+    upstream: SocketAddr,
+    faults: Mutex<Faults>,
+    /// Signalled on every fault change and on shutdown (wakes stalled writers).
+    changed: Condvar,
+    shutdown: AtomicBool,
+    conns: Mutex<HashMap<u64, Conn>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    next_conn: AtomicU64,
+    accepted: AtomicU64,
+    forwarded: [AtomicU64; 2],
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic in one proxy thread must not take the others down with it.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    fn faults(&self) -> MutexGuard<'_, Faults> {
+        lock(&self.faults)
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Faults)) {
+        f(&mut self.faults());
+        self.changed.notify_all();
+    }
+
+    fn spawn(&self, name: &str, f: impl FnOnce() + Send + 'static) {
+        if let Ok(h) = thread::Builder::new().name(name.into()).spawn(f) {
+            let mut threads = lock(&self.threads);
+            threads.retain(|t| !t.is_finished());
+            threads.push(h);
+        }
+    }
+
+    fn close_all(&self) {
+        for conn in lock(&self.conns).values() {
+            conn.close();
+        }
+    }
+}
+
+/// A TCP proxy on `127.0.0.1:<free port>` forwarding to one upstream address, with
+/// runtime-controlled faults. See the [module docs](self).
+///
+/// ```no_run
+/// # fn main() -> strait_testkit::Result<()> {
+/// use std::time::Duration;
+/// use strait_testkit::{Direction, FaultProxy, TansuBroker};
+///
+/// let broker = TansuBroker::start()?;
+/// let proxy = FaultProxy::start(broker.addr())?;
+/// // point the client under test at proxy.bootstrap() instead of broker.bootstrap()
+/// proxy.set_delay(Direction::Downstream, Duration::from_millis(200));
+/// proxy.cut(); // every connection drops now
+/// proxy.restore(); // back to normal
+/// # Ok(()) }
+/// ```
+pub struct FaultProxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for FaultProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultProxy")
+            .field("addr", &self.addr)
+            .field("upstream", &self.shared.upstream)
+            .field("faults", &*self.shared.faults())
+            .finish()
+    }
+}
+
+impl FaultProxy {
+    /// Listens on `127.0.0.1:0` and forwards every accepted connection to `upstream`.
+    pub fn start(upstream: SocketAddr) -> Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(io("binding the proxy"))?;
+        let addr = listener
+            .local_addr()
+            .map_err(io("reading the proxy address"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io("making the proxy listener non-blocking"))?;
+        let shared = Arc::new(Shared {
+            upstream,
+            faults: Mutex::new(Faults::default()),
+            changed: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+            conns: Mutex::new(HashMap::new()),
+            threads: Mutex::new(Vec::new()),
+            next_conn: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            forwarded: [AtomicU64::new(0), AtomicU64::new(0)],
+        });
+        let s = Arc::clone(&shared);
+        let acceptor = thread::Builder::new()
+            .name("fault-proxy-accept".into())
+            .spawn(move || accept_loop(listener, s))
+            .map_err(io("spawning the proxy accept thread"))?;
+        Ok(Self {
+            addr,
+            shared,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    /// The address clients should connect to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `127.0.0.1:PORT` of the proxy, for `bootstrap.servers`.
+    ///
+    /// Note: a Kafka broker advertises its own address in Metadata, so a client that
+    /// follows Metadata will connect to the broker directly after bootstrapping. Use the
+    /// proxy for the connections that do go through it (bootstrap, or a client that is
+    /// told to use this address for the broker).
+    pub fn bootstrap(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The upstream address.
+    pub fn upstream(&self) -> SocketAddr {
+        self.shared.upstream
+    }
+
+    /// Adds `delay` to every chunk forwarded in `direction` from now on (zero = none).
+    pub fn set_delay(&self, direction: Direction, delay: Duration) {
+        self.shared.update(|f| f.delay[direction.index()] = delay);
+    }
+
+    /// Stops forwarding in both directions; connections stay open.
+    pub fn stall(&self) {
+        self.shared.update(|f| f.stalled = true);
+    }
+
+    /// Resumes forwarding after [`stall`](Self::stall); queued data flows.
+    pub fn unstall(&self) {
+        self.shared.update(|f| f.stalled = false);
+    }
+
+    /// Closes every open connection now and refuses (accepts and closes) new ones until
+    /// [`uncut`](Self::uncut) or [`restore`](Self::restore).
+    pub fn cut(&self) {
+        self.shared.update(|f| f.cut = true);
+        self.shared.close_all();
+    }
+
+    /// Accepts and forwards new connections again after [`cut`](Self::cut).
+    pub fn uncut(&self) {
+        self.shared.update(|f| f.cut = false);
+    }
+
+    /// Bit-flips the next `n` bytes forwarded in `direction`, over all connections.
+    pub fn corrupt(&self, direction: Direction, n: u64) {
+        self.corrupt_after(direction, 0, n);
+    }
+
+    /// Forwards the next `skip` bytes in `direction` intact, then bit-flips `n` bytes.
+    /// (Skipping 4 bytes of a Kafka frame keeps its length prefix and corrupts the body.)
+    pub fn corrupt_after(&self, direction: Direction, skip: u64, n: u64) {
+        self.shared
+            .update(|f| f.corrupt[direction.index()] = Corruption { skip, flip: n });
+    }
+
+    /// Clears every fault: no delay, not stalled, not cut, no pending corruption.
+    pub fn restore(&self) {
+        self.shared.update(|f| *f = Faults::default());
+    }
+
+    /// Connections accepted so far (including ones refused while cut).
+    pub fn connections_accepted(&self) -> u64 {
+        self.shared.accepted.load(Ordering::Relaxed)
+    }
+
+    /// Connections currently open through the proxy.
+    pub fn open_connections(&self) -> usize {
+        lock(&self.shared.conns).len()
+    }
+
+    /// Bytes forwarded so far in `direction`.
+    pub fn bytes_forwarded(&self, direction: Direction) -> u64 {
+        self.shared.forwarded[direction.index()].load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        self.shared.update(|f| f.cut = true);
+        self.shared.close_all();
+        if let Some(a) = self.acceptor.take() {
+            let _ = a.join();
+        }
+        // Connection threads exit once their sockets are shut down; new ones can't start
+        // (the acceptor is gone), so draining this list joins them all.
+        loop {
+            let batch: Vec<_> = std::mem::take(&mut *lock(&self.shared.threads));
+            if batch.is_empty() {
+                break;
+            }
+            self.shared.close_all();
+            for t in batch {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    while !shared.shutdown.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((client, _)) => {
+                shared.accepted.fetch_add(1, Ordering::Relaxed);
+                if shared.faults().cut {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let s = Arc::clone(&shared);
+                shared.spawn("fault-proxy-conn", move || connect(client, s));
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => thread::sleep(ACCEPT_POLL),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => thread::sleep(ACCEPT_POLL),
+        }
+    }
+}
+
+/// Connects upstream for one accepted client and starts its four pump threads.
+fn connect(client: TcpStream, shared: Arc<Shared>) {
+    let _ = client.set_nonblocking(false);
+    let upstream = match TcpStream::connect_timeout(&shared.upstream, UPSTREAM_CONNECT_TIMEOUT) {
+        Ok(u) => u,
+        Err(_) => {
+            let _ = client.shutdown(Shutdown::Both);
+            return;
+        }
+    };
+    let _ = client.set_nodelay(true);
+    let _ = upstream.set_nodelay(true);
+    let clones = (|| {
+        Some((
+            client.try_clone().ok()?,
+            client.try_clone().ok()?,
+            upstream.try_clone().ok()?,
+            upstream.try_clone().ok()?,
+        ))
+    })();
+    let Some((client_r, client_w, upstream_r, upstream_w)) = clones else {
+        let _ = client.shutdown(Shutdown::Both);
+        let _ = upstream.shutdown(Shutdown::Both);
+        return;
+    };
+    let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+    {
+        let mut conns = lock(&shared.conns);
+        // A cut (or shutdown) may have happened while we were connecting.
+        if shared.faults().cut || shared.shutdown.load(Ordering::SeqCst) {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = upstream.shutdown(Shutdown::Both);
+            return;
+        }
+        conns.insert(id, Conn { client, upstream });
+    }
+    let live = Arc::new(AtomicUsize::new(2));
+    for (direction, from, to) in [
+        (Direction::Upstream, client_r, upstream_w),
+        (Direction::Downstream, upstream_r, client_w),
+    ] {
+        let (tx, rx) = sync_channel::<(Instant, Vec<u8>)>(QUEUE);
+        let s = Arc::clone(&shared);
+        shared.spawn("fault-proxy-read", move || {
+            read_side(from, tx, s, direction)
+        });
+        let s = Arc::clone(&shared);
+        let live = Arc::clone(&live);
+        shared.spawn("fault-proxy-write", move || {
+            write_side(to, rx, &s, direction);
+            if live.fetch_sub(1, Ordering::SeqCst) == 1 {
+                lock(&s.conns).remove(&id);
+            }
+        });
+    }
+}
+
+fn read_side(
+    mut from: TcpStream,
+    tx: SyncSender<(Instant, Vec<u8>)>,
+    shared: Arc<Shared>,
+    direction: Direction,
+) {
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let due = Instant::now() + shared.faults().delay[direction.index()];
+                if tx.send((due, buf[..n].to_vec())).is_err() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    // Dropping tx tells the writer there is no more data.
+}
+
+fn write_side(
+    mut to: TcpStream,
+    rx: Receiver<(Instant, Vec<u8>)>,
+    shared: &Shared,
+    direction: Direction,
+) {
+    let d = direction.index();
+    while let Ok((due, mut chunk)) = rx.recv() {
+        // Hold until due and not stalled; give up on cut/shutdown.
+        {
+            let mut faults = shared.faults();
+            loop {
+                if faults.cut || shared.shutdown.load(Ordering::SeqCst) {
+                    let _ = to.shutdown(Shutdown::Both);
+                    return;
+                }
+                let now = Instant::now();
+                if faults.stalled {
+                    faults = match shared.changed.wait(faults) {
+                        Ok(g) => g,
+                        Err(p) => p.into_inner(),
+                    };
+                } else if now < due {
+                    faults = match shared.changed.wait_timeout(faults, due - now) {
+                        Ok((g, _)) => g,
+                        Err(p) => p.into_inner().0,
+                    };
+                } else {
+                    break;
+                }
+            }
+            let c = &mut faults.corrupt[d];
+            for b in chunk.iter_mut() {
+                if c.skip > 0 {
+                    c.skip -= 1;
+                } else if c.flip > 0 {
+                    *b ^= 0xFF;
+                    c.flip -= 1;
+                } else {
+                    break;
+                }
+            }
+        }
+        if to.write_all(&chunk).is_err() {
+            let _ = to.shutdown(Shutdown::Both);
+            return;
+        }
+        shared.forwarded[d].fetch_add(chunk.len() as u64, Ordering::Relaxed);
+    }
+    // The reading side hit EOF (or an error): pass the half-close on.
+    let _ = to.shutdown(Shutdown::Write);
+}

@@ -1,0 +1,223 @@
+//! FaultProxy against an echo server, and against a real Tansu broker.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use strait_testkit::probe::{api_versions, api_versions_on};
+use strait_testkit::{Direction, FaultProxy, TansuBroker};
+
+/// An echo server on a free port; runs until the test process ends.
+fn echo_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                loop {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            if conn.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn connect(proxy: &FaultProxy) -> TcpStream {
+    let s = TcpStream::connect(proxy.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s
+}
+
+fn echo(s: &mut TcpStream, msg: &[u8]) -> Vec<u8> {
+    s.write_all(msg).unwrap();
+    let mut buf = vec![0u8; msg.len()];
+    s.read_exact(&mut buf).unwrap();
+    buf
+}
+
+/// True if the connection is closed (EOF or reset) within the read timeout.
+fn is_closed(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+    }
+}
+
+#[test]
+fn forwards_both_ways() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    let mut s = connect(&proxy);
+    assert_eq!(echo(&mut s, b"hello"), b"hello");
+    let big: Vec<u8> = (0..300_000u32).map(|i| i as u8).collect();
+    let writer = {
+        let mut w = s.try_clone().unwrap();
+        let big = big.clone();
+        thread::spawn(move || w.write_all(&big).unwrap())
+    };
+    let mut back = vec![0u8; big.len()];
+    s.read_exact(&mut back).unwrap();
+    writer.join().unwrap();
+    assert_eq!(back, big);
+    assert_eq!(proxy.bytes_forwarded(Direction::Upstream), 300_005);
+    assert_eq!(proxy.bytes_forwarded(Direction::Downstream), 300_005);
+    assert_eq!(proxy.connections_accepted(), 1);
+    assert_eq!(proxy.open_connections(), 1);
+    drop(s);
+    let end = Instant::now() + Duration::from_secs(2);
+    while proxy.open_connections() > 0 && Instant::now() < end {
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        proxy.open_connections(),
+        0,
+        "a closed connection is forgotten"
+    );
+}
+
+#[test]
+fn delay_per_direction() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    let mut s = connect(&proxy);
+    echo(&mut s, b"warm");
+    proxy.set_delay(Direction::Upstream, Duration::from_millis(150));
+    proxy.set_delay(Direction::Downstream, Duration::from_millis(100));
+    let t = Instant::now();
+    assert_eq!(echo(&mut s, b"slow"), b"slow");
+    let rtt = t.elapsed();
+    assert!(rtt >= Duration::from_millis(250), "{rtt:?}");
+    assert!(rtt < Duration::from_secs(2), "{rtt:?}");
+    proxy.restore();
+    let t = Instant::now();
+    echo(&mut s, b"fast");
+    assert!(
+        t.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn cut_closes_everything_and_refuses_until_uncut() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    let mut a = connect(&proxy);
+    let mut b = connect(&proxy);
+    echo(&mut a, b"a");
+    echo(&mut b, b"b");
+    proxy.cut();
+    assert!(is_closed(&mut a));
+    assert!(is_closed(&mut b));
+    let mut c = connect(&proxy);
+    let _ = c.write_all(b"x");
+    assert!(is_closed(&mut c), "new connections are refused while cut");
+    proxy.uncut();
+    let mut d = connect(&proxy);
+    assert_eq!(echo(&mut d, b"back"), b"back");
+}
+
+#[test]
+fn stall_keeps_connections_open_and_resumes() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    let mut s = connect(&proxy);
+    echo(&mut s, b"ok");
+    proxy.stall();
+    s.write_all(b"held").unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 4];
+    let err = s.read(&mut buf).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        "{err}"
+    );
+    assert_eq!(proxy.open_connections(), 1);
+    proxy.unstall();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"held");
+}
+
+#[test]
+fn corrupt_flips_the_next_bytes_only() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    let mut s = connect(&proxy);
+    proxy.corrupt(Direction::Downstream, 3);
+    assert_eq!(
+        echo(&mut s, b"abcdef"),
+        [!b'a', !b'b', !b'c', b'd', b'e', b'f']
+    );
+    assert_eq!(echo(&mut s, b"clean"), b"clean");
+    proxy.corrupt_after(Direction::Upstream, 2, 1);
+    assert_eq!(echo(&mut s, b"xyz"), [b'x', b'y', !b'z']);
+    assert_eq!(echo(&mut s, b"clean"), b"clean");
+}
+
+#[test]
+fn drop_closes_connections_and_the_listener() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    let addr = proxy.addr();
+    let mut s = connect(&proxy);
+    echo(&mut s, b"hi");
+    proxy.stall(); // a writer blocked in a stall must not hang drop
+    s.write_all(b"pending").unwrap();
+    let t = Instant::now();
+    drop(proxy);
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(is_closed(&mut s));
+    assert!(TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_err());
+}
+
+#[test]
+fn upstream_down_closes_the_client() {
+    let dead = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let proxy = FaultProxy::start(dead).unwrap();
+    let mut s = connect(&proxy);
+    assert!(is_closed(&mut s));
+}
+
+#[test]
+fn kafka_through_the_proxy() {
+    let broker = TansuBroker::start().unwrap();
+    let proxy = FaultProxy::start(broker.addr()).unwrap();
+    let timeout = Duration::from_secs(2);
+    let apis = api_versions(proxy.addr(), timeout).unwrap();
+    assert!(apis.iter().any(|a| a.api_key == 18));
+
+    // Corrupt a request body (keep the 4-byte length): the broker can't answer it.
+    proxy.corrupt_after(Direction::Upstream, 4, 4);
+    assert!(api_versions(proxy.addr(), timeout).is_err());
+    // Corrupt a response body: our decoder rejects it.
+    proxy.corrupt_after(Direction::Downstream, 4, 4);
+    assert!(api_versions(proxy.addr(), timeout).is_err());
+    api_versions(proxy.addr(), timeout).unwrap();
+
+    // A cut drops an open connection; after uncut a new one works.
+    let mut conn = TcpStream::connect(proxy.addr()).unwrap();
+    conn.set_read_timeout(Some(timeout)).unwrap();
+    api_versions_on(&mut conn).unwrap();
+    proxy.cut();
+    assert!(api_versions_on(&mut conn).is_err());
+    proxy.uncut();
+    api_versions(proxy.addr(), timeout).unwrap();
+
+    // Delay shows up in the round trip.
+    proxy.set_delay(Direction::Downstream, Duration::from_millis(200));
+    let t = Instant::now();
+    api_versions(proxy.addr(), timeout).unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(200));
+}
