@@ -69,6 +69,8 @@ mod patch;
 mod record;
 mod reencode;
 mod split;
+#[cfg(test)]
+mod tests;
 mod varint;
 
 pub use aborted::{AbortedFilter, AbortedTransaction, TxnVerdict, filter_aborted};

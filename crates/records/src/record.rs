@@ -312,7 +312,10 @@ fn write_nullable(out: &mut Vec<u8>, b: Option<&[u8]>) {
 mod tests {
     use super::*;
 
-    fn encode(records: &[(i32, i64, Option<&[u8]>, Option<&[u8]>, Vec<Header>)]) -> Bytes {
+    /// offset delta, timestamp delta, key, value, headers
+    type Spec<'a> = (i32, i64, Option<&'a [u8]>, Option<&'a [u8]>, Vec<Header>);
+
+    fn encode(records: &[Spec<'_>]) -> Bytes {
         let mut out = Vec::new();
         for (od, td, k, v, h) in records {
             encode_record(&mut out, *od, *td, *k, *v, h).unwrap();
