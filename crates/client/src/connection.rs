@@ -335,6 +335,7 @@ impl Connection {
     }
 
     /// Like [`Connection::call`], at the negotiated version.
+    #[cfg(test)]
     pub(crate) async fn call_negotiated<R: Request>(
         &self,
         req: &R,

@@ -21,15 +21,10 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    /// Total length in bytes (including the size prefix).
-    pub(crate) fn len(&self) -> usize {
-        self.parts.iter().map(Bytes::len).sum()
-    }
-
     /// Concatenates the parts (tests and diagnostics only).
     #[cfg(test)]
     pub(crate) fn to_vec(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.len());
+        let mut v = Vec::new();
         for p in &self.parts {
             v.extend_from_slice(p);
         }

@@ -16,7 +16,15 @@ pub use broker::Purpose;
 pub use client::{Client, ClientConfig, CoordinatorType};
 pub use error::{Error, ErrorKind, Result};
 pub use rpc::Request;
+pub use rpc::admin::{AlterConfigOp, ConfigEntry, NewTopic, ResourceConfigs, ResourceType, TopicResult};
+pub use rpc::fetch::{
+    AbortedTxn, FetchOptions, FetchPosition, FetchResult, FetchSession, FetchedPartition,
+    IsolationLevel,
+};
+pub use rpc::groups::ListedGroup;
+pub use rpc::offsets::{CommitOffset, CommittedOffset, GroupMember, ListedOffset, OffsetSpec};
 pub use rpc::produce::{Acks, PartitionProduceResult, ProduceRequest, RawBatch, TopicBatches};
+pub use rpc::txn::ProducerIdentity;
 
 /// The kafka-protocol crate this client is built on, re-exported so that callers can name
 /// its message types (used by [`Client::send_request`] and the group/transaction calls).

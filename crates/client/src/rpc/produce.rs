@@ -12,7 +12,7 @@ use kafka_protocol::messages::{ApiKey, ProduceResponse};
 use crate::broker::{Broker, Purpose};
 use crate::client::Client;
 use crate::connection::ResponseFuture;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::frame;
 
 /// One v2 record batch given as parts whose concatenation is the batch (for example a
@@ -359,11 +359,6 @@ impl Client {
         .await
         .map_err(|e| e.topic(topic).partition(partition))
     }
-}
-
-/// Errors for which a batch is known not to have been written and may be sent again.
-pub(crate) fn is_definitely_not_written(e: &Error) -> bool {
-    matches!(e.kind(), ErrorKind::Kafka(_)) && e.is_retriable()
 }
 
 #[cfg(test)]
