@@ -11,8 +11,8 @@ use crate::update::{Journal, Update};
 
 /// Default per-partition budget of entries (runs plus coarse segments).
 ///
-/// A run takes 24 bytes, so a partition at the budget holds about 2.4 MB (up to ~3.1 MB
-/// with the deque's spare capacity). Dense partitions need one run whatever their size;
+/// A run takes 24 bytes and a coarse segment 40, so a partition at the budget holds 2.4 MB
+/// of runs, about 3.5 MB once coarsening has started. Dense partitions need one run whatever their size;
 /// the budget only binds on gapped ones: at a gap every 10 records (compacted or
 /// transactional topics) it keeps the newest million records exact, and rounds down
 /// (bounded, see [`crate::Precision`]) beyond.
@@ -308,6 +308,13 @@ impl OffsetMap {
             .back_mut()
             .is_some_and(|last| last.try_extend(source_start, target_start, len));
         if !extended {
+            if self.runs.len() == self.runs.capacity() {
+                // Grow by doubling but never past the budget (+1 for the entry that
+                // triggers coarsening), so a full map holds no spare half-deque.
+                let want = (2 * self.runs.capacity()).clamp(4, self.budget + 1);
+                self.runs
+                    .reserve_exact(want.saturating_sub(self.runs.len()).max(1));
+            }
             self.runs
                 .push_back(Run::new(source_start, target_start, len));
             if self.coarse.len() + self.runs.len() > self.budget {

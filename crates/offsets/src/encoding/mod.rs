@@ -65,3 +65,6 @@ fn unseal(bytes: &[u8], kind: u8) -> Result<&[u8], DecodeError> {
     }
     Ok(&framed[HEADER..])
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,636 @@
+//! `mm2.properties` → Strait TOML.
+//!
+//! The importer writes out every effective value (defaults included) so the result can be
+//! reviewed as a whole. Where MM2's default differs from Strait's in *what* gets written
+//! (`sync.group.offsets.enabled` = false, `replication.factor` = 2), MM2's value is written
+//! so the imported flow behaves like the MM2 one. Every key it cannot carry over is
+//! returned as an [`UnmappedKey`] with the reason.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::properties::{self, PropertiesError, Property};
+use crate::config::model::{
+    ClusterSpec, ConfigFile, FlowSpec, NamingPolicy, SaslMechanism, SaslSpec, SecurityProtocol,
+    SecuritySpec, StartPosition, split_list,
+};
+use crate::config::units::HumanDuration;
+
+/// An MM2 key that is not (fully) represented in the generated TOML.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnmappedKey {
+    /// The MM2 key, as written.
+    pub key: String,
+    /// Its value; secrets are shown as `<redacted>`.
+    pub value: String,
+    /// 1-based line in the properties file; 0 for a key that was missing.
+    pub line: usize,
+    /// Why it was not carried over, and what to do instead.
+    pub reason: String,
+}
+
+/// Why a properties file could not be converted at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImportError {
+    /// The text is not a valid properties file.
+    #[error("not a valid properties file: {0}")]
+    Properties(#[from] PropertiesError),
+    /// `clusters` is missing or empty, so nothing can be converted.
+    #[error(
+        "no `clusters = A, B` key: this does not look like an MM2 (connect-mirror-maker) properties file"
+    )]
+    NoClusters,
+}
+
+const HEADER: &str = "\
+# Converted from a MirrorMaker 2 properties file by `strait config import-mm2`.
+# Every effective value is written out; review it, then check it with
+# `strait config validate -c <this file>`. MM2 defaults that change what is written
+# (sync.group_offsets = false, topics.replication_factor = 2) are kept as MM2 had them.
+# Keys that could not be converted were listed on stderr by the importer.
+
+";
+
+const DEFAULT_POLICY: &str = "DefaultReplicationPolicy";
+const IDENTITY_POLICY: &str = "IdentityReplicationPolicy";
+/// MM2's `replication.factor` default (Strait's is the broker default, -1).
+const MM2_REPLICATION_FACTOR: i64 = 2;
+
+/// Converts MM2 properties text into Strait TOML, plus the keys it could not map.
+pub fn import_mm2(properties_text: &str) -> Result<(String, Vec<UnmappedKey>), ImportError> {
+    let mut props = Props::new(properties::parse(properties_text)?);
+    let aliases = props
+        .take("clusters")
+        .map(|v| split_list(&v))
+        .unwrap_or_default();
+    if aliases.is_empty() {
+        return Err(ImportError::NoClusters);
+    }
+
+    let mut file = ConfigFile::default();
+    for alias in &aliases {
+        let cluster = props.cluster(alias);
+        file.clusters.insert(alias.clone(), cluster);
+    }
+    for (source, target) in props.flow_pairs(&aliases) {
+        let flow = props.flow(&source, &target);
+        file.flows.push(flow);
+    }
+    if file.flows.is_empty() {
+        props.note(
+            "clusters",
+            "",
+            "no `A->B.enabled` or other `A->B.*` key: no flow was converted; add a [[flows]] table",
+        );
+    }
+
+    let mut table = toml::Table::try_from(&file).map_err(|_| ImportError::NoClusters)?;
+    // Process-wide sections have no MM2 equivalent: leave them to their defaults.
+    for section in ["engine", "metrics", "logging"] {
+        table.remove(section);
+    }
+    let body = toml::to_string_pretty(&table).unwrap_or_default();
+    Ok((format!("{HEADER}{body}"), props.finish()))
+}
+
+/// The properties, with a record of which were used.
+struct Props {
+    map: HashMap<String, Property>,
+    order: Vec<String>,
+    used: HashSet<String>,
+    unmapped: Vec<UnmappedKey>,
+}
+
+impl Props {
+    fn new(entries: Vec<Property>) -> Self {
+        let mut props = Self {
+            map: HashMap::new(),
+            order: Vec::new(),
+            used: HashSet::new(),
+            unmapped: Vec::new(),
+        };
+        for p in entries {
+            // MM2 config providers (`${file:/path:key}`) cannot be resolved here.
+            if p.value.contains("${") {
+                props.used.insert(p.key.clone());
+                props.unmapped.push(UnmappedKey {
+                    reason: "uses a config provider reference (`${provider:path:key}`), which Strait does not have; \
+                             write `${ENV_VAR}` in the TOML instead"
+                        .to_owned(),
+                    value: shown(&p.key, &p.value),
+                    key: p.key.clone(),
+                    line: p.line,
+                });
+            }
+            props.order.push(p.key.clone());
+            props.map.insert(p.key.clone(), p);
+        }
+        props
+    }
+
+    /// The value of `key`, marking it used.
+    fn take(&mut self, key: &str) -> Option<String> {
+        if self.used.contains(key) && self.unmapped.iter().any(|u| u.key == key) {
+            return None;
+        }
+        let p = self.map.get(key)?;
+        self.used.insert(key.to_owned());
+        Some(p.value.trim().to_owned())
+    }
+
+    /// The first of `keys` that is set (marking only that one used).
+    fn first(&mut self, keys: &[String]) -> Option<(String, String)> {
+        keys.iter()
+            .find(|k| self.map.contains_key(k.as_str()) && !self.is_provider(k))
+            .cloned()
+            .and_then(|k| self.take(&k).map(|v| (k, v)))
+    }
+
+    fn is_provider(&self, key: &str) -> bool {
+        self.map.get(key).is_some_and(|p| p.value.contains("${"))
+    }
+
+    /// Records an unmapped key (or a note about a missing one).
+    fn unmapped(&mut self, key: &str, reason: impl Into<String>) {
+        self.used.insert(key.to_owned());
+        let (value, line) = self
+            .map
+            .get(key)
+            .map_or((String::new(), 0), |p| (shown(key, &p.value), p.line));
+        self.unmapped.push(UnmappedKey {
+            key: key.to_owned(),
+            value,
+            line,
+            reason: reason.into(),
+        });
+    }
+
+    fn note(&mut self, key: &str, value: &str, reason: &str) {
+        self.unmapped.push(UnmappedKey {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            line: 0,
+            reason: reason.to_owned(),
+        });
+    }
+
+    fn cluster(&mut self, alias: &str) -> ClusterSpec {
+        let key = |k: &str| format!("{alias}.{k}");
+        let mut spec = ClusterSpec {
+            bootstrap_servers: Vec::new(),
+            client_id: crate::config::defaults::CLIENT_ID.to_owned(),
+            request_timeout: crate::config::defaults::REQUEST_TIMEOUT,
+            connect_timeout: crate::config::defaults::CONNECT_TIMEOUT,
+            metadata_refresh_interval: crate::config::defaults::METADATA_REFRESH_INTERVAL,
+            security: SecuritySpec::default(),
+        };
+        match self.take(&key("bootstrap.servers")) {
+            Some(v) if !v.is_empty() => {
+                spec.bootstrap_servers = split_list(&v).iter().map(|s| literal(s)).collect()
+            }
+            _ => {
+                let var = env_name(alias, "BOOTSTRAP_SERVERS");
+                spec.bootstrap_servers = vec![format!("${{{var}}}")];
+                self.note(
+                    &key("bootstrap.servers"),
+                    "",
+                    &format!("missing: the TOML reads it from the environment variable {var}"),
+                );
+            }
+        }
+        if let Some(v) = self.take(&key("client.id")) {
+            spec.client_id = literal(&v);
+        }
+        for (mm2, slot) in [
+            ("request.timeout.ms", &mut spec.request_timeout),
+            (
+                "socket.connection.setup.timeout.ms",
+                &mut spec.connect_timeout,
+            ),
+            ("metadata.max.age.ms", &mut spec.metadata_refresh_interval),
+        ] {
+            if let Some(d) = self.millis(&key(mm2)) {
+                *slot = d;
+            }
+        }
+        if let Some(v) = self.take(&key("security.protocol")) {
+            match v.to_ascii_uppercase().as_str() {
+                "PLAINTEXT" => {}
+                "SSL" => spec.security.protocol = SecurityProtocol::Ssl,
+                "SASL_PLAINTEXT" => spec.security.protocol = SecurityProtocol::SaslPlaintext,
+                "SASL_SSL" => spec.security.protocol = SecurityProtocol::SaslSsl,
+                _ => self.unmapped(&key("security.protocol"), "unknown security protocol"),
+            }
+        }
+        spec.security.sasl = self.sasl(alias);
+        spec
+    }
+
+    /// `A.sasl.mechanism` + `A.sasl.jaas.config` → a SASL table whose password comes from
+    /// the environment (never copied into the TOML).
+    fn sasl(&mut self, alias: &str) -> Option<SaslSpec> {
+        let mech_key = format!("{alias}.sasl.mechanism");
+        let jaas_key = format!("{alias}.sasl.jaas.config");
+        let jaas = self.map.get(&jaas_key).map(|p| p.value.clone())?;
+        let mechanism = match self
+            .take(&mech_key)
+            .unwrap_or_else(|| "GSSAPI".to_owned())
+            .to_ascii_uppercase()
+            .as_str()
+        {
+            "PLAIN" => SaslMechanism::Plain,
+            "SCRAM-SHA-256" => SaslMechanism::ScramSha256,
+            "SCRAM-SHA-512" => SaslMechanism::ScramSha512,
+            _ => {
+                self.unmapped(
+                    &mech_key,
+                    "only PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are planned",
+                );
+                self.unmapped(&jaas_key, "its SASL mechanism is not supported");
+                return None;
+            }
+        };
+        let Some(username) = jaas_option(&jaas, "username") else {
+            self.unmapped(&jaas_key, "no username=\"...\" option found");
+            return None;
+        };
+        self.used.insert(jaas_key.clone());
+        let var = env_name(alias, "SASL_PASSWORD");
+        self.note(
+            &jaas_key,
+            "<redacted>",
+            &format!("username imported; the password is read from the environment variable {var}"),
+        );
+        Some(SaslSpec {
+            mechanism,
+            username: literal(&username),
+            password: format!("${{{var}}}"),
+        })
+    }
+
+    /// Ordered pairs that have any `A->B.*` key, in order of first appearance.
+    fn flow_pairs(&mut self, aliases: &[String]) -> Vec<(String, String)> {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for key in self.order.clone() {
+            let Some((pair, _)) = key
+                .split_once("->")
+                .and_then(|(s, rest)| rest.split_once('.').map(|(t, k)| ((s, t), k)))
+            else {
+                continue;
+            };
+            let (s, t) = (pair.0.to_owned(), pair.1.to_owned());
+            if !aliases.contains(&s) || !aliases.contains(&t) {
+                self.unmapped(&key, "names a cluster that is not listed in `clusters`");
+            } else if !pairs.contains(&(s.clone(), t.clone())) {
+                pairs.push((s, t));
+            }
+        }
+        pairs
+    }
+
+    fn flow(&mut self, source: &str, target: &str) -> FlowSpec {
+        let mut flow = FlowSpec {
+            name: None,
+            source: source.to_owned(),
+            target: target.to_owned(),
+            enabled: false,
+            state_topic: None,
+            topics: Default::default(),
+            naming: Default::default(),
+            groups: Default::default(),
+            topic_configs: Default::default(),
+            sync: Default::default(),
+            intervals: Default::default(),
+        };
+        let fk = |k: &str| vec![format!("{source}->{target}.{k}"), k.to_owned()];
+        // MM2 default: a flow is off unless enabled.
+        if let Some(b) = self.boolean(&fk("enabled")) {
+            flow.enabled = b;
+        }
+        if let Some((_, v)) = self.first(&fk("topics")) {
+            flow.topics.include = regex_list(&v);
+        }
+        // `topics.blacklist` is the pre-3.0 name of `topics.exclude`; the new name wins.
+        let exclude = [fk("topics.exclude"), fk("topics.blacklist")].concat();
+        if let Some((_, v)) = self.first(&exclude) {
+            flow.topics.exclude = regex_list(&v);
+        }
+        if let Some((_, v)) = self.first(&fk("groups")) {
+            flow.groups.include = regex_list(&v);
+        }
+        if let Some((_, v)) = self.first(&[fk("groups.exclude"), fk("groups.blacklist")].concat()) {
+            flow.groups.exclude = regex_list(&v);
+        }
+        if let Some((_, v)) = self.first(
+            &[
+                fk("config.properties.exclude"),
+                fk("config.properties.blacklist"),
+            ]
+            .concat(),
+        ) {
+            flow.topic_configs.exclude = regex_list(&v);
+        }
+        if let Some((k, v)) = self.first(&fk("replication.policy.class")) {
+            let class = v.rsplit('.').next().unwrap_or(&v);
+            match class {
+                DEFAULT_POLICY => flow.naming.policy = NamingPolicy::Prefix,
+                IDENTITY_POLICY => flow.naming.policy = NamingPolicy::Identity,
+                _ => self.unmapped(
+                    &k,
+                    "custom replication policies cannot be loaded; only DefaultReplicationPolicy (naming.policy = \"prefix\") \
+                     and IdentityReplicationPolicy (\"identity\") are supported; prefix was used",
+                ),
+            }
+        }
+        if let Some((_, v)) = self.first(&fk("replication.policy.separator")) {
+            flow.naming.separator = literal(&v);
+        }
+        flow.topics.replication_factor = MM2_REPLICATION_FACTOR;
+        if let Some((k, v)) = self.first(&fk("replication.factor")) {
+            match v.parse::<i64>() {
+                Ok(rf) => flow.topics.replication_factor = rf,
+                Err(_) => self.unmapped(&k, "not an integer; MM2's default 2 was used"),
+            }
+        }
+        if let Some((k, v)) = self.first(&[
+            format!("{source}->{target}.consumer.auto.offset.reset"),
+            format!("{source}.consumer.auto.offset.reset"),
+            "consumer.auto.offset.reset".to_owned(),
+        ]) {
+            match v.to_ascii_lowercase().as_str() {
+                "earliest" => flow.topics.start_position = StartPosition::Earliest,
+                "latest" => flow.topics.start_position = StartPosition::Latest,
+                _ => self.unmapped(
+                    &k,
+                    "only earliest and latest have an equivalent (`topics.start_position`)",
+                ),
+            }
+        }
+
+        flow.sync.topic_configs = self
+            .boolean(&fk("sync.topic.configs.enabled"))
+            .unwrap_or(true);
+        // MM2's default is false; Strait's is true. Keep MM2's behaviour.
+        flow.sync.group_offsets = self
+            .boolean(&fk("sync.group.offsets.enabled"))
+            .unwrap_or(false);
+        flow.sync.heartbeats = self.boolean(&fk("emit.heartbeats.enabled")).unwrap_or(true);
+        flow.sync.checkpoints = self
+            .boolean(&fk("emit.checkpoints.enabled"))
+            .unwrap_or(true);
+
+        let iv = &mut flow.intervals;
+        for (mm2, slot) in [
+            ("refresh.topics.interval.seconds", &mut iv.topic_refresh),
+            (
+                "sync.topic.configs.interval.seconds",
+                &mut iv.topic_config_sync,
+            ),
+            ("emit.checkpoints.interval.seconds", &mut iv.checkpoint),
+            ("emit.heartbeats.interval.seconds", &mut iv.heartbeat),
+        ] {
+            if let Some(d) = self.seconds(&fk(mm2)) {
+                *slot = d;
+            }
+        }
+        // Strait discovers groups and syncs their offsets in one pass: the shorter MM2 cadence.
+        let group_syncs = [
+            self.seconds(&fk("sync.group.offsets.interval.seconds")),
+            self.seconds(&fk("refresh.groups.interval.seconds")),
+        ];
+        if let Some(d) = group_syncs.into_iter().flatten().min() {
+            iv.group_sync = d;
+        }
+        flow
+    }
+
+    fn boolean(&mut self, keys: &[String]) -> Option<bool> {
+        let (k, v) = self.first(keys)?;
+        match v.to_ascii_lowercase().as_str() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => {
+                self.unmapped(&k, "not `true` or `false`; the default was used");
+                None
+            }
+        }
+    }
+
+    fn seconds(&mut self, keys: &[String]) -> Option<HumanDuration> {
+        let (k, v) = self.first(keys)?;
+        match v.parse::<u64>() {
+            Ok(s) => Some(HumanDuration::secs(s)),
+            Err(_) => {
+                self.unmapped(
+                    &k,
+                    "not a non-negative number of seconds; the default was used",
+                );
+                None
+            }
+        }
+    }
+
+    fn millis(&mut self, key: &str) -> Option<HumanDuration> {
+        let v = self.take(key)?;
+        match v.parse::<u64>() {
+            Ok(ms) => Some(HumanDuration::millis(ms)),
+            Err(_) => {
+                self.unmapped(
+                    key,
+                    "not a non-negative number of milliseconds; the default was used",
+                );
+                None
+            }
+        }
+    }
+
+    /// Every key not used, with its reason, in file order.
+    fn finish(mut self) -> Vec<UnmappedKey> {
+        let mut reasons: BTreeMap<usize, UnmappedKey> = BTreeMap::new();
+        for key in &self.order {
+            if self.used.contains(key) {
+                continue;
+            }
+            let p = &self.map[key];
+            reasons.insert(
+                p.line,
+                UnmappedKey {
+                    key: key.clone(),
+                    value: shown(key, &p.value),
+                    line: p.line,
+                    reason: reason(key).to_owned(),
+                },
+            );
+        }
+        self.unmapped.extend(reasons.into_values());
+        self.unmapped.sort_by_key(|u| (u.line == 0, u.line));
+        self.unmapped
+    }
+}
+
+/// Why an MM2 key has no Strait equivalent. `key` may carry an `A.` or `A->B.` prefix.
+fn reason(key: &str) -> &'static str {
+    let suffix = key
+        .split_once("->")
+        .and_then(|(_, rest)| rest.split_once('.'))
+        .map_or(key, |(_, k)| k);
+    // Connector-level keys match on the whole suffix; cluster-level ones after `A.`.
+    let cluster_suffix = suffix.split_once('.').map_or(suffix, |(_, k)| k);
+    match suffix {
+        "tasks.max" => {
+            return "Strait has no Connect tasks: one process pipelines every partition of a flow, and more \
+                    processes with the same flow share the partitions";
+        }
+        "offset-syncs.topic.location"
+        | "offset-syncs.topic.replication.factor"
+        | "emit.offset-syncs.enabled"
+        | "offset.lag.max" => {
+            return "Strait keeps exact offset maps in its state topic on the target (`state_topic`); there is no \
+                    offset-syncs topic and no sync spacing";
+        }
+        "heartbeats.topic.replication.factor" | "checkpoints.topic.replication.factor" => {
+            return "Strait creates its own topics with the flow's `topics.replication_factor`";
+        }
+        "sync.topic.acls.enabled" | "sync.topic.acls.interval.seconds" => {
+            return "ACL sync is not supported yet";
+        }
+        "refresh.topics.enabled" | "refresh.groups.enabled" => {
+            return "Strait always discovers new topics and groups; tune `intervals.topic_refresh` / `intervals.group_sync`";
+        }
+        "heartbeats.replication.enabled" => {
+            return "heartbeats topics are replicated whenever `sync.heartbeats` is on";
+        }
+        "topic.filter.class" | "group.filter.class" | "config.property.filter.class" => {
+            return "custom filter classes cannot be loaded; use the include/exclude regex lists";
+        }
+        "replication.policy.internal.topic.separator.enabled" => {
+            return "Strait's own topics have fixed names (`state_topic`, `heartbeats`)";
+        }
+        "use.defaults.from" => {
+            return "topic configs are copied from the source; excluded ones keep the target's defaults";
+        }
+        "exactly.once.support" | "exactly.once.source.support" | "transaction.boundary" => {
+            return "exactly-once mode is not configurable yet";
+        }
+        "consumer.poll.timeout.ms" | "admin.timeout.ms" => {
+            return "Strait's client uses each cluster's `request_timeout`";
+        }
+        "forwarding.admin.class" => return "custom admin classes cannot be loaded",
+        "replication.factor" | "topics" | "groups" => return "no flow uses it",
+        _ => {}
+    }
+    let connect = [
+        "offset.storage.",
+        "config.storage.",
+        "status.storage.",
+        "key.converter",
+        "value.converter",
+        "header.converter",
+        "rest.",
+        "listeners",
+    ];
+    if suffix == "dedicated.mode.enable.internal.rest"
+        || suffix == "offset.flush.interval.ms"
+        || suffix == "group.id"
+        || connect.iter().any(|p| suffix.starts_with(p))
+    {
+        return "a Kafka Connect worker setting; Strait does not run on Kafka Connect";
+    }
+    if suffix.starts_with("config.providers") {
+        return "config providers are not supported; use `${ENV_VAR}` substitution in the TOML";
+    }
+    if cluster_suffix.starts_with("ssl.") {
+        return "TLS settings are not supported yet (`[clusters.<name>.security.tls]` will take PEM files)";
+    }
+    if cluster_suffix.starts_with("sasl.") {
+        return "SASL settings other than PLAIN/SCRAM username/password are not supported";
+    }
+    if cluster_suffix.starts_with("producer.") {
+        return "the forwarder sends source batches as they are (compression included); producer tuning does not apply";
+    }
+    if cluster_suffix.starts_with("consumer.") || cluster_suffix.starts_with("admin.") {
+        return "per-client Kafka properties are not configurable; see `[engine]` for fetch tuning";
+    }
+    "not a MirrorMaker 2 key that Strait knows"
+}
+
+/// Values of secret-looking keys are never echoed.
+fn shown(key: &str, value: &str) -> String {
+    let k = key.to_ascii_lowercase();
+    if ["password", "jaas", "secret", "token", "credential"]
+        .iter()
+        .any(|s| k.contains(s))
+    {
+        "<redacted>".to_owned()
+    } else {
+        value.trim().to_owned()
+    }
+}
+
+/// An MM2 comma-separated regex list.
+fn regex_list(v: &str) -> Vec<String> {
+    split_list(v).iter().map(|s| literal(s)).collect()
+}
+
+/// A literal `${` in an MM2 value must not be taken for a substitution in the TOML.
+fn literal(v: &str) -> String {
+    v.replace("${", "$${")
+}
+
+/// `A`, `BOOTSTRAP_SERVERS` → `A_BOOTSTRAP_SERVERS` (non-alphanumerics become `_`).
+fn env_name(alias: &str, what: &str) -> String {
+    let alias: String = alias
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{alias}_{what}")
+}
+
+/// `username="x"` out of a JAAS line such as `...PlainLoginModule required username="x" password="y";`.
+fn jaas_option(jaas: &str, name: &str) -> Option<String> {
+    let start = jaas.find(&format!("{name}=\""))? + name.len() + 2;
+    let len = jaas[start..].find('"')?;
+    Some(jaas[start..start + len].to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_cover_prefixed_keys() {
+        assert!(reason("tasks.max").contains("Connect tasks"));
+        assert!(reason("a->b.tasks.max").contains("Connect tasks"));
+        assert!(reason("a.ssl.truststore.location").contains("TLS"));
+        assert!(reason("b.producer.compression.type").contains("compression"));
+        assert!(reason("offset.storage.topic").contains("Kafka Connect"));
+        assert!(reason("something.else").contains("not a MirrorMaker 2 key"));
+    }
+
+    #[test]
+    fn jaas_username() {
+        let jaas = r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="mm2" password="s3cret";"#;
+        assert_eq!(jaas_option(jaas, "username").as_deref(), Some("mm2"));
+        assert_eq!(jaas_option("nothing", "username"), None);
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        assert_eq!(shown("a.ssl.key.password", "hunter2"), "<redacted>");
+        assert_eq!(shown("a.sasl.jaas.config", "x"), "<redacted>");
+        assert_eq!(shown("tasks.max", " 4 "), "4");
+    }
+
+    #[test]
+    fn env_names() {
+        assert_eq!(
+            env_name("us-east", "SASL_PASSWORD"),
+            "US_EAST_SASL_PASSWORD"
+        );
+    }
+}

@@ -1,0 +1,33 @@
+//! Strait's configuration: one TOML file of clusters and flows.
+//!
+//! - [`model`]: the file as written (serde types, defaults from [`defaults`]).
+//! - [`env`]: `${VAR}` / `${VAR:-default}` substitution before parsing.
+//! - [`load`]: file → [`ConfigFile`] with every unknown key and bad value reported.
+//! - [`validate`](mod@validate): [`ConfigFile`] → [`Config`], a pure function returning every problem.
+//! - [`resolved`]: the types the engine consumes ([`Config`], [`Flow`], [`Cluster`], …).
+//! - [`filter`], [`policy`]: compiled include/exclude lists and the naming policy.
+//! - [`problem`], [`suggest`]: error reporting and "did you mean".
+//! - [`mm2`]: importing a MirrorMaker 2 properties file.
+
+pub mod defaults;
+pub mod env;
+pub mod filter;
+pub mod load;
+pub mod mm2;
+pub mod model;
+pub mod policy;
+pub mod problem;
+pub mod resolved;
+pub mod suggest;
+pub mod units;
+pub mod validate;
+
+pub use filter::NameFilter;
+pub use load::{load, load_str, parse_str};
+pub use model::ConfigFile;
+pub use policy::ReplicationPolicy;
+pub use problem::{ConfigError, KeyPath, Problem};
+pub use resolved::{
+    Cluster, Config, Engine, Flow, Intervals, Logging, Security, Sync, TopicDecision,
+};
+pub use validate::validate;

@@ -1,0 +1,484 @@
+//! The config file as written: plain serde types that mirror the TOML one to one.
+//!
+//! Unknown keys are rejected (`deny_unknown_fields`); missing keys take the defaults of
+//! [`super::defaults`]. Nothing here checks ranges or compiles regexes: that is
+//! [`super::validate`], which turns a [`ConfigFile`] into a resolved [`super::Config`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use super::defaults::{self as d, owned};
+use super::units::{ByteSize, HumanDuration};
+
+/// The whole config file.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConfigFile {
+    /// Named Kafka clusters (`[clusters.<name>]`); the name is the MM2 "cluster alias".
+    pub clusters: BTreeMap<String, ClusterSpec>,
+    /// Replication flows (`[[flows]]`), each from one cluster to another.
+    pub flows: Vec<FlowSpec>,
+    /// Process-wide data-path tuning (`[engine]`).
+    pub engine: EngineSpec,
+    /// The Prometheus endpoint (`[metrics]`).
+    pub metrics: MetricsSpec,
+    /// Logging (`[logging]`).
+    pub logging: LoggingSpec,
+}
+
+/// One Kafka cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// `host:port` list; a string is split on commas, so `"${BOOTSTRAP}"` may hold a list.
+    #[serde(deserialize_with = "string_or_list")]
+    pub bootstrap_servers: Vec<String>,
+    /// Kafka client id.
+    #[serde(default = "client_id")]
+    pub client_id: String,
+    /// How long one request may take before it is retried.
+    #[serde(default = "request_timeout")]
+    pub request_timeout: HumanDuration,
+    /// How long a TCP connect may take.
+    #[serde(default = "connect_timeout")]
+    pub connect_timeout: HumanDuration,
+    /// How often metadata is refreshed even when nothing failed.
+    #[serde(default = "metadata_refresh_interval")]
+    pub metadata_refresh_interval: HumanDuration,
+    /// TLS / SASL (`[clusters.<name>.security]`).
+    #[serde(default)]
+    pub security: SecuritySpec,
+}
+
+fn client_id() -> String {
+    d::CLIENT_ID.to_owned()
+}
+fn request_timeout() -> HumanDuration {
+    d::REQUEST_TIMEOUT
+}
+fn connect_timeout() -> HumanDuration {
+    d::CONNECT_TIMEOUT
+}
+fn metadata_refresh_interval() -> HumanDuration {
+    d::METADATA_REFRESH_INTERVAL
+}
+
+/// Connection security. Parsed in full so configs can be written ahead of time; only
+/// `protocol = "plaintext"` without `tls`/`sasl` passes validation today.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecuritySpec {
+    /// Kafka's `security.protocol`.
+    pub protocol: SecurityProtocol,
+    /// TLS settings (`[clusters.<name>.security.tls]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSpec>,
+    /// SASL settings (`[clusters.<name>.security.sasl]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sasl: Option<SaslSpec>,
+}
+
+/// Kafka's `security.protocol` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SecurityProtocol {
+    /// No TLS, no SASL.
+    #[default]
+    #[serde(alias = "PLAINTEXT")]
+    Plaintext,
+    /// TLS.
+    #[serde(alias = "SSL")]
+    Ssl,
+    /// SASL without TLS.
+    #[serde(alias = "SASL_PLAINTEXT")]
+    SaslPlaintext,
+    /// SASL over TLS.
+    #[serde(alias = "SASL_SSL")]
+    SaslSsl,
+}
+
+impl fmt::Display for SecurityProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Plaintext => "plaintext",
+            Self::Ssl => "ssl",
+            Self::SaslPlaintext => "sasl_plaintext",
+            Self::SaslSsl => "sasl_ssl",
+        })
+    }
+}
+
+/// TLS settings (PEM files).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsSpec {
+    /// CA bundle used to verify the brokers.
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate, for mutual TLS.
+    pub cert_file: Option<PathBuf>,
+    /// Client private key, for mutual TLS.
+    pub key_file: Option<PathBuf>,
+    /// Name to verify instead of the broker host name.
+    pub server_name: Option<String>,
+}
+
+/// SASL settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SaslSpec {
+    /// The SASL mechanism.
+    pub mechanism: SaslMechanism,
+    /// User name.
+    pub username: String,
+    /// Password; write `"${ENV_VAR}"` to keep it out of the file.
+    pub password: String,
+}
+
+/// SASL mechanisms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SaslMechanism {
+    /// `PLAIN`.
+    #[serde(rename = "plain", alias = "PLAIN")]
+    Plain,
+    /// `SCRAM-SHA-256`.
+    #[serde(rename = "scram-sha-256", alias = "SCRAM-SHA-256")]
+    ScramSha256,
+    /// `SCRAM-SHA-512`.
+    #[serde(rename = "scram-sha-512", alias = "SCRAM-SHA-512")]
+    ScramSha512,
+}
+
+/// One replication flow: `source` → `target`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// Name used in logs, metrics and the state topic; default `<source>-to-<target>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Source cluster name.
+    pub source: String,
+    /// Target cluster name.
+    pub target: String,
+    /// A disabled flow is validated but not run (MM2's `A->B.enabled`).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Compacted topic on the target holding positions and offset maps; default
+    /// `strait-state.<flow name>.internal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_topic: Option<String>,
+    /// Which topics, and how they are created (`[flows.topics]`).
+    #[serde(default)]
+    pub topics: TopicsSpec,
+    /// Target topic naming (`[flows.naming]`).
+    #[serde(default)]
+    pub naming: NamingSpec,
+    /// Which consumer groups (`[flows.groups]`).
+    #[serde(default)]
+    pub groups: GroupsSpec,
+    /// Which topic configs are copied (`[flows.topic_configs]`).
+    #[serde(default)]
+    pub topic_configs: TopicConfigsSpec,
+    /// What is synced besides records (`[flows.sync]`).
+    #[serde(default)]
+    pub sync: SyncSpec,
+    /// Control-plane cadences (`[flows.intervals]`).
+    #[serde(default)]
+    pub intervals: IntervalsSpec,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Topic selection and creation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TopicsSpec {
+    /// Regexes (whole-name match); a topic is replicated if one matches.
+    pub include: Vec<String>,
+    /// Regexes; a topic matching one is never replicated (exclude wins).
+    pub exclude: Vec<String>,
+    /// Replication factor of created topics; -1 = the target broker's default.
+    pub replication_factor: i64,
+    /// Where replication starts in a partition Strait has never seen.
+    pub start_position: StartPosition,
+    /// What to do when the source deleted records Strait has not copied yet.
+    pub on_source_truncation: IncidentPolicy,
+    /// What to do when a source topic was deleted and created again (new topic id).
+    pub on_topic_recreation: IncidentPolicy,
+}
+
+impl Default for TopicsSpec {
+    fn default() -> Self {
+        Self {
+            include: vec![d::INCLUDE_ALL.to_owned()],
+            exclude: owned(d::TOPIC_EXCLUDES),
+            replication_factor: d::REPLICATION_FACTOR,
+            start_position: StartPosition::default(),
+            on_source_truncation: IncidentPolicy::default(),
+            on_topic_recreation: IncidentPolicy::default(),
+        }
+    }
+}
+
+/// Start of replication in a new partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartPosition {
+    /// From the log start: copy everything still retained (MM2's behaviour).
+    #[default]
+    Earliest,
+    /// From the log end: copy only what is produced from now on.
+    Latest,
+}
+
+/// Reaction to source truncation or topic re-creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IncidentPolicy {
+    /// Stop replicating the partition and report it (health and metrics) until an operator acts.
+    #[default]
+    Fail,
+    /// Log it, count it in metrics, and carry on from the earliest available offset.
+    Skip,
+}
+
+/// Target topic naming.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NamingSpec {
+    /// `prefix` (MM2's DefaultReplicationPolicy) or `identity`.
+    pub policy: NamingPolicy,
+    /// Between the source alias and the topic name (MM2's `replication.policy.separator`).
+    pub separator: String,
+}
+
+impl Default for NamingSpec {
+    fn default() -> Self {
+        Self {
+            policy: NamingPolicy::default(),
+            separator: d::SEPARATOR.to_owned(),
+        }
+    }
+}
+
+/// Target topic naming policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NamingPolicy {
+    /// `<source alias><separator><topic>`, like MM2's DefaultReplicationPolicy.
+    #[default]
+    Prefix,
+    /// The source topic name, like MM2's IdentityReplicationPolicy.
+    Identity,
+}
+
+impl fmt::Display for NamingPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Prefix => "prefix",
+            Self::Identity => "identity",
+        })
+    }
+}
+
+/// Consumer-group selection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GroupsSpec {
+    /// Regexes (whole-name match); a group is synced if one matches.
+    pub include: Vec<String>,
+    /// Regexes; a group matching one is never synced (exclude wins).
+    pub exclude: Vec<String>,
+}
+
+impl Default for GroupsSpec {
+    fn default() -> Self {
+        Self {
+            include: vec![d::INCLUDE_ALL.to_owned()],
+            exclude: owned(d::GROUP_EXCLUDES),
+        }
+    }
+}
+
+/// Topic-config selection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TopicConfigsSpec {
+    /// Regexes of config names never copied to the target.
+    pub exclude: Vec<String>,
+}
+
+impl Default for TopicConfigsSpec {
+    fn default() -> Self {
+        Self {
+            exclude: owned(d::CONFIG_EXCLUDES),
+        }
+    }
+}
+
+/// What a flow keeps in sync besides records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SyncSpec {
+    /// Copy topic configs at creation and keep them in sync.
+    pub topic_configs: bool,
+    /// Commit translated offsets on the target for groups with no active members there.
+    pub group_offsets: bool,
+    /// Emit heartbeats and replicate heartbeats topics.
+    pub heartbeats: bool,
+    /// Emit MM2-compatible checkpoints (`<source>.checkpoints.internal`) on the target.
+    pub checkpoints: bool,
+}
+
+impl Default for SyncSpec {
+    fn default() -> Self {
+        Self {
+            topic_configs: true,
+            group_offsets: true,
+            heartbeats: true,
+            checkpoints: true,
+        }
+    }
+}
+
+/// Control-plane cadences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IntervalsSpec {
+    /// Source topic and partition discovery.
+    pub topic_refresh: HumanDuration,
+    /// Topic config comparison.
+    pub topic_config_sync: HumanDuration,
+    /// Group discovery, offset translation and commit.
+    pub group_sync: HumanDuration,
+    /// Writing positions and offset maps to the state topic, and emitting checkpoints.
+    pub checkpoint: HumanDuration,
+    /// Emitting heartbeats.
+    pub heartbeat: HumanDuration,
+}
+
+impl Default for IntervalsSpec {
+    fn default() -> Self {
+        Self {
+            topic_refresh: d::TOPIC_REFRESH,
+            topic_config_sync: d::TOPIC_CONFIG_SYNC,
+            group_sync: d::GROUP_SYNC,
+            checkpoint: d::CHECKPOINT,
+            heartbeat: d::HEARTBEAT,
+        }
+    }
+}
+
+/// Process-wide data-path tuning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineSpec {
+    /// Fetched bytes not yet acknowledged by the target; fetches wait when it is full.
+    pub in_flight_memory: ByteSize,
+    /// Produce requests in flight per partition (1..=5, the idempotent producer's limit).
+    pub max_in_flight_per_partition: i64,
+    /// How long a fetch may wait for data.
+    pub fetch_max_wait: HumanDuration,
+    /// Upper bound of one fetch response.
+    pub fetch_max_bytes: ByteSize,
+    /// Upper bound of one partition in one fetch response.
+    pub fetch_partition_max_bytes: ByteSize,
+}
+
+impl Default for EngineSpec {
+    fn default() -> Self {
+        Self {
+            in_flight_memory: d::IN_FLIGHT_MEMORY,
+            max_in_flight_per_partition: d::MAX_IN_FLIGHT_PER_PARTITION,
+            fetch_max_wait: d::FETCH_MAX_WAIT,
+            fetch_max_bytes: d::FETCH_MAX_BYTES,
+            fetch_partition_max_bytes: d::FETCH_PARTITION_MAX_BYTES,
+        }
+    }
+}
+
+/// The Prometheus endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsSpec {
+    /// Serve `/metrics` and `/health`.
+    pub enabled: bool,
+    /// `ip:port` to listen on.
+    pub listen: String,
+}
+
+impl Default for MetricsSpec {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen: d::METRICS_LISTEN.to_owned(),
+        }
+    }
+}
+
+/// Logging.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoggingSpec {
+    /// Filter directives such as `info` or `warn,strait_mirror=debug`; `RUST_LOG` wins.
+    pub level: String,
+    /// `text` or `json` (one JSON object per line).
+    pub format: LogFormat,
+}
+
+impl Default for LoggingSpec {
+    fn default() -> Self {
+        Self {
+            level: d::LOG_LEVEL.to_owned(),
+            format: LogFormat::default(),
+        }
+    }
+}
+
+/// Log output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Accepts `"a:9092,b:9092"` as well as `["a:9092", "b:9092"]`; every element is split on
+/// commas so one `${VAR}` can carry a whole list.
+fn string_or_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of \"host:port\" strings, or one comma-separated string")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<String>, E> {
+            Ok(split_list(v))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(item) = seq.next_element::<String>()? {
+                out.extend(split_list(&item));
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// Splits a comma-separated list, trimming blanks and dropping empty entries.
+pub(crate) fn split_list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}

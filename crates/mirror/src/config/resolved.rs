@@ -1,0 +1,208 @@
+//! The validated config the engine consumes: names checked, regexes compiled, defaults
+//! applied, durations as [`Duration`]s. Built only by [`super::validate`].
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::filter::NameFilter;
+use super::model::{IncidentPolicy, LogFormat, StartPosition};
+use super::policy::ReplicationPolicy;
+
+/// A loaded, valid config.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Clusters by name.
+    pub clusters: BTreeMap<String, Cluster>,
+    /// Flows in file order (disabled ones included; see [`Flow::enabled`]).
+    pub flows: Vec<Flow>,
+    /// Data-path tuning.
+    pub engine: Engine,
+    /// Where `/metrics` listens; `None` when disabled.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Logging.
+    pub logging: Logging,
+}
+
+impl Config {
+    /// The flows to run.
+    pub fn enabled_flows(&self) -> impl Iterator<Item = &Flow> {
+        self.flows.iter().filter(|f| f.enabled)
+    }
+
+    /// The cluster called `name`.
+    pub fn cluster(&self, name: &str) -> Option<&Cluster> {
+        self.clusters.get(name)
+    }
+}
+
+/// A Kafka cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cluster {
+    /// The name (MM2's alias).
+    pub name: String,
+    /// `host:port` strings.
+    pub bootstrap_servers: Vec<String>,
+    /// Kafka client id.
+    pub client_id: String,
+    /// Per-request timeout.
+    pub request_timeout: Duration,
+    /// TCP connect timeout.
+    pub connect_timeout: Duration,
+    /// Periodic metadata refresh.
+    pub metadata_refresh_interval: Duration,
+    /// Connection security.
+    pub security: Security,
+}
+
+/// Connection security. Only plaintext exists today; TLS and SASL variants come with
+/// the client's support for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Security {
+    /// No TLS, no SASL.
+    Plaintext,
+}
+
+/// One replication flow.
+#[derive(Debug, Clone)]
+pub struct Flow {
+    /// Unique name.
+    pub name: String,
+    /// Source cluster name (a key of [`Config::clusters`]).
+    pub source: String,
+    /// Target cluster name.
+    pub target: String,
+    /// Whether to run it.
+    pub enabled: bool,
+    /// Compacted state topic on the target.
+    pub state_topic: String,
+    /// Which source topics.
+    pub topics: NameFilter,
+    /// Naming and cycle detection.
+    pub policy: ReplicationPolicy,
+    /// Which consumer groups.
+    pub groups: NameFilter,
+    /// Which topic configs are copied.
+    pub topic_configs: NameFilter,
+    /// Replication factor for created topics; `None` = the target broker's default.
+    pub replication_factor: Option<i16>,
+    /// Start of replication in a new partition.
+    pub start_position: StartPosition,
+    /// Reaction to source truncation.
+    pub on_source_truncation: IncidentPolicy,
+    /// Reaction to topic re-creation.
+    pub on_topic_recreation: IncidentPolicy,
+    /// What is synced besides records.
+    pub sync: Sync,
+    /// Control-plane cadences.
+    pub intervals: Intervals,
+}
+
+/// Why a flow does or does not replicate a topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopicDecision {
+    /// Replicate it under this target name.
+    Replicate {
+        /// The target topic.
+        target_topic: String,
+    },
+    /// The include/exclude lists reject it.
+    Filtered,
+    /// Its name says it came from the target cluster: replicating it would loop.
+    Cycle,
+    /// A heartbeats topic, and `sync.heartbeats` is off.
+    HeartbeatsDisabled,
+    /// The flow's own state topic.
+    StateTopic,
+}
+
+impl Flow {
+    /// Decides whether `topic` on the source is replicated, and as what.
+    ///
+    /// Heartbeats topics bypass the topic filter (governed by `sync.heartbeats`, like
+    /// MM2's `heartbeats.replication.enabled`); cycles are refused before anything else.
+    pub fn topic_decision(&self, topic: &str) -> TopicDecision {
+        if topic == self.state_topic {
+            TopicDecision::StateTopic
+        } else if self.policy.is_cycle(topic, &self.target) {
+            TopicDecision::Cycle
+        } else if self.policy.is_heartbeats_topic(topic) {
+            if self.sync.heartbeats {
+                TopicDecision::Replicate {
+                    target_topic: self.policy.remote_topic(topic),
+                }
+            } else {
+                TopicDecision::HeartbeatsDisabled
+            }
+        } else if self.topics.accepts(topic) {
+            TopicDecision::Replicate {
+                target_topic: self.policy.remote_topic(topic),
+            }
+        } else {
+            TopicDecision::Filtered
+        }
+    }
+
+    /// Whether consumer group `group` is synced.
+    pub fn syncs_group(&self, group: &str) -> bool {
+        self.sync.group_offsets && self.groups.accepts(group)
+    }
+
+    /// Whether topic config `name` is copied to the target.
+    pub fn syncs_topic_config(&self, name: &str) -> bool {
+        self.sync.topic_configs && self.topic_configs.accepts(name)
+    }
+}
+
+/// What a flow keeps in sync besides records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sync {
+    /// Topic configs.
+    pub topic_configs: bool,
+    /// Group offsets on the target.
+    pub group_offsets: bool,
+    /// Heartbeats.
+    pub heartbeats: bool,
+    /// MM2-compatible checkpoints.
+    pub checkpoints: bool,
+}
+
+/// Control-plane cadences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Intervals {
+    /// Topic discovery.
+    pub topic_refresh: Duration,
+    /// Topic config comparison.
+    pub topic_config_sync: Duration,
+    /// Group offset sync.
+    pub group_sync: Duration,
+    /// State checkpoints.
+    pub checkpoint: Duration,
+    /// Heartbeats.
+    pub heartbeat: Duration,
+}
+
+/// Data-path tuning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Engine {
+    /// In-flight byte budget.
+    pub in_flight_memory: u64,
+    /// Produce requests in flight per partition (1..=5).
+    pub max_in_flight_per_partition: u8,
+    /// Fetch wait.
+    pub fetch_max_wait: Duration,
+    /// Fetch response bound (an `i32` on the wire).
+    pub fetch_max_bytes: i32,
+    /// Per-partition fetch bound.
+    pub fetch_partition_max_bytes: i32,
+}
+
+/// Logging.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logging {
+    /// Filter directives.
+    pub level: String,
+    /// Output format.
+    pub format: LogFormat,
+}

@@ -1,0 +1,621 @@
+//! Checks a parsed [`ConfigFile`] and resolves it into a [`Config`]: a pure function that
+//! reports every problem it finds, not just the first.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use regex::Regex;
+
+use super::defaults;
+use super::filter::{NameFilter, whole_name};
+use super::model::{ClusterSpec, ConfigFile, EngineSpec, FlowSpec, NamingPolicy, SecurityProtocol};
+use super::policy::ReplicationPolicy;
+use super::problem::{KeyPath, Problem};
+use super::resolved::{Cluster, Config, Engine, Flow, Intervals, Logging, Security, Sync};
+use super::suggest::did_you_mean;
+use super::units::HumanDuration;
+
+/// Kafka's limit on topic name length.
+const MAX_TOPIC_LEN: usize = 249;
+/// Bounds of control-plane intervals: below, brokers are hammered; above, "periodic"
+/// means never.
+const INTERVAL_BOUNDS: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(24 * 3600));
+/// Bounds of client timeouts.
+const TIMEOUT_BOUNDS: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(3600));
+const LOG_LEVELS: &[&str] = &["trace", "debug", "info", "warn", "error", "off"];
+
+/// Validates `file`, returning the resolved config or every problem found.
+pub fn validate(file: &ConfigFile) -> Result<Config, Vec<Problem>> {
+    let mut v = Validator::default();
+    let root = KeyPath::root();
+
+    if file.clusters.is_empty() {
+        v.push(
+            Problem::new(root.key("clusters"), "no clusters are defined")
+                .expected("at least two `[clusters.<name>]` tables"),
+        );
+    }
+    let clusters: BTreeMap<String, Cluster> = file
+        .clusters
+        .iter()
+        .filter_map(|(name, spec)| v.cluster(name, spec).map(|c| (name.clone(), c)))
+        .collect();
+
+    if file.flows.is_empty() {
+        v.push(
+            Problem::new(root.key("flows"), "no flows are defined")
+                .expected("at least one `[[flows]]` table"),
+        );
+    }
+    let cluster_names: Vec<&str> = file.clusters.keys().map(String::as_str).collect();
+    let flows: Vec<Flow> = file
+        .flows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, spec)| v.flow(i, spec, &cluster_names))
+        .collect();
+    v.unique_flows(&file.flows);
+    v.identity_cycles(&flows);
+
+    let engine = v.engine(&file.engine);
+    let metrics_listen = if file.metrics.enabled {
+        match file.metrics.listen.parse::<SocketAddr>() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                v.push(
+                    Problem::new(
+                        root.key("metrics").key("listen"),
+                        format!("invalid listen address \"{}\"", file.metrics.listen),
+                    )
+                    .expected("an `ip:port` such as \"0.0.0.0:9464\""),
+                );
+                None
+            }
+        }
+    } else {
+        None
+    };
+    v.log_level(&file.logging.level);
+
+    if !v.problems.is_empty() {
+        return Err(v.problems);
+    }
+    match engine {
+        Some(engine) => Ok(Config {
+            clusters,
+            flows,
+            engine,
+            metrics_listen,
+            logging: Logging {
+                level: file.logging.level.clone(),
+                format: file.logging.format,
+            },
+        }),
+        None => Err(v.problems),
+    }
+}
+
+#[derive(Default)]
+struct Validator {
+    problems: Vec<Problem>,
+}
+
+impl Validator {
+    fn push(&mut self, p: Problem) {
+        self.problems.push(p);
+    }
+
+    fn cluster(&mut self, name: &str, spec: &ClusterSpec) -> Option<Cluster> {
+        let at = KeyPath::root().key("clusters").key(name);
+        let before = self.problems.len();
+        if !is_alias(name) {
+            self.push(
+                Problem::new(at.clone(), format!("invalid cluster name \"{name}\"")).expected(
+                    "letters, digits, `_` and `-` (the name becomes part of topic names)",
+                ),
+            );
+        }
+        if spec.bootstrap_servers.is_empty() {
+            self.push(
+                Problem::new(at.key("bootstrap_servers"), "no bootstrap servers")
+                    .expected("at least one \"host:port\""),
+            );
+        }
+        for (i, server) in spec.bootstrap_servers.iter().enumerate() {
+            if !is_host_port(server) {
+                self.push(
+                    Problem::new(
+                        at.key("bootstrap_servers").index(i),
+                        format!("invalid bootstrap server \"{server}\""),
+                    )
+                    .expected("\"host:port\" with a port in 1..=65535"),
+                );
+            }
+        }
+        if spec.client_id.is_empty()
+            || !spec
+                .client_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        {
+            self.push(
+                Problem::new(
+                    at.key("client_id"),
+                    format!("invalid client id \"{}\"", spec.client_id),
+                )
+                .expected("a non-empty string of letters, digits, `.`, `_` and `-`"),
+            );
+        }
+        self.duration(
+            at.key("request_timeout"),
+            spec.request_timeout,
+            TIMEOUT_BOUNDS,
+        );
+        self.duration(
+            at.key("connect_timeout"),
+            spec.connect_timeout,
+            TIMEOUT_BOUNDS,
+        );
+        self.duration(
+            at.key("metadata_refresh_interval"),
+            spec.metadata_refresh_interval,
+            INTERVAL_BOUNDS,
+        );
+
+        let sec = at.key("security");
+        if spec.security.protocol != SecurityProtocol::Plaintext {
+            self.push(
+                Problem::new(
+                    sec.key("protocol"),
+                    format!("security protocol \"{}\" is not supported yet: TLS and SASL are not implemented", spec.security.protocol),
+                )
+                .expected("\"plaintext\""),
+            );
+        }
+        if spec.security.tls.is_some() {
+            self.push(
+                Problem::new(sec.key("tls"), "TLS is not supported yet").expected("no `tls` table"),
+            );
+        }
+        if spec.security.sasl.is_some() {
+            self.push(
+                Problem::new(sec.key("sasl"), "SASL is not supported yet")
+                    .expected("no `sasl` table"),
+            );
+        }
+        (self.problems.len() == before).then(|| Cluster {
+            name: name.to_owned(),
+            bootstrap_servers: spec.bootstrap_servers.clone(),
+            client_id: spec.client_id.clone(),
+            request_timeout: spec.request_timeout.0,
+            connect_timeout: spec.connect_timeout.0,
+            metadata_refresh_interval: spec.metadata_refresh_interval.0,
+            security: Security::Plaintext,
+        })
+    }
+
+    fn flow(&mut self, i: usize, spec: &FlowSpec, clusters: &[&str]) -> Option<Flow> {
+        let at = KeyPath::root().key("flows").index(i);
+        let before = self.problems.len();
+        for (key, name) in [("source", &spec.source), ("target", &spec.target)] {
+            if !clusters.contains(&name.as_str()) {
+                self.push(
+                    Problem::new(at.key(key), format!("unknown cluster \"{name}\""))
+                        .expected(format!(
+                            "one of the `[clusters.<name>]` names: {}",
+                            list(clusters)
+                        ))
+                        .suggest(did_you_mean(name, clusters.iter().copied()).map(str::to_owned)),
+                );
+            }
+        }
+        let name = spec
+            .name
+            .clone()
+            .unwrap_or_else(|| defaults::flow_name(&spec.source, &spec.target));
+        if !is_topic_name(&name) {
+            self.push(
+                Problem::new(at.key("name"), format!("invalid flow name \"{name}\""))
+                    .expected("letters, digits, `.`, `_` and `-` (the name becomes part of the state topic's name)"),
+            );
+        }
+        let state_topic = spec
+            .state_topic
+            .clone()
+            .unwrap_or_else(|| defaults::state_topic(&name));
+        if !is_topic_name(&state_topic) {
+            self.push(
+                Problem::new(
+                    at.key("state_topic"),
+                    format!("invalid topic name \"{state_topic}\""),
+                )
+                .expected(format!(
+                    "at most {MAX_TOPIC_LEN} letters, digits, `.`, `_` and `-`"
+                )),
+            );
+        }
+
+        let naming = &spec.naming;
+        let sep_at = at.key("naming").key("separator");
+        if naming.separator.is_empty() || !is_topic_chars(&naming.separator) {
+            self.push(
+                Problem::new(
+                    sep_at.clone(),
+                    format!("invalid separator \"{}\"", naming.separator),
+                )
+                .expected("a non-empty string of `.`, `_`, `-`, letters or digits"),
+            );
+        } else if naming.policy == NamingPolicy::Prefix
+            && spec.source.contains(naming.separator.as_str())
+        {
+            self.push(
+                Problem::new(
+                    sep_at,
+                    format!(
+                        "source cluster name \"{}\" contains the separator \"{}\", so the origin of prefixed topics would be ambiguous",
+                        spec.source, naming.separator
+                    ),
+                )
+                .expected("a separator that does not occur in the cluster name"),
+            );
+        }
+        if spec.enabled && spec.source == spec.target && naming.policy == NamingPolicy::Identity {
+            self.push(
+                Problem::new(at.clone(), format!("flow from \"{0}\" to \"{0}\" with identity naming replicates every topic onto itself (a cycle)", spec.source))
+                    .expected("a different target, or `naming.policy = \"prefix\"`"),
+            );
+        }
+
+        let topics_at = at.key("topics");
+        let include = self.regexes(topics_at.key("include"), &spec.topics.include, true);
+        let exclude = self.regexes(topics_at.key("exclude"), &spec.topics.exclude, false);
+        let groups_at = at.key("groups");
+        let g_include = self.regexes(groups_at.key("include"), &spec.groups.include, false);
+        let g_exclude = self.regexes(groups_at.key("exclude"), &spec.groups.exclude, false);
+        let c_exclude = self.regexes(
+            at.key("topic_configs").key("exclude"),
+            &spec.topic_configs.exclude,
+            false,
+        );
+
+        let rf = spec.topics.replication_factor;
+        let replication_factor = match rf {
+            -1 => None,
+            1..=32767 => i16::try_from(rf).ok(),
+            _ => {
+                self.push(
+                    Problem::new(
+                        topics_at.key("replication_factor"),
+                        format!("invalid replication factor {rf}"),
+                    )
+                    .expected("-1 (the target broker's default) or 1..=32767"),
+                );
+                None
+            }
+        };
+
+        let iv = &spec.intervals;
+        let iv_at = at.key("intervals");
+        for (key, d) in [
+            ("topic_refresh", iv.topic_refresh),
+            ("topic_config_sync", iv.topic_config_sync),
+            ("group_sync", iv.group_sync),
+            ("checkpoint", iv.checkpoint),
+            ("heartbeat", iv.heartbeat),
+        ] {
+            self.duration(iv_at.key(key), d, INTERVAL_BOUNDS);
+        }
+
+        if self.problems.len() != before {
+            return None;
+        }
+        // Every pattern compiled on its own above, so the sets compile too.
+        let topics = NameFilter::new(&include?, &exclude?).ok()?;
+        let groups = NameFilter::new(&g_include?, &g_exclude?).ok()?;
+        let topic_configs = NameFilter::exclude_only(&c_exclude?).ok()?;
+        Some(Flow {
+            name,
+            source: spec.source.clone(),
+            target: spec.target.clone(),
+            enabled: spec.enabled,
+            state_topic,
+            topics,
+            policy: ReplicationPolicy::new(
+                naming.policy,
+                naming.separator.clone(),
+                spec.source.clone(),
+            ),
+            groups,
+            topic_configs,
+            replication_factor,
+            start_position: spec.topics.start_position,
+            on_source_truncation: spec.topics.on_source_truncation,
+            on_topic_recreation: spec.topics.on_topic_recreation,
+            sync: Sync {
+                topic_configs: spec.sync.topic_configs,
+                group_offsets: spec.sync.group_offsets,
+                heartbeats: spec.sync.heartbeats,
+                checkpoints: spec.sync.checkpoints,
+            },
+            intervals: Intervals {
+                topic_refresh: iv.topic_refresh.0,
+                topic_config_sync: iv.topic_config_sync.0,
+                group_sync: iv.group_sync.0,
+                checkpoint: iv.checkpoint.0,
+                heartbeat: iv.heartbeat.0,
+            },
+        })
+    }
+
+    /// Checks each pattern on its own so every bad one is reported with its index.
+    fn regexes(
+        &mut self,
+        at: KeyPath,
+        patterns: &[String],
+        non_empty: bool,
+    ) -> Option<Vec<String>> {
+        let before = self.problems.len();
+        if non_empty && patterns.is_empty() {
+            self.push(
+                Problem::new(
+                    at.clone(),
+                    "the list is empty, so nothing would be replicated",
+                )
+                .expected("at least one regex, e.g. \".*\""),
+            );
+        }
+        for (i, p) in patterns.iter().enumerate() {
+            if let Err(e) = Regex::new(&whole_name(p)) {
+                let why = match e {
+                    regex::Error::Syntax(s) => last_line(&s),
+                    other => other.to_string(),
+                };
+                self.push(
+                    Problem::new(at.index(i), format!("invalid regex \"{p}\": {why}"))
+                        .expected("a regular expression (Rust `regex` syntax: no look-around or backreferences)"),
+                );
+            }
+        }
+        (self.problems.len() == before).then(|| patterns.to_vec())
+    }
+
+    fn duration(&mut self, at: KeyPath, d: HumanDuration, (min, max): (Duration, Duration)) {
+        if d.0 < min || d.0 > max {
+            let what = if d.0.is_zero() {
+                "must not be zero".to_owned()
+            } else {
+                format!("{d} is out of range")
+            };
+            self.push(Problem::new(at, what).expected(format!(
+                "a duration between {} and {}",
+                HumanDuration(min),
+                HumanDuration(max)
+            )));
+        }
+    }
+
+    /// Flow names and state topics must be unique: both identify a flow's durable state.
+    fn unique_flows(&mut self, specs: &[FlowSpec]) {
+        let mut names: HashMap<String, usize> = HashMap::new();
+        let mut topics: HashMap<(&str, String), usize> = HashMap::new();
+        for (i, spec) in specs.iter().enumerate() {
+            let at = KeyPath::root().key("flows").index(i);
+            let name = spec
+                .name
+                .clone()
+                .unwrap_or_else(|| defaults::flow_name(&spec.source, &spec.target));
+            let topic = spec
+                .state_topic
+                .clone()
+                .unwrap_or_else(|| defaults::state_topic(&name));
+            if let Some(first) = names.insert(name.clone(), i) {
+                self.push(
+                    Problem::new(at.key("name"), format!("flow name \"{name}\" is also used by flows[{first}]"))
+                        .expected("a unique `name` per flow (two flows between the same clusters need explicit names)"),
+                );
+            } else if let Some(first) = topics.insert((spec.target.as_str(), topic.clone()), i) {
+                self.push(
+                    Problem::new(at.key("state_topic"), format!("state topic \"{topic}\" is also used by flows[{first}] on the same target"))
+                        .expected("a unique state topic per flow"),
+                );
+            }
+        }
+    }
+
+    /// Enabled identity flows that form a loop (a→b→a, a→b→c→a) copy the same topics
+    /// around forever: identity names carry no origin, so per-topic cycle checks cannot help.
+    fn identity_cycles(&mut self, flows: &[Flow]) {
+        let mut edges: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for f in flows.iter().filter(|f| {
+            f.enabled && f.policy.kind() == NamingPolicy::Identity && f.source != f.target
+        }) {
+            edges
+                .entry(f.source.as_str())
+                .or_default()
+                .insert(f.target.as_str());
+        }
+        if let Some(cycle) = find_cycle(&edges) {
+            self.push(
+                Problem::new(
+                    KeyPath::root().key("flows"),
+                    format!("flows with identity naming form a cycle ({}): every topic would be replicated around it forever", cycle.join(" -> ")),
+                )
+                .expected("`naming.policy = \"prefix\"` on at least one flow of the cycle"),
+            );
+        }
+    }
+
+    fn engine(&mut self, e: &EngineSpec) -> Option<Engine> {
+        let at = KeyPath::root().key("engine");
+        let before = self.problems.len();
+        let inflight = e.max_in_flight_per_partition;
+        if !(1..=5).contains(&inflight) {
+            self.push(
+                Problem::new(
+                    at.key("max_in_flight_per_partition"),
+                    format!("{inflight} is out of range"),
+                )
+                .expected("1..=5 (the idempotent producer keeps ordering for at most 5)"),
+            );
+        }
+        if e.fetch_max_wait.0 > Duration::from_secs(30) {
+            self.push(
+                Problem::new(
+                    at.key("fetch_max_wait"),
+                    format!("{} is out of range", e.fetch_max_wait),
+                )
+                .expected("at most 30s"),
+            );
+        }
+        let max_i32 = u64::try_from(i32::MAX).unwrap_or(u64::MAX);
+        for (key, v) in [
+            ("fetch_max_bytes", e.fetch_max_bytes),
+            ("fetch_partition_max_bytes", e.fetch_partition_max_bytes),
+        ] {
+            if v.0 < 1024 || v.0 > max_i32 {
+                self.push(
+                    Problem::new(at.key(key), format!("{v} is out of range"))
+                        .expected("between 1KiB and 2GiB - 1"),
+                );
+            }
+        }
+        if e.fetch_partition_max_bytes > e.fetch_max_bytes {
+            self.push(
+                Problem::new(
+                    at.key("fetch_partition_max_bytes"),
+                    format!(
+                        "{} is larger than fetch_max_bytes ({})",
+                        e.fetch_partition_max_bytes, e.fetch_max_bytes
+                    ),
+                )
+                .expected("at most `fetch_max_bytes`"),
+            );
+        }
+        if e.in_flight_memory < e.fetch_max_bytes {
+            self.push(
+                Problem::new(
+                    at.key("in_flight_memory"),
+                    format!(
+                        "{} cannot hold one fetch response of fetch_max_bytes ({})",
+                        e.in_flight_memory, e.fetch_max_bytes
+                    ),
+                )
+                .expected("at least `fetch_max_bytes`"),
+            );
+        }
+        if self.problems.len() != before {
+            return None;
+        }
+        Some(Engine {
+            in_flight_memory: e.in_flight_memory.0,
+            max_in_flight_per_partition: u8::try_from(inflight).ok()?,
+            fetch_max_wait: e.fetch_max_wait.0,
+            fetch_max_bytes: i32::try_from(e.fetch_max_bytes.0).ok()?,
+            fetch_partition_max_bytes: i32::try_from(e.fetch_partition_max_bytes.0).ok()?,
+        })
+    }
+
+    /// `info`, `warn,strait_mirror=debug`: the subset of `tracing` directives we document.
+    fn log_level(&mut self, level: &str) {
+        for directive in level.split(',').map(str::trim) {
+            let lvl = directive.rsplit_once('=').map_or(directive, |(_, l)| l);
+            if !LOG_LEVELS.contains(&lvl.to_ascii_lowercase().as_str()) {
+                self.push(
+                    Problem::new(
+                        KeyPath::root().key("logging").key("level"),
+                        format!("invalid log directive \"{directive}\""),
+                    )
+                    .expected(format!(
+                        "a level ({}) or `target=level`, comma-separated",
+                        LOG_LEVELS.join(", ")
+                    ))
+                    .suggest(did_you_mean(lvl, LOG_LEVELS.iter().copied()).map(str::to_owned)),
+                );
+            }
+        }
+    }
+}
+
+/// The first cycle found by depth-first search, as `[a, b, a]`.
+fn find_cycle<'a>(edges: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> Option<Vec<&'a str>> {
+    fn dfs<'a>(
+        node: &'a str,
+        edges: &BTreeMap<&'a str, BTreeSet<&'a str>>,
+        stack: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) -> Option<Vec<&'a str>> {
+        if let Some(pos) = stack.iter().position(|n| *n == node) {
+            let mut cycle = stack[pos..].to_vec();
+            cycle.push(node);
+            return Some(cycle);
+        }
+        if !done.insert(node) {
+            return None;
+        }
+        stack.push(node);
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(c) = dfs(next, edges, stack, done) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|start| dfs(start, edges, &mut Vec::new(), &mut done))
+}
+
+fn is_alias(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn is_topic_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= MAX_TOPIC_LEN && s != "." && s != ".." && is_topic_chars(s)
+}
+
+fn is_topic_chars(s: &str) -> bool {
+    s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
+fn is_host_port(s: &str) -> bool {
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return false;
+    };
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    !host.is_empty()
+        && !host.contains(char::is_whitespace)
+        && port.parse::<u16>().is_ok_and(|p| p > 0)
+}
+
+fn list(items: &[&str]) -> String {
+    if items.is_empty() {
+        return "(none defined)".to_owned();
+    }
+    items
+        .iter()
+        .map(|s| format!("\"{s}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `regex` syntax errors are multi-line with a caret diagram; the last line says why.
+fn last_line(s: &str) -> String {
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(s)
+        .trim()
+        .trim_start_matches("error: ")
+        .to_owned()
+}
