@@ -188,15 +188,16 @@ fn missing_field(message: &str) -> Option<String> {
 /// Turns serde's messages about values into ours, with a suggestion for a misspelled
 /// enum value ("unknown variant `prefx`, expected `prefix` or `identity`").
 fn value_problem(path: KeyPath, message: &str) -> Problem {
-    if let Some(rest) = message.strip_prefix("unknown variant `") {
-        if let Some((variant, rest)) = rest.split_once('`') {
-            let expected = backticked(rest);
-            return Problem::new(path, format!("unknown value \"{variant}\""))
-                .expected(expected_names(&expected).replace('`', "\""))
-                .suggest(
-                    did_you_mean(variant, expected.iter().map(String::as_str)).map(str::to_owned),
-                );
-        }
+    if let Some((variant, rest)) = message
+        .strip_prefix("unknown variant `")
+        .and_then(|r| r.split_once('`'))
+    {
+        let expected = backticked(rest);
+        return Problem::new(path, format!("unknown value \"{variant}\""))
+            .expected(expected_names(&expected).replace('`', "\""))
+            .suggest(
+                did_you_mean(variant, expected.iter().map(String::as_str)).map(str::to_owned),
+            );
     }
     if let Some((what, expected)) = message.split_once(", expected ") {
         let expected = match expected {
@@ -310,7 +311,7 @@ fn offset_of(table: &DeTable<'_>, path: &KeyPath) -> Option<usize> {
                 current = Some(val.get_ref());
             }
             (Segment::Index(i), _, Some(DeValue::Array(a))) => {
-                let Some(item) = a.iter().nth(*i) else { break };
+                let Some(item) = a.get(*i) else { break };
                 found = Some(item.span().start);
                 current = Some(item.get_ref());
             }

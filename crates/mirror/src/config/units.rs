@@ -100,7 +100,7 @@ impl fmt::Display for ByteSize {
     /// The largest binary unit that divides the value exactly, so `Display` parses back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (unit, m) in &UNITS[..3] {
-            if self.0 >= *m && self.0 % m == 0 {
+            if self.0 >= *m && self.0.is_multiple_of(*m) {
                 return write!(f, "{}{unit}", self.0 / m);
             }
         }
