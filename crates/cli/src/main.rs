@@ -1,17 +1,55 @@
 //! `strait`: the Strait binary.
 //!
-//! The replication engine has not landed yet, so the only thing this binary does today is
-//! describe itself; every command it will have is listed in README.md as planned.
+//! Layout: [`cli`] defines the command line; [`config_cmd`] implements the config tools,
+//! which need only `strait_mirror::config`; [`logging`] sets up tracing. Commands that need
+//! the replication engine (run, check, plan, status, offsets, bench) are defined with their
+//! flags but exit 2 saying so, until the engine lands.
+
+mod cli;
+mod config_cmd;
+mod logging;
+
+use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Strait: a pure-Rust Kafka replicator (replication engine not built yet).
-#[derive(Parser, Debug)]
-#[command(name = "strait", version, about, long_about = None)]
-struct Cli {}
+use cli::{Cli, Command, ConfigCommand};
 
-fn main() {
-    let _cli = Cli::parse();
-    eprintln!("strait {}: the replication engine is not built yet; see README.md", env!("CARGO_PKG_VERSION"));
-    std::process::exit(2);
+/// Exit code of commands that exist in the CLI but need the engine, which is not built yet.
+const NOT_BUILT: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(e) = logging::init(cli.log_format, cli.log_level.as_deref()) {
+        eprintln!("strait: {e}");
+        return ExitCode::FAILURE;
+    }
+    let result = match &cli.command {
+        Command::Config {
+            command: ConfigCommand::ImportMm2 { file, output },
+        } => config_cmd::import_mm2_cmd(file, output.as_deref()),
+        Command::Config {
+            command: ConfigCommand::Validate { config },
+        } => config_cmd::validate_cmd(&config.path),
+        other => Ok(not_built(other)),
+    };
+    result.unwrap_or_else(|e| {
+        // `{:#}` prints the context chain on one line, without a backtrace or Debug dump.
+        eprintln!("strait: {e:#}");
+        ExitCode::FAILURE
+    })
+}
+
+fn not_built(command: &Command) -> ExitCode {
+    let name = match command {
+        Command::Run { .. } => "run",
+        Command::Check { .. } => "check",
+        Command::Plan { .. } => "plan",
+        Command::Status { .. } => "status",
+        Command::Offsets { .. } => "offsets translate",
+        Command::Bench { .. } => "bench",
+        Command::Config { .. } => "config",
+    };
+    eprintln!("strait {name}: not built yet: needs the replication engine");
+    ExitCode::from(NOT_BUILT)
 }

@@ -588,7 +588,13 @@ fn env_name(alias: &str, what: &str) -> String {
             }
         })
         .collect();
-    format!("{alias}_{what}")
+    // A variable name must not start with a digit.
+    let lead = if alias.starts_with(|c: char| c.is_ascii_digit()) {
+        "CLUSTER_"
+    } else {
+        ""
+    };
+    format!("{lead}{alias}_{what}")
 }
 
 /// `username="x"` out of a JAAS line such as `...PlainLoginModule required username="x" password="y";`.
@@ -631,6 +637,10 @@ mod tests {
         assert_eq!(
             env_name("us-east", "SASL_PASSWORD"),
             "US_EAST_SASL_PASSWORD"
+        );
+        assert_eq!(
+            env_name("1dc", "BOOTSTRAP_SERVERS"),
+            "CLUSTER_1DC_BOOTSTRAP_SERVERS"
         );
     }
 }

@@ -1,0 +1,117 @@
+//! The command line, as clap types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Strait: mirrors Kafka topics, configs and consumer-group offsets between clusters.
+#[derive(Parser, Debug)]
+#[command(name = "strait", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Log output format.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Log filter (e.g. `info`, `warn,strait_mirror=debug`); RUST_LOG is used when this is not given.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log output formats.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Replicate the flows of a config file until stopped.
+    Run {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Replicate what exists now, sync offsets once, then exit.
+        #[arg(long)]
+        once: bool,
+    },
+    /// Connect to every cluster and check versions, permissions and settings.
+    Check {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Show which topics and groups each flow would replicate, and the target names.
+    Plan {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Show per-flow replication progress and lag from the state topics.
+    Status {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Consumer-group offset tools.
+    Offsets {
+        #[command(subcommand)]
+        command: OffsetsCommand,
+    },
+    /// Measure replication throughput against the configured clusters.
+    Bench {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Config file tools.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+/// `strait offsets ...`.
+#[derive(Subcommand, Debug)]
+pub enum OffsetsCommand {
+    /// Translate a source group's committed offsets to target offsets.
+    Translate {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Consumer group.
+        #[arg(long, value_name = "G")]
+        group: String,
+        /// Only this topic.
+        #[arg(long, value_name = "T")]
+        topic: Option<String>,
+    },
+}
+
+/// `strait config ...`.
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Convert a MirrorMaker 2 properties file into a Strait TOML config.
+    ///
+    /// Prints the TOML (or writes it to OUT), then lists on stderr every MM2 key that
+    /// could not be converted, with the reason.
+    ImportMm2 {
+        /// The mm2.properties file.
+        file: PathBuf,
+        /// Write the TOML here instead of stdout.
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
+    /// Load and validate a config file; print every problem, or a summary.
+    Validate {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+}
+
+/// `-c FILE`.
+#[derive(Args, Debug)]
+pub struct ConfigArg {
+    /// The Strait config file (TOML).
+    #[arg(short = 'c', long = "config", value_name = "FILE")]
+    pub path: PathBuf,
+}

@@ -1,0 +1,146 @@
+//! `strait config import-mm2` and `strait config validate`.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use strait_mirror::config::mm2::import_mm2;
+use strait_mirror::config::{Config, ConfigError, load, load_str};
+
+/// Converts an MM2 properties file; exit 0 when converted, even if some keys were not.
+pub fn import_mm2_cmd(file: &Path, output: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let (toml, unmapped) =
+        import_mm2(&text).with_context(|| format!("cannot convert {}", file.display()))?;
+    match output {
+        Some(out) => {
+            std::fs::write(out, &toml).with_context(|| format!("cannot write {}", out.display()))?
+        }
+        None => std::io::stdout()
+            .write_all(toml.as_bytes())
+            .context("cannot write to stdout")?,
+    }
+
+    let mut err = std::io::stderr().lock();
+    if unmapped.is_empty() {
+        writeln!(err, "strait: every key of {} was converted", file.display())?;
+    } else {
+        writeln!(
+            err,
+            "strait: {} key(s) of {} were not converted:",
+            unmapped.len(),
+            file.display()
+        )?;
+        for u in &unmapped {
+            let at = if u.line > 0 {
+                format!("{}:{}", file.display(), u.line)
+            } else {
+                file.display().to_string()
+            };
+            let value = if u.value.is_empty() {
+                String::new()
+            } else {
+                format!(" = {}", u.value)
+            };
+            writeln!(err, "  {at}: {}{value}\n      {}", u.key, u.reason)?;
+        }
+    }
+    // Check the result as `config validate` would, with every variable set, so the user
+    // learns now about what still needs editing (e.g. TLS/SASL, Java-only regexes).
+    if let Err(e) = load_str(&toml, "the converted config", &|_| {
+        Some("placeholder:9092".to_owned())
+    }) {
+        writeln!(
+            err,
+            "strait: the converted config needs editing before it validates:"
+        )?;
+        for line in e.to_string().lines() {
+            writeln!(err, "  {line}")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Validates a config file: a summary and exit 0, or every problem and exit 1.
+pub fn validate_cmd(path: &Path) -> anyhow::Result<ExitCode> {
+    match load(path) {
+        Ok(config) => {
+            print!("{}", summary(path, &config));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e @ ConfigError::Read { .. }) => {
+            eprintln!("strait: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e) => {
+            let n = e.problems().len();
+            eprintln!("{e}");
+            eprintln!(
+                "strait: {} has {n} problem{}",
+                path.display(),
+                if n == 1 { "" } else { "s" }
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// A few lines per cluster and flow.
+fn summary(path: &Path, config: &Config) -> String {
+    let mut s = format!("{}: OK\n", path.display());
+    s.push_str(&format!("clusters ({}):\n", config.clusters.len()));
+    for c in config.clusters.values() {
+        s.push_str(&format!(
+            "  {}: {} (client id {})\n",
+            c.name,
+            c.bootstrap_servers.join(","),
+            c.client_id
+        ));
+    }
+    s.push_str(&format!("flows ({}):\n", config.flows.len()));
+    for f in &config.flows {
+        let state = if f.enabled { "" } else { " [disabled]" };
+        let naming = match f.policy.kind() {
+            strait_mirror::config::model::NamingPolicy::Prefix => {
+                format!(
+                    "prefix: <topic> -> {}{}<topic>",
+                    f.source,
+                    f.policy.separator()
+                )
+            }
+            strait_mirror::config::model::NamingPolicy::Identity => "identity".to_owned(),
+        };
+        s.push_str(&format!(
+            "  {}: {} -> {}{state}\n",
+            f.name, f.source, f.target
+        ));
+        s.push_str(&format!("    naming {naming}\n"));
+        s.push_str(&format!(
+            "    topics include {} exclude {}\n",
+            patterns(f.topics.include_patterns()),
+            patterns(f.topics.exclude_patterns())
+        ));
+        s.push_str(&format!(
+            "    groups include {} exclude {}\n",
+            patterns(f.groups.include_patterns()),
+            patterns(f.groups.exclude_patterns())
+        ));
+        let on = |b: bool| if b { "on" } else { "off" };
+        s.push_str(&format!(
+            "    sync: topic configs {}, group offsets {}, heartbeats {}, checkpoints {}\n",
+            on(f.sync.topic_configs),
+            on(f.sync.group_offsets),
+            on(f.sync.heartbeats),
+            on(f.sync.checkpoints)
+        ));
+        s.push_str(&format!("    state topic {}\n", f.state_topic));
+    }
+    s
+}
+
+/// `[a, b]` with patterns as written (no Debug escaping of backslashes).
+fn patterns(list: &[String]) -> String {
+    format!("[{}]", list.join(", "))
+}

@@ -1,0 +1,291 @@
+//! The `strait` binary, run as a user would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn strait(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("STRAIT_DEMO_SOURCE")
+        .env_remove("STRAIT_DEMO_TARGET")
+        .output()
+        .expect("run strait")
+}
+
+fn examples(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+#[test]
+fn import_mm2_prints_toml_and_lists_unmapped_keys() {
+    let out = strait(&["config", "import-mm2", &examples("mm2.properties")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("[clusters.primary]") && stdout.contains("[[flows]]"),
+        "{stdout}"
+    );
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("were not converted"), "{stderr}");
+    assert!(
+        stderr.contains("tasks.max = 8") && stderr.contains("no Connect tasks"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("needs editing"),
+        "the example converts to a valid config: {stderr}"
+    );
+}
+
+#[test]
+fn import_mm2_output_file_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("strait.toml");
+    let out = strait(&[
+        "config",
+        "import-mm2",
+        &examples("mm2.properties"),
+        "-o",
+        out_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "with -o nothing goes to stdout");
+    let out = strait(&["config", "validate", "-c", out_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("primary-to-backup: primary -> backup"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn import_mm2_unreadable_or_invalid_input_fails_clearly() {
+    let out = strait(&["config", "import-mm2", "/nonexistent/mm2.properties"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("strait: cannot read /nonexistent/mm2.properties: "),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Os {"),
+        "{stderr}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(
+        dir.path(),
+        "connect.properties",
+        "bootstrap.servers = x:9092\n",
+    );
+    let out = strait(&["config", "import-mm2", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no `clusters = A, B` key"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn import_mm2_warns_when_the_result_needs_editing() {
+    let dir = tempfile::tempdir().unwrap();
+    let props = write(
+        dir.path(),
+        "mm2.properties",
+        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na.security.protocol = SSL\na->b.enabled = true\n",
+    );
+    let out = strait(&["config", "import-mm2", props.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "it converted");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("needs editing") && stderr.contains("\"ssl\" is not supported yet"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn validate_good_config_prints_a_summary() {
+    let out = strait(&["config", "validate", "-c", &examples("strait.toml")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(": OK"), "{stdout}");
+    assert!(
+        stdout.contains("clusters (2):") && stdout.contains("flows (1):"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("primary-to-dr: primary -> dr"), "{stdout}");
+}
+
+#[test]
+fn validate_demo_config_with_env() {
+    let out = Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(["config", "validate", "-c", &examples("demo.toml")])
+        .env("STRAIT_DEMO_SOURCE", "127.0.0.1:9092")
+        .env("STRAIT_DEMO_TARGET", "127.0.0.1:9192")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = strait(&["config", "validate", "-c", &examples("demo.toml")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("`STRAIT_DEMO_SOURCE` is not set"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn validate_bad_config_prints_every_problem_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "bad.toml",
+        "[clusters.a]\nbootstrap_servers = \"a:1\"\n[clusters.b]\nbootstrap_servers = \"b:1\"\n\
+         [[flows]]\nsource = \"a\"\ntarget = \"c\"\n[flows.topics]\ninclude = [\"(\"]\n",
+    );
+    let out = strait(&["config", "validate", "-c", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = text(&out.stderr);
+    let file = path.display().to_string();
+    assert!(
+        stderr.contains(&format!("{file}:7: flows[0].target: unknown cluster \"c\"")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{file}:9: flows[0].topics.include[0]: invalid regex \"(\""
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("has 2 problems"), "{stderr}");
+}
+
+#[test]
+fn validate_unknown_key_suggests_the_right_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "typo.toml",
+        "[clusters.a]\nbootstrap_server = \"a:1\"\n",
+    );
+    let out = strait(&["config", "validate", "-c", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("did you mean `bootstrap_servers`?"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn validate_missing_file_exits_1() {
+    let out = strait(&["config", "validate", "-c", "/nonexistent/strait.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with("strait: cannot read config file /nonexistent/strait.toml"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn engine_commands_exit_2_and_say_so() {
+    let cfg = examples("strait.toml");
+    let cases: &[&[&str]] = &[
+        &["run", "-c", &cfg],
+        &["run", "-c", &cfg, "--once"],
+        &["check", "-c", &cfg],
+        &["plan", "-c", &cfg],
+        &["status", "-c", &cfg],
+        &[
+            "offsets",
+            "translate",
+            "-c",
+            &cfg,
+            "--group",
+            "g",
+            "--topic",
+            "t",
+        ],
+        &["bench", "-c", &cfg],
+    ];
+    for args in cases {
+        let out = strait(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: no fake output");
+        assert!(
+            text(&out.stderr).contains("not built yet: needs the replication engine"),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn every_command_has_help() {
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["check", "--help"],
+        &["plan", "--help"],
+        &["status", "--help"],
+        &["offsets", "translate", "--help"],
+        &["bench", "--help"],
+        &["config", "import-mm2", "--help"],
+        &["config", "validate", "--help"],
+    ] {
+        let out = strait(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(text(&out.stdout).contains("Usage: strait"), "{args:?}");
+    }
+    let out = strait(&["offsets", "translate", "-c", "x.toml"]);
+    assert_eq!(out.status.code(), Some(2), "--group is required");
+    assert!(text(&out.stderr).contains("--group"));
+}
+
+#[test]
+fn log_flags_are_accepted_and_checked() {
+    let out = strait(&[
+        "--log-format",
+        "json",
+        "--log-level",
+        "debug",
+        "config",
+        "validate",
+        "-c",
+        &examples("strait.toml"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = strait(&[
+        "--log-level",
+        "=nope=",
+        "config",
+        "validate",
+        "-c",
+        &examples("strait.toml"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("invalid --log-level"),
+        "{}",
+        text(&out.stderr)
+    );
+}
