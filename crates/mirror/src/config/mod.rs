@@ -1,8 +1,8 @@
 //! Strait's configuration: one TOML file of clusters and flows.
 //!
 //! - [`model`]: the file as written (serde types, defaults from [`defaults`]).
-//! - [`env`]: `${VAR}` / `${VAR:-default}` substitution before parsing.
-//! - [`load`]: file → [`ConfigFile`] with every unknown key and bad value reported.
+//! - [`env`](mod@env): `${VAR}` / `${VAR:-default}` substitution before parsing.
+//! - [`load`](mod@load): file → [`ConfigFile`] with every unknown key and bad value reported.
 //! - [`validate`](mod@validate): [`ConfigFile`] → [`Config`], a pure function returning every problem.
 //! - [`resolved`]: the types the engine consumes ([`Config`], [`Flow`], [`Cluster`], …).
 //! - [`filter`], [`policy`]: compiled include/exclude lists and the naming policy.

@@ -2,7 +2,7 @@
 //!
 //! Unknown keys are rejected (`deny_unknown_fields`); missing keys take the defaults of
 //! [`super::defaults`]. Nothing here checks ranges or compiles regexes: that is
-//! [`super::validate`], which turns a [`ConfigFile`] into a resolved [`super::Config`].
+//! [`super::validate()`], which turns a [`ConfigFile`] into a resolved [`super::Config`].
 
 use std::collections::BTreeMap;
 use std::fmt;

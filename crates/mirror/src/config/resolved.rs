@@ -1,5 +1,5 @@
 //! The validated config the engine consumes: names checked, regexes compiled, defaults
-//! applied, durations as [`Duration`]s. Built only by [`super::validate`].
+//! applied, durations as [`Duration`]s. Built only by [`super::validate()`].
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
