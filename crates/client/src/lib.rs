@@ -6,15 +6,21 @@ pub mod backoff;
 mod broker;
 mod client;
 mod connection;
+pub mod consumer;
 pub mod error;
 mod frame;
 pub mod metadata;
+pub mod producer;
 pub mod rpc;
 pub mod versions;
 
 pub use broker::Purpose;
 pub use client::{Client, ClientConfig, CoordinatorType};
+pub use consumer::{ConsumedRecord, PartitionConsumer};
 pub use error::{Error, ErrorKind, Result};
+pub use producer::{
+    Ack, AckFuture, IdempotentProducer, ProducerConfig, ProducerRecord, RecordProducer,
+};
 pub use rpc::Request;
 pub use rpc::admin::{AlterConfigOp, ConfigEntry, NewTopic, ResourceConfigs, ResourceType, TopicResult};
 pub use rpc::fetch::{

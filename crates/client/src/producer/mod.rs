@@ -1,0 +1,14 @@
+//! Producers: the idempotent raw-batch producer (for forwarding) and the record-level
+//! convenience producer built on it.
+//!
+//! - `sequencer`: the pure sequencing state machine (testable without sockets);
+//! - `idempotent`: the async driver around it;
+//! - `records`: records in → batches (strait-records) → the idempotent producer.
+
+mod idempotent;
+mod records;
+pub mod sequencer;
+
+pub use idempotent::{AckFuture, IdempotentProducer, ProducerConfig};
+pub use records::{ProducerRecord, RecordProducer};
+pub use sequencer::{Ack, Sequencer};
