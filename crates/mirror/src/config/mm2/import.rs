@@ -39,6 +39,9 @@ pub enum ImportError {
         "no `clusters = A, B` key: this does not look like an MM2 (connect-mirror-maker) properties file"
     )]
     NoClusters,
+    /// The TOML could not be written (a bug: every model value is representable).
+    #[error("cannot write the converted config as TOML: {0}")]
+    Write(String),
 }
 
 const HEADER: &str = "\
@@ -83,12 +86,12 @@ pub fn import_mm2(properties_text: &str) -> Result<(String, Vec<UnmappedKey>), I
         );
     }
 
-    let mut table = toml::Table::try_from(&file).map_err(|_| ImportError::NoClusters)?;
+    let mut table = toml::Table::try_from(&file).map_err(|e| ImportError::Write(e.to_string()))?;
     // Process-wide sections have no MM2 equivalent: leave them to their defaults.
     for section in ["engine", "metrics", "logging"] {
         table.remove(section);
     }
-    let body = toml::to_string_pretty(&table).unwrap_or_default();
+    let body = toml::to_string_pretty(&table).map_err(|e| ImportError::Write(e.to_string()))?;
     Ok((format!("{HEADER}{body}"), props.finish()))
 }
 
