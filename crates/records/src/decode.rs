@@ -25,6 +25,9 @@ impl Batch {
         let header = self.header();
         let payload = self.payload();
         match header.compression() {
+            // Compaction can leave a batch with no records and no payload; whatever the
+            // codec bits say, there is nothing to decompress.
+            _ if payload.is_empty() => Ok(payload),
             Compression::None => Ok(payload),
             codec => decompress(codec, &payload, limits.max_decompressed_bytes)
                 .map(Bytes::from)

@@ -408,6 +408,23 @@ fn reencode_densifies_and_reports_source_offsets() {
             .unwrap()
             .is_empty()
     );
+    // Even with codec bits set and no payload at all, as a cleaner may leave a batch.
+    let mut bare = empty.header().encode();
+    bare[8..12].copy_from_slice(&((HEADER_LEN - LOG_OVERHEAD) as i32).to_be_bytes());
+    let crc = crc32c::crc32c(&bare[CRC_START..]);
+    bare[17..21].copy_from_slice(&crc.to_be_bytes());
+    let bare = one(Bytes::copy_from_slice(&bare));
+    bare.verify_crc().unwrap();
+    assert_eq!(bare.header().compression(), Compression::Gzip);
+    assert_eq!(
+        bare.classify(usize::MAX),
+        Class::NeedsReencode(ReencodeReason::Empty)
+    );
+    assert!(
+        bare.reencode(&ReencodeOptions::default())
+            .unwrap()
+            .is_empty()
+    );
 
     // Offsets out of order cannot give a trustworthy offset map.
     let bad = one(hand_batch(

@@ -4,9 +4,7 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use strait_records::{
-    AbortedTransaction, Batches, Limits, ReencodeOptions, filter_aborted,
-};
+use strait_records::{AbortedTransaction, Batches, Limits, ReencodeOptions, filter_aborted};
 
 fuzz_target!(|data: &[u8]| {
     let limits = Limits {
@@ -31,7 +29,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(n, records.len());
             for r in &out {
                 r.batch.verify_crc().expect("re-encoded batches are valid");
-                let dense = r.batch.decode_records(&limits).expect("re-encoded batches decode");
+                let dense = r
+                    .batch
+                    .decode_records(&limits)
+                    .expect("re-encoded batches decode");
                 assert_eq!(dense.len(), r.source_offsets.len());
             }
         }

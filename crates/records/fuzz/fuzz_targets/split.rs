@@ -21,7 +21,10 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(h.total_len(), batch.size());
         let fast = batch.verify_and_patch(ProducerStamp::NONE);
         let slow = batch.patch(ProducerStamp::NONE);
-        assert_eq!(slow.payload().as_ptr(), set[batch.position() + 61..].as_ptr());
+        assert_eq!(
+            slow.payload().as_ptr(),
+            set[batch.position() + 61..].as_ptr()
+        );
         // When the input CRC is valid, both ways of patching must agree.
         if let Ok(fast) = fast {
             assert_eq!(fast.to_contiguous(), slow.to_contiguous());
