@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use strait_client::{Client, ClientConfig, NewTopic, PartitionConsumer, ProducerRecord, RecordProducer};
+use strait_client::{
+    Client, ClientConfig, NewTopic, PartitionConsumer, ProducerRecord, RecordProducer,
+};
 use strait_records::Compression;
 
 struct Args {
@@ -56,10 +58,13 @@ fn parse_args() -> Result<Args, String> {
 const BASE_TS: i64 = 1_700_000_000_000;
 
 fn record(i: usize) -> ProducerRecord {
-    ProducerRecord::new(format!("key-{i}"), format!("value-{i}-{}", "x".repeat(i % 32)))
-        .with_header("seq", Bytes::from(i.to_string()))
-        .with_header("kind", Bytes::from_static(b"example"))
-        .with_timestamp(BASE_TS + i as i64)
+    ProducerRecord::new(
+        format!("key-{i}"),
+        format!("value-{i}-{}", "x".repeat(i % 32)),
+    )
+    .with_header("seq", Bytes::from(i.to_string()))
+    .with_header("kind", Bytes::from_static(b"example"))
+    .with_timestamp(BASE_TS + i as i64)
 }
 
 #[tokio::main]

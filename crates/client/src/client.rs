@@ -515,7 +515,12 @@ impl Client {
             let id = self.find_coordinator(kind, key).await?;
             let b = self.broker(id)?;
             let res = self
-                .send_built(&b, Purpose::Control, b.request_timeout() + extra_timeout, &build)
+                .send_built(
+                    &b,
+                    Purpose::Control,
+                    b.request_timeout() + extra_timeout,
+                    &build,
+                )
                 .await
                 .and_then(|(_, r)| check(&r).map(|_| r));
             if let Err(e) = &res

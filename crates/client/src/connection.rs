@@ -41,12 +41,15 @@ struct Pending {
     correlation_id: i32,
     api: ApiKey,
     version: i16,
-    tx: ResponseTx,
+    /// `None` for a request Kafka does not answer (Produce acks=0). It stays queued so that
+    /// a broker that answers anyway (Tansu 0.6 does) is matched and ignored, not taken for
+    /// a protocol violation.
+    tx: Option<ResponseTx>,
 }
 
 struct Outgoing {
     frame: Frame,
-    /// `None` for requests without a response (Produce with acks=0).
+    /// The response slot (always present; see [`Pending::tx`]).
     pending: Option<Pending>,
     /// Told when the frame has been written (acks=0 completes here).
     written: Option<oneshot::Sender<Result<()>>>,
@@ -78,7 +81,9 @@ impl Shared {
         };
         tracing::debug!(broker = self.broker_id, error = %err, "connection closed");
         for p in pending {
-            let _ = p.tx.send(Err(err.clone().api(p.api)));
+            if let Some(tx) = p.tx {
+                let _ = tx.send(Err(err.clone().api(p.api)));
+            }
         }
         if let Some(r) = reader {
             r.abort();
@@ -285,20 +290,18 @@ impl Connection {
             return Err(e.broker(self.broker_id()).api(api));
         }
         let (wtx, wrx) = oneshot::channel();
-        let (pending, rx) = if expect_response {
+        let (tx, rx) = if expect_response {
             let (tx, rx) = oneshot::channel();
-            (
-                Some(Pending {
-                    correlation_id,
-                    api,
-                    version,
-                    tx,
-                }),
-                Some(rx),
-            )
+            (Some(tx), Some(rx))
         } else {
             (None, None)
         };
+        let pending = Some(Pending {
+            correlation_id,
+            api,
+            version,
+            tx,
+        });
         let out = Outgoing {
             frame,
             pending,
@@ -362,6 +365,15 @@ async fn read_loop<R: AsyncRead + Unpin>(mut reader: FrameReader<R>, shared: Arc
         };
         let p = {
             let mut st = shared.state.lock();
+            // Requests Kafka never answers (acks=0) that precede this response were not
+            // answered: drop them.
+            while st
+                .pending
+                .front()
+                .is_some_and(|p| p.tx.is_none() && p.correlation_id != corr)
+            {
+                st.pending.pop_front();
+            }
             match st.pending.front() {
                 Some(p) if p.correlation_id == corr => st.pending.pop_front(),
                 Some(p) => {
@@ -377,10 +389,16 @@ async fn read_loop<R: AsyncRead + Unpin>(mut reader: FrameReader<R>, shared: Arc
                 }
             }
         };
-        if let Some(p) = p {
-            let body = frame::strip_response_header(p.api, p.version, frame);
+        if let Some(Pending {
+            tx: Some(tx),
+            api,
+            version,
+            ..
+        }) = p
+        {
+            let body = frame::strip_response_header(api, version, frame);
             // The caller may have gone away (cancelled); that is fine.
-            let _ = p.tx.send(body);
+            let _ = tx.send(body);
         }
     };
     shared.poison(err.broker(shared.broker_id));
@@ -453,8 +471,11 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 
 fn fail_all(batch: &mut Vec<Outgoing>, e: &Error) {
     for m in batch.drain(..) {
-        if let Some(p) = m.pending {
-            let _ = p.tx.send(Err(e.clone().api(p.api)));
+        if let Some(Pending {
+            tx: Some(tx), api, ..
+        }) = m.pending
+        {
+            let _ = tx.send(Err(e.clone().api(api)));
         }
         if let Some(w) = m.written {
             let _ = w.send(Err(e.clone()));
@@ -482,7 +503,9 @@ async fn write_parts<W: AsyncWrite + Unpin>(
         }
         let mut left = n;
         while left > 0 {
-            let Some(front) = parts.front_mut() else { break };
+            let Some(front) = parts.front_mut() else {
+                break;
+            };
             if front.len() <= left {
                 left -= front.len();
                 parts.pop_front();
@@ -598,7 +621,12 @@ pub(crate) mod tests {
         let (c, _srv) = connected(&[(ApiKey::Metadata, 0, 9), (ApiKey::Produce, 3, 9)]).await;
         assert_eq!(c.versions().pick(ApiKey::Metadata).unwrap(), 9);
         assert_eq!(c.versions().pick(ApiKey::Produce).unwrap(), 9);
-        assert!(c.versions().pick(ApiKey::Fetch).unwrap_err().is_unsupported());
+        assert!(
+            c.versions()
+                .pick(ApiKey::Fetch)
+                .unwrap_err()
+                .is_unsupported()
+        );
     }
 
     #[tokio::test]
@@ -610,7 +638,10 @@ pub(crate) mod tests {
             let c = c.clone();
             calls.push(tokio::spawn(async move {
                 let req = MetadataRequest::default().with_allow_auto_topic_creation(i % 2 == 0);
-                let (_, r) = c.call_negotiated(&req, Duration::from_secs(5)).await.unwrap();
+                let (_, r) = c
+                    .call_negotiated(&req, Duration::from_secs(5))
+                    .await
+                    .unwrap();
                 r.throttle_time_ms
             }));
         }

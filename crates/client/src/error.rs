@@ -400,7 +400,10 @@ mod tests {
         assert_eq!(e.kafka_code(), Some(6));
         assert_eq!(e.partition_index(), Some(3));
         let s = e.to_string();
-        assert!(s.contains("NotLeaderOrFollower") && s.contains("t-3"), "{s}");
+        assert!(
+            s.contains("NotLeaderOrFollower") && s.contains("t-3"),
+            "{s}"
+        );
         assert!(Error::from_code(0).is_none());
         assert!(!Error::from_code(45).unwrap().is_retriable());
         assert!(Error::new(ErrorKind::ConnectionClosed).is_retriable());

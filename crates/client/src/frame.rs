@@ -89,8 +89,8 @@ pub(crate) fn encode_request_parts(
     let hsize = header
         .compute_size(hv)
         .map_err(|e| Error::encode(api, version, &e))?;
-    let size = i32::try_from(hsize + body_len)
-        .map_err(|_| Error::invalid("request larger than 2 GiB"))?;
+    let size =
+        i32::try_from(hsize + body_len).map_err(|_| Error::invalid("request larger than 2 GiB"))?;
     let mut buf = BytesMut::with_capacity(4 + hsize);
     buf.put_i32(size);
     header
@@ -266,7 +266,9 @@ mod tests {
         // A duplex with a tiny buffer forces many short reads.
         let (mut a, b) = tokio::io::duplex(1000);
         let w = tokio::spawn(async move {
-            tokio::io::AsyncWriteExt::write_all(&mut a, &data).await.unwrap();
+            tokio::io::AsyncWriteExt::write_all(&mut a, &data)
+                .await
+                .unwrap();
         });
         let mut r = FrameReader::new(b, 1 << 20);
         assert_eq!(&r.read_frame().await.unwrap().unwrap()[..], b"abcd");

@@ -22,7 +22,9 @@ pub use producer::{
     Ack, AckFuture, IdempotentProducer, ProducerConfig, ProducerRecord, RecordProducer,
 };
 pub use rpc::Request;
-pub use rpc::admin::{AlterConfigOp, ConfigEntry, NewTopic, ResourceConfigs, ResourceType, TopicResult};
+pub use rpc::admin::{
+    AlterConfigOp, ConfigEntry, NewTopic, ResourceConfigs, ResourceType, TopicResult,
+};
 pub use rpc::fetch::{
     AbortedTxn, FetchOptions, FetchPosition, FetchResult, FetchSession, FetchedPartition,
     IsolationLevel,

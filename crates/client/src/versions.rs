@@ -85,9 +85,8 @@ impl BrokerVersions {
     /// The version to use for `api`: the highest in both ranges. The error names the API and
     /// both ranges when there is no overlap.
     pub fn pick(&self, api: ApiKey) -> Result<i16> {
-        let ours = supported_range(api).ok_or_else(|| {
-            Error::invalid(format!("this client does not implement {api:?}"))
-        })?;
+        let ours = supported_range(api)
+            .ok_or_else(|| Error::invalid(format!("this client does not implement {api:?}")))?;
         let broker = self.broker_range(api);
         match broker {
             Some((lo, hi)) if lo <= ours.1 && ours.0 <= hi => Ok(hi.min(ours.1)),
@@ -114,14 +113,25 @@ mod tests {
         let e = v.pick(ApiKey::InitProducerId).unwrap_err();
         assert!(e.is_unsupported());
         let msg = e.to_string();
-        assert!(msg.contains("InitProducerId") && msg.contains("v0..v1"), "{msg}");
+        assert!(
+            msg.contains("InitProducerId") && msg.contains("v0..v1"),
+            "{msg}"
+        );
         let e = v.pick(ApiKey::CreatePartitions).unwrap_err();
-        assert!(e.to_string().contains("does not support CreatePartitions"), "{e}");
+        assert!(
+            e.to_string().contains("does not support CreatePartitions"),
+            "{e}"
+        );
     }
 
     #[test]
     fn our_ranges_are_within_the_crate() {
-        for k in [ApiKey::Produce, ApiKey::Fetch, ApiKey::DescribeCluster, ApiKey::EndTxn] {
+        for k in [
+            ApiKey::Produce,
+            ApiKey::Fetch,
+            ApiKey::DescribeCluster,
+            ApiKey::EndTxn,
+        ] {
             let (lo, hi) = supported_range(k).unwrap();
             let c = k.valid_versions();
             assert!(c.min <= lo && hi <= c.max);

@@ -98,9 +98,9 @@ pub struct AckFuture {
 impl AckFuture {
     /// Waits for the acknowledgement.
     pub async fn wait(self) -> Result<Ack> {
-        self.rx
-            .await
-            .unwrap_or_else(|_| Err(Error::new(ErrorKind::ConnectionClosed).message("producer dropped")))
+        self.rx.await.unwrap_or_else(|_| {
+            Err(Error::new(ErrorKind::ConnectionClosed).message("producer dropped"))
+        })
     }
 }
 
@@ -140,7 +140,9 @@ impl IdempotentProducer {
         let tp: TopicPartition = (topic.to_string(), partition);
         let count = batch.header().last_offset_delta.saturating_add(1);
         if count <= 0 || batch.header().records_count <= 0 {
-            return Err(Error::invalid("an idempotent batch needs at least one record"));
+            return Err(Error::invalid(
+                "an idempotent batch needs at least one record",
+            ));
         }
         // Wait for room.
         let (identity, seq) = loop {
@@ -221,7 +223,11 @@ async fn drive(inner: Arc<Inner>, tp: TopicPartition, token: Token) {
             if !st.slots.contains_key(&token) {
                 Step::Exit
             } else if st.seq.needs_identity() {
-                if st.seq.in_flight() == 0 { Step::Reinit } else { Step::Wait }
+                if st.seq.in_flight() == 0 {
+                    Step::Reinit
+                } else {
+                    Step::Wait
+                }
             } else {
                 match st.seq.peek_transmit(&tp) {
                     Some(t) if t == token => match st.seq.next_transmit(&tp) {
@@ -265,9 +271,13 @@ async fn drive(inner: Arc<Inner>, tp: TopicPartition, token: Token) {
                     let mut st = inner.state.lock();
                     st.seq.on_result(&tp, t.token, t.attempt, result);
                     if let Some(e) = &retry
-                        && st.slots.get(&token).is_some_and(|s| Instant::now() >= s.deadline)
+                        && st
+                            .slots
+                            .get(&token)
+                            .is_some_and(|s| Instant::now() >= s.deadline)
                     {
-                        st.seq.fail(&tp, token, e.clone().message("delivery timeout"));
+                        st.seq
+                            .fail(&tp, token, e.clone().message("delivery timeout"));
                     }
                     deliver(&mut st, &tp);
                 }

@@ -342,7 +342,10 @@ mod tests {
     #[test]
     fn sequences_room_and_in_order_delivery() {
         let mut s = Sequencer::new(5);
-        assert!(s.next_transmit(&tp()).is_none(), "nothing sent before an identity");
+        assert!(
+            s.next_transmit(&tp()).is_none(),
+            "nothing sent before an identity"
+        );
         s.set_identity(id(0));
         let mut toks = Vec::new();
         for i in 0..5 {
@@ -360,7 +363,10 @@ mod tests {
         assert!(s.take_delivered(&tp()).is_empty());
         s.on_result(&tp(), toks[0], 1, ok(0));
         let d = s.take_delivered(&tp());
-        assert_eq!(d.iter().map(|x| x.0).collect::<Vec<_>>(), vec![toks[0], toks[1]]);
+        assert_eq!(
+            d.iter().map(|x| x.0).collect::<Vec<_>>(),
+            vec![toks[0], toks[1]]
+        );
         assert!(s.has_room(&tp()));
     }
 
@@ -375,7 +381,10 @@ mod tests {
         // Leader moved: a fails retriably, b then fails out of order (a is missing).
         s.on_result(&tp(), a, ta.attempt, code(6));
         s.on_result(&tp(), b, tb.attempt, code(45));
-        assert!(!s.needs_identity(), "OOOSN behind a failed batch is a retry, not a reset");
+        assert!(
+            !s.needs_identity(),
+            "OOOSN behind a failed batch is a retry, not a reset"
+        );
         let ra = s.next_transmit(&tp()).unwrap();
         assert_eq!((ra.token, ra.base_sequence, ra.attempt), (a, 0, 2));
         let rb = s.next_transmit(&tp()).unwrap();
@@ -393,13 +402,21 @@ mod tests {
         s.set_identity(id(0));
         let (a, _) = s.enqueue(&tp(), 1);
         let t1 = s.next_transmit(&tp()).unwrap();
-        s.on_result(&tp(), a, t1.attempt, Err(Error::new(crate::ErrorKind::Timeout)));
+        s.on_result(
+            &tp(),
+            a,
+            t1.attempt,
+            Err(Error::new(crate::ErrorKind::Timeout)),
+        );
         let t2 = s.next_transmit(&tp()).unwrap();
         assert_eq!(t2.attempt, 2);
         s.on_result(&tp(), a, 1, code(6)); // stale
         assert!(s.take_delivered(&tp()).is_empty());
         s.on_result(&tp(), a, 2, ok(5));
-        assert_eq!(s.take_delivered(&tp())[0].1.as_ref().unwrap().base_offset, 5);
+        assert_eq!(
+            s.take_delivered(&tp())[0].1.as_ref().unwrap().base_offset,
+            5
+        );
     }
 
     #[test]

@@ -168,7 +168,12 @@ impl Client {
             .into_iter()
             .map(|t| {
                 let n = t.name.0.to_string();
-                let r = topic_err(t.error_code, t.error_message.as_ref(), ApiKey::CreateTopics, &n);
+                let r = topic_err(
+                    t.error_code,
+                    t.error_message.as_ref(),
+                    ApiKey::CreateTopics,
+                    &n,
+                );
                 (n, r)
             })
             .collect())
@@ -206,14 +211,23 @@ impl Client {
             .into_iter()
             .map(|t| {
                 let n = t.name.0.to_string();
-                let r = topic_err(t.error_code, t.error_message.as_ref(), ApiKey::CreatePartitions, &n);
+                let r = topic_err(
+                    t.error_code,
+                    t.error_message.as_ref(),
+                    ApiKey::CreatePartitions,
+                    &n,
+                );
                 (n, r)
             })
             .collect())
     }
 
     /// Deletes topics by name.
-    pub async fn delete_topics(&self, topics: &[&str], timeout: Duration) -> Result<Vec<TopicResult>> {
+    pub async fn delete_topics(
+        &self,
+        topics: &[&str],
+        timeout: Duration,
+    ) -> Result<Vec<TopicResult>> {
         let tmo = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
         let resp = self
             .with_retries("delete_topics", || {
@@ -222,7 +236,9 @@ impl Client {
                     if v >= 6 {
                         r.topics = topics
                             .iter()
-                            .map(|t| DeleteTopicState::default().with_name(Some(TopicName(name(t)))))
+                            .map(|t| {
+                                DeleteTopicState::default().with_name(Some(TopicName(name(t))))
+                            })
                             .collect();
                     } else {
                         r.topic_names = topics.iter().map(|t| TopicName(name(t))).collect();
@@ -237,14 +253,21 @@ impl Client {
             .into_iter()
             .map(|t| {
                 let n = t.name.map(|n| n.0.to_string()).unwrap_or_default();
-                let r = topic_err(t.error_code, t.error_message.as_ref(), ApiKey::DeleteTopics, &n);
+                let r = topic_err(
+                    t.error_code,
+                    t.error_message.as_ref(),
+                    ApiKey::DeleteTopics,
+                    &n,
+                );
                 (n, r)
             })
             .collect())
     }
 
     /// Describes the configs of resources of one kind. `keys = None` returns every config the
-    /// broker reports (Tansu: only explicitly set topic configs).
+    /// broker reports (Tansu: only explicitly set topic configs). `keys` are filtered here
+    /// rather than sent: Tansu 0.6 cannot parse a DescribeConfigs request with
+    /// `configuration_keys` and drops the connection.
     pub async fn describe_configs(
         &self,
         kind: ResourceType,
@@ -262,9 +285,7 @@ impl Client {
                                     DescribeConfigsResource::default()
                                         .with_resource_type(kind.code())
                                         .with_resource_name(name(n))
-                                        .with_configuration_keys(
-                                            keys.map(|ks| ks.iter().map(|k| name(k)).collect()),
-                                        )
+                                        .with_configuration_keys(None)
                                 })
                                 .collect(),
                         ))
@@ -276,13 +297,16 @@ impl Client {
         let mut out = Vec::new();
         for r in resp.results {
             let n = r.resource_name.to_string();
-            Error::check_code(r.error_code, r.error_message.as_deref())
-                .map_err(|e| e.api(ApiKey::DescribeConfigs).message(format!("resource {n}")))?;
+            Error::check_code(r.error_code, r.error_message.as_deref()).map_err(|e| {
+                e.api(ApiKey::DescribeConfigs)
+                    .message(format!("resource {n}"))
+            })?;
             out.push(ResourceConfigs {
                 name: n,
                 entries: r
                     .configs
                     .into_iter()
+                    .filter(|c| keys.is_none_or(|ks| ks.contains(&c.name.as_str())))
                     .map(|c| ConfigEntry {
                         name: c.name.to_string(),
                         value: c.value.map(|v| v.to_string()),
@@ -322,12 +346,14 @@ impl Client {
         let resp = self
             .with_retries("incremental_alter_configs", || {
                 self.send_to_controller(|_| {
-                    Ok(IncrementalAlterConfigsRequest::default().with_resources(vec![
-                        AlterConfigsResource::default()
-                            .with_resource_type(kind.code())
-                            .with_resource_name(name(resource))
-                            .with_configs(configs.clone()),
-                    ]))
+                    Ok(
+                        IncrementalAlterConfigsRequest::default().with_resources(vec![
+                            AlterConfigsResource::default()
+                                .with_resource_type(kind.code())
+                                .with_resource_name(name(resource))
+                                .with_configs(configs.clone()),
+                        ]),
+                    )
                 })
             })
             .await?;

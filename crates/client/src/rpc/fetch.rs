@@ -126,7 +126,8 @@ pub struct FetchedPartition {
 impl FetchedPartition {
     /// The partition's error, with context.
     pub fn error(&self) -> Option<Error> {
-        Error::from_code(self.error_code).map(|e| e.topic(self.topic.clone()).partition(self.partition))
+        Error::from_code(self.error_code)
+            .map(|e| e.topic(self.topic.clone()).partition(self.partition))
     }
 }
 
@@ -149,7 +150,11 @@ fn group_by_topic<'a>(
     for p in positions {
         let part = FetchPartition::default()
             .with_partition(p.partition)
-            .with_current_leader_epoch(if version >= 9 { p.current_leader_epoch } else { -1 })
+            .with_current_leader_epoch(if version >= 9 {
+                p.current_leader_epoch
+            } else {
+                -1
+            })
             .with_fetch_offset(p.offset)
             .with_last_fetched_epoch(-1)
             .with_log_start_offset(-1)
@@ -270,7 +275,9 @@ impl Client {
     ) -> Result<FetchResult> {
         let refs: Vec<&FetchPosition> = positions.iter().collect();
         // Session id 0 with epoch -1 (FINAL_EPOCH): a full fetch that creates no session.
-        let resp = self.fetch_once(broker_id, opts, (0, -1), &refs, &[]).await?;
+        let resp = self
+            .fetch_once(broker_id, opts, (0, -1), &refs, &[])
+            .await?;
         Error::check_code(resp.error_code, None).map_err(|e| e.broker(broker_id))?;
         Ok(convert(resp))
     }
@@ -363,7 +370,11 @@ impl FetchSession {
                 }
             };
             if matches!(resp.error_code, 70 | 71) && attempt == 0 {
-                tracing::debug!(broker = self.broker_id, code = resp.error_code, "fetch session reset");
+                tracing::debug!(
+                    broker = self.broker_id,
+                    code = resp.error_code,
+                    "fetch session reset"
+                );
                 self.reset();
                 continue;
             }
@@ -376,7 +387,11 @@ impl FetchSession {
                 self.epoch = 1;
             } else {
                 // Epochs wrap to 1 (0 would mean "new session").
-                self.epoch = if self.epoch == i32::MAX { 1 } else { self.epoch + 1 };
+                self.epoch = if self.epoch == i32::MAX {
+                    1
+                } else {
+                    self.epoch + 1
+                };
             }
             if self.id != 0 {
                 self.sent = positions

@@ -10,9 +10,8 @@ use std::time::Duration;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::{
-    ApiKey, DescribeGroupsRequest, GroupId, HeartbeatRequest, HeartbeatResponse,
-    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest,
-    SyncGroupRequest, SyncGroupResponse,
+    ApiKey, DescribeGroupsRequest, GroupId, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
+    JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest, SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -95,7 +94,9 @@ impl Client {
     /// assigned member id. Waits up to the rebalance timeout.
     pub async fn join_group(&self, req: JoinGroupRequest) -> Result<JoinGroupResponse> {
         let group = req.group_id.0.to_string();
-        let wait = Duration::from_millis(req.rebalance_timeout_ms.max(req.session_timeout_ms).max(0) as u64);
+        let wait = Duration::from_millis(
+            req.rebalance_timeout_ms.max(req.session_timeout_ms).max(0) as u64,
+        );
         let mut req = req;
         for _ in 0..2 {
             let resp = self

@@ -16,7 +16,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::Purpose;
 use crate::client::{Client, CoordinatorType};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::rpc::fetch::IsolationLevel;
 
 /// Which offset ListOffsets should return.
@@ -219,10 +219,7 @@ impl Client {
                 .with_member_id(StrBytes::from_string(member.member_id.clone()))
                 .with_topics(topics);
             if v >= 7 {
-                r.group_instance_id = member
-                    .group_instance_id
-                    .clone()
-                    .map(StrBytes::from_string);
+                r.group_instance_id = member.group_instance_id.clone().map(StrBytes::from_string);
             }
             if v <= 4 {
                 r.retention_time_ms = -1;
@@ -246,15 +243,43 @@ impl Client {
     }
 
     /// Reads `group`'s committed offsets: for the given `(topic, partitions)` or, with `None`,
-    /// for every partition the group has committed.
+    /// for every partition the group has committed (offsets of -1 are left out then).
     pub async fn offset_fetch(
+        &self,
+        group: &str,
+        topics: Option<&[(&str, &[i32])]>,
+    ) -> Result<Vec<CommittedOffset>> {
+        match self.offset_fetch_once(group, topics).await {
+            // Tansu 0.6 answers "all topics" with a null topics array, which the protocol
+            // does not allow; ask for every known topic explicitly instead.
+            Err(e) if topics.is_none() && matches!(e.kind(), ErrorKind::Protocol(_)) => {
+                tracing::debug!(error = %e, "OffsetFetch(all) undecodable; asking per topic");
+                let meta = self.metadata(None).await?;
+                let parts: Vec<(String, Vec<i32>)> = meta
+                    .topics
+                    .values()
+                    .filter(|t| !t.is_internal)
+                    .map(|t| (t.name.clone(), t.partitions.keys().copied().collect()))
+                    .collect();
+                let refs: Vec<(&str, &[i32])> =
+                    parts.iter().map(|(t, p)| (t.as_str(), p.as_slice())).collect();
+                let all = self.offset_fetch_once(group, Some(&refs)).await?;
+                Ok(all.into_iter().filter(|o| o.offset >= 0).collect())
+            }
+            r => r,
+        }
+    }
+
+    async fn offset_fetch_once(
         &self,
         group: &str,
         topics: Option<&[(&str, &[i32])]>,
     ) -> Result<Vec<CommittedOffset>> {
         let build = |v: i16| {
             if topics.is_none() && v < 2 {
-                return Err(Error::invalid("fetching all group offsets needs OffsetFetch v2+"));
+                return Err(Error::invalid(
+                    "fetching all group offsets needs OffsetFetch v2+",
+                ));
             }
             Ok(OffsetFetchRequest::default()
                 .with_group_id(GroupId(StrBytes::from_string(group.to_string())))

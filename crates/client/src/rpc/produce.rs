@@ -253,7 +253,12 @@ fn results(resp: ProduceResponse) -> Vec<PartitionProduceResult> {
                 record_errors: p
                     .record_errors
                     .into_iter()
-                    .map(|r| (r.batch_index, r.batch_index_error_message.map(|m| m.to_string())))
+                    .map(|r| {
+                        (
+                            r.batch_index,
+                            r.batch_index_error_message.map(|m| m.to_string()),
+                        )
+                    })
                     .collect(),
             });
         }
@@ -412,25 +417,41 @@ mod tests {
         r.timeout = Duration::from_millis(1234);
         let hdr = Bytes::from(vec![1u8; 61]);
         let payload = Bytes::from((0..200u8).collect::<Vec<_>>());
-        r.push("alpha", 0, RawBatch::from_parts(vec![hdr.clone(), payload.clone()]));
+        r.push(
+            "alpha",
+            0,
+            RawBatch::from_parts(vec![hdr.clone(), payload.clone()]),
+        );
         r.push("alpha", 7, RawBatch::new(Bytes::from(vec![9u8; 300])));
         // A topic name long enough for a multi-byte varint length is not needed, but a batch
         // long enough for a 2-byte varint is.
-        r.push("beta", 2, RawBatch::from_parts(vec![hdr, payload, Bytes::new()]));
+        r.push(
+            "beta",
+            2,
+            RawBatch::from_parts(vec![hdr, payload, Bytes::new()]),
+        );
         r
     }
 
     #[test]
     fn hand_encoding_matches_kafka_protocol() {
         for version in 3..=12 {
-            for (txn, acks) in [(None, Acks::All), (Some("tx-1"), Acks::Leader), (None, Acks::None)] {
+            for (txn, acks) in [
+                (None, Acks::All),
+                (Some("tx-1"), Acks::Leader),
+                (None, Acks::None),
+            ] {
                 let req = sample(txn, acks);
                 let parts = encode_body(version, &req).unwrap();
                 let mut ours = Vec::new();
                 for p in &parts {
                     ours.extend_from_slice(p);
                 }
-                assert_eq!(ours, reference(version, &req), "v{version} {txn:?} {acks:?}");
+                assert_eq!(
+                    ours,
+                    reference(version, &req),
+                    "v{version} {txn:?} {acks:?}"
+                );
             }
         }
     }
@@ -441,7 +462,9 @@ mod tests {
         let parts = encode_body(9, &req).unwrap();
         let payload = &req.topics[0].partitions[0].1.parts[1];
         assert!(
-            parts.iter().any(|p| p.as_ptr() == payload.as_ptr() && p.len() == payload.len()),
+            parts
+                .iter()
+                .any(|p| p.as_ptr() == payload.as_ptr() && p.len() == payload.len()),
             "the payload must be passed through as the same allocation"
         );
     }

@@ -49,12 +49,17 @@ impl Client {
                 .with_producer_id(ProducerId(cur.id))
                 .with_producer_epoch(cur.epoch))
         };
-        let check = |code: i16| Error::check_code(code, None).map_err(|e| e.api(ApiKey::InitProducerId));
+        let check =
+            |code: i16| Error::check_code(code, None).map_err(|e| e.api(ApiKey::InitProducerId));
         let resp = match transactional_id {
             Some(t) => {
-                self.send_to_coordinator(CoordinatorType::Transaction, t, Duration::ZERO, build, |r| {
-                    check(r.error_code)
-                })
+                self.send_to_coordinator(
+                    CoordinatorType::Transaction,
+                    t,
+                    Duration::ZERO,
+                    build,
+                    |r| check(r.error_code),
+                )
                 .await?
             }
             None => {
