@@ -198,8 +198,8 @@ impl TansuBroker {
         loop {
             match self.spawn_and_wait(deadline) {
                 Ok(()) => return Ok(()),
-                Err(Attempt::Exited(why)) if Instant::now() < deadline => {
-                    let _ = why;
+                // The old process's port may not be free yet: try again.
+                Err(Attempt::Exited(_)) if Instant::now() < deadline => {
                     thread::sleep(Duration::from_millis(50));
                 }
                 Err(Attempt::Exited(why)) => {

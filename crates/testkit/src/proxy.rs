@@ -259,7 +259,7 @@ impl FaultProxy {
         lock(&self.shared.conns).len()
     }
 
-    /// Bytes forwarded so far in `direction`.
+    /// Bytes forwarded so far in `direction` (handed to the receiving socket).
     pub fn bytes_forwarded(&self, direction: Direction) -> u64 {
         self.shared.forwarded[direction.index()].load(Ordering::Relaxed)
     }
@@ -343,31 +343,64 @@ fn connect(client: TcpStream, shared: Arc<Shared>) {
         }
         conns.insert(id, Conn { client, upstream });
     }
-    let live = Arc::new(AtomicUsize::new(2));
+    // The connection stays in `conns` until all four threads are done, so a cut or a
+    // drop can always reach (and unblock) a reader still waiting on its socket.
+    let live = Arc::new(AtomicUsize::new(4));
     for (direction, from, to) in [
         (Direction::Upstream, client_r, upstream_w),
         (Direction::Downstream, upstream_r, client_w),
     ] {
         let (tx, rx) = sync_channel::<(Instant, Vec<u8>)>(QUEUE);
+        let guard = LiveGuard::new(&shared, &live, id);
         let s = Arc::clone(&shared);
         shared.spawn("fault-proxy-read", move || {
-            read_side(from, tx, s, direction)
+            let _guard = guard;
+            read_side(from, tx, &s, direction);
         });
+        let guard = LiveGuard::new(&shared, &live, id);
         let s = Arc::clone(&shared);
-        let live = Arc::clone(&live);
         shared.spawn("fault-proxy-write", move || {
-            write_side(to, rx, &s, direction);
-            if live.fetch_sub(1, Ordering::SeqCst) == 1 {
-                lock(&s.conns).remove(&id);
+            let _guard = guard;
+            if !write_side(to, rx, &s, direction) {
+                // Cut, shutdown or a failed write: tear the whole connection down.
+                if let Some(conn) = lock(&s.conns).get(&id) {
+                    conn.close();
+                }
             }
         });
+    }
+}
+
+/// Counts a connection's live threads; the last one to finish (or a thread that could
+/// not be spawned, whose closure is dropped) forgets the connection.
+struct LiveGuard {
+    shared: Arc<Shared>,
+    live: Arc<AtomicUsize>,
+    id: u64,
+}
+
+impl LiveGuard {
+    fn new(shared: &Arc<Shared>, live: &Arc<AtomicUsize>, id: u64) -> Self {
+        Self {
+            shared: Arc::clone(shared),
+            live: Arc::clone(live),
+            id,
+        }
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        if self.live.fetch_sub(1, Ordering::SeqCst) == 1 {
+            lock(&self.shared.conns).remove(&self.id);
+        }
     }
 }
 
 fn read_side(
     mut from: TcpStream,
     tx: SyncSender<(Instant, Vec<u8>)>,
-    shared: Arc<Shared>,
+    shared: &Shared,
     direction: Direction,
 ) {
     let mut buf = vec![0u8; CHUNK];
@@ -387,12 +420,14 @@ fn read_side(
     // Dropping tx tells the writer there is no more data.
 }
 
+/// Forwards chunks from `rx` to `to`, applying the faults. Returns true when the source
+/// ended cleanly (the half-close is passed on), false on cut, shutdown or a write error.
 fn write_side(
     mut to: TcpStream,
     rx: Receiver<(Instant, Vec<u8>)>,
     shared: &Shared,
     direction: Direction,
-) {
+) -> bool {
     let d = direction.index();
     while let Ok((due, mut chunk)) = rx.recv() {
         // Hold until due and not stalled; give up on cut/shutdown.
@@ -401,7 +436,7 @@ fn write_side(
             loop {
                 if faults.cut || shared.shutdown.load(Ordering::SeqCst) {
                     let _ = to.shutdown(Shutdown::Both);
-                    return;
+                    return false;
                 }
                 let now = Instant::now();
                 if faults.stalled {
@@ -430,12 +465,15 @@ fn write_side(
                 }
             }
         }
+        // Counted before the write, so a peer that has received the bytes always sees
+        // them counted.
+        shared.forwarded[d].fetch_add(chunk.len() as u64, Ordering::Relaxed);
         if to.write_all(&chunk).is_err() {
             let _ = to.shutdown(Shutdown::Both);
-            return;
+            return false;
         }
-        shared.forwarded[d].fetch_add(chunk.len() as u64, Ordering::Relaxed);
     }
     // The reading side hit EOF (or an error): pass the half-close on.
     let _ = to.shutdown(Shutdown::Write);
+    true
 }

@@ -103,7 +103,7 @@ fn delay_per_direction() {
     let t = Instant::now();
     echo(&mut s, b"fast");
     assert!(
-        t.elapsed() < Duration::from_millis(100),
+        t.elapsed() < Duration::from_millis(200),
         "{:?}",
         t.elapsed()
     );
@@ -119,6 +119,12 @@ fn cut_closes_everything_and_refuses_until_uncut() {
     proxy.cut();
     assert!(is_closed(&mut a));
     assert!(is_closed(&mut b));
+    // Every proxy thread of the cut connections ends, although a and b are still open.
+    let end = Instant::now() + Duration::from_secs(2);
+    while proxy.open_connections() > 0 && Instant::now() < end {
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(proxy.open_connections(), 0);
     let mut c = connect(&proxy);
     let _ = c.write_all(b"x");
     assert!(is_closed(&mut c), "new connections are refused while cut");
