@@ -12,7 +12,7 @@
 //!   earlier batches have theirs;
 //! - DUPLICATE_SEQUENCE_NUMBER is success; OUT_OF_ORDER_SEQUENCE_NUMBER is a retry when an
 //!   earlier batch is still unresolved (the broker saw a gap we caused), and otherwise — like
-//!   UNKNOWN_PRODUCER_ID or a batch failing for good — needs a new epoch: sending stops,
+//!   UNKNOWN_PRODUCER_ID, a fenced epoch or a batch failing for good — needs a new epoch: sending stops,
 //!   in-flight requests drain, the driver bumps the epoch, and every unresolved batch is
 //!   renumbered from sequence 0.
 
@@ -266,7 +266,8 @@ impl Sequencer {
             Some(
                 ResponseError::OutOfOrderSequenceNumber
                 | ResponseError::UnknownProducerId
-                | ResponseError::InvalidProducerEpoch,
+                | ResponseError::InvalidProducerEpoch
+                | ResponseError::ProducerFenced,
             ) => {
                 e.state = State::Ready;
                 self.needs_new_epoch = true;
