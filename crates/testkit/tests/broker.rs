@@ -172,6 +172,10 @@ fn watchdog_child() {
     }
     let broker = TansuBroker::start().unwrap();
     println!("BROKER_PID={}", broker.pid().unwrap());
+    println!(
+        "BROKER_LOG_DIR={}",
+        broker.log_path().parent().unwrap().display()
+    );
     std::process::abort();
 }
 
@@ -197,4 +201,11 @@ fn the_watchdog_kills_the_broker_when_the_test_process_dies_without_dropping_it(
         .parse()
         .unwrap();
     assert!(wait_dead(pid, Duration::from_secs(5)), "tansu {pid} leaked");
+    // No destructor ran in the child, so its temp dir is ours to remove.
+    if let Some(dir) = stdout
+        .lines()
+        .find_map(|l| l.split("BROKER_LOG_DIR=").nth(1))
+    {
+        let _ = std::fs::remove_dir_all(dir.trim());
+    }
 }
