@@ -33,6 +33,7 @@ import base64
 import json
 import os
 import random
+import shutil
 import socket
 import struct
 import subprocess
@@ -633,10 +634,11 @@ def main():
                 raise RuntimeError(f"{name}: librdkafka read {len(records)} records, "
                                    f"the batches hold {meta['data_record_count']}")
     except BaseException:
-        log("failed; broker log tail:\n" + broker.log_tail())
-        raise
-    finally:
+        log(f"failed; broker log ({broker.logpath}) tail:\n" + broker.log_tail())
         broker.stop()
+        raise
+    broker.stop()
+    shutil.rmtree(broker.logdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
