@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result, io};
 use crate::paths;
 use crate::probe;
+use crate::proxy::FaultProxy;
 
 /// The line Tansu 0.6.0 logs once it listens; only printed when the bind succeeded.
 const READY_MARKER: &str = "ready in";
@@ -46,6 +47,9 @@ pub struct BrokerOptions {
     pub binary: Option<PathBuf>,
     /// How long to wait for the broker to answer ApiVersions. Default 20 s.
     pub startup_timeout: Duration,
+    /// Advertise `127.0.0.1:THIS` in Metadata instead of the listening port (clients
+    /// then connect there: a proxy in front of the broker). Default: the listening port.
+    pub advertised_port: Option<u16>,
 }
 
 impl Default for BrokerOptions {
@@ -55,6 +59,7 @@ impl Default for BrokerOptions {
             port: None,
             binary: None,
             startup_timeout: Duration::from_secs(20),
+            advertised_port: None,
         }
     }
 }
@@ -66,6 +71,7 @@ pub struct TansuBroker {
     port: u16,
     binary: PathBuf,
     startup_timeout: Duration,
+    advertised_port: Option<u16>,
     /// Holds the log; `None` once kept (after a panic) so it is not deleted.
     dir: Option<tempfile::TempDir>,
     log_path: PathBuf,
@@ -111,6 +117,7 @@ impl TansuBroker {
             port: options.port.unwrap_or(0),
             binary,
             startup_timeout: options.startup_timeout,
+            advertised_port: options.advertised_port,
             dir: Some(dir),
             log_path,
             child: None,
@@ -133,6 +140,25 @@ impl TansuBroker {
             }
         }
         Err(broker.start_error(format!("gave up after {attempts} attempts; last: {last}")))
+    }
+
+    /// Starts a broker behind a [`FaultProxy`]: the broker advertises the proxy's address
+    /// in Metadata, so every connection a Kafka client makes (bootstrap and after) goes
+    /// through the proxy. Give clients `proxy.bootstrap()`; `broker.bootstrap()` still
+    /// reaches the broker directly (for setup and checks that must not see faults).
+    /// The proxy keeps forwarding to the same port across [`restart`](Self::restart).
+    pub fn start_behind_proxy(options: BrokerOptions) -> Result<(Self, FaultProxy)> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(io("binding the proxy"))?;
+        let proxy_port = listener
+            .local_addr()
+            .map_err(io("reading the proxy address"))?
+            .port();
+        let broker = Self::start_with(BrokerOptions {
+            advertised_port: Some(proxy_port),
+            ..options
+        })?;
+        let proxy = FaultProxy::start_on(listener, broker.addr())?;
+        Ok((broker, proxy))
     }
 
     /// `127.0.0.1:PORT`, for `bootstrap.servers`.
@@ -241,10 +267,14 @@ impl TansuBroker {
             .try_clone()
             .map_err(|e| Attempt::Fatal(io("cloning the log handle")(e)))?;
         let url = format!("tcp://127.0.0.1:{}", self.port);
+        let advertised = format!(
+            "tcp://127.0.0.1:{}",
+            self.advertised_port.unwrap_or(self.port)
+        );
         let child = Command::new(&self.binary)
             .arg("broker")
             .args(["--listener-url", &url])
-            .args(["--advertised-listener-url", &url])
+            .args(["--advertised-listener-url", &advertised])
             .args(["--storage-engine", &format!("memory://{}/", self.name)])
             .args(["--cluster-id", &self.name])
             .env("NO_COLOR", "1")

@@ -9,7 +9,7 @@
 //! | [`broker`] | [`TansuBroker`] / [`TansuCluster`]: Tansu processes on free loopback ports, killed on drop (also on panic, with the log tail printed), [`TansuBroker::restart`] |
 //! | [`probe`] | a raw ApiVersions v0 request over `std::net::TcpStream` ([`probe::api_versions`]) |
 //! | [`rdkafka`] | librdkafka (Python confluent-kafka) as an independent client: create topics, produce, consume, group offsets |
-//! | [`proxy`] | [`FaultProxy`]: TCP proxy with delay, stall, cut and corrupt |
+//! | [`proxy`] | [`FaultProxy`]: TCP proxy with delay, stall, cut and corrupt; [`TansuBroker::start_behind_proxy`] puts all of a client's traffic through one |
 //! | [`data`] | [`TestRecord`] and the seeded generator [`DataGen`] |
 //! | [`paths`] | where the workspace, the Tansu binary, Python and the helper script are |
 //! | [`error`] | the [`Error`] type |

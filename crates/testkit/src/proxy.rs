@@ -156,6 +156,13 @@ impl FaultProxy {
     /// Listens on `127.0.0.1:0` and forwards every accepted connection to `upstream`.
     pub fn start(upstream: SocketAddr) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(io("binding the proxy"))?;
+        Self::start_on(listener, upstream)
+    }
+
+    /// Like [`start`](Self::start), on a listener the caller already bound (to know the
+    /// proxy's port before the upstream exists, as
+    /// [`TansuBroker::start_behind_proxy`](crate::TansuBroker::start_behind_proxy) does).
+    pub fn start_on(listener: TcpListener, upstream: SocketAddr) -> Result<Self> {
         let addr = listener
             .local_addr()
             .map_err(io("reading the proxy address"))?;
@@ -192,10 +199,10 @@ impl FaultProxy {
 
     /// `127.0.0.1:PORT` of the proxy, for `bootstrap.servers`.
     ///
-    /// Note: a Kafka broker advertises its own address in Metadata, so a client that
-    /// follows Metadata will connect to the broker directly after bootstrapping. Use the
-    /// proxy for the connections that do go through it (bootstrap, or a client that is
-    /// told to use this address for the broker).
+    /// Note: a Kafka broker advertises its own address in Metadata, and clients connect
+    /// to that after bootstrapping. To put *all* of a client's traffic through the proxy,
+    /// start the broker with [`TansuBroker::start_behind_proxy`](crate::TansuBroker::start_behind_proxy),
+    /// which makes it advertise the proxy's address.
     pub fn bootstrap(&self) -> String {
         self.addr.to_string()
     }

@@ -227,3 +227,27 @@ fn kafka_through_the_proxy() {
     api_versions(proxy.addr(), timeout).unwrap();
     assert!(t.elapsed() >= Duration::from_millis(200));
 }
+
+#[test]
+fn a_broker_behind_the_proxy_sends_all_client_traffic_through_it() {
+    use strait_testkit::rdkafka::{self, ConsumeOptions, ProduceOptions};
+    use strait_testkit::{BrokerOptions, DataGen, RecordSpec};
+
+    let (broker, proxy) = TansuBroker::start_behind_proxy(BrokerOptions::default()).unwrap();
+    let bs = proxy.bootstrap();
+    let records = DataGen::new(5).records(
+        200,
+        &RecordSpec {
+            value_len: Some(1000),
+            ..RecordSpec::default()
+        },
+    );
+    rdkafka::produce(&bs, "via-proxy", &records, &ProduceOptions::default()).unwrap();
+    // librdkafka followed Metadata to the advertised (proxy) address for the data.
+    assert!(proxy.bytes_forwarded(Direction::Upstream) > 200_000);
+    let read = rdkafka::consume(&bs, "via-proxy", &ConsumeOptions::count(200)).unwrap();
+    assert_eq!(read.len(), 200);
+    assert!(proxy.bytes_forwarded(Direction::Downstream) > 200_000);
+    // The broker itself still answers directly.
+    api_versions(broker.addr(), Duration::from_secs(2)).unwrap();
+}
