@@ -536,7 +536,9 @@ pub(crate) mod tests {
     use tokio::io::{AsyncReadExt, DuplexStream};
 
     /// Reads one request frame: header + remaining body bytes.
-    pub(crate) async fn read_request(s: &mut DuplexStream) -> Option<(RequestHeader, Bytes)> {
+    pub(crate) async fn read_request<S: AsyncRead + Unpin>(
+        s: &mut S,
+    ) -> Option<(RequestHeader, Bytes)> {
         let mut len = [0u8; 4];
         s.read_exact(&mut len).await.ok()?;
         let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
@@ -547,8 +549,8 @@ pub(crate) mod tests {
     }
 
     /// Writes a response frame for `h`.
-    pub(crate) async fn write_response<M: Encodable>(
-        s: &mut DuplexStream,
+    pub(crate) async fn write_response<M: Encodable, S: AsyncWrite + Unpin>(
+        s: &mut S,
         h: &RequestHeader,
         body: &M,
     ) {
@@ -579,7 +581,10 @@ pub(crate) mod tests {
     }
 
     /// Answers ApiVersions like a broker that rejects v3 (to exercise the v0 fallback).
-    pub(crate) async fn answer_api_versions(s: &mut DuplexStream, ranges: &[(ApiKey, i16, i16)]) {
+    pub(crate) async fn answer_api_versions<S: AsyncRead + AsyncWrite + Unpin>(
+        s: &mut S,
+        ranges: &[(ApiKey, i16, i16)],
+    ) {
         let (h, _) = read_request(s).await.unwrap();
         assert_eq!(h.request_api_key, ApiKey::ApiVersions as i16);
         if h.request_api_version > 0 {

@@ -1,6 +1,76 @@
-//! strait-client: an embeddable async Kafka client.
+//! strait-client: an embeddable async Kafka client (tokio).
 //!
-//! (crate docs are written at the end)
+//! Pipelined connections (many requests in flight per connection, separate connections for
+//! fetch, produce and control traffic), per-connection ApiVersions negotiation, a metadata
+//! cache with leader routing and coordinator lookup, typed RPCs, Fetch responses decoded
+//! zero-copy (each partition's records are a slice of the response frame), Produce written
+//! with vectored I/O around the caller's batch bytes, and an idempotent producer for raw
+//! record batches. Built on [`kafka-protocol`](protocol) 0.18 for message encoding.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use strait_client::{Client, ClientConfig, FetchOptions, NewTopic, PartitionConsumer,
+//!     ProducerRecord, RecordProducer};
+//! use strait_records::Compression;
+//!
+//! # async fn run() -> strait_client::Result<()> {
+//! let client = Client::connect(ClientConfig::new(["127.0.0.1:9092"])).await?;
+//! client.create_topics(&[NewTopic::new("events", 3)], Duration::from_secs(10)).await?;
+//!
+//! // Records in: batched with lz4, idempotent, acknowledged in order.
+//! let producer = RecordProducer::new(client.clone(), Compression::Lz4).await?;
+//! let recs = vec![ProducerRecord::new("key", "value").with_header("h", "1")];
+//! for ack in producer.send("events", 0, &recs).await? {
+//!     println!("written at offset {}", ack.wait().await?.base_offset);
+//! }
+//!
+//! // Records out.
+//! let mut consumer = PartitionConsumer::new(client.clone(), "events", 0, 0);
+//! for r in consumer.poll().await? {
+//!     println!("{} {:?}", r.offset, r.value);
+//! }
+//!
+//! // Raw batches (the forwarding path): fetch, then produce the same bytes elsewhere.
+//! let (leader, _epoch) = client.leader_for("events", 0).await?;
+//! let fetched = client
+//!     .fetch(leader, &[strait_client::FetchPosition::new("events", 0, 0)], &FetchOptions::default())
+//!     .await?;
+//! for p in fetched.partitions {
+//!     println!("{}-{}: {} bytes, hw {}", p.topic, p.partition, p.records.len(), p.high_watermark);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Errors
+//!
+//! Every call returns [`Result`] with the one [`Error`] type: predicates
+//! ([`Error::is_retriable`], [`Error::is_stale_metadata`], [`Error::is_unsupported`]…), the
+//! Kafka error code ([`Error::kafka_code`]) and the context (broker, API, topic, partition,
+//! offset). Calls routed by the client retry retriable errors with exponential backoff and
+//! jitter until [`ClientConfig::retry_timeout`]; broker throttling (`throttle_time_ms`) is
+//! honoured per broker, separately from the backoff. Single-shot calls
+//! ([`Client::produce_to`], [`Client::fetch`]) leave retrying to the caller.
+//!
+//! # Module layout
+//!
+//! | module | what |
+//! |---|---|
+//! | `frame` | `[size][header][body]` framing, the frame-size cap, the frame reader |
+//! | `connection` | one pipelined connection: writer task, reader task, pending queue, poisoning |
+//! | [`versions`] | ApiVersions negotiation and the versions this crate uses |
+//! | `broker` | one broker: connections by [`Purpose`], reconnect, throttling |
+//! | `client` | [`Client`], [`ClientConfig`]: bootstrap, metadata refresh, routing, coordinators, retries |
+//! | [`metadata`] | the metadata snapshot types |
+//! | [`backoff`] | exponential backoff with jitter |
+//! | [`rpc`] | one module per API group: `produce`, `fetch` (+ sessions), `offsets`, `groups`, `admin`, `txn` |
+//! | [`producer`] | the pure sequencing state machine, the idempotent raw-batch producer, the record producer |
+//! | [`consumer`] | the record-level partition consumer |
+//! | [`error`] | [`Error`], [`ErrorKind`] |
+//!
+//! Versions, Tansu differences and what was tested are in `docs/compatibility.md`; the
+//! connection model is described in `docs/architecture.md`.
 
 pub mod backoff;
 mod broker;

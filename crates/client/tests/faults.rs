@@ -15,7 +15,9 @@ async fn broker_killed_with_requests_in_flight_then_restarted() {
     let c = client(&b).await;
     create(&c, "f", 1).await;
     let leader = c.leader_for("f", 0).await.unwrap().0;
-    let producer = IdempotentProducer::new(c.clone(), ProducerConfig::default()).await.unwrap();
+    let producer = IdempotentProducer::new(c.clone(), ProducerConfig::default())
+        .await
+        .unwrap();
     producer
         .send("f", 0, batch(3, 1_700_000_000_000, Compression::None))
         .await
@@ -25,13 +27,17 @@ async fn broker_killed_with_requests_in_flight_then_restarted() {
         .unwrap();
 
     // A long poll on the fetch connection and a few produce requests in flight.
-    let long = FetchOptions { max_wait: Duration::from_secs(5), ..Default::default() };
+    let long = FetchOptions {
+        max_wait: Duration::from_secs(5),
+        ..Default::default()
+    };
     let mut inflight = Vec::new();
     for _ in 0..3 {
         let c2 = c.clone();
-        let long = long;
         inflight.push(tokio::spawn(async move {
-            c2.fetch(leader, &[FetchPosition::new("f", 0, 3)], &long).await.map(|_| ())
+            c2.fetch(leader, &[FetchPosition::new("f", 0, 3)], &long)
+                .await
+                .map(|_| ())
         }));
     }
     for _ in 0..3 {
@@ -66,29 +72,38 @@ async fn broker_killed_with_requests_in_flight_then_restarted() {
         .with_connect_timeout(Duration::from_millis(300));
     let e = Client::connect(short).await.unwrap_err();
     assert!(e.is_retriable(), "{e}");
-    let e = c.fetch(leader, &[FetchPosition::new("f", 0, 0)], &long).await.unwrap_err();
+    let e = c
+        .fetch(leader, &[FetchPosition::new("f", 0, 0)], &long)
+        .await
+        .unwrap_err();
     assert!(e.is_retriable(), "{e}");
 
     // Restart (memory storage: empty) and recover with the same client and producer.
     b.restart().unwrap();
     create(&c, "f", 1).await;
-    let ack = tokio::time::timeout(
-        Duration::from_secs(20),
-        async {
-            producer
-                .send("f", 0, batch(4, 1_700_000_000_000, Compression::None))
-                .await?
-                .wait()
-                .await
-        },
-    )
+    let ack = tokio::time::timeout(Duration::from_secs(20), async {
+        producer
+            .send("f", 0, batch(4, 1_700_000_000_000, Compression::None))
+            .await?
+            .wait()
+            .await
+    })
     .await
     .expect("producer recovery hung")
     .unwrap();
-    println!("producer after restart: {:?}, ack {ack:?}", producer.identity());
+    println!(
+        "producer after restart: {:?}, ack {ack:?}",
+        producer.identity()
+    );
     assert_eq!(ack.base_offset, 0);
-    let opts = FetchOptions { max_wait: Duration::from_millis(50), ..Default::default() };
-    let r = c.fetch(leader, &[FetchPosition::new("f", 0, 0)], &opts).await.unwrap();
+    let opts = FetchOptions {
+        max_wait: Duration::from_millis(50),
+        ..Default::default()
+    };
+    let r = c
+        .fetch(leader, &[FetchPosition::new("f", 0, 0)], &opts)
+        .await
+        .unwrap();
     assert_eq!(r.partitions[0].high_watermark, 4);
 }
 

@@ -16,7 +16,11 @@ fn records(n: usize) -> Vec<TestRecord> {
         .map(|i| TestRecord {
             partition: Some(0),
             key: Some(Bytes::from(format!("key-{i}"))),
-            value: if i % 17 == 5 { None } else { Some(Bytes::from(format!("value-{i}-é"))) },
+            value: if i % 17 == 5 {
+                None
+            } else {
+                Some(Bytes::from(format!("value-{i}-é")))
+            },
             headers: vec![
                 RecordHeader::new("a", format!("{i}")),
                 RecordHeader::null("null"),
@@ -33,13 +37,20 @@ async fn strait_produces_librdkafka_reads_identically() {
     let c = client(&b).await;
     create(&c, "to-rd", 1).await;
     let want = records(250);
-    let p = RecordProducer::new(c.clone(), Compression::Lz4).await.unwrap().with_max_batch_bytes(4000);
+    let p = RecordProducer::new(c.clone(), Compression::Lz4)
+        .await
+        .unwrap()
+        .with_max_batch_bytes(4000);
     let recs: Vec<ProducerRecord> = want
         .iter()
         .map(|r| ProducerRecord {
             key: r.key.clone(),
             value: r.value.clone(),
-            headers: r.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
+            headers: r
+                .headers
+                .iter()
+                .map(|h| (h.name.clone(), h.value.clone()))
+                .collect(),
             timestamp: r.timestamp,
         })
         .collect();
@@ -69,14 +80,20 @@ async fn librdkafka_produces_every_codec_strait_reads_exactly() {
         let want = records(200);
         let (bootstrap, t, w) = (b.bootstrap(), topic.clone(), want.clone());
         tokio::task::spawn_blocking(move || {
-            let opts = ProduceOptions { codec, idempotence: true, ..ProduceOptions::default() };
+            let opts = ProduceOptions {
+                codec,
+                idempotence: true,
+                ..ProduceOptions::default()
+            };
             rdkafka::produce(&bootstrap, &t, &w, &opts)
         })
         .await
         .unwrap()
         .unwrap();
-        let mut cons = PartitionConsumer::new(c.clone(), &topic, 0, 0)
-            .with_options(FetchOptions { max_wait: Duration::from_millis(50), ..Default::default() });
+        let mut cons = PartitionConsumer::new(c.clone(), &topic, 0, 0).with_options(FetchOptions {
+            max_wait: Duration::from_millis(50),
+            ..Default::default()
+        });
         let mut got = Vec::new();
         while got.len() < want.len() {
             got.extend(cons.poll().await.unwrap());

@@ -13,25 +13,41 @@ async fn pipelined_batches_are_acked_in_order_with_contiguous_offsets() {
     let b = broker();
     let c = client(&b).await;
     create(&c, "idem", 2).await;
-    let p = IdempotentProducer::new(c.clone(), ProducerConfig::default()).await.unwrap();
+    let p = IdempotentProducer::new(c.clone(), ProducerConfig::default())
+        .await
+        .unwrap();
     let id = p.identity().unwrap();
     assert!(id.id >= 0);
     let mut acks = Vec::new();
     for i in 0..40 {
         let part = i % 2;
-        acks.push((part, p.send("idem", part, batch(10, 1_700_000_000_000, Compression::Lz4)).await.unwrap()));
+        acks.push((
+            part,
+            p.send("idem", part, batch(10, 1_700_000_000_000, Compression::Lz4))
+                .await
+                .unwrap(),
+        ));
     }
     let mut next = [0i64; 2];
     for (part, a) in acks {
         let ack = a.wait().await.unwrap();
         assert!(!ack.duplicate);
-        assert_eq!(ack.base_offset, next[part as usize], "in order, no gaps, no duplicates");
+        assert_eq!(
+            ack.base_offset, next[part as usize],
+            "in order, no gaps, no duplicates"
+        );
         next[part as usize] += 10;
     }
     // What landed carries our producer id and consecutive sequences.
     let leader = c.leader_for("idem", 0).await.unwrap().0;
-    let opts = FetchOptions { max_wait: Duration::from_millis(50), ..Default::default() };
-    let r = c.fetch(leader, &[FetchPosition::new("idem", 0, 0)], &opts).await.unwrap();
+    let opts = FetchOptions {
+        max_wait: Duration::from_millis(50),
+        ..Default::default()
+    };
+    let r = c
+        .fetch(leader, &[FetchPosition::new("idem", 0, 0)], &opts)
+        .await
+        .unwrap();
     let s = strait_records::split(r.partitions[0].records.clone(), &Default::default()).unwrap();
     assert_eq!(s.batches.len(), 20);
     for (i, bt) in s.batches.iter().enumerate() {
@@ -47,9 +63,14 @@ async fn duplicates_gaps_and_fenced_epochs_as_tansu_reports_them() {
     let b = broker();
     let c = client(&b).await;
     create(&c, "dup", 1).await;
-    let p = IdempotentProducer::new(c.clone(), ProducerConfig::default()).await.unwrap();
+    let p = IdempotentProducer::new(c.clone(), ProducerConfig::default())
+        .await
+        .unwrap();
     let id = p.identity().unwrap();
-    let a = p.send("dup", 0, batch(5, 1_700_000_000_000, Compression::None)).await.unwrap();
+    let a = p
+        .send("dup", 0, batch(5, 1_700_000_000_000, Compression::None))
+        .await
+        .unwrap();
     assert_eq!(a.wait().await.unwrap().base_offset, 0);
     let leader = c.leader_for("dup", 0).await.unwrap().0;
     let stamped = |epoch: i16, seq: i32, n: usize| {
@@ -65,21 +86,35 @@ async fn duplicates_gaps_and_fenced_epochs_as_tansu_reports_them() {
 
     // Re-sending the batch the producer just wrote (same id, epoch, sequence): Tansu answers
     // DUPLICATE_SEQUENCE_NUMBER (Kafka: success with the original offset).
-    let again = c.produce_to(leader, &stamped(id.epoch, 0, 5)).await.unwrap();
-    println!("resend of an acked batch: code {} offset {}", again[0].error_code, again[0].base_offset);
+    let again = c
+        .produce_to(leader, &stamped(id.epoch, 0, 5))
+        .await
+        .unwrap();
+    println!(
+        "resend of an acked batch: code {} offset {}",
+        again[0].error_code, again[0].base_offset
+    );
     assert!(again[0].error_code == 46 || (again[0].error_code == 0 && again[0].base_offset == 0));
     // A sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER.
-    let gap = c.produce_to(leader, &stamped(id.epoch, 100, 1)).await.unwrap();
+    let gap = c
+        .produce_to(leader, &stamped(id.epoch, 100, 1))
+        .await
+        .unwrap();
     assert_eq!(gap[0].error_code, 45);
 
     // A batch from an epoch the broker never issued is fenced.
-    let fence = c.produce_to(leader, &stamped(id.epoch + 1, 0, 1)).await.unwrap();
+    let fence = c
+        .produce_to(leader, &stamped(id.epoch + 1, 0, 1))
+        .await
+        .unwrap();
     println!("unissued epoch: code {}", fence[0].error_code);
     assert_ne!(fence[0].error_code, 0);
 
     // Tansu 0.6 refuses a KIP-360 epoch bump for an idempotent id (UNKNOWN_SERVER_ERROR);
     // the producer then falls back to a fresh id (exercised in tests/faults.rs).
-    let bump = c.init_producer_id(None, Duration::from_secs(30), Some(id)).await;
+    let bump = c
+        .init_producer_id(None, Duration::from_secs(30), Some(id))
+        .await;
     println!("epoch bump: {bump:?}");
 
     // None of the foreign requests disturbed the producer's own sequence.
@@ -99,8 +134,17 @@ async fn record_producer_and_partition_consumer_round_trip() {
     let b = broker();
     let c = client(&b).await;
     create(&c, "rec", 1).await;
-    for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
-        let p = RecordProducer::new(c.clone(), codec).await.unwrap().with_max_batch_bytes(2000);
+    for codec in [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
+        let p = RecordProducer::new(c.clone(), codec)
+            .await
+            .unwrap()
+            .with_max_batch_bytes(2000);
         let recs: Vec<ProducerRecord> = (0..300)
             .map(|i| {
                 ProducerRecord::new(format!("k{i}"), format!("v{i}"))
@@ -116,15 +160,22 @@ async fn record_producer_and_partition_consumer_round_trip() {
             first.get_or_insert(ack.base_offset);
         }
         let first = first.unwrap();
-        let mut cons = PartitionConsumer::new(c.clone(), "rec", 0, first)
-            .with_options(FetchOptions { max_wait: Duration::from_millis(50), ..Default::default() });
+        let mut cons =
+            PartitionConsumer::new(c.clone(), "rec", 0, first).with_options(FetchOptions {
+                max_wait: Duration::from_millis(50),
+                ..Default::default()
+            });
         let mut got = Vec::new();
         while got.len() < 300 {
             got.extend(cons.poll().await.unwrap());
         }
         for (i, r) in got.iter().take(300).enumerate() {
             assert_eq!(r.offset, first + i as i64);
-            assert_eq!(r.key.as_deref(), Some(format!("k{i}").as_bytes()), "{codec:?}");
+            assert_eq!(
+                r.key.as_deref(),
+                Some(format!("k{i}").as_bytes()),
+                "{codec:?}"
+            );
             assert_eq!(r.value.as_deref(), Some(format!("v{i}").as_bytes()));
             assert_eq!(r.timestamp, 1_700_000_000_000 + i as i64);
             assert_eq!(r.headers[0].1.as_deref(), Some(i.to_string().as_bytes()));
@@ -137,13 +188,21 @@ async fn corrupt_batch_is_refused_before_queueing() {
     let b = broker();
     let c = client(&b).await;
     create(&c, "crc", 1).await;
-    let p = IdempotentProducer::new(c.clone(), ProducerConfig::default()).await.unwrap();
+    let p = IdempotentProducer::new(c.clone(), ProducerConfig::default())
+        .await
+        .unwrap();
     let mut bytes = batch(2, 0, Compression::None).into_bytes().to_vec();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     let bad = Batch::parse(bytes.into()).unwrap();
     assert!(p.send("crc", 0, bad).await.is_err());
     // The sequence is untouched: the next batch goes through at sequence 0.
-    let ack = p.send("crc", 0, batch(2, 0, Compression::None)).await.unwrap().wait().await.unwrap();
+    let ack = p
+        .send("crc", 0, batch(2, 0, Compression::None))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
     assert_eq!(ack.base_offset, 0);
 }

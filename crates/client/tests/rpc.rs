@@ -87,7 +87,11 @@ async fn produce_acks_and_fetch_zero_copy() {
         .await
         .unwrap();
     for p in &r.partitions {
-        println!("fetch past end: code {} records {}", p.error_code, p.records.len());
+        println!(
+            "fetch past end: code {} records {}",
+            p.error_code,
+            p.records.len()
+        );
         assert!(p.error_code == 1 || (p.error_code == 0 && p.records.is_empty()));
     }
 
@@ -110,8 +114,15 @@ async fn fetch_long_poll_and_tansu_max_wait_zero() {
         ..FetchOptions::default()
     };
     let t = std::time::Instant::now();
-    let r = c.fetch(leader, &[FetchPosition::new("lp", 0, 0)], &opts).await.unwrap();
-    assert!(t.elapsed() >= Duration::from_millis(300), "{:?}", t.elapsed());
+    let r = c
+        .fetch(leader, &[FetchPosition::new("lp", 0, 0)], &opts)
+        .await
+        .unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
     assert!(r.partitions.iter().all(|p| p.records.is_empty()));
 
     // A long poll on the fetch connection does not hold up produce or metadata.
@@ -121,7 +132,8 @@ async fn fetch_long_poll_and_tansu_max_wait_zero() {
             max_wait: Duration::from_secs(3),
             ..FetchOptions::default()
         };
-        c2.fetch(leader, &[FetchPosition::new("lp", 0, 100)], &opts).await
+        c2.fetch(leader, &[FetchPosition::new("lp", 0, 100)], &opts)
+            .await
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     let t = std::time::Instant::now();
@@ -135,8 +147,14 @@ async fn fetch_long_poll_and_tansu_max_wait_zero() {
         max_wait: Duration::ZERO,
         ..FetchOptions::default()
     };
-    let r = c.fetch(leader, &[FetchPosition::new("lp", 0, 0)], &zero).await.unwrap();
-    assert!(r.partitions.iter().all(|p| p.records.is_empty()), "Tansu returned data for max_wait=0");
+    let r = c
+        .fetch(leader, &[FetchPosition::new("lp", 0, 0)], &zero)
+        .await
+        .unwrap();
+    assert!(
+        r.partitions.iter().all(|p| p.records.is_empty()),
+        "Tansu returned data for max_wait=0"
+    );
 }
 
 #[tokio::test]
@@ -152,12 +170,18 @@ async fn fetch_session_incremental_and_reset() {
         ..FetchOptions::default()
     };
     let mut s = c.fetch_session(leader);
-    let pos = vec![FetchPosition::new("fs", 0, 0), FetchPosition::new("fs", 1, 0)];
+    let pos = vec![
+        FetchPosition::new("fs", 0, 0),
+        FetchPosition::new("fs", 1, 0),
+    ];
     let r = s.fetch(&pos, &opts).await.unwrap();
     let got: i64 = r.partitions.iter().map(|p| p.high_watermark).sum();
     assert_eq!(got, 10);
     // Second round: positions advanced, one partition forgotten.
-    let r = s.fetch(&[FetchPosition::new("fs", 1, 6)], &opts).await.unwrap();
+    let r = s
+        .fetch(&[FetchPosition::new("fs", 1, 6)], &opts)
+        .await
+        .unwrap();
     assert!(r.partitions.iter().all(|p| p.records.is_empty()));
     // A session the broker does not know falls back to a full fetch.
     s.reset();
@@ -186,9 +210,17 @@ async fn list_offsets_earliest_latest_and_tansu_latest_quirk() {
         .await
         .unwrap();
     assert_eq!((r[0].partition, r[0].offset), (0, 0));
-    assert_eq!((r[1].partition, r[1].offset), (1, 3), "single-record batches are right");
+    assert_eq!(
+        (r[1].partition, r[1].offset),
+        (1, 3),
+        "single-record batches are right"
+    );
     let r = c
-        .list_offsets("lo", &[(0, OffsetSpec::Latest)], IsolationLevel::ReadCommitted)
+        .list_offsets(
+            "lo",
+            &[(0, OffsetSpec::Latest)],
+            IsolationLevel::ReadCommitted,
+        )
         .await
         .unwrap();
     // Tansu 0.6: last batch's base offset + 1 (201), where Kafka answers 300.
@@ -217,7 +249,11 @@ async fn admin_create_delete_configs_and_unsupported_create_partitions() {
         .describe_configs(ResourceType::Topic, &["cfg"], None)
         .await
         .unwrap();
-    let v = d[0].entries.iter().find(|e| e.name == "retention.ms").unwrap();
+    let v = d[0]
+        .entries
+        .iter()
+        .find(|e| e.name == "retention.ms")
+        .unwrap();
     assert_eq!(v.value.as_deref(), Some("123456"));
 
     c.incremental_alter_configs(
@@ -241,7 +277,10 @@ async fn admin_create_delete_configs_and_unsupported_create_partitions() {
     assert!(e.to_string().contains("CreatePartitions"), "{e}");
     assert_eq!(e.api_key(), Some(ApiKey::CreatePartitions));
 
-    let r = c.delete_topics(&["cfg"], Duration::from_secs(5)).await.unwrap();
+    let r = c
+        .delete_topics(&["cfg"], Duration::from_secs(5))
+        .await
+        .unwrap();
     assert!(r[0].1.is_ok(), "{r:?}");
     let m = c.metadata(Some(&["cfg"])).await.unwrap();
     assert!(!m.topics.contains_key("cfg"));
@@ -252,7 +291,10 @@ async fn group_offsets_and_membership() {
     let b = broker();
     let c = client(&b).await;
     create(&c, "g", 2).await;
-    let coord = c.find_coordinator(CoordinatorType::Group, "grp").await.unwrap();
+    let coord = c
+        .find_coordinator(CoordinatorType::Group, "grp")
+        .await
+        .unwrap();
     assert!(c.cached_metadata().brokers.contains_key(&coord));
 
     // Standalone commit (no generation) and read back.
@@ -263,12 +305,24 @@ async fn group_offsets_and_membership() {
     )
     .await
     .unwrap();
-    let mut got = c.offset_fetch("grp", Some(&[("g", &[0, 1])])).await.unwrap();
+    let mut got = c
+        .offset_fetch("grp", Some(&[("g", &[0, 1])]))
+        .await
+        .unwrap();
     got.sort_by_key(|o| o.partition);
-    assert_eq!(got.iter().map(|o| o.offset).collect::<Vec<_>>(), vec![42, 7]);
+    assert_eq!(
+        got.iter().map(|o| o.offset).collect::<Vec<_>>(),
+        vec![42, 7]
+    );
     let all = c.offset_fetch("grp", None).await.unwrap();
     assert_eq!(all.len(), 2);
-    assert!(c.list_groups().await.unwrap().iter().any(|g| g.group_id == "grp"));
+    assert!(
+        c.list_groups()
+            .await
+            .unwrap()
+            .iter()
+            .any(|g| g.group_id == "grp")
+    );
 
     // Membership: join (with the KIP-394 member-id round trip), sync, heartbeat, leave.
     let join = c
@@ -278,9 +332,11 @@ async fn group_offsets_and_membership() {
                 .with_session_timeout_ms(6000)
                 .with_rebalance_timeout_ms(6000)
                 .with_protocol_type(StrBytes::from_static_str("strait"))
-                .with_protocols(vec![JoinGroupRequestProtocol::default()
-                    .with_name(StrBytes::from_static_str("v1"))
-                    .with_metadata(bytes::Bytes::from_static(b"meta"))]),
+                .with_protocols(vec![
+                    JoinGroupRequestProtocol::default()
+                        .with_name(StrBytes::from_static_str("v1"))
+                        .with_metadata(bytes::Bytes::from_static(b"meta")),
+                ]),
         )
         .await
         .unwrap();
@@ -294,9 +350,11 @@ async fn group_offsets_and_membership() {
                 .with_member_id(join.member_id.clone())
                 .with_protocol_type(Some(StrBytes::from_static_str("strait")))
                 .with_protocol_name(join.protocol_name.clone())
-                .with_assignments(vec![SyncGroupRequestAssignment::default()
-                    .with_member_id(join.member_id.clone())
-                    .with_assignment(bytes::Bytes::from_static(b"all"))]),
+                .with_assignments(vec![
+                    SyncGroupRequestAssignment::default()
+                        .with_member_id(join.member_id.clone())
+                        .with_assignment(bytes::Bytes::from_static(b"all")),
+                ]),
         )
         .await
         .unwrap();
@@ -325,7 +383,9 @@ async fn transactions_commit_with_offsets() {
         .await
         .unwrap();
     assert!(pid.id >= 0);
-    c.add_partitions_to_txn(txn, pid, &[("tx", &[0])]).await.unwrap();
+    c.add_partitions_to_txn(txn, pid, &[("tx", &[0])])
+        .await
+        .unwrap();
     // A transactional batch: transactional bit set, our pid/epoch, sequence 0.
     let bt = batch(3, 1_700_000_000_000, Compression::None);
     let mut bytes = bt.into_bytes().to_vec();
@@ -367,7 +427,10 @@ async fn transactions_commit_with_offsets() {
         }
     }
     assert_eq!(got.len(), 3);
-    let committed = c.offset_fetch("txgroup", Some(&[("tx", &[0])])).await.unwrap();
+    let committed = c
+        .offset_fetch("txgroup", Some(&[("tx", &[0])]))
+        .await
+        .unwrap();
     assert_eq!(committed[0].offset, 3);
 }
 
@@ -377,7 +440,11 @@ fn crc32c(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= b as u32;
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc

@@ -404,3 +404,133 @@ impl FetchSession {
         Err(Error::protocol("fetch session could not be re-established"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Fetch sessions against an in-process fake broker (Tansu does not do sessions).
+
+    use super::*;
+    use crate::ClientConfig;
+    use crate::connection::tests::{answer_api_versions, read_request, write_response};
+    use kafka_protocol::messages::metadata_response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use kafka_protocol::messages::{ApiKey, MetadataResponse};
+    use kafka_protocol::protocol::Decodable;
+    use tokio::net::TcpListener;
+
+    /// (session_id, epoch, partitions sent, forgotten) of each Fetch the fake received.
+    type Seen = (i32, i32, Vec<(String, i32, i64)>, Vec<(String, i32)>);
+
+    async fn fake_broker(answers: Vec<(i16, i32)>) -> (String, tokio::task::JoinHandle<Vec<Seen>>) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let answers = std::sync::Arc::new(parking_lot::Mutex::new(answers.into_iter()));
+        let h = tokio::spawn(async move {
+            let mut conns = Vec::new();
+            while let Ok(Ok((mut s, _))) =
+                tokio::time::timeout(std::time::Duration::from_secs(1), l.accept()).await
+            {
+                let (seen, answers) = (seen.clone(), answers.clone());
+                conns.push(tokio::spawn(async move {
+                    answer_api_versions(
+                        &mut s,
+                        &[(ApiKey::Metadata, 0, 12), (ApiKey::Fetch, 4, 12)],
+                    )
+                    .await;
+                    while let Some((h, mut body)) = read_request(&mut s).await {
+                        let v = h.request_api_version;
+                        if h.request_api_key == ApiKey::Metadata as i16 {
+                            let r = MetadataResponse::default()
+                                .with_controller_id(BrokerId(1))
+                                .with_brokers(vec![
+                                    MetadataResponseBroker::default()
+                                        .with_node_id(BrokerId(1))
+                                        .with_host(StrBytes::from_static_str("127.0.0.1"))
+                                        .with_port(addr.port() as i32),
+                                ])
+                                .with_topics(vec![
+                                    MetadataResponseTopic::default()
+                                        .with_name(Some(TopicName(StrBytes::from_static_str("t"))))
+                                        .with_partitions(
+                                            (0..3)
+                                                .map(|p| {
+                                                    MetadataResponsePartition::default()
+                                                        .with_partition_index(p)
+                                                        .with_leader_id(BrokerId(1))
+                                                })
+                                                .collect(),
+                                        ),
+                                ]);
+                            write_response(&mut s, &h, &r).await;
+                            continue;
+                        }
+                        let req = FetchRequest::decode(&mut body, v).unwrap();
+                        seen.lock().push((
+                            req.session_id,
+                            req.session_epoch,
+                            req.topics
+                                .iter()
+                                .flat_map(|t| {
+                                    t.partitions.iter().map(|p| {
+                                        (t.topic.0.to_string(), p.partition, p.fetch_offset)
+                                    })
+                                })
+                                .collect(),
+                            req.forgotten_topics_data
+                                .iter()
+                                .flat_map(|t| {
+                                    t.partitions.iter().map(|p| (t.topic.0.to_string(), *p))
+                                })
+                                .collect(),
+                        ));
+                        let (code, id) = answers.lock().next().unwrap_or((0, 77));
+                        let r = FetchResponse::default()
+                            .with_error_code(code)
+                            .with_session_id(id);
+                        write_response(&mut s, &h, &r).await;
+                    }
+                }));
+            }
+            for c in conns {
+                let _ = c.await;
+            }
+            std::mem::take(&mut *seen.lock())
+        });
+        (addr.to_string(), h)
+    }
+
+    #[tokio::test]
+    async fn incremental_fetches_send_only_changes_and_fall_back_on_session_errors() {
+        let (addr, fake) = fake_broker(vec![(0, 77), (0, 77), (0, 77), (70, 0), (0, 78)]).await;
+        let c = crate::Client::connect(ClientConfig::new([addr]))
+            .await
+            .unwrap();
+        let mut s = c.fetch_session(1);
+        let opts = FetchOptions::default();
+        let a = FetchPosition::new("t", 0, 10);
+        let b = FetchPosition::new("t", 1, 20);
+        let c2 = FetchPosition::new("t", 2, 30);
+        // 1: full fetch creating a session.
+        s.fetch(&[a.clone(), b.clone()], &opts).await.unwrap();
+        assert_eq!(s.session_id(), 77);
+        // 2: only partition 0 moved.
+        let a2 = FetchPosition::new("t", 0, 15);
+        s.fetch(&[a2.clone(), b.clone()], &opts).await.unwrap();
+        // 3: partition 1 dropped, partition 2 added.
+        s.fetch(&[a2.clone(), c2.clone()], &opts).await.unwrap();
+        // 4: FETCH_SESSION_ID_NOT_FOUND → 5: a full fetch, new session.
+        s.fetch(&[a2.clone(), c2.clone()], &opts).await.unwrap();
+        assert_eq!(s.session_id(), 78);
+        drop(s);
+        drop(c);
+        let seen = fake.await.unwrap();
+        let t = |p: i32, o: i64| ("t".to_string(), p, o);
+        assert_eq!(seen[0], (0, 0, vec![t(0, 10), t(1, 20)], vec![]));
+        assert_eq!(seen[1], (77, 1, vec![t(0, 15)], vec![]));
+        assert_eq!(seen[2], (77, 2, vec![t(2, 30)], vec![("t".to_string(), 1)]));
+        assert_eq!(seen[3], (77, 3, vec![], vec![]));
+        assert_eq!(seen[4], (0, 0, vec![t(0, 15), t(2, 30)], vec![]));
+    }
+}

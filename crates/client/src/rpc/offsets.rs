@@ -261,8 +261,10 @@ impl Client {
                     .filter(|t| !t.is_internal)
                     .map(|t| (t.name.clone(), t.partitions.keys().copied().collect()))
                     .collect();
-                let refs: Vec<(&str, &[i32])> =
-                    parts.iter().map(|(t, p)| (t.as_str(), p.as_slice())).collect();
+                let refs: Vec<(&str, &[i32])> = parts
+                    .iter()
+                    .map(|(t, p)| (t.as_str(), p.as_slice()))
+                    .collect();
                 let all = self.offset_fetch_once(group, Some(&refs)).await?;
                 Ok(all.into_iter().filter(|o| o.offset >= 0).collect())
             }
