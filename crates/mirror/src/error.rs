@@ -1,0 +1,329 @@
+//! The engine's one error type, [`MirrorError`], carrying where it happened: flow, cluster,
+//! topic, partition.
+//!
+//! Build an error with a constructor ([`MirrorError::kafka`], [`MirrorError::incident`],
+//! …) and add context with the chainable setters ([`MirrorError::flow`],
+//! [`MirrorError::cluster`], [`MirrorError::topic`], [`MirrorError::partition`]). The
+//! message reads `flow f, cluster c, topic t, partition p: what: cause`.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Where an error happened. Every field is optional; the message names those that are set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// The flow's name.
+    pub flow: Option<String>,
+    /// The cluster's name (a key of the config's `[clusters]`).
+    pub cluster: Option<String>,
+    /// The topic (source name unless the message says otherwise).
+    pub topic: Option<String>,
+    /// The partition.
+    pub partition: Option<i32>,
+}
+
+impl fmt::Display for Context {
+    /// `flow f, cluster c, topic t, partition p: `, or nothing when no field is set.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(x) = &self.flow {
+            parts.push(format!("flow {x}"));
+        }
+        if let Some(x) = &self.cluster {
+            parts.push(format!("cluster {x}"));
+        }
+        if let Some(x) = &self.topic {
+            parts.push(format!("topic {x}"));
+        }
+        if let Some(x) = self.partition {
+            parts.push(format!("partition {x}"));
+        }
+        if parts.is_empty() {
+            Ok(())
+        } else {
+            write!(f, "{}: ", parts.join(", "))
+        }
+    }
+}
+
+/// The kinds of incident that stop a partition (policy `fail`) or are skipped with a log
+/// line and a metric (policy `skip`). Never silent (DESIGN invariant 10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IncidentKind {
+    /// The source log start moved past our position: records were deleted before we copied
+    /// them.
+    SourceTruncation,
+    /// The source topic was deleted and re-created (its topic id changed).
+    TopicRecreation,
+    /// The target partition holds fewer records than our state says we wrote (or more than
+    /// we can account for): it was truncated, re-created or written by someone else.
+    TargetTruncation,
+    /// The source grew partitions and the target cannot (no CreatePartitions).
+    PartitionGrowthUnsupported,
+}
+
+impl IncidentKind {
+    /// The `kind` label value in metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IncidentKind::SourceTruncation => "source_truncation",
+            IncidentKind::TopicRecreation => "topic_recreation",
+            IncidentKind::TargetTruncation => "target_truncation",
+            IncidentKind::PartitionGrowthUnsupported => "partition_growth_unsupported",
+        }
+    }
+}
+
+impl fmt::Display for IncidentKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IncidentKind::SourceTruncation => "source truncation",
+            IncidentKind::TopicRecreation => "topic re-creation",
+            IncidentKind::TargetTruncation => "target truncation",
+            IncidentKind::PartitionGrowthUnsupported => "partition growth unsupported",
+        })
+    }
+}
+
+/// Everything that can go wrong in the engine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MirrorError {
+    /// No broker of a cluster answered within the deadline.
+    #[error("{ctx}cannot connect to {addresses} within {}: {source}", humantime::format_duration(*.timeout))]
+    Unreachable {
+        /// Where.
+        ctx: Context,
+        /// The bootstrap addresses tried.
+        addresses: String,
+        /// The deadline.
+        timeout: Duration,
+        /// The client's error.
+        #[source]
+        source: strait_client::Error,
+    },
+    /// A Kafka call failed.
+    #[error("{ctx}{what}: {source}")]
+    Kafka {
+        /// Where.
+        ctx: Context,
+        /// What we were doing ("fetch", "create topic", …).
+        what: String,
+        /// The client's error.
+        #[source]
+        source: strait_client::Error,
+    },
+    /// Fetched bytes could not be split, parsed or re-encoded.
+    #[error("{ctx}{what}: {source}")]
+    Records {
+        /// Where.
+        ctx: Context,
+        /// What we were doing.
+        what: String,
+        /// The records crate's error.
+        #[source]
+        source: strait_records::Error,
+    },
+    /// An offset map refused an update (a bug or a corrupted state).
+    #[error("{ctx}offset map: {source}")]
+    OffsetMap {
+        /// Where.
+        ctx: Context,
+        /// The offsets crate's error.
+        #[source]
+        source: strait_offsets::MapError,
+    },
+    /// Source truncation, topic re-creation, … under policy `fail`.
+    #[error("{ctx}{kind}: {message}")]
+    Incident {
+        /// Where.
+        ctx: Context,
+        /// Which incident.
+        kind: IncidentKind,
+        /// What was observed and what the operator can do.
+        message: String,
+    },
+    /// The state topic is missing, unreadable or corrupt.
+    #[error("{ctx}state: {message}")]
+    State {
+        /// Where.
+        ctx: Context,
+        /// What is wrong.
+        message: String,
+    },
+    /// The `/metrics` endpoint could not listen.
+    #[error("metrics endpoint: cannot listen on {addr}: {source}")]
+    MetricsListen {
+        /// The configured address.
+        addr: SocketAddr,
+        /// The socket error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Anything else, with a message.
+    #[error("{ctx}{message}")]
+    Other {
+        /// Where.
+        ctx: Context,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl MirrorError {
+    /// A failed Kafka call: `what` says what we were doing.
+    pub fn kafka(what: impl Into<String>, source: strait_client::Error) -> Self {
+        MirrorError::Kafka {
+            ctx: Context::default(),
+            what: what.into(),
+            source,
+        }
+    }
+
+    /// Bad fetched bytes.
+    pub fn records(what: impl Into<String>, source: strait_records::Error) -> Self {
+        MirrorError::Records {
+            ctx: Context::default(),
+            what: what.into(),
+            source,
+        }
+    }
+
+    /// A refused offset-map update.
+    pub fn offset_map(source: strait_offsets::MapError) -> Self {
+        MirrorError::OffsetMap {
+            ctx: Context::default(),
+            source,
+        }
+    }
+
+    /// An incident under policy `fail`.
+    pub fn incident(kind: IncidentKind, message: impl Into<String>) -> Self {
+        MirrorError::Incident {
+            ctx: Context::default(),
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// A state-topic problem.
+    pub fn state(message: impl Into<String>) -> Self {
+        MirrorError::State {
+            ctx: Context::default(),
+            message: message.into(),
+        }
+    }
+
+    /// Anything else.
+    pub fn other(message: impl Into<String>) -> Self {
+        MirrorError::Other {
+            ctx: Context::default(),
+            message: message.into(),
+        }
+    }
+
+    /// The context, if this kind carries one.
+    pub fn context(&self) -> Option<&Context> {
+        match self {
+            MirrorError::Unreachable { ctx, .. }
+            | MirrorError::Kafka { ctx, .. }
+            | MirrorError::Records { ctx, .. }
+            | MirrorError::OffsetMap { ctx, .. }
+            | MirrorError::Incident { ctx, .. }
+            | MirrorError::State { ctx, .. }
+            | MirrorError::Other { ctx, .. } => Some(ctx),
+            MirrorError::MetricsListen { .. } => None,
+        }
+    }
+
+    fn context_mut(&mut self) -> Option<&mut Context> {
+        match self {
+            MirrorError::Unreachable { ctx, .. }
+            | MirrorError::Kafka { ctx, .. }
+            | MirrorError::Records { ctx, .. }
+            | MirrorError::OffsetMap { ctx, .. }
+            | MirrorError::Incident { ctx, .. }
+            | MirrorError::State { ctx, .. }
+            | MirrorError::Other { ctx, .. } => Some(ctx),
+            MirrorError::MetricsListen { .. } => None,
+        }
+    }
+
+    /// Sets the flow (kept if already set: the innermost context wins).
+    pub fn flow(mut self, flow: impl Into<String>) -> Self {
+        if let Some(c) = self.context_mut() {
+            c.flow.get_or_insert_with(|| flow.into());
+        }
+        self
+    }
+
+    /// Sets the cluster (kept if already set).
+    pub fn cluster(mut self, cluster: impl Into<String>) -> Self {
+        if let Some(c) = self.context_mut() {
+            c.cluster.get_or_insert_with(|| cluster.into());
+        }
+        self
+    }
+
+    /// Sets the topic (kept if already set).
+    pub fn topic(mut self, topic: impl Into<String>) -> Self {
+        if let Some(c) = self.context_mut() {
+            c.topic.get_or_insert_with(|| topic.into());
+        }
+        self
+    }
+
+    /// Sets the partition (kept if already set).
+    pub fn partition(mut self, partition: i32) -> Self {
+        if let Some(c) = self.context_mut() {
+            c.partition.get_or_insert(partition);
+        }
+        self
+    }
+
+    /// The incident kind, when this is an incident.
+    pub fn incident_kind(&self) -> Option<IncidentKind> {
+        match self {
+            MirrorError::Incident { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
+    /// Whether retrying the operation may succeed (network trouble, leader moves, …).
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            MirrorError::Kafka { source, .. } | MirrorError::Unreachable { source, .. } => {
+                source.is_retriable()
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_names_every_context_field_in_order() {
+        let e = MirrorError::incident(IncidentKind::SourceTruncation, "log start 10 > position 5")
+            .partition(3)
+            .topic("orders")
+            .cluster("primary")
+            .flow("primary-to-dr");
+        assert_eq!(
+            e.to_string(),
+            "flow primary-to-dr, cluster primary, topic orders, partition 3: \
+             source truncation: log start 10 > position 5"
+        );
+        assert_eq!(e.incident_kind(), Some(IncidentKind::SourceTruncation));
+    }
+
+    #[test]
+    fn inner_context_wins_and_empty_context_prints_nothing() {
+        let e = MirrorError::other("boom").topic("inner").topic("outer");
+        assert_eq!(e.to_string(), "topic inner: boom");
+        assert_eq!(MirrorError::state("corrupt").to_string(), "state: corrupt");
+    }
+}
