@@ -1,0 +1,366 @@
+//! The pure group-sync decision: given a group's committed source offsets, their
+//! translations, the target's committed offsets and the target group's state, which
+//! offsets to commit on the target and which checkpoints to write. No I/O.
+//!
+//! Rules (DESIGN invariant 8, MM2's `syncGroupOffset`):
+//! - commit only when the target group has no active members;
+//! - never move a target offset backwards (and skip equal ones: nothing to do);
+//! - a position past what has been replicated is pending, never rounded;
+//! - a checkpoint is written for every translated position that changed since the last
+//!   one written, whatever the target group's state (MM2 does the same).
+
+use std::collections::HashMap;
+
+use strait_offsets::Translation;
+
+use super::checkpoint::Checkpoint;
+
+/// The target group's state as DescribeGroups reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetGroup {
+    /// Unknown, `Empty` or `Dead`: no member can be overwritten, commits are allowed.
+    Inactive,
+    /// Members are (or may be) consuming: never touched.
+    Active {
+        /// The reported state, or why it could not be told.
+        state: String,
+    },
+}
+
+/// One committed source position of a group, with everything needed to decide on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInput {
+    /// Source topic.
+    pub source_topic: String,
+    /// Target (renamed) topic.
+    pub target_topic: String,
+    /// Partition (the same on both sides).
+    pub partition: i32,
+    /// The group's committed position on the source.
+    pub source_offset: i64,
+    /// The group's commit metadata ("" when none).
+    pub metadata: String,
+    /// The translation, or `None` when no offset map covers the partition.
+    pub translation: Option<Translation>,
+    /// The group's committed offset on the target, if any.
+    pub target_offset: Option<i64>,
+}
+
+/// A position that cannot be translated yet: replication has not reached it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// Source topic.
+    pub source_topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// The group's source position.
+    pub position: i64,
+    /// How far replication has got on the source.
+    pub replicated_end: u64,
+}
+
+/// An offset to commit on the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// Target topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// The translated offset.
+    pub offset: i64,
+    /// The source commit's metadata, carried over.
+    pub metadata: String,
+}
+
+/// What to do for one group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupDecision {
+    /// Offsets to commit on the target.
+    pub commits: Vec<Commit>,
+    /// Checkpoint records to write.
+    pub checkpoints: Vec<Checkpoint>,
+    /// Positions past the replicated end.
+    pub pending: Vec<Pending>,
+    /// Positions that translated.
+    pub translated: usize,
+    /// Translations at or behind the target's committed offset (not committed).
+    pub behind: usize,
+    /// Positions without a map, or whose records are gone (truncation, re-creation).
+    pub untranslatable: usize,
+    /// Commits withheld because the target group is active.
+    pub skipped_active: usize,
+}
+
+/// Decides for `group`. `commit` / `checkpoint` say whether the flow syncs group offsets
+/// and writes checkpoints; `last_checkpoints` holds the `(upstream, downstream)` last
+/// written per `(target topic, partition)` of this group.
+pub fn decide(
+    group: &str,
+    target: &TargetGroup,
+    partitions: &[PartitionInput],
+    commit: bool,
+    checkpoint: bool,
+    last_checkpoints: &HashMap<(String, i32), (i64, i64)>,
+) -> GroupDecision {
+    let mut d = GroupDecision::default();
+    for p in partitions {
+        if p.source_offset < 0 {
+            continue;
+        }
+        let offset = match p.translation {
+            Some(Translation::Mapped { offset, .. }) => match i64::try_from(offset) {
+                Ok(o) => o,
+                Err(_) => {
+                    d.untranslatable += 1;
+                    continue;
+                }
+            },
+            Some(Translation::NotYetReplicated { replicated_end, .. }) => {
+                d.pending.push(Pending {
+                    source_topic: p.source_topic.clone(),
+                    partition: p.partition,
+                    position: p.source_offset,
+                    replicated_end,
+                });
+                continue;
+            }
+            Some(Translation::Truncated { .. }) | None => {
+                d.untranslatable += 1;
+                continue;
+            }
+        };
+        d.translated += 1;
+        let key = (p.target_topic.clone(), p.partition);
+        if checkpoint && last_checkpoints.get(&key) != Some(&(p.source_offset, offset)) {
+            d.checkpoints.push(Checkpoint {
+                group: group.to_owned(),
+                topic: p.target_topic.clone(),
+                partition: p.partition,
+                upstream_offset: p.source_offset,
+                downstream_offset: offset,
+                metadata: p.metadata.clone(),
+            });
+        }
+        if !commit {
+            continue;
+        }
+        if let TargetGroup::Active { .. } = target {
+            d.skipped_active += 1;
+            continue;
+        }
+        match p.target_offset {
+            Some(current) if current >= offset => {
+                if current > offset {
+                    d.behind += 1;
+                }
+            }
+            _ => d.commits.push(Commit {
+                topic: p.target_topic.clone(),
+                partition: p.partition,
+                offset,
+                metadata: p.metadata.clone(),
+            }),
+        }
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strait_offsets::Precision;
+
+    fn mapped(offset: u64) -> Option<Translation> {
+        Some(Translation::Mapped {
+            offset,
+            precision: Precision::Exact,
+        })
+    }
+
+    fn input(
+        partition: i32,
+        source: i64,
+        t: Option<Translation>,
+        target: Option<i64>,
+    ) -> PartitionInput {
+        PartitionInput {
+            source_topic: "orders".into(),
+            target_topic: "src.orders".into(),
+            partition,
+            source_offset: source,
+            metadata: "meta".into(),
+            translation: t,
+            target_offset: target,
+        }
+    }
+
+    #[test]
+    fn inactive_group_gets_forward_commits_and_checkpoints() {
+        let d = decide(
+            "g",
+            &TargetGroup::Inactive,
+            &[
+                input(0, 10, mapped(7), None),
+                input(1, 20, mapped(15), Some(3)),
+            ],
+            true,
+            true,
+            &HashMap::new(),
+        );
+        assert_eq!(
+            d.commits,
+            vec![
+                Commit {
+                    topic: "src.orders".into(),
+                    partition: 0,
+                    offset: 7,
+                    metadata: "meta".into()
+                },
+                Commit {
+                    topic: "src.orders".into(),
+                    partition: 1,
+                    offset: 15,
+                    metadata: "meta".into()
+                },
+            ]
+        );
+        assert_eq!(d.checkpoints.len(), 2);
+        assert_eq!(d.checkpoints[1].upstream_offset, 20);
+        assert_eq!(d.checkpoints[1].downstream_offset, 15);
+        assert_eq!(
+            d.checkpoints[1].topic, "src.orders",
+            "the target topic, as MM2 writes"
+        );
+        assert_eq!(d.translated, 2);
+    }
+
+    #[test]
+    fn never_backwards_and_equal_is_a_no_op() {
+        let d = decide(
+            "g",
+            &TargetGroup::Inactive,
+            &[
+                input(0, 10, mapped(7), Some(9)),
+                input(1, 10, mapped(7), Some(7)),
+            ],
+            true,
+            false,
+            &HashMap::new(),
+        );
+        assert!(d.commits.is_empty());
+        assert_eq!(d.behind, 1);
+        assert!(d.checkpoints.is_empty(), "checkpoints off");
+    }
+
+    #[test]
+    fn active_group_is_not_touched_but_checkpointed() {
+        let d = decide(
+            "g",
+            &TargetGroup::Active {
+                state: "Stable".into(),
+            },
+            &[input(0, 10, mapped(7), None)],
+            true,
+            true,
+            &HashMap::new(),
+        );
+        assert!(d.commits.is_empty());
+        assert_eq!(d.skipped_active, 1);
+        assert_eq!(d.checkpoints.len(), 1);
+    }
+
+    #[test]
+    fn past_the_replicated_end_is_pending_not_rounded() {
+        let nyr = Some(Translation::NotYetReplicated {
+            replicated_end: 5,
+            counterpart_end: 4,
+        });
+        let d = decide(
+            "g",
+            &TargetGroup::Inactive,
+            &[input(0, 9, nyr, None)],
+            true,
+            true,
+            &HashMap::new(),
+        );
+        assert!(d.commits.is_empty() && d.checkpoints.is_empty());
+        assert_eq!(
+            d.pending,
+            vec![Pending {
+                source_topic: "orders".into(),
+                partition: 0,
+                position: 9,
+                replicated_end: 5
+            }]
+        );
+    }
+
+    #[test]
+    fn no_map_truncated_and_uncommitted_are_skipped() {
+        let trunc = Some(Translation::Truncated {
+            side: strait_offsets::Side::Source,
+            log_start: 3,
+        });
+        let d = decide(
+            "g",
+            &TargetGroup::Inactive,
+            &[
+                input(0, 9, None, None),
+                input(1, 9, trunc, None),
+                input(2, -1, mapped(1), None),
+            ],
+            true,
+            true,
+            &HashMap::new(),
+        );
+        assert_eq!(
+            d,
+            GroupDecision {
+                untranslatable: 2,
+                ..GroupDecision::default()
+            }
+        );
+    }
+
+    #[test]
+    fn unchanged_checkpoints_are_not_rewritten() {
+        let last: HashMap<(String, i32), (i64, i64)> =
+            [(("src.orders".to_string(), 0), (10, 7))].into();
+        let d = decide(
+            "g",
+            &TargetGroup::Inactive,
+            &[input(0, 10, mapped(7), Some(7))],
+            true,
+            true,
+            &last,
+        );
+        assert!(d.checkpoints.is_empty() && d.commits.is_empty());
+        let d = decide(
+            "g",
+            &TargetGroup::Inactive,
+            &[input(0, 11, mapped(8), Some(7))],
+            true,
+            true,
+            &last,
+        );
+        assert_eq!(d.checkpoints.len(), 1);
+    }
+
+    #[test]
+    fn rounded_down_translations_are_committed() {
+        let t = Some(Translation::Mapped {
+            offset: 4,
+            precision: Precision::RoundedDown { at_most: 2 },
+        });
+        let d = decide(
+            "g",
+            &TargetGroup::Inactive,
+            &[input(0, 10, t, None)],
+            true,
+            false,
+            &HashMap::new(),
+        );
+        assert_eq!(d.commits.len(), 1);
+        assert_eq!(d.commits[0].offset, 4);
+    }
+}

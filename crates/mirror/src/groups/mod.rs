@@ -1,0 +1,18 @@
+//! Consumer-group offset sync: read the source groups' committed offsets, translate them
+//! through the offset maps, write MM2-compatible checkpoints and commit the translations
+//! on the target for groups with no active members there, never backwards.
+//!
+//! - [`decide`](mod@decide): the pure per-group decision;
+//! - [`checkpoint`]: MM2's checkpoint record format;
+//! - `wire`: Kafka's `Struct` encoding used by MM2's records (also for heartbeats);
+//! - `sync`: [`GroupSync`], the I/O around the decision.
+
+pub mod checkpoint;
+pub mod decide;
+mod sync;
+pub(crate) mod wire;
+
+pub use checkpoint::{Checkpoint, checkpoints_topic};
+pub use decide::{Commit, GroupDecision, PartitionInput, Pending, TargetGroup, decide};
+pub use sync::{GroupSync, GroupSyncReport, target_group_state};
+pub use wire::WireError;

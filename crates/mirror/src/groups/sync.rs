@@ -1,0 +1,370 @@
+//! [`GroupSync`]: one round of group-offset sync against real clusters.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use strait_client::protocol::messages::describe_groups_response::DescribedGroup;
+use strait_client::{Client, CommitOffset, CommittedOffset, GroupMember};
+use strait_offsets::Registry;
+
+use super::checkpoint::checkpoints_topic;
+use super::decide::{PartitionInput, TargetGroup, decide};
+use crate::config::{Flow, TopicDecision};
+use crate::error::MirrorError;
+use crate::metrics::Metrics;
+use crate::topics::internal::InternalTopicWriter;
+
+/// Kafka's GROUP_ID_NOT_FOUND: DescribeGroups of a group the target has never seen.
+const GROUP_ID_NOT_FOUND: i16 = 69;
+
+/// What one [`GroupSync::sync_once`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupSyncReport {
+    /// Source groups accepted by the flow's group filter.
+    pub groups_seen: usize,
+    /// Groups with at least one translated position.
+    pub groups_translated: usize,
+    /// Offsets committed on the target.
+    pub offsets_committed: usize,
+    /// Positions past the replicated end, retried next round.
+    pub pending: usize,
+    /// Groups not committed because they are active on the target.
+    pub skipped_active: usize,
+    /// Checkpoint records written.
+    pub checkpoints_written: usize,
+    /// Translations not committed because the target group is already further on.
+    pub skipped_behind: usize,
+    /// Positions without an offset map, or whose records are gone.
+    pub untranslatable: usize,
+}
+
+/// Syncs one flow's consumer groups.
+#[derive(Debug)]
+pub struct GroupSync {
+    flow: Flow,
+    source: Client,
+    target: Client,
+    maps: Arc<Registry>,
+    metrics: Metrics,
+    checkpoints: InternalTopicWriter,
+    /// Per group: the `(upstream, downstream)` last written per `(target topic, partition)`.
+    last_checkpoints: HashMap<String, HashMap<(String, i32), (i64, i64)>>,
+    /// Per group: when every position last translated (or when first seen).
+    last_complete: HashMap<String, Instant>,
+    /// Positions waiting for replication, by `(group, source topic, partition)`.
+    pending: HashMap<(String, String, i32), i64>,
+}
+
+impl GroupSync {
+    /// A group sync for `flow`; `maps` holds the offset maps keyed by *source* topic and
+    /// partition (shared with the data path, which writes them).
+    pub fn new(
+        flow: &Flow,
+        source: Client,
+        target: Client,
+        maps: Arc<Registry>,
+        metrics: Metrics,
+    ) -> Self {
+        let topic = checkpoints_topic(&flow.source, flow.policy.separator());
+        GroupSync {
+            flow: flow.clone(),
+            checkpoints: InternalTopicWriter::new(target.clone(), &topic, flow.replication_factor),
+            source,
+            target,
+            maps,
+            metrics,
+            last_checkpoints: HashMap::new(),
+            last_complete: HashMap::new(),
+            pending: HashMap::new(),
+        }
+    }
+
+    /// The positions waiting for replication to reach them: `(group, source topic,
+    /// partition) → position`.
+    pub fn pending(&self) -> &HashMap<(String, String, i32), i64> {
+        &self.pending
+    }
+
+    /// One round: every accepted source group is translated, checkpointed and (when
+    /// inactive on the target) committed. A group whose offsets cannot be read or
+    /// committed is logged and skipped; errors listing source groups or writing
+    /// checkpoints are returned.
+    pub async fn sync_once(&mut self) -> Result<GroupSyncReport, MirrorError> {
+        let mut report = GroupSyncReport::default();
+        let commit = self.flow.sync.group_offsets;
+        let checkpoint = self.flow.sync.checkpoints;
+        if !commit && !checkpoint {
+            return Ok(report);
+        }
+        let mut groups: Vec<String> = self
+            .source
+            .list_groups()
+            .await
+            .map_err(|e| self.src_err("list groups", e))?
+            .into_iter()
+            .map(|g| g.group_id)
+            .filter(|g| self.flow.groups.accepts(g))
+            .collect();
+        groups.sort();
+        groups.dedup();
+        report.groups_seen = groups.len();
+
+        let mut records = Vec::new();
+        let mut written: Vec<(String, (String, i32), (i64, i64))> = Vec::new();
+        let mut pending = HashMap::new();
+        for group in &groups {
+            let Some(inputs) = self.inputs(group).await else {
+                continue;
+            };
+            if inputs.is_empty() {
+                continue;
+            }
+            let state = if commit {
+                self.target_state(group).await
+            } else {
+                TargetGroup::Inactive
+            };
+            let last = self.last_checkpoints.entry(group.clone()).or_default();
+            let d = decide(group, &state, &inputs, commit, checkpoint, last);
+            if d.translated > 0 {
+                report.groups_translated += 1;
+            }
+            if d.skipped_active > 0 {
+                report.skipped_active += 1;
+                tracing::debug!(flow = %self.flow.name, group, ?state,
+                    "group is active on the target; offsets not committed");
+            }
+            report.skipped_behind += d.behind;
+            report.untranslatable += d.untranslatable;
+            for p in &d.pending {
+                pending.insert(
+                    (group.clone(), p.source_topic.clone(), p.partition),
+                    p.position,
+                );
+            }
+            let now = Instant::now();
+            let since = self.last_complete.entry(group.clone()).or_insert(now);
+            if d.pending.is_empty() && d.untranslatable == 0 {
+                *since = now;
+            }
+            self.metrics.group_translation_staleness(
+                &self.flow.name,
+                group,
+                now.duration_since(*since).as_secs_f64(),
+            );
+            for c in &d.checkpoints {
+                records.push((c.encode_key(), c.encode_value()));
+                written.push((
+                    group.clone(),
+                    (c.topic.clone(), c.partition),
+                    (c.upstream_offset, c.downstream_offset),
+                ));
+            }
+            if !d.commits.is_empty() {
+                report.offsets_committed += self.commit(group, &d.commits).await;
+            }
+        }
+        report.pending = pending.len();
+        self.pending = pending;
+        self.metrics
+            .groups_translated(&self.flow.name, report.groups_translated as u64);
+
+        if !records.is_empty() {
+            self.checkpoints.write(&records).await.map_err(|e| {
+                e.cluster(self.flow.target.clone())
+                    .flow(self.flow.name.clone())
+            })?;
+            for (group, key, value) in written {
+                self.last_checkpoints
+                    .entry(group)
+                    .or_default()
+                    .insert(key, value);
+            }
+            report.checkpoints_written = records.len();
+            self.metrics
+                .checkpoints_written(&self.flow.name, records.len() as u64);
+        }
+        Ok(report)
+    }
+
+    /// The group's replicated source positions with translations and target offsets;
+    /// `None` if they cannot be read this round (logged).
+    async fn inputs(&self, group: &str) -> Option<Vec<PartitionInput>> {
+        let committed = match self.source.offset_fetch(group, None).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(flow = %self.flow.name, group, error = %e,
+                    "cannot read the group's source offsets; skipped this round");
+                return None;
+            }
+        };
+        let mut inputs: Vec<PartitionInput> = committed
+            .into_iter()
+            .filter(|c| c.offset >= 0)
+            .filter_map(|c: CommittedOffset| {
+                let TopicDecision::Replicate { target_topic } = self.flow.topic_decision(&c.topic)
+                else {
+                    return None;
+                };
+                let translation = u64::try_from(c.offset).ok().and_then(|pos| {
+                    self.maps
+                        .reader(&c.topic, c.partition)
+                        .map(|r| r.translate(pos))
+                });
+                Some(PartitionInput {
+                    source_topic: c.topic,
+                    target_topic,
+                    partition: c.partition,
+                    source_offset: c.offset,
+                    metadata: c.metadata.unwrap_or_default(),
+                    translation,
+                    target_offset: None,
+                })
+            })
+            .collect();
+        if inputs.is_empty() || !self.flow.sync.group_offsets {
+            return Some(inputs);
+        }
+        // The target's offsets, so that nothing moves backwards.
+        let mut by_topic: HashMap<String, Vec<i32>> = HashMap::new();
+        for i in &inputs {
+            by_topic
+                .entry(i.target_topic.clone())
+                .or_default()
+                .push(i.partition);
+        }
+        let ask: Vec<(&str, &[i32])> = by_topic
+            .iter()
+            .map(|(t, ps)| (t.as_str(), ps.as_slice()))
+            .collect();
+        match self.target.offset_fetch(group, Some(&ask)).await {
+            Ok(current) => {
+                for i in &mut inputs {
+                    i.target_offset = current
+                        .iter()
+                        .find(|c| c.topic == i.target_topic && c.partition == i.partition)
+                        .map(|c| c.offset)
+                        .filter(|o| *o >= 0);
+                }
+                Some(inputs)
+            }
+            Err(e) => {
+                tracing::warn!(flow = %self.flow.name, group, error = %e,
+                    "cannot read the group's target offsets; skipped this round");
+                None
+            }
+        }
+    }
+
+    async fn target_state(&self, group: &str) -> TargetGroup {
+        match self.target.describe_groups(&[group]).await {
+            Ok(described) => match described.iter().find(|g| g.group_id.0.as_str() == group) {
+                Some(g) => target_group_state(g),
+                None => TargetGroup::Inactive,
+            },
+            Err(e) => TargetGroup::Active {
+                state: format!("cannot describe: {e}"),
+            },
+        }
+    }
+
+    /// Commits; returns how many offsets were committed (0 on failure, logged: the group
+    /// may have become active between DescribeGroups and OffsetCommit).
+    async fn commit(&self, group: &str, commits: &[super::decide::Commit]) -> usize {
+        let offsets: Vec<CommitOffset> = commits
+            .iter()
+            .map(|c| {
+                let mut o = CommitOffset::new(&c.topic, c.partition, c.offset);
+                o.metadata = Some(c.metadata.clone());
+                o
+            })
+            .collect();
+        match self
+            .target
+            .offset_commit(group, &GroupMember::standalone(), &offsets)
+            .await
+        {
+            Ok(()) => {
+                tracing::info!(flow = %self.flow.name, group, offsets = offsets.len(),
+                    "committed translated offsets on the target");
+                self.metrics
+                    .group_offsets_committed(&self.flow.name, group, offsets.len() as u64);
+                offsets.len()
+            }
+            Err(e) => {
+                tracing::warn!(flow = %self.flow.name, group, error = %e,
+                    "cannot commit translated offsets on the target; retrying next round");
+                0
+            }
+        }
+    }
+
+    fn src_err(&self, what: &str, e: strait_client::Error) -> MirrorError {
+        MirrorError::kafka(what, e)
+            .cluster(self.flow.source.clone())
+            .flow(self.flow.name.clone())
+    }
+}
+
+/// Whether a described target group may be committed to: unknown, `Empty` or `Dead` with
+/// no members is inactive; anything else (members, a rebalance, an error) is active.
+pub fn target_group_state(g: &DescribedGroup) -> TargetGroup {
+    let state = g.group_state.as_str();
+    match g.error_code {
+        GROUP_ID_NOT_FOUND => TargetGroup::Inactive,
+        0 if g.members.is_empty() && matches!(state, "Empty" | "Dead" | "") => {
+            TargetGroup::Inactive
+        }
+        0 => TargetGroup::Active {
+            state: state.to_owned(),
+        },
+        code => TargetGroup::Active {
+            state: format!("DescribeGroups error {code}"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strait_client::protocol::messages::describe_groups_response::DescribedGroupMember;
+    use strait_client::protocol::protocol::StrBytes;
+
+    fn described(state: &str, members: usize, error: i16) -> DescribedGroup {
+        DescribedGroup::default()
+            .with_error_code(error)
+            .with_group_state(StrBytes::from_string(state.to_owned()))
+            .with_members(vec![DescribedGroupMember::default(); members])
+    }
+
+    #[test]
+    fn group_states() {
+        assert_eq!(
+            target_group_state(&described("Empty", 0, 0)),
+            TargetGroup::Inactive
+        );
+        assert_eq!(
+            target_group_state(&described("Dead", 0, 0)),
+            TargetGroup::Inactive
+        );
+        assert_eq!(
+            target_group_state(&described("", 0, 69)),
+            TargetGroup::Inactive
+        );
+        for (s, m, e) in [
+            ("Stable", 1, 0),
+            ("PreparingRebalance", 0, 0),
+            ("Empty", 1, 0),
+            ("", 0, 15),
+        ] {
+            assert!(
+                matches!(
+                    target_group_state(&described(s, m, e)),
+                    TargetGroup::Active { .. }
+                ),
+                "{s} {m} {e}"
+            );
+        }
+    }
+}

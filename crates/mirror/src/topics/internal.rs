@@ -1,0 +1,110 @@
+//! Writing small records to a single-partition compacted topic on the target (MM2's
+//! `heartbeats` and `<alias>.checkpoints.internal`), creating it on first use.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use strait_client::{Client, NewTopic, ProducerRecord, RecordProducer};
+use strait_records::Compression;
+
+use crate::error::MirrorError;
+
+/// Kafka's TOPIC_ALREADY_EXISTS: another writer created it first, which is fine.
+const TOPIC_ALREADY_EXISTS: i16 = 36;
+
+/// How long CreateTopics may take on the broker.
+const CREATE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Writes `(key, value)` records to partition 0 of one compacted topic.
+#[derive(Debug)]
+pub(crate) struct InternalTopicWriter {
+    client: Client,
+    topic: String,
+    replication_factor: i16,
+    /// Created lazily: an idempotent producer costs an InitProducerId round trip.
+    producer: Option<RecordProducer>,
+    ensured: bool,
+}
+
+impl InternalTopicWriter {
+    /// A writer for `topic`; `replication_factor` `None` = the broker's default.
+    pub(crate) fn new(client: Client, topic: &str, replication_factor: Option<i16>) -> Self {
+        InternalTopicWriter {
+            client,
+            topic: topic.to_owned(),
+            replication_factor: replication_factor.unwrap_or(-1),
+            producer: None,
+            ensured: false,
+        }
+    }
+
+    /// Appends `records` in one batch and waits for the acknowledgement.
+    pub(crate) async fn write(
+        &mut self,
+        records: &[(Vec<u8>, Vec<u8>)],
+    ) -> Result<(), MirrorError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.ensure_topic().await?;
+        let producer = match &self.producer {
+            Some(p) => p,
+            None => {
+                let p = RecordProducer::new(self.client.clone(), Compression::None)
+                    .await
+                    .map_err(|e| self.err("start producer", e))?;
+                self.producer.insert(p)
+            }
+        };
+        let batch: Vec<ProducerRecord> = records
+            .iter()
+            .map(|(k, v)| ProducerRecord::new(Bytes::from(k.clone()), Bytes::from(v.clone())))
+            .collect();
+        let result = async {
+            for ack in producer.send(&self.topic, 0, &batch).await? {
+                ack.wait().await?;
+            }
+            Ok(())
+        }
+        .await;
+        if result.is_err() {
+            // A fresh producer id next time: whatever broke this one stays behind.
+            self.producer = None;
+        }
+        result.map_err(|e| self.err("produce", e))
+    }
+
+    async fn ensure_topic(&mut self) -> Result<(), MirrorError> {
+        if self.ensured {
+            return Ok(());
+        }
+        let meta = self
+            .client
+            .metadata(Some(&[self.topic.as_str()]))
+            .await
+            .map_err(|e| self.err("metadata", e))?;
+        if !meta.topics.contains_key(&self.topic) {
+            let spec = NewTopic::new(&self.topic, 1)
+                .with_replication_factor(self.replication_factor)
+                .with_config("cleanup.policy", "compact");
+            let results = self
+                .client
+                .create_topics(&[spec], CREATE_TIMEOUT)
+                .await
+                .map_err(|e| self.err("create topic", e))?;
+            for (_, r) in results {
+                match r {
+                    Err(e) if e.kafka_code() == Some(TOPIC_ALREADY_EXISTS) => {}
+                    Err(e) => return Err(self.err("create topic", e)),
+                    Ok(()) => tracing::info!(topic = %self.topic, "created compacted topic"),
+                }
+            }
+        }
+        self.ensured = true;
+        Ok(())
+    }
+
+    fn err(&self, what: &str, e: strait_client::Error) -> MirrorError {
+        MirrorError::kafka(what, e).topic(self.topic.clone())
+    }
+}
