@@ -121,3 +121,43 @@ async fn losing_the_bootstrap_address_does_not_matter_once_brokers_are_known() {
     c.produce("s", 0, raw(2), Acks::All).await.unwrap();
     assert!(c.refresh_metadata().await.is_ok());
 }
+
+#[tokio::test]
+async fn stalled_broker_times_out_retriably_and_the_client_reconnects() {
+    let (b, proxy) =
+        strait_testkit::TansuBroker::start_behind_proxy(strait_testkit::BrokerOptions::default())
+            .unwrap();
+    let cfg = ClientConfig::new([proxy.bootstrap()])
+        .with_request_timeout(Duration::from_millis(400))
+        .with_retry_timeout(Duration::from_millis(600));
+    let c = Client::connect(cfg).await.unwrap();
+    create(&c, "st", 1).await;
+    let leader = c.leader_for("st", 0).await.unwrap().0;
+    let mut req = ProduceRequest::new(Acks::All);
+    // The client waits request_timeout + the broker-side produce timeout.
+    req.timeout = Duration::from_millis(200);
+    req.push("st", 0, raw(1));
+    c.produce_to(leader, &req).await.unwrap();
+
+    proxy.stall();
+    let t = Instant::now();
+    let e = c.produce_to(leader, &req).await.unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::Timeout, "{e}");
+    assert!(e.is_retriable());
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+
+    // The timed-out connection was closed; after the stall the next call uses a new one.
+    proxy.unstall();
+    let opts = FetchOptions {
+        max_wait: Duration::from_millis(50),
+        ..Default::default()
+    };
+    let r = c
+        .fetch(leader, &[FetchPosition::new("st", 0, 0)], &opts)
+        .await
+        .unwrap();
+    // The stalled request may or may not have been written before the stall.
+    assert!(r.partitions[0].high_watermark >= 1);
+    c.produce_to(leader, &req).await.unwrap();
+    drop(b);
+}
