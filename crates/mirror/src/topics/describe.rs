@@ -59,19 +59,24 @@ pub async fn describe_topics(client: &Client, topics: &mut [TopicState], names: 
     }
 }
 
+/// Fewer entries than this, none of them marked as set on the topic: a broker that lists
+/// only explicitly set configs. Apache Kafka lists every topic config (more than 25).
+const SPARSE_LISTING: usize = 16;
+
 /// The configs set on the topic itself. Defaults, broker-level values, sensitive and
 /// read-only entries are left out: copying a default would pin it on the target (MM2's
 /// `use.defaults.from = target`). Brokers that report no source (-1/0) are trusted when
 /// they do not flag the entry as default.
+///
+/// Tansu 0.6 lists only the configs set on the topic but labels them `DEFAULT_CONFIG`
+/// (source 5); a short listing without any topic-level entry is read that way.
 fn explicit(entries: &[ConfigEntry]) -> BTreeMap<String, String> {
+    let sparse =
+        entries.len() < SPARSE_LISTING && !entries.iter().any(|e| e.source == DYNAMIC_TOPIC_CONFIG);
     entries
         .iter()
-        .filter(|e| {
-            !e.is_default
-                && !e.is_sensitive
-                && !e.read_only
-                && matches!(e.source, DYNAMIC_TOPIC_CONFIG | 0 | -1)
-        })
+        .filter(|e| !e.is_sensitive && !e.read_only)
+        .filter(|e| sparse || (!e.is_default && matches!(e.source, DYNAMIC_TOPIC_CONFIG | 0 | -1)))
         .filter_map(|e| e.value.clone().map(|v| (e.name.clone(), v)))
         .collect()
 }
@@ -91,17 +96,24 @@ mod tests {
         }
     }
 
+    fn kafka_defaults() -> Vec<ConfigEntry> {
+        (0..SPARSE_LISTING)
+            .map(|i| entry(&format!("default.{i}"), Some("d"), 5))
+            .collect()
+    }
+
     #[test]
     fn only_topic_level_values_are_kept() {
         let mut ro = entry("ro", Some("1"), 1);
         ro.read_only = true;
         let mut secret = entry("secret", Some("x"), 1);
         secret.is_sensitive = true;
-        let got = explicit(&[
+        let mut all = kafka_defaults();
+        all.extend([
             entry("retention.ms", Some("5"), 1),
             entry("unknown.source", Some("7"), -1),
-            entry("broker.dynamic", Some("9"), 4),
-            entry("default", Some("3"), 5),
+            entry("broker.dynamic", Some("9"), 2),
+            entry("static.broker", Some("9"), 4),
             entry("no.value", None, 1),
             ro,
             secret,
@@ -111,6 +123,18 @@ mod tests {
             ("unknown.source".to_string(), "7".to_string()),
         ]
         .into();
-        assert_eq!(got, want);
+        assert_eq!(explicit(&all), want);
+    }
+
+    #[test]
+    fn a_full_listing_of_defaults_copies_nothing() {
+        assert!(explicit(&kafka_defaults()).is_empty());
+    }
+
+    #[test]
+    fn a_sparse_listing_is_what_was_set() {
+        // Tansu 0.6: only the set configs, labelled DEFAULT_CONFIG.
+        let got = explicit(&[entry("retention.ms", Some("5"), 5)]);
+        assert_eq!(got.get("retention.ms").map(String::as_str), Some("5"));
     }
 }
