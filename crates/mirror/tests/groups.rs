@@ -1,0 +1,286 @@
+//! Group-offset sync against two real Tansu brokers. The offset maps are filled by hand, as
+//! the data path would after replicating: source `orders` p0 holds `v0..v9` at offsets
+//! 0..9; the target `source.orders` p0 holds two unrelated records, then `v0..v4` and
+//! `v7..v9` (source offsets 5 and 6 were not replicated — a gap, as compaction or
+//! transaction markers leave).
+
+mod control;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use control::{Pair, create, produce, read_all, value_at};
+use strait_client::protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use strait_client::protocol::messages::{GroupId, JoinGroupRequest};
+use strait_client::protocol::protocol::StrBytes;
+use strait_client::{Client, CommitOffset, GroupMember};
+use strait_mirror::Metrics;
+use strait_mirror::config::Flow;
+use strait_mirror::groups::{Checkpoint, GroupSync};
+use strait_offsets::{MapWriter, OffsetMap, Registry};
+
+fn v(i: usize) -> String {
+    format!("v{i}")
+}
+
+/// Builds the topics and the map described at the top; returns the map's writer.
+async fn replicated(pair: &Pair, maps: &Registry) -> MapWriter {
+    let (src, dst) = (&pair.source, &pair.target);
+    create(src, "orders", 1, &[]).await;
+    create(dst, "source.orders", 1, &[]).await;
+    produce(src, "orders", &(0..10).map(v).collect::<Vec<_>>()).await;
+    produce(dst, "source.orders", &["other-a".into(), "other-b".into()]).await;
+    produce(dst, "source.orders", &(0..5).map(v).collect::<Vec<_>>()).await;
+    produce(dst, "source.orders", &(7..10).map(v).collect::<Vec<_>>()).await;
+    let mut w = maps
+        .register("orders", 0, OffsetMap::new())
+        .expect("register");
+    w.append_listed(&[0, 1, 2, 3, 4, 7, 8, 9], 2)
+        .expect("append");
+    w.advance(10, 10).expect("advance");
+    w
+}
+
+async fn commit(c: &Client, group: &str, topic: &str, offset: i64) {
+    c.offset_commit(
+        group,
+        &GroupMember::standalone(),
+        &[CommitOffset::new(topic, 0, offset)],
+    )
+    .await
+    .expect("commit");
+}
+
+async fn committed(c: &Client, group: &str, topic: &str) -> Option<i64> {
+    c.offset_fetch(group, Some(&[(topic, &[0])]))
+        .await
+        .expect("offset_fetch")
+        .first()
+        .map(|o| o.offset)
+        .filter(|o| *o >= 0)
+}
+
+fn flow(pair: &Pair) -> Flow {
+    pair.flow("[flows.sync]\ngroup_offsets = true\ncheckpoints = true")
+}
+
+#[tokio::test]
+async fn translated_offsets_point_at_the_same_record_and_checkpoints_are_mm2s() {
+    let pair = Pair::start().await;
+    let maps = Arc::new(Registry::new());
+    let _w = replicated(&pair, &maps).await;
+    let (src, dst) = (&pair.source, &pair.target);
+    // One group committed by librdkafka (an independent client), one in the gap.
+    let src_bootstrap = pair.source_bootstrap();
+    tokio::task::spawn_blocking(move || {
+        strait_testkit::rdkafka::commit_group_offsets(
+            &src_bootstrap,
+            "g-exact",
+            "orders",
+            &[(0, 3)],
+        )
+    })
+    .await
+    .expect("join")
+    .expect("librdkafka commit");
+    commit(src, "g-gap", "orders", 5).await;
+
+    let metrics = Metrics::new();
+    let mut sync = GroupSync::new(
+        &flow(&pair),
+        src.clone(),
+        dst.clone(),
+        maps.clone(),
+        metrics.clone(),
+    );
+    let r = sync.sync_once().await.expect("sync");
+    assert_eq!(r.groups_seen, 2, "{r:?}");
+    assert_eq!(r.groups_translated, 2, "{r:?}");
+    assert_eq!(r.offsets_committed, 2, "{r:?}");
+    assert_eq!(r.checkpoints_written, 2, "{r:?}");
+    assert_eq!(r.pending, 0);
+
+    // g-exact resumes at the record it would have read on the source.
+    let t = committed(dst, "g-exact", "source.orders")
+        .await
+        .expect("committed");
+    assert_eq!(t, 5);
+    assert_eq!(value_at(src, "orders", 3).await, Some(Bytes::from("v3")));
+    assert_eq!(
+        value_at(dst, "source.orders", t).await,
+        Some(Bytes::from("v3"))
+    );
+    // g-gap was at source offset 5, never replicated: it resumes at the next replicated
+    // record (v7), skipping nothing it had not read.
+    let t = committed(dst, "g-gap", "source.orders")
+        .await
+        .expect("committed");
+    assert_eq!(
+        value_at(dst, "source.orders", t).await,
+        Some(Bytes::from("v7"))
+    );
+
+    // The checkpoints topic holds MM2's records, keyed by the target topic.
+    let records = read_all(dst, "source.checkpoints.internal", 0).await;
+    let mut got: Vec<Checkpoint> = records
+        .iter()
+        .map(|r| {
+            Checkpoint::decode(
+                r.key.as_deref().expect("key"),
+                r.value.as_deref().expect("value"),
+            )
+            .expect("decodes")
+        })
+        .collect();
+    got.sort_by(|a, b| a.group.cmp(&b.group));
+    let want = |group: &str, upstream, downstream| Checkpoint {
+        group: group.into(),
+        topic: "source.orders".into(),
+        partition: 0,
+        upstream_offset: upstream,
+        downstream_offset: downstream,
+        metadata: String::new(),
+    };
+    assert_eq!(got, [want("g-exact", 3, 5), want("g-gap", 5, 7)]);
+    // Byte for byte, as Checkpoint.java serializes it.
+    let gap = records
+        .iter()
+        .find(|r| {
+            r.key
+                .as_deref()
+                .is_some_and(|k| k.windows(5).any(|w| w == b"g-gap"))
+        })
+        .expect("g-gap record");
+    assert_eq!(
+        gap.key.as_deref(),
+        Some(&b"\x00\x05g-gap\x00\x0dsource.orders\x00\x00\x00\x00"[..])
+    );
+    assert_eq!(
+        gap.value.as_deref(),
+        Some(
+            &b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00"[..]
+        )
+    );
+    let text = metrics.render();
+    assert!(
+        text.contains("strait_checkpoint_records_written_total{flow=\"source-to-target\"} 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "strait_group_offsets_committed_total{flow=\"source-to-target\",group=\"g-exact\"} 1"
+        ),
+        "{text}"
+    );
+
+    // Nothing changed: nothing is rewritten.
+    let r = sync.sync_once().await.expect("sync");
+    assert_eq!(
+        (r.offsets_committed, r.checkpoints_written),
+        (0, 0),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn active_groups_and_further_target_offsets_are_left_alone() {
+    let pair = Pair::start().await;
+    let maps = Arc::new(Registry::new());
+    let _w = replicated(&pair, &maps).await;
+    let (src, dst) = (&pair.source, &pair.target);
+    commit(src, "g-active", "orders", 4).await;
+    commit(src, "g-ahead", "orders", 2).await;
+    // g-ahead already consumed further on the target.
+    commit(dst, "g-ahead", "source.orders", 9).await;
+    // g-active has a live member on the target.
+    let join = dst
+        .join_group(
+            JoinGroupRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("g-active")))
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(3_000)
+                .with_protocol_type(StrBytes::from_static_str("consumer"))
+                .with_protocols(vec![
+                    JoinGroupRequestProtocol::default()
+                        .with_name(StrBytes::from_static_str("range"))
+                        .with_metadata(Bytes::from_static(b"")),
+                ]),
+        )
+        .await
+        .expect("join");
+    let described = dst.describe_groups(&["g-active"]).await.expect("describe");
+    assert_eq!(described[0].members.len(), 1, "the member is in the group");
+
+    let mut sync = GroupSync::new(&flow(&pair), src.clone(), dst.clone(), maps, Metrics::new());
+    let r = sync.sync_once().await.expect("sync");
+    assert_eq!(r.skipped_active, 1, "{r:?}");
+    assert_eq!(r.skipped_behind, 1, "{r:?}");
+    assert_eq!(r.offsets_committed, 0, "{r:?}");
+    assert_eq!(committed(dst, "g-active", "source.orders").await, None);
+    assert_eq!(
+        committed(dst, "g-ahead", "source.orders").await,
+        Some(9),
+        "never backwards"
+    );
+    assert_eq!(
+        r.checkpoints_written, 2,
+        "checkpoints are written for every group"
+    );
+    dst.leave_group("g-active", &[join.member_id.as_str()])
+        .await
+        .expect("leave");
+}
+
+#[tokio::test]
+async fn positions_past_the_replicated_end_are_pending_until_replication_reaches_them() {
+    let pair = Pair::start().await;
+    let maps = Arc::new(Registry::new());
+    let (src, dst) = (&pair.source, &pair.target);
+    create(src, "late", 1, &[]).await;
+    create(dst, "source.late", 1, &[]).await;
+    produce(src, "late", &(0..6).map(v).collect::<Vec<_>>()).await;
+    produce(dst, "source.late", &(0..3).map(v).collect::<Vec<_>>()).await;
+    let mut w = maps
+        .register("late", 0, OffsetMap::new())
+        .expect("register");
+    w.append_dense(0, 3, 0).expect("append");
+    commit(src, "g-late", "late", 5).await;
+
+    let mut sync = GroupSync::new(
+        &flow(&pair),
+        src.clone(),
+        dst.clone(),
+        maps.clone(),
+        Metrics::new(),
+    );
+    let r = sync.sync_once().await.expect("sync");
+    assert_eq!(
+        (r.pending, r.offsets_committed, r.checkpoints_written),
+        (1, 0, 0),
+        "{r:?}"
+    );
+    assert_eq!(
+        sync.pending()
+            .get(&("g-late".to_string(), "late".to_string(), 0)),
+        Some(&5)
+    );
+    assert_eq!(
+        committed(dst, "g-late", "source.late").await,
+        None,
+        "not rounded"
+    );
+
+    // Replication catches up.
+    produce(dst, "source.late", &(3..6).map(v).collect::<Vec<_>>()).await;
+    w.append_dense(3, 3, 3).expect("append");
+    let r = sync.sync_once().await.expect("sync");
+    assert_eq!((r.pending, r.offsets_committed), (0, 1), "{r:?}");
+    let t = committed(dst, "g-late", "source.late")
+        .await
+        .expect("committed");
+    assert_eq!(
+        value_at(dst, "source.late", t).await,
+        Some(Bytes::from("v5"))
+    );
+    assert_eq!(value_at(src, "late", 5).await, Some(Bytes::from("v5")));
+}
