@@ -8,6 +8,7 @@
 mod cli;
 mod config_cmd;
 mod logging;
+mod plan;
 
 use std::process::ExitCode;
 
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Validate { config },
         } => config_cmd::validate_cmd(&config.path),
+        Command::Plan { config } => plan::plan_cmd(&config.path),
         other => Ok(not_built(other)),
     };
     result.unwrap_or_else(|e| {

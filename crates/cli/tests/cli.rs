@@ -213,7 +213,6 @@ fn engine_commands_exit_2_and_say_so() {
         &["run", "-c", &cfg],
         &["run", "-c", &cfg, "--once"],
         &["check", "-c", &cfg],
-        &["plan", "-c", &cfg],
         &["status", "-c", &cfg],
         &[
             "offsets",
@@ -237,6 +236,26 @@ fn engine_commands_exit_2_and_say_so() {
             text(&out.stderr)
         );
     }
+}
+
+#[test]
+fn plan_reports_an_unreachable_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(
+        dir.path(),
+        "s.toml",
+        "[clusters.a]\nbootstrap_servers = \"127.0.0.1:1\"\nconnect_timeout = \"200ms\"\n\
+         request_timeout = \"200ms\"\n[clusters.b]\nbootstrap_servers = \"127.0.0.1:1\"\n\
+         [[flows]]\nsource = \"a\"\ntarget = \"b\"\n",
+    );
+    let out = strait(&["plan", "-c", &cfg.display().to_string()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    assert!(
+        text(&out.stderr).contains("cannot connect to cluster a (127.0.0.1:1)"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

@@ -17,4 +17,4 @@ pub use describe::{describe_topics, topic_states};
 pub use plan::{
     AlterConfigs, CreateTopic, GrowPartitions, Replicate, SkipReason, TopicPlan, TopicState, plan,
 };
-pub use sync::{ReplicatedTopic, TopicSync};
+pub use sync::{ReplicatedTopic, TopicSync, current_plan};

@@ -72,7 +72,8 @@ impl TopicSync {
             && self
                 .last_config_sync
                 .is_none_or(|t| t.elapsed() >= self.flow.intervals.topic_config_sync);
-        let (plan, source_ids) = self.plan(config_due).await?;
+        let (plan, source_ids) =
+            current_plan(&self.flow, &self.source, &self.target, config_due).await?;
         if config_due {
             self.last_config_sync = Some(Instant::now());
         }
@@ -113,50 +114,6 @@ impl TopicSync {
             Some(e) if out.is_empty() && !e.is_retriable() => Err(e),
             _ => Ok(out),
         }
-    }
-
-    /// The plan against the clusters as they are now, and the source topic ids.
-    async fn plan(
-        &self,
-        config_due: bool,
-    ) -> Result<(TopicPlan, Vec<(String, Uuid)>), MirrorError> {
-        let src_meta = self.source.metadata(None).await.map_err(|e| {
-            MirrorError::kafka("list source topics", e)
-                .cluster(self.flow.source.clone())
-                .flow(self.flow.name.clone())
-        })?;
-        let dst_meta = self.target.metadata(None).await.map_err(|e| {
-            MirrorError::kafka("list target topics", e)
-                .cluster(self.flow.target.clone())
-                .flow(self.flow.name.clone())
-        })?;
-        let ids = src_meta
-            .topics
-            .values()
-            .map(|t| (t.name.clone(), t.id))
-            .collect();
-        let mut sources = topic_states(&src_meta);
-        let mut targets = topic_states(&dst_meta);
-        if self.flow.sync.topic_configs {
-            // A first plan without configs says which topics matter; configs are read only
-            // for topics being created, and for all replicated ones when a sync is due.
-            let first = plan(&sources, &targets, &self.flow);
-            let src_names: Vec<&str> = first
-                .replicate
-                .iter()
-                .filter(|r| config_due || r.target_partitions.is_none())
-                .map(|r| r.source_topic.as_str())
-                .collect();
-            let dst_names: Vec<&str> = first
-                .replicate
-                .iter()
-                .filter(|r| config_due && r.target_partitions.is_some())
-                .map(|r| r.target_topic.as_str())
-                .collect();
-            describe_topics(&self.source, &mut sources, &src_names).await;
-            describe_topics(&self.target, &mut targets, &dst_names).await;
-        }
-        Ok((plan(&sources, &targets, &self.flow), ids))
     }
 
     /// Creates the planned topics; returns the source names created (or found created by
@@ -288,4 +245,52 @@ impl TopicSync {
         }
         false
     }
+}
+
+/// The plan for `flow` against the clusters as they are now, and the source topic ids.
+/// Configs are read for topics to create and, with `all_configs`, for every replicated
+/// topic on both sides (skipped entirely when the flow does not sync configs).
+pub async fn current_plan(
+    flow: &Flow,
+    source: &Client,
+    target: &Client,
+    all_configs: bool,
+) -> Result<(TopicPlan, Vec<(String, Uuid)>), MirrorError> {
+    let src_meta = source.metadata(None).await.map_err(|e| {
+        MirrorError::kafka("list source topics", e)
+            .cluster(flow.source.clone())
+            .flow(flow.name.clone())
+    })?;
+    let dst_meta = target.metadata(None).await.map_err(|e| {
+        MirrorError::kafka("list target topics", e)
+            .cluster(flow.target.clone())
+            .flow(flow.name.clone())
+    })?;
+    let ids = src_meta
+        .topics
+        .values()
+        .map(|t| (t.name.clone(), t.id))
+        .collect();
+    let mut sources = topic_states(&src_meta);
+    let mut targets = topic_states(&dst_meta);
+    if flow.sync.topic_configs {
+        // A first plan without configs says which topics matter; configs are read only
+        // for topics being created, and for all replicated ones when asked.
+        let first = plan(&sources, &targets, flow);
+        let src_names: Vec<&str> = first
+            .replicate
+            .iter()
+            .filter(|r| all_configs || r.target_partitions.is_none())
+            .map(|r| r.source_topic.as_str())
+            .collect();
+        let dst_names: Vec<&str> = first
+            .replicate
+            .iter()
+            .filter(|r| all_configs && r.target_partitions.is_some())
+            .map(|r| r.target_topic.as_str())
+            .collect();
+        describe_topics(source, &mut sources, &src_names).await;
+        describe_topics(target, &mut targets, &dst_names).await;
+    }
+    Ok((plan(&sources, &targets, flow), ids))
 }
