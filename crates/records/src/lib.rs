@@ -48,7 +48,8 @@
 //! - `split`: record set → batches, [`Limits`]; `header`: the 61-byte header;
 //! - `patch`: header rewrite and CRC for forwarding; `crc`: the CRC update that avoids a
 //!   second pass over the payload;
-//! - `classify`: forward / drop / re-encode; `aborted`: aborted transactions;
+//! - `classify`: forward / drop / re-encode; `aborted`: aborted transactions from a Fetch
+//!   response's list; `txn`: holding transactional data until its marker decides it;
 //! - `record`: the record codec; `varint`: bounded zig-zag varints; `decode`: records of a
 //!   batch, control records; `builder` and `reencode`: writing batches;
 //! - [`compression`]: gzip, snappy (xerial and raw), LZ4 frames, zstd;
@@ -71,6 +72,7 @@ mod reencode;
 mod split;
 #[cfg(test)]
 mod tests;
+mod txn;
 mod varint;
 
 pub use aborted::{AbortedFilter, AbortedTransaction, TxnVerdict, filter_aborted};
@@ -86,3 +88,4 @@ pub use patch::{PatchedBatch, ProducerStamp};
 pub use record::{Header, Record, Records};
 pub use reencode::{ReencodeOptions, Reencoded};
 pub use split::{Batch, Batches, Limits, Split, split};
+pub use txn::{Resolved, SkipReason, TxnResolver};
