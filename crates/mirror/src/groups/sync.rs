@@ -18,6 +18,9 @@ use crate::topics::internal::InternalTopicWriter;
 /// Kafka's GROUP_ID_NOT_FOUND: DescribeGroups of a group the target has never seen.
 const GROUP_ID_NOT_FOUND: i16 = 69;
 
+/// `(target topic, partition)` → the `(upstream, downstream)` offsets last checkpointed.
+type Checkpointed = HashMap<(String, i32), (i64, i64)>;
+
 /// What one [`GroupSync::sync_once`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GroupSyncReport {
@@ -49,7 +52,7 @@ pub struct GroupSync {
     metrics: Metrics,
     checkpoints: InternalTopicWriter,
     /// Per group: the `(upstream, downstream)` last written per `(target topic, partition)`.
-    last_checkpoints: HashMap<String, HashMap<(String, i32), (i64, i64)>>,
+    last_checkpoints: HashMap<String, Checkpointed>,
     /// Per group: when every position last translated (or when first seen).
     last_complete: HashMap<String, Instant>,
     /// Positions waiting for replication, by `(group, source topic, partition)`.
@@ -111,7 +114,8 @@ impl GroupSync {
         report.groups_seen = groups.len();
 
         let mut records = Vec::new();
-        let mut written: Vec<(String, (String, i32), (i64, i64))> = Vec::new();
+        // (group, checkpoint key, value), remembered once the write succeeded.
+        let mut written: Vec<(String, Checkpointed)> = Vec::new();
         let mut pending = HashMap::new();
         for group in &groups {
             let Some(inputs) = self.inputs(group).await else {
@@ -157,8 +161,11 @@ impl GroupSync {
                 records.push((c.encode_key(), c.encode_value()));
                 written.push((
                     group.clone(),
-                    (c.topic.clone(), c.partition),
-                    (c.upstream_offset, c.downstream_offset),
+                    [(
+                        (c.topic.clone(), c.partition),
+                        (c.upstream_offset, c.downstream_offset),
+                    )]
+                    .into(),
                 ));
             }
             if !d.commits.is_empty() {
@@ -175,11 +182,8 @@ impl GroupSync {
                 e.cluster(self.flow.target.clone())
                     .flow(self.flow.name.clone())
             })?;
-            for (group, key, value) in written {
-                self.last_checkpoints
-                    .entry(group)
-                    .or_default()
-                    .insert(key, value);
+            for (group, done) in written {
+                self.last_checkpoints.entry(group).or_default().extend(done);
             }
             report.checkpoints_written = records.len();
             self.metrics
