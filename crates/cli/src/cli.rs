@@ -8,9 +8,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Parser, Debug)]
 #[command(name = "strait", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
-    /// Log output format.
-    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    /// Log output format (default: the config's `logging.format` for `run`, else text).
+    #[arg(long, global = true, value_enum)]
+    pub log_format: Option<LogFormat>,
     /// Log filter (e.g. `info`, `warn,strait_mirror=debug`); RUST_LOG is used when this is not given.
     #[arg(long, global = true, value_name = "LEVEL")]
     pub log_level: Option<String>,

@@ -9,19 +9,36 @@ mod cli;
 mod config_cmd;
 mod logging;
 mod plan;
+mod run_cmd;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, ConfigCommand};
+use cli::{Cli, Command, ConfigCommand, LogFormat};
 
 /// Exit code of commands that exist in the CLI but need the engine, which is not built yet.
 const NOT_BUILT: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(e) = logging::init(cli.log_format, cli.log_level.as_deref()) {
+    // `run` sets logging up itself: its config file has a say in the format and level.
+    if let Command::Run { config, once } = &cli.command {
+        return run_cmd::run_cmd(
+            &config.path,
+            *once,
+            cli.log_format,
+            cli.log_level.as_deref(),
+        )
+        .unwrap_or_else(|e| {
+            eprintln!("strait: {e:#}");
+            ExitCode::FAILURE
+        });
+    }
+    if let Err(e) = logging::init(
+        cli.log_format.unwrap_or(LogFormat::Text),
+        cli.log_level.as_deref(),
+    ) {
         eprintln!("strait: {e}");
         return ExitCode::FAILURE;
     }

@@ -210,20 +210,8 @@ fn validate_missing_file_exits_1() {
 fn engine_commands_exit_2_and_say_so() {
     let cfg = examples("strait.toml");
     let cases: &[&[&str]] = &[
-        &["run", "-c", &cfg],
-        &["run", "-c", &cfg, "--once"],
         &["check", "-c", &cfg],
         &["status", "-c", &cfg],
-        &[
-            "offsets",
-            "translate",
-            "-c",
-            &cfg,
-            "--group",
-            "g",
-            "--topic",
-            "t",
-        ],
         &["bench", "-c", &cfg],
     ];
     for args in cases {
@@ -236,6 +224,49 @@ fn engine_commands_exit_2_and_say_so() {
             text(&out.stderr)
         );
     }
+}
+
+#[test]
+fn run_reports_an_unreachable_cluster_and_exits_1_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(
+        dir.path(),
+        "r.toml",
+        "[clusters.a]\nbootstrap_servers = \"127.0.0.1:1\"\nconnect_timeout = \"200ms\"\n\
+         request_timeout = \"200ms\"\n[clusters.b]\nbootstrap_servers = \"127.0.0.1:1\"\n\
+         connect_timeout = \"200ms\"\nrequest_timeout = \"200ms\"\n\
+         [[flows]]\nsource = \"a\"\ntarget = \"b\"\n[metrics]\nenabled = false\n",
+    );
+    for once in [true, false] {
+        let path = cfg.display().to_string();
+        let mut args = vec!["run", "-c", path.as_str()];
+        if once {
+            args.push("--once");
+        }
+        let started = std::time::Instant::now();
+        let out = strait(&args);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("strait: flow a-to-b, cluster ")
+                && stderr.contains("cannot connect to 127.0.0.1:1"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn run_with_an_invalid_config_lists_the_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(dir.path(), "bad.toml", "[[flows]]\nsource = \"nowhere\"\n");
+    let out = strait(&["run", "-c", &cfg.display().to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("is not a valid config"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

@@ -94,7 +94,7 @@ pub enum MirrorError {
     #[error("{ctx}cannot connect to {addresses} within {}: {source}", humantime::format_duration(*.timeout))]
     Unreachable {
         /// Where.
-        ctx: Context,
+        ctx: Box<Context>,
         /// The bootstrap addresses tried.
         addresses: String,
         /// The deadline.
@@ -107,7 +107,7 @@ pub enum MirrorError {
     #[error("{ctx}{what}: {source}")]
     Kafka {
         /// Where.
-        ctx: Context,
+        ctx: Box<Context>,
         /// What we were doing ("fetch", "create topic", …).
         what: String,
         /// The client's error.
@@ -118,7 +118,7 @@ pub enum MirrorError {
     #[error("{ctx}{what}: {source}")]
     Records {
         /// Where.
-        ctx: Context,
+        ctx: Box<Context>,
         /// What we were doing.
         what: String,
         /// The records crate's error.
@@ -129,7 +129,7 @@ pub enum MirrorError {
     #[error("{ctx}offset map: {source}")]
     OffsetMap {
         /// Where.
-        ctx: Context,
+        ctx: Box<Context>,
         /// The offsets crate's error.
         #[source]
         source: strait_offsets::MapError,
@@ -138,7 +138,7 @@ pub enum MirrorError {
     #[error("{ctx}{kind}: {message}")]
     Incident {
         /// Where.
-        ctx: Context,
+        ctx: Box<Context>,
         /// Which incident.
         kind: IncidentKind,
         /// What was observed and what the operator can do.
@@ -148,7 +148,7 @@ pub enum MirrorError {
     #[error("{ctx}state: {message}")]
     State {
         /// Where.
-        ctx: Context,
+        ctx: Box<Context>,
         /// What is wrong.
         message: String,
     },
@@ -165,7 +165,7 @@ pub enum MirrorError {
     #[error("{ctx}{message}")]
     Other {
         /// Where.
-        ctx: Context,
+        ctx: Box<Context>,
         /// What is wrong.
         message: String,
     },
@@ -175,7 +175,7 @@ impl MirrorError {
     /// A failed Kafka call: `what` says what we were doing.
     pub fn kafka(what: impl Into<String>, source: strait_client::Error) -> Self {
         MirrorError::Kafka {
-            ctx: Context::default(),
+            ctx: Box::default(),
             what: what.into(),
             source,
         }
@@ -184,7 +184,7 @@ impl MirrorError {
     /// Bad fetched bytes.
     pub fn records(what: impl Into<String>, source: strait_records::Error) -> Self {
         MirrorError::Records {
-            ctx: Context::default(),
+            ctx: Box::default(),
             what: what.into(),
             source,
         }
@@ -193,7 +193,7 @@ impl MirrorError {
     /// A refused offset-map update.
     pub fn offset_map(source: strait_offsets::MapError) -> Self {
         MirrorError::OffsetMap {
-            ctx: Context::default(),
+            ctx: Box::default(),
             source,
         }
     }
@@ -201,7 +201,7 @@ impl MirrorError {
     /// An incident under policy `fail`.
     pub fn incident(kind: IncidentKind, message: impl Into<String>) -> Self {
         MirrorError::Incident {
-            ctx: Context::default(),
+            ctx: Box::default(),
             kind,
             message: message.into(),
         }
@@ -210,7 +210,7 @@ impl MirrorError {
     /// A state-topic problem.
     pub fn state(message: impl Into<String>) -> Self {
         MirrorError::State {
-            ctx: Context::default(),
+            ctx: Box::default(),
             message: message.into(),
         }
     }
@@ -218,7 +218,7 @@ impl MirrorError {
     /// Anything else.
     pub fn other(message: impl Into<String>) -> Self {
         MirrorError::Other {
-            ctx: Context::default(),
+            ctx: Box::default(),
             message: message.into(),
         }
     }
@@ -232,7 +232,7 @@ impl MirrorError {
             | MirrorError::OffsetMap { ctx, .. }
             | MirrorError::Incident { ctx, .. }
             | MirrorError::State { ctx, .. }
-            | MirrorError::Other { ctx, .. } => Some(ctx),
+            | MirrorError::Other { ctx, .. } => Some(ctx.as_ref()),
             MirrorError::MetricsListen { .. } => None,
         }
     }
@@ -245,7 +245,7 @@ impl MirrorError {
             | MirrorError::OffsetMap { ctx, .. }
             | MirrorError::Incident { ctx, .. }
             | MirrorError::State { ctx, .. }
-            | MirrorError::Other { ctx, .. } => Some(ctx),
+            | MirrorError::Other { ctx, .. } => Some(ctx.as_mut()),
             MirrorError::MetricsListen { .. } => None,
         }
     }

@@ -11,13 +11,25 @@
 //! - [`heartbeat`]: MM2-compatible heartbeats.
 //! - [`metrics`]: the Prometheus registry, flow health and the `/metrics` + `/health`
 //!   endpoint.
+//! - [`datapath`]: fetchers, batch planning, the produce pipeline, the in-flight budget,
+//!   crash recovery.
+//! - [`state`]: the per-flow state topic (offset maps) and [`state::load_maps`].
+//! - [`flow`]: one flow's lifecycle; [`engine`]: [`Engine`] runs every flow
+//!   (continuously or `--once`, with a [`RunSummary`]); [`connect`]: clients with a
+//!   deadline.
 
 pub mod config;
+pub mod connect;
+pub mod datapath;
+pub mod engine;
 pub mod error;
+pub mod flow;
 pub mod groups;
 pub mod heartbeat;
 pub mod metrics;
+pub mod state;
 pub mod topics;
 
+pub use engine::{Engine, RunSummary};
 pub use error::MirrorError;
 pub use metrics::Metrics;

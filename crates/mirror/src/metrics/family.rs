@@ -63,8 +63,7 @@ impl Series for Gauge {
 
 /// Upper bounds of the latency histogram buckets, in seconds.
 pub const LATENCY_BUCKETS: [f64; 16] = [
-    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
-    300.0,
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
 /// A histogram over [`LATENCY_BUCKETS`].
@@ -247,11 +246,26 @@ mod tests {
         h.observe(-1.0);
         let mut out = String::new();
         h.render("lat", "flow=\"f\"", &mut out);
-        assert!(out.contains("lat_bucket{flow=\"f\",le=\"0.001\"} 1\n"), "{out}");
-        assert!(out.contains("lat_bucket{flow=\"f\",le=\"0.005\"} 2\n"), "{out}");
-        assert!(out.contains("lat_bucket{flow=\"f\",le=\"0.25\"} 3\n"), "{out}");
-        assert!(out.contains("lat_bucket{flow=\"f\",le=\"300\"} 3\n"), "{out}");
-        assert!(out.contains("lat_bucket{flow=\"f\",le=\"+Inf\"} 4\n"), "{out}");
+        assert!(
+            out.contains("lat_bucket{flow=\"f\",le=\"0.001\"} 1\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("lat_bucket{flow=\"f\",le=\"0.005\"} 2\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("lat_bucket{flow=\"f\",le=\"0.25\"} 3\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("lat_bucket{flow=\"f\",le=\"300\"} 3\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("lat_bucket{flow=\"f\",le=\"+Inf\"} 4\n"),
+            "{out}"
+        );
         assert!(out.contains("lat_sum{flow=\"f\"} 1000.203\n"), "{out}");
         assert!(out.contains("lat_count{flow=\"f\"} 4\n"), "{out}");
     }

@@ -206,7 +206,9 @@ mod tests {
         assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
         assert!(r.contains("Content-Type: text/plain; version=0.0.4"), "{r}");
         assert!(
-            r.contains("strait_records_replicated_total{flow=\"f\",topic=\"t\",partition=\"1\"} 42\n"),
+            r.contains(
+                "strait_records_replicated_total{flow=\"f\",topic=\"t\",partition=\"1\"} 42\n"
+            ),
             "{r}"
         );
 

@@ -395,7 +395,12 @@ impl Metrics {
         for fam in [&f.records, &f.bytes, &f.fetch_errors, &f.fetch_retries] {
             fam.remove_prefix(&key);
         }
-        for fam in [&f.produce_errors, &f.produce_retries, &f.slow_path, &f.dropped] {
+        for fam in [
+            &f.produce_errors,
+            &f.produce_retries,
+            &f.slow_path,
+            &f.dropped,
+        ] {
             fam.remove_prefix(&key);
         }
         for fam in [&f.lag_offsets, &f.lag_seconds, &f.map_runs] {
@@ -405,7 +410,11 @@ impl Metrics {
 
     /// Records a flow's state (for `/health` and `strait_flow_up`).
     pub fn set_flow_state(&self, flow: &str, state: FlowState) {
-        let up = if state == FlowState::Running { 1.0 } else { 0.0 };
+        let up = if state == FlowState::Running {
+            1.0
+        } else {
+            0.0
+        };
         self.inner.f.flow_up.get(&[flow]).set(up);
         self.inner
             .flows
@@ -568,6 +577,11 @@ impl PartitionMetrics {
     pub fn records_total(&self) -> u64 {
         self.records.get()
     }
+
+    /// Bytes acknowledged so far.
+    pub fn bytes_total(&self) -> u64 {
+        self.bytes.get()
+    }
 }
 
 #[cfg(test)]
@@ -616,7 +630,10 @@ mod tests {
             "strait_incidents_total{flow=\"f\",topic=\"t\",partition=\"0\",kind=\"source_truncation\"} 1",
             "strait_group_translation_staleness_seconds{flow=\"f\",group=\"g1\"} 4",
         ] {
-            assert!(text.contains(&format!("{line}\n")), "missing {line}\n{text}");
+            assert!(
+                text.contains(&format!("{line}\n")),
+                "missing {line}\n{text}"
+            );
         }
         m.remove_partition("f", "t", 0);
         assert!(!m.render().contains("partition=\"0\"}"));

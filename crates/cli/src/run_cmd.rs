@@ -1,0 +1,91 @@
+//! `strait run -c FILE [--once]`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use strait_mirror::Engine;
+use strait_mirror::config::{Config, load};
+use strait_mirror::metrics::http::MetricsServer;
+
+use crate::cli::LogFormat;
+use crate::logging;
+
+/// Loads the config, starts logging and the metrics endpoint, and replicates until
+/// SIGTERM/SIGINT (or, with `once`, until caught up). Exit 0 after a graceful stop.
+pub fn run_cmd(
+    path: &Path,
+    once: bool,
+    log_format: Option<LogFormat>,
+    log_level: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let config = match load(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            anyhow::bail!("{} is not a valid config", path.display());
+        }
+    };
+    let format = log_format.unwrap_or(match config.logging.format {
+        strait_mirror::config::model::LogFormat::Text => LogFormat::Text,
+        strait_mirror::config::model::LogFormat::Json => LogFormat::Json,
+    });
+    // `--log-level` wins, then RUST_LOG, then the config file.
+    let level = log_level
+        .map(str::to_owned)
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .unwrap_or_else(|| config.logging.level.clone());
+    logging::init(format, Some(&level)).map_err(anyhow::Error::msg)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(run(config, once))
+}
+
+async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
+    let listen = config.metrics_listen;
+    let engine = Engine::new(config);
+    let _server = match listen {
+        Some(addr) => {
+            let s = MetricsServer::start(addr, engine.metrics().clone()).await?;
+            tracing::info!(addr = %s.local_addr(), "serving /metrics and /health");
+            Some(s)
+        }
+        None => None,
+    };
+    // MirrorError's message already includes its cause: keep anyhow from repeating it.
+    let flat = |e: strait_mirror::MirrorError| anyhow::anyhow!(e.to_string());
+    if once {
+        let summary = engine.run_once().await.map_err(flat)?;
+        println!("{summary}");
+    } else {
+        engine.run(shutdown_signal()).await.map_err(flat)?;
+        tracing::info!("stopped");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops Strait");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,396 @@
+//! Fetchers: one per source broker, each with a fetch session (KIP-227, read_committed)
+//! for the partitions that broker leads, and the [`Router`] that assigns partitions to
+//! the fetcher of their leader and re-routes them on leader changes.
+//!
+//! A fetcher asks only for partitions whose pipeline has room (a bounded channel) and
+//! reserves each record set against the in-flight [`Budget`] before handing it on, so
+//! fetching waits when the budget is full. The partition's [`Cursor`] is the fetch
+//! position; a pipeline that must re-read (incident handling) bumps its generation, and
+//! data fetched under an older generation is dropped.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use strait_client::{AbortedTxn, Client, FetchOptions, FetchPosition, FetchedPartition};
+use strait_records::{Limits, split};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use super::budget::{Budget, Reservation};
+use crate::error::MirrorError;
+use crate::metrics::PartitionMetrics;
+
+/// A partition's fetch position as the fetcher sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    /// Next offset to fetch.
+    pub position: i64,
+    /// Bumped whenever the pipeline moves the position itself.
+    pub generation: u64,
+    /// Not fetched until the pipeline resolves an incident.
+    pub paused: bool,
+    /// Finished: the fetcher forgets the partition.
+    pub stopped: bool,
+}
+
+/// What a fetcher hands a partition pipeline.
+#[derive(Debug)]
+pub enum Feed {
+    /// A record set (possibly empty: then only the bounds are news).
+    Data {
+        /// Cursor generation it was fetched under.
+        generation: u64,
+        /// The offset it was fetched from.
+        position: i64,
+        /// The record batches (a slice of the response buffer).
+        records: Bytes,
+        /// Aborted transactions overlapping them.
+        aborted: Vec<AbortedTxn>,
+        /// The reachable end (last stable offset, or high watermark).
+        end: i64,
+        /// Its share of the in-flight budget.
+        reservation: Arc<Reservation>,
+    },
+    /// OFFSET_OUT_OF_RANGE at `position`; the cursor is paused.
+    OutOfRange {
+        /// Cursor generation.
+        generation: u64,
+        /// The position asked for.
+        position: i64,
+    },
+    /// A non-retriable fetch error.
+    Failed(MirrorError),
+}
+
+/// The link between a fetcher and one partition's pipeline.
+#[derive(Debug)]
+pub struct PartitionFeed {
+    /// Source topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    cursor: Mutex<Cursor>,
+    tx: mpsc::Sender<Feed>,
+    last_end: Mutex<i64>,
+    /// The partition's metrics.
+    pub metrics: PartitionMetrics,
+}
+
+impl PartitionFeed {
+    /// A feed starting at `position`, delivering into `tx`.
+    pub fn new(
+        topic: &str,
+        partition: i32,
+        position: i64,
+        tx: mpsc::Sender<Feed>,
+        metrics: PartitionMetrics,
+    ) -> Arc<Self> {
+        Arc::new(PartitionFeed {
+            topic: topic.to_owned(),
+            partition,
+            cursor: Mutex::new(Cursor {
+                position,
+                generation: 0,
+                paused: false,
+                stopped: false,
+            }),
+            tx,
+            last_end: Mutex::new(-1),
+            metrics,
+        })
+    }
+
+    /// Runs `f` on the cursor under its lock.
+    pub fn with_cursor<R>(&self, f: impl FnOnce(&mut Cursor) -> R) -> R {
+        f(&mut self.cursor.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn stopped(&self) -> bool {
+        self.with_cursor(|c| c.stopped)
+    }
+}
+
+type Assign = mpsc::UnboundedSender<Arc<PartitionFeed>>;
+
+/// Assigns partitions to per-broker fetchers of one source cluster.
+pub struct Router {
+    client: Client,
+    flow: String,
+    cluster: String,
+    opts: FetchOptions,
+    partition_max_bytes: i32,
+    budget: Budget,
+    limits: Limits,
+    stop: watch::Receiver<bool>,
+    fetchers: Mutex<HashMap<i32, Assign>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router")
+            .field("flow", &self.flow)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Router {
+    /// A router for `client` (the source cluster `cluster` of `flow`); fetchers stop when
+    /// `stop` turns true.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        client: Client,
+        flow: &str,
+        cluster: &str,
+        opts: FetchOptions,
+        partition_max_bytes: i32,
+        budget: Budget,
+        limits: Limits,
+        stop: watch::Receiver<bool>,
+    ) -> Arc<Self> {
+        Arc::new(Router {
+            client,
+            flow: flow.to_owned(),
+            cluster: cluster.to_owned(),
+            opts,
+            partition_max_bytes,
+            budget,
+            limits,
+            stop,
+            fetchers: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Hands `feed` to the fetcher of its leader (in the background).
+    pub fn assign(self: &Arc<Self>, feed: Arc<PartitionFeed>) {
+        let router = Arc::clone(self);
+        tokio::spawn(async move { router.route(feed).await });
+    }
+
+    async fn route(self: Arc<Self>, feed: Arc<PartitionFeed>) {
+        let mut delay = Duration::from_millis(100);
+        let leader = loop {
+            if *self.stop.borrow() || feed.stopped() {
+                return;
+            }
+            match self.client.leader_for(&feed.topic, feed.partition).await {
+                Ok((leader, _)) if leader >= 0 => break leader,
+                Ok(_) => {}
+                Err(e) => {
+                    feed.metrics.fetch_error();
+                    tracing::warn!(flow = %self.flow, cluster = %self.cluster, topic = %feed.topic,
+                        partition = feed.partition, error = %e, "no leader for the partition; retrying");
+                }
+            }
+            self.client.invalidate_metadata();
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        };
+        let mut fetchers = self.fetchers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tx) = fetchers.get(&leader)
+            && tx.send(Arc::clone(&feed)).is_ok()
+        {
+            return;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        // Cannot fail: we hold the receiver.
+        let _ = tx.send(feed);
+        fetchers.insert(leader, tx);
+        let task = tokio::spawn(run_fetcher(Arc::clone(&self), leader, rx));
+        self.tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(task);
+    }
+
+    /// Waits for every fetcher to exit (after `stop` turned true).
+    pub async fn join(&self) {
+        let tasks: Vec<_> =
+            std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Kafka codes after which the partition is routed again: NOT_LEADER_OR_FOLLOWER,
+/// UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH,
+/// UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID, REPLICA_NOT_AVAILABLE.
+const REROUTE: [i16; 7] = [6, 3, 5, 74, 75, 100, 9];
+/// OFFSET_OUT_OF_RANGE.
+const OUT_OF_RANGE: i16 = 1;
+
+async fn run_fetcher(
+    router: Arc<Router>,
+    broker: i32,
+    mut assigned: mpsc::UnboundedReceiver<Arc<PartitionFeed>>,
+) {
+    let mut stop = router.stop.clone();
+    let mut session = router.client.fetch_session(broker);
+    let mut parts: Vec<Arc<PartitionFeed>> = Vec::new();
+    let mut failures: u32 = 0;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        while let Ok(p) = assigned.try_recv() {
+            parts.push(p);
+        }
+        parts.retain(|p| !p.stopped());
+        let mut wanted: Vec<(Arc<PartitionFeed>, Cursor)> = Vec::new();
+        for p in &parts {
+            let c = p.with_cursor(|c| *c);
+            if !c.paused && p.tx.capacity() > 0 {
+                wanted.push((Arc::clone(p), c));
+            }
+        }
+        if wanted.is_empty() {
+            tokio::select! {
+                p = assigned.recv() => match p {
+                    Some(p) => parts.push(p),
+                    None => return,
+                },
+                _ = stop.changed() => return,
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+            continue;
+        }
+        let positions: Vec<FetchPosition> = wanted
+            .iter()
+            .map(|(p, c)| {
+                let mut pos = FetchPosition::new(p.topic.clone(), p.partition, c.position);
+                pos.max_bytes = router.partition_max_bytes;
+                pos
+            })
+            .collect();
+        let result = tokio::select! {
+            r = session.fetch(&positions, &router.opts) => r,
+            _ = stop.changed() => return,
+        };
+        match result {
+            Err(e) => {
+                failures += 1;
+                for (p, _) in &wanted {
+                    p.metrics.fetch_error();
+                }
+                if failures == 1 || failures.is_multiple_of(20) {
+                    tracing::warn!(flow = %router.flow, cluster = %router.cluster, broker,
+                        error = %e, failures, "fetch failed; retrying");
+                }
+                if failures >= 3 || e.is_stale_metadata() {
+                    // The broker may be gone: let the router find the leaders again.
+                    router.client.invalidate_metadata();
+                    for p in parts.drain(..) {
+                        router.assign(p);
+                    }
+                }
+                let backoff = Duration::from_millis(50 << failures.min(6));
+                tokio::time::sleep(backoff.min(Duration::from_secs(3))).await;
+            }
+            Ok(result) => {
+                failures = 0;
+                for fp in result.partitions {
+                    let Some((p, c)) = wanted
+                        .iter()
+                        .find(|(p, _)| p.topic == fp.topic && p.partition == fp.partition)
+                    else {
+                        continue;
+                    };
+                    if let Some(drop) = deliver(&router, p, *c, fp).await {
+                        if drop {
+                            parts.retain(|x| !Arc::ptr_eq(x, p));
+                        }
+                        if *stop.borrow() {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Handles one partition of a response; `Some(true)` when the fetcher must forget it.
+async fn deliver(
+    router: &Arc<Router>,
+    p: &Arc<PartitionFeed>,
+    asked: Cursor,
+    fp: FetchedPartition,
+) -> Option<bool> {
+    match fp.error_code {
+        0 => {
+            let end = if fp.last_stable_offset >= 0 {
+                fp.last_stable_offset
+            } else {
+                fp.high_watermark
+            };
+            let next = match split(fp.records.clone(), &router.limits) {
+                Ok(s) => s.batches.last().map_or(asked.position, |b| {
+                    b.header().next_offset().max(asked.position)
+                }),
+                // The pipeline reports the error with context.
+                Err(_) => asked.position,
+            };
+            let news = next != asked.position || {
+                let mut last = p.last_end.lock().unwrap_or_else(PoisonError::into_inner);
+                std::mem::replace(&mut *last, end) != end
+            };
+            if !news && fp.records.is_empty() {
+                return None;
+            }
+            let reservation = Arc::new(router.budget.reserve(fp.records.len()).await);
+            let feed = Feed::Data {
+                generation: asked.generation,
+                position: asked.position,
+                records: fp.records,
+                aborted: fp.aborted_transactions,
+                end,
+                reservation,
+            };
+            p.with_cursor(|c| {
+                if c.generation == asked.generation && c.position == asked.position && !c.paused {
+                    // Only this fetcher sends on the channel and it had room: never full.
+                    if p.tx.try_send(feed).is_ok() {
+                        c.position = next;
+                    }
+                }
+            });
+            None
+        }
+        OUT_OF_RANGE => {
+            p.with_cursor(|c| {
+                if c.generation == asked.generation {
+                    c.paused = true;
+                    let _ = p.tx.try_send(Feed::OutOfRange {
+                        generation: asked.generation,
+                        position: asked.position,
+                    });
+                }
+            });
+            None
+        }
+        code if REROUTE.contains(&code) => {
+            p.metrics.fetch_retry();
+            router.client.invalidate_metadata();
+            router.assign(Arc::clone(p));
+            Some(true)
+        }
+        _ => {
+            let e = fp.error()?;
+            p.metrics.fetch_error();
+            if e.is_retriable() {
+                return None;
+            }
+            let err = MirrorError::kafka("fetch", e)
+                .flow(&router.flow)
+                .cluster(&router.cluster)
+                .topic(&p.topic)
+                .partition(p.partition);
+            let _ = p.tx.try_send(Feed::Failed(err));
+            Some(true)
+        }
+    }
+}

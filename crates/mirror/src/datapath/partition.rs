@@ -1,0 +1,457 @@
+//! One partition's pipeline: a sender that plans fetched record sets and hands batches to
+//! the idempotent producer (which stamps them and keeps ≤ 5 in flight), and a recorder
+//! that waits for the acknowledgements in order and extends the offset map.
+//!
+//! Everything that changes the map — acknowledged batches, skipped markers, incident
+//! resolutions, records found already written during recovery — goes through the one
+//! ordered channel to the recorder, so the map sees the log in order.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use strait_client::{AckFuture, Client, IdempotentProducer, IsolationLevel, OffsetSpec};
+use strait_offsets::{MapWriter, Side};
+use strait_records::Limits;
+use tokio::sync::{Notify, mpsc, watch};
+
+use super::budget::Reservation;
+use super::fetcher::{Feed, PartitionFeed};
+use super::plan::{Step, plan};
+use super::recovery::{Decision, Recovery};
+use crate::config::model::IncidentPolicy;
+use crate::error::{IncidentKind, MirrorError};
+
+/// A partition's map, shared by its recorder and the state checkpointer.
+pub type SharedMap = Arc<Mutex<MapWriter>>;
+
+/// What the pipeline needs to know about its partition.
+#[derive(Debug, Clone)]
+pub struct PartitionSpec {
+    /// Flow name (context for errors and logs).
+    pub flow: String,
+    /// Source cluster name.
+    pub source_cluster: String,
+    /// Source topic.
+    pub source_topic: String,
+    /// Target topic.
+    pub target_topic: String,
+    /// Partition (same index on both sides).
+    pub partition: i32,
+    /// Largest batch the target accepts.
+    pub max_batch_bytes: usize,
+    /// `--once`: stop at this source offset.
+    pub until: Option<i64>,
+    /// Reaction to source truncation.
+    pub on_source_truncation: IncidentPolicy,
+    /// Reaction to a target that does not hold what the map says (truncated/re-created).
+    pub on_target_mismatch: IncidentPolicy,
+}
+
+/// Progress shared with the flow.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// The map changed since the last state write.
+    pub dirty: AtomicBool,
+    /// `--once`: reached `until`.
+    pub done: AtomicBool,
+    /// The last end (LSO/HW) seen on the source.
+    pub end: AtomicI64,
+    /// Woken when `done` turns true.
+    pub notify: Notify,
+}
+
+/// The ack-side view of a produced or skipped step.
+#[derive(Debug)]
+enum Written {
+    Dense { source_first: u64, count: u64 },
+    Listed(Vec<u64>),
+}
+
+impl Written {
+    fn of(step: &Step) -> Option<Written> {
+        match step {
+            Step::Forward {
+                source_first,
+                count,
+                ..
+            } => Some(Written::Dense {
+                source_first: u64::try_from(*source_first).ok()?,
+                count: u64::try_from(*count).ok()?,
+            }),
+            Step::Reencoded { source_offsets, .. } => Some(Written::Listed(
+                source_offsets
+                    .iter()
+                    .map(|o| u64::try_from(*o).unwrap_or(0))
+                    .collect(),
+            )),
+            Step::Skip { .. } => None,
+        }
+    }
+
+    fn records(&self) -> u64 {
+        match self {
+            Written::Dense { count, .. } => *count,
+            Written::Listed(v) => v.len() as u64,
+        }
+    }
+}
+
+/// Work for the recorder, in log order.
+enum Record {
+    Produced {
+        ack: AckFuture,
+        written: Written,
+        bytes: u64,
+        max_timestamp: i64,
+        _reservation: Arc<Reservation>,
+    },
+    AlreadyWritten(Written),
+    Advance(u64),
+    SourceLogStart(u64),
+    SourceRecreated(u64),
+    /// The target holds `extra` records past the map we cannot match: restart the map's
+    /// target side after them, resuming the source at `resume_source`.
+    TargetReset {
+        extra: u64,
+        resume_source: u64,
+    },
+}
+
+/// Runs the pipeline until `stop` turns true (graceful: in-flight batches are awaited and
+/// recorded) or an error stops it.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    spec: PartitionSpec,
+    feed: Arc<PartitionFeed>,
+    rx: mpsc::Receiver<Feed>,
+    map: SharedMap,
+    progress: Arc<Progress>,
+    producer: IdempotentProducer,
+    source: Client,
+    recovery: Recovery,
+    stop: watch::Receiver<bool>,
+) -> Result<(), MirrorError> {
+    let (rec_tx, rec_rx) = mpsc::channel::<Record>(16);
+    let sender = send_loop(
+        &spec, &feed, &progress, rx, &producer, &source, recovery, rec_tx, stop,
+    );
+    let recorder = record_loop(&spec, &feed, &map, &progress, rec_rx);
+    let result = tokio::try_join!(sender, recorder).map(|_| ());
+    feed.with_cursor(|c| c.stopped = true);
+    result.map_err(|e| {
+        e.flow(&spec.flow)
+            .topic(&spec.source_topic)
+            .partition(spec.partition)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn send_loop(
+    spec: &PartitionSpec,
+    feed: &PartitionFeed,
+    progress: &Progress,
+    mut rx: mpsc::Receiver<Feed>,
+    producer: &IdempotentProducer,
+    source: &Client,
+    mut recovery: Recovery,
+    rec: mpsc::Sender<Record>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), MirrorError> {
+    let limits = Limits::default();
+    let mut generation = 0u64;
+    let send = |r: Record| {
+        let rec = rec.clone();
+        async move {
+            rec.send(r)
+                .await
+                .map_err(|_| MirrorError::other("the recorder stopped"))
+        }
+    };
+    loop {
+        if *stop.borrow() {
+            return Ok(());
+        }
+        let item = tokio::select! {
+            item = rx.recv() => item,
+            _ = stop.changed() => return Ok(()),
+        };
+        let Some(item) = item else { return Ok(()) };
+        match item {
+            Feed::Data {
+                generation: g,
+                position,
+                records,
+                aborted,
+                end,
+                reservation,
+            } => {
+                if g != generation {
+                    continue;
+                }
+                if let Some(until) = spec.until
+                    && position >= until
+                {
+                    // `--once`: everything up to the end seen at start is planned.
+                    feed.with_cursor(|c| c.paused = true);
+                    continue;
+                }
+                progress.end.store(end, Ordering::Relaxed);
+                let plan = plan(records, &aborted, position, spec.max_batch_bytes, &limits)
+                    .map_err(|e| {
+                        MirrorError::records(
+                            format!("batch at source offset {}", e.offset),
+                            e.source,
+                        )
+                        .cluster(&spec.source_cluster)
+                    })?;
+                for _ in 0..plan.dropped_control {
+                    feed.metrics.dropped("control");
+                }
+                for _ in 0..plan.dropped_aborted {
+                    feed.metrics.dropped("aborted");
+                }
+                for r in &plan.slow {
+                    feed.metrics.slow_path(r.as_str());
+                }
+                for step in plan.steps {
+                    let mut decision = recovery.decide(&step);
+                    if let Decision::Mismatch {
+                        remaining,
+                        step_records,
+                    } = decision
+                    {
+                        let message = format!(
+                            "recovery expected {remaining} more record(s) already on the target \
+                             but the next batch holds {step_records}: the target partition of \
+                             {} was written by someone else or truncated",
+                            spec.target_topic
+                        );
+                        feed.metrics.incident(IncidentKind::TargetTruncation);
+                        if spec.on_target_mismatch == IncidentPolicy::Fail {
+                            return Err(MirrorError::incident(
+                                IncidentKind::TargetTruncation,
+                                message,
+                            ));
+                        }
+                        tracing::error!(flow = %spec.flow, topic = %spec.source_topic,
+                            partition = spec.partition, "{message}; policy skip: the map restarts at the target end");
+                        let resume_source = match Written::of(&step) {
+                            Some(Written::Dense { source_first, .. }) => source_first,
+                            Some(Written::Listed(v)) => v.first().copied().unwrap_or(0),
+                            None => 0,
+                        };
+                        send(Record::TargetReset {
+                            extra: u64::try_from(remaining).unwrap_or(0),
+                            resume_source,
+                        })
+                        .await?;
+                        recovery = Recovery::none();
+                        decision = Decision::Produce;
+                    }
+                    let written = Written::of(&step);
+                    match (decision, step, written) {
+                        (_, Step::Skip { source_next }, _) => {
+                            send(Record::Advance(u64::try_from(source_next).unwrap_or(0))).await?
+                        }
+                        (Decision::AlreadyWritten, _, Some(w)) => {
+                            send(Record::AlreadyWritten(w)).await?
+                        }
+                        (
+                            _,
+                            Step::Forward { batch, .. } | Step::Reencoded { batch, .. },
+                            Some(written),
+                        ) => {
+                            let bytes = batch.size() as u64;
+                            let max_timestamp = batch.header().max_timestamp;
+                            let ack = producer
+                                .send(&spec.target_topic, spec.partition, batch)
+                                .await
+                                .map_err(|e| MirrorError::kafka("produce", e))?;
+                            send(Record::Produced {
+                                ack,
+                                written,
+                                bytes,
+                                max_timestamp,
+                                _reservation: Arc::clone(&reservation),
+                            })
+                            .await?;
+                        }
+                        (_, _, None) => {
+                            return Err(MirrorError::other("negative offset in a fetched batch"));
+                        }
+                    }
+                }
+            }
+            Feed::OutOfRange {
+                generation: g,
+                position,
+            } => {
+                if g != generation {
+                    continue;
+                }
+                let start = source
+                    .list_offsets(
+                        &spec.source_topic,
+                        &[(spec.partition, OffsetSpec::Earliest)],
+                        IsolationLevel::ReadCommitted,
+                    )
+                    .await
+                    .map_err(|e| {
+                        MirrorError::kafka("list offsets", e).cluster(&spec.source_cluster)
+                    })?
+                    .first()
+                    .map_or(0, |o| o.offset.max(0));
+                let (message, record) = if position < start {
+                    (
+                        format!(
+                            "the source log now starts at offset {start}, but offsets \
+                             {position}..{start} were not replicated yet (retention or DeleteRecords)"
+                        ),
+                        Record::SourceLogStart(start as u64),
+                    )
+                } else {
+                    (
+                        format!(
+                            "offset {position} is past the end of the source log (log start \
+                             {start}): the partition was truncated or re-created"
+                        ),
+                        Record::SourceRecreated(start as u64),
+                    )
+                };
+                feed.metrics.incident(IncidentKind::SourceTruncation);
+                if spec.on_source_truncation == IncidentPolicy::Fail {
+                    return Err(MirrorError::incident(
+                        IncidentKind::SourceTruncation,
+                        format!(
+                            "{message}; policy fail (set on_source_truncation = \"skip\" to \
+                             continue from the log start)"
+                        ),
+                    )
+                    .cluster(&spec.source_cluster));
+                }
+                tracing::error!(flow = %spec.flow, topic = %spec.source_topic,
+                    partition = spec.partition, "source truncation: {message}; policy skip: continuing from offset {start}");
+                send(record).await?;
+                generation += 1;
+                feed.with_cursor(|c| {
+                    c.position = start;
+                    c.generation = generation;
+                    c.paused = false;
+                });
+            }
+            Feed::Failed(e) => return Err(e),
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+async fn record_loop(
+    spec: &PartitionSpec,
+    feed: &PartitionFeed,
+    map: &SharedMap,
+    progress: &Progress,
+    mut rx: mpsc::Receiver<Record>,
+) -> Result<(), MirrorError> {
+    let lock = || map.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(until) = spec.until
+        && lock().read(|m| m.next(Side::Source)) as i64 >= until
+    {
+        mark_done(progress);
+    }
+    while let Some(r) = rx.recv().await {
+        let mut newest_ts = None;
+        match r {
+            Record::Produced {
+                ack,
+                written,
+                bytes,
+                max_timestamp,
+                _reservation,
+            } => {
+                let a = match ack.wait().await {
+                    Ok(a) => a,
+                    Err(e) => {
+                        feed.metrics.produce_error();
+                        return Err(MirrorError::kafka("produce", e));
+                    }
+                };
+                let base = u64::try_from(a.base_offset).unwrap_or(0);
+                append(&mut lock(), &written, base)?;
+                let latency = (now_ms() - max_timestamp) as f64 / 1000.0;
+                feed.metrics.acked(written.records(), bytes, latency);
+                newest_ts = Some(max_timestamp);
+            }
+            Record::AlreadyWritten(written) => {
+                let mut m = lock();
+                let base = m.read(|m| m.next(Side::Target));
+                append(&mut m, &written, base)?;
+            }
+            Record::Advance(next) => lock()
+                .update(|m| {
+                    if next > m.next(Side::Source) {
+                        m.advance_source(next)
+                    } else {
+                        Ok(())
+                    }
+                })
+                .map_err(MirrorError::offset_map)?,
+            Record::SourceLogStart(start) => lock()
+                .update(|m| m.set_source_log_start(start))
+                .map_err(MirrorError::offset_map)?,
+            Record::SourceRecreated(start) => lock()
+                .update(|m| {
+                    let t = m.next(Side::Target);
+                    m.source_recreated(start, t)
+                })
+                .map_err(MirrorError::offset_map)?,
+            Record::TargetReset {
+                extra,
+                resume_source,
+            } => lock()
+                .update(|m| {
+                    let end = m.next(Side::Target) + extra;
+                    m.target_recreated(end, resume_source)
+                })
+                .map_err(MirrorError::offset_map)?,
+        }
+        progress.dirty.store(true, Ordering::Release);
+        let (source_next, runs) = lock().read(|m| (m.next(Side::Source), m.runs().len()));
+        feed.metrics.map_runs(runs);
+        let end = progress.end.load(Ordering::Relaxed);
+        let lag = (end - source_next as i64).max(0);
+        let lag_secs = match newest_ts {
+            Some(ts) if lag > 0 => ((now_ms() - ts) as f64 / 1000.0).max(0.0),
+            _ => 0.0,
+        };
+        feed.metrics.lag(lag, lag_secs);
+        if let Some(until) = spec.until
+            && source_next as i64 >= until
+        {
+            mark_done(progress);
+        }
+    }
+    Ok(())
+}
+
+fn mark_done(progress: &Progress) {
+    if !progress.done.swap(true, Ordering::AcqRel) {
+        progress.notify.notify_waiters();
+    }
+}
+
+fn append(m: &mut MapWriter, written: &Written, target_base: u64) -> Result<(), MirrorError> {
+    match written {
+        Written::Dense {
+            source_first,
+            count,
+        } => m.append_dense(*source_first, *count, target_base),
+        Written::Listed(offsets) => m.append_listed(offsets, target_base),
+    }
+    .map_err(MirrorError::offset_map)
+}

@@ -1,0 +1,100 @@
+//! Partition bounds from Fetch: log start, high watermark, last stable offset.
+//!
+//! ListOffsets(latest) is wrong on Tansu (it answers the last batch's base offset + 1),
+//! so ends come from a Fetch response's high watermark / last stable offset, fetched at
+//! the log start (ListOffsets(earliest), right everywhere). This is right on Kafka too.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use strait_client::{Client, FetchOptions, FetchPosition, IsolationLevel, OffsetSpec};
+
+/// A partition's bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// First offset in the log.
+    pub log_start: i64,
+    /// The end a reader at `isolation` can reach: the last stable offset for
+    /// read-committed (when the broker reports one), else the high watermark.
+    pub end: i64,
+}
+
+const ATTEMPTS: u32 = 20;
+
+/// Bounds of `partitions` of `topic`, retrying leader moves and log-start races.
+pub async fn bounds(
+    client: &Client,
+    topic: &str,
+    partitions: &[i32],
+    isolation: IsolationLevel,
+) -> Result<BTreeMap<i32, Bounds>, strait_client::Error> {
+    let mut out = BTreeMap::new();
+    let mut todo: Vec<i32> = partitions.to_vec();
+    let mut last_err = None;
+    for attempt in 0..ATTEMPTS {
+        if todo.is_empty() {
+            break;
+        }
+        if attempt > 0 {
+            client.invalidate_metadata();
+            tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt.min(10)))).await;
+        }
+        let specs: Vec<(i32, OffsetSpec)> =
+            todo.iter().map(|p| (*p, OffsetSpec::Earliest)).collect();
+        let starts = client.list_offsets(topic, &specs, isolation).await?;
+        let mut by_leader: BTreeMap<i32, Vec<FetchPosition>> = BTreeMap::new();
+        for s in &starts {
+            let (leader, _) = client.leader_for(topic, s.partition).await?;
+            let mut pos = FetchPosition::new(topic, s.partition, s.offset.max(0));
+            pos.max_bytes = 1;
+            by_leader.entry(leader).or_default().push(pos);
+        }
+        let opts = FetchOptions {
+            // Not 0: Tansu answers nothing at all for max_wait = 0.
+            max_wait: Duration::from_millis(10),
+            min_bytes: 1,
+            max_bytes: 1,
+            isolation,
+        };
+        for (leader, positions) in by_leader {
+            let result = match client.fetch(leader, &positions, &opts).await {
+                Ok(r) => r,
+                Err(e) => {
+                    last_err = Some(e);
+                    continue;
+                }
+            };
+            for p in result.partitions {
+                if let Some(e) = p.error() {
+                    last_err = Some(e);
+                    continue;
+                }
+                let Some(start) = positions.iter().find(|x| x.partition == p.partition) else {
+                    continue;
+                };
+                let end = if isolation == IsolationLevel::ReadCommitted && p.last_stable_offset >= 0
+                {
+                    p.last_stable_offset
+                } else {
+                    p.high_watermark
+                };
+                let log_start = if p.log_start_offset >= 0 {
+                    p.log_start_offset
+                } else {
+                    start.offset
+                };
+                out.insert(p.partition, Bounds { log_start, end });
+            }
+        }
+        todo.retain(|p| !out.contains_key(p));
+    }
+    if todo.is_empty() {
+        Ok(out)
+    } else {
+        Err(last_err.unwrap_or_else(|| {
+            strait_client::Error::new(strait_client::ErrorKind::NoBrokerAvailable)
+                .topic(topic)
+                .message(format!("no Fetch answer for partitions {todo:?}"))
+        }))
+    }
+}

@@ -1,0 +1,189 @@
+//! The engine: every enabled flow of a config, continuously ([`Engine::run`]) or once
+//! ([`Engine::run_once`]).
+
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::config::Config;
+use crate::datapath::budget::Budget;
+use crate::error::MirrorError;
+use crate::flow::{FlowSummary, run_flow};
+use crate::metrics::Metrics;
+
+/// What a `--once` run did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunSummary {
+    /// Per flow.
+    pub flows: Vec<FlowSummary>,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+impl RunSummary {
+    /// Topics over all flows.
+    pub fn topics(&self) -> usize {
+        self.flows.iter().map(|f| f.topics).sum()
+    }
+
+    /// Partitions over all flows.
+    pub fn partitions(&self) -> usize {
+        self.flows.iter().map(|f| f.partitions).sum()
+    }
+
+    /// Records over all flows.
+    pub fn records(&self) -> u64 {
+        self.flows.iter().map(|f| f.records).sum()
+    }
+
+    /// Bytes over all flows.
+    pub fn bytes(&self) -> u64 {
+        self.flows.iter().map(|f| f.bytes).sum()
+    }
+
+    /// Groups translated over all flows.
+    pub fn groups_translated(&self) -> usize {
+        self.flows.iter().map(|f| f.groups_translated).sum()
+    }
+
+    /// Throughput in MiB/s (0 for an instant run).
+    pub fn mib_per_sec(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.bytes() as f64 / (1024.0 * 1024.0) / secs
+        } else {
+            0.0
+        }
+    }
+}
+
+impl std::fmt::Display for RunSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for fl in &self.flows {
+            writeln!(
+                f,
+                "flow {}: {} topic(s), {} partition(s), {} record(s), {} byte(s), {} group(s) translated",
+                fl.flow, fl.topics, fl.partitions, fl.records, fl.bytes, fl.groups_translated
+            )?;
+        }
+        write!(
+            f,
+            "total: {} topic(s), {} partition(s), {} record(s), {:.1} MiB in {:.2} s ({:.1} MiB/s), {} group(s) translated",
+            self.topics(),
+            self.partitions(),
+            self.records(),
+            self.bytes() as f64 / (1024.0 * 1024.0),
+            self.elapsed.as_secs_f64(),
+            self.mib_per_sec(),
+            self.groups_translated()
+        )
+    }
+}
+
+/// Runs the flows of a config.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    config: Config,
+    metrics: Metrics,
+}
+
+impl Engine {
+    /// An engine for `config` with a fresh metrics registry.
+    pub fn new(config: Config) -> Self {
+        Engine {
+            config,
+            metrics: Metrics::new(),
+        }
+    }
+
+    /// The metrics registry (serve it with [`crate::metrics::http::MetricsServer`]).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Replicates every enabled flow until `shutdown` completes, then stops gracefully:
+    /// fetching stops, in-flight batches are acknowledged and recorded, state is written.
+    /// A flow that fails stops the others and its error is returned.
+    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), MirrorError> {
+        self.run_flows(false, shutdown).await.map(|_| ())
+    }
+
+    /// Replicates every selected partition up to the source end seen at start, syncs
+    /// groups once, writes state and returns what was done.
+    pub async fn run_once(&self) -> Result<RunSummary, MirrorError> {
+        self.run_flows(true, std::future::pending()).await
+    }
+
+    async fn run_flows(
+        &self,
+        once: bool,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<RunSummary, MirrorError> {
+        let started = Instant::now();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let budget = Budget::new(self.config.engine.in_flight_memory);
+        let mut flows = JoinSet::new();
+        for flow in self.config.enabled_flows() {
+            flows.spawn(run_flow(
+                flow.clone(),
+                self.config.clone(),
+                self.metrics.clone(),
+                budget.clone(),
+                once,
+                stop_rx.clone(),
+            ));
+        }
+        if flows.is_empty() {
+            return Err(MirrorError::other("no enabled flow in the config"));
+        }
+        let reporter = tokio::spawn(report_in_flight(budget, self.metrics.clone()));
+        tokio::pin!(shutdown);
+        let mut summaries = Vec::new();
+        let mut first_error = None;
+        let mut shutting_down = false;
+        loop {
+            tokio::select! {
+                _ = &mut shutdown, if !shutting_down => {
+                    tracing::info!("stopping: finishing in-flight batches and writing state");
+                    shutting_down = true;
+                    let _ = stop_tx.send(true);
+                }
+                done = flows.join_next() => match done {
+                    None => break,
+                    Some(Ok(Ok(s))) => summaries.push(s),
+                    Some(Ok(Err(e))) => {
+                        tracing::error!(error = %e, "flow failed");
+                        let _ = stop_tx.send(true);
+                        shutting_down = true;
+                        first_error.get_or_insert(e);
+                    }
+                    Some(Err(e)) => {
+                        let _ = stop_tx.send(true);
+                        shutting_down = true;
+                        first_error.get_or_insert(MirrorError::other(format!("flow task failed: {e}")));
+                    }
+                },
+            }
+        }
+        reporter.abort();
+        match first_error {
+            Some(e) => Err(e),
+            None => {
+                summaries.sort_by(|a, b| a.flow.cmp(&b.flow));
+                Ok(RunSummary {
+                    flows: summaries,
+                    elapsed: started.elapsed(),
+                })
+            }
+        }
+    }
+}
+
+async fn report_in_flight(budget: Budget, metrics: Metrics) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        metrics.in_flight_bytes("all", budget.used());
+    }
+}

@@ -1,0 +1,602 @@
+//! One flow: connect, load state, sync topics, run the data path for every replicated
+//! partition, and periodically refresh topics, sync groups, write state and emit
+//! heartbeats. Stops gracefully (in-flight batches acknowledged, state written) when told
+//! to, or after `--once` reached the ends seen at start.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use strait_client::{
+    Client, FetchOptions, IdempotentProducer, IsolationLevel, ProducerConfig, ResourceType,
+};
+use strait_offsets::{OffsetMap, Registry, Side};
+use strait_records::Limits;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+use uuid::Uuid;
+
+use crate::config::model::{IncidentPolicy, StartPosition};
+use crate::config::{Config, Flow};
+use crate::connect::connect;
+use crate::datapath::budget::Budget;
+use crate::datapath::fetcher::{PartitionFeed, Router};
+use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap};
+use crate::datapath::probe::{Bounds, bounds};
+use crate::datapath::recovery::Recovery;
+use crate::error::{IncidentKind, MirrorError};
+use crate::groups::GroupSync;
+use crate::heartbeat::Heartbeats;
+use crate::metrics::{FlowState, Metrics, PartitionMetrics};
+use crate::state::{self, PartitionState, SavedState, StateWriter};
+use crate::topics::{ReplicatedTopic, TopicSync};
+
+/// Kafka's default `max.message.bytes` (used when the target topic does not say).
+const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+/// Record sets a fetcher may queue per partition ahead of its pipeline.
+const FEED_DEPTH: usize = 4;
+
+/// What a flow did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FlowSummary {
+    /// Flow name.
+    pub flow: String,
+    /// Source topics replicated.
+    pub topics: usize,
+    /// Partitions replicated.
+    pub partitions: usize,
+    /// Records acknowledged by the target.
+    pub records: u64,
+    /// Bytes acknowledged by the target.
+    pub bytes: u64,
+    /// Groups translated by the last group sync.
+    pub groups_translated: usize,
+}
+
+struct Running {
+    topic_id: Uuid,
+    target_topic: String,
+    map: SharedMap,
+    progress: Arc<Progress>,
+    metrics: PartitionMetrics,
+}
+
+/// The flow's moving parts.
+struct FlowRun {
+    flow: Flow,
+    source: Client,
+    target: Client,
+    metrics: Metrics,
+    registry: Arc<Registry>,
+    producer: IdempotentProducer,
+    router: Arc<Router>,
+    partition_stop: watch::Sender<bool>,
+    fetch_stop: watch::Sender<bool>,
+    tasks: JoinSet<Result<(), MirrorError>>,
+    running: BTreeMap<(String, i32), Running>,
+    state_writer: StateWriter,
+    saved: SavedState,
+    once: bool,
+}
+
+/// Runs `flow` until `stop` turns true (or, with `once`, until caught up with the ends
+/// seen at start). Returns what it did; an error stops the flow (health turns 503).
+pub async fn run_flow(
+    flow: Flow,
+    config: Config,
+    metrics: Metrics,
+    budget: Budget,
+    once: bool,
+    stop: watch::Receiver<bool>,
+) -> Result<FlowSummary, MirrorError> {
+    metrics.set_flow_state(&flow.name, FlowState::Starting);
+    let result = run_inner(&flow, &config, metrics.clone(), budget, once, stop).await;
+    match &result {
+        Ok(_) => metrics.set_flow_state(&flow.name, FlowState::Stopped),
+        Err(e) => metrics.set_flow_state(&flow.name, FlowState::Failed(e.to_string())),
+    }
+    result
+}
+
+async fn run_inner(
+    flow: &Flow,
+    config: &Config,
+    metrics: Metrics,
+    budget: Budget,
+    once: bool,
+    mut stop: watch::Receiver<bool>,
+) -> Result<FlowSummary, MirrorError> {
+    let cluster = |name: &str| {
+        config
+            .cluster(name)
+            .ok_or_else(|| MirrorError::other(format!("unknown cluster {name}")).flow(&flow.name))
+    };
+    let (source, target) = tokio::try_join!(
+        connect(cluster(&flow.source)?, &flow.name),
+        connect(cluster(&flow.target)?, &flow.name)
+    )?;
+    state::ensure_state_topic(&target, flow).await?;
+    let saved = state::read_state(&target, flow).await?;
+    tracing::info!(flow = %flow.name, partitions = saved.len(), "state loaded");
+
+    let producer = IdempotentProducer::new(
+        target.clone(),
+        ProducerConfig {
+            max_in_flight: usize::from(config.engine.max_in_flight_per_partition).clamp(1, 5),
+            ..ProducerConfig::default()
+        },
+    )
+    .await
+    .map_err(|e| {
+        MirrorError::kafka("InitProducerId", e)
+            .flow(&flow.name)
+            .cluster(&flow.target)
+    })?;
+    let (fetch_stop, fetch_stop_rx) = watch::channel(false);
+    let (partition_stop, _) = watch::channel(false);
+    let opts = FetchOptions {
+        max_wait: config.engine.fetch_max_wait.max(Duration::from_millis(5)),
+        min_bytes: 1,
+        max_bytes: config.engine.fetch_max_bytes,
+        isolation: IsolationLevel::ReadCommitted,
+    };
+    let router = Router::new(
+        source.clone(),
+        &flow.name,
+        &flow.source,
+        opts,
+        config.engine.fetch_partition_max_bytes,
+        budget,
+        Limits::default(),
+        fetch_stop_rx,
+    );
+    let registry = Arc::new(Registry::new());
+    let mut run = FlowRun {
+        flow: flow.clone(),
+        state_writer: StateWriter::new(target.clone(), flow),
+        source: source.clone(),
+        target: target.clone(),
+        metrics: metrics.clone(),
+        registry: Arc::clone(&registry),
+        producer,
+        router,
+        partition_stop,
+        fetch_stop,
+        tasks: JoinSet::new(),
+        running: BTreeMap::new(),
+        saved,
+        once,
+    };
+    let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
+    let mut group_sync = GroupSync::new(
+        flow,
+        source.clone(),
+        target.clone(),
+        Arc::clone(&registry),
+        metrics.clone(),
+    );
+    let mut heartbeats = Heartbeats::new(flow, target.clone()).with_metrics(metrics.clone());
+
+    let topics = topic_sync.refresh().await.map_err(|e| e.flow(&flow.name))?;
+    let started = Instant::now();
+    let result = async {
+        run.start_topics(&topics).await?;
+        metrics.set_flow_state(&flow.name, FlowState::Running);
+        tracing::info!(flow = %flow.name, topics = topics.len(), partitions = run.running.len(),
+            "replicating");
+        if once {
+            run.wait_caught_up(&mut stop).await?;
+            let report = group_sync.sync_once().await;
+            return Ok(report.map(|r| r.groups_translated).unwrap_or_else(|e| {
+                tracing::warn!(flow = %flow.name, error = %e, "group sync failed");
+                0
+            }));
+        }
+        let mut translated = 0;
+        let mut refresh = interval(flow.intervals.topic_refresh);
+        let mut groups = interval(flow.intervals.group_sync);
+        let mut checkpoint = interval(flow.intervals.checkpoint);
+        let mut heartbeat = interval(flow.intervals.heartbeat);
+        loop {
+            tokio::select! {
+                _ = stop.changed() => {
+                    if *stop.borrow() { return Ok(translated); }
+                }
+                Some(done) = run.tasks.join_next() => {
+                    flatten(done)?;
+                }
+                _ = refresh.tick() => match topic_sync.refresh().await {
+                    Ok(topics) => run.start_topics(&topics).await?,
+                    Err(e) => tracing::warn!(flow = %flow.name, error = %e, "topic refresh failed"),
+                },
+                _ = groups.tick() => match group_sync.sync_once().await {
+                    Ok(r) => translated = r.groups_translated,
+                    Err(e) => tracing::warn!(flow = %flow.name, error = %e, "group sync failed"),
+                },
+                _ = checkpoint.tick() => {
+                    if let Err(e) = run.write_state(false).await {
+                        tracing::warn!(flow = %flow.name, error = %e, "state checkpoint failed");
+                    }
+                }
+                _ = heartbeat.tick() => {
+                    if let Err(e) = heartbeats.emit().await {
+                        tracing::warn!(flow = %flow.name, error = %e, "heartbeat failed");
+                    }
+                }
+            }
+        }
+    }
+    .await;
+    // Graceful stop (also after an error, to save what was acknowledged).
+    let stopped = run.shutdown().await;
+    let groups_translated = result.map_err(|e: MirrorError| e.flow(&flow.name))?;
+    stopped?;
+    let summary = run.summary(groups_translated);
+    tracing::info!(flow = %flow.name, records = summary.records, bytes = summary.bytes,
+        elapsed = ?started.elapsed(), "flow stopped");
+    Ok(summary)
+}
+
+fn interval(every: Duration) -> tokio::time::Interval {
+    let mut i = tokio::time::interval(every);
+    i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    i
+}
+
+fn flatten(r: Result<Result<(), MirrorError>, tokio::task::JoinError>) -> Result<(), MirrorError> {
+    match r {
+        Ok(r) => r,
+        Err(e) => Err(MirrorError::other(format!("partition task failed: {e}"))),
+    }
+}
+
+impl FlowRun {
+    /// Starts the partitions of `topics` that are not running yet.
+    async fn start_topics(&mut self, topics: &[ReplicatedTopic]) -> Result<(), MirrorError> {
+        let mut births = Vec::new();
+        for t in topics {
+            let new: Vec<i32> = (0..t.partitions)
+                .filter(|p| !self.running.contains_key(&(t.source_topic.clone(), *p)))
+                .collect();
+            if let Some(r) = self.running.get(&(t.source_topic.clone(), 0))
+                && r.topic_id != t.topic_id
+                && !r.topic_id.is_nil()
+                && !t.topic_id.is_nil()
+            {
+                self.metrics.incident(
+                    &self.flow.name,
+                    &t.source_topic,
+                    -1,
+                    IncidentKind::TopicRecreation,
+                );
+                return Err(MirrorError::incident(
+                    IncidentKind::TopicRecreation,
+                    format!(
+                        "the source topic id changed from {} to {} while replicating; restart \
+                         Strait to apply on_topic_recreation",
+                        r.topic_id, t.topic_id
+                    ),
+                )
+                .topic(&t.source_topic));
+            }
+            if new.is_empty() {
+                continue;
+            }
+            births.extend(self.start_partitions(t, &new).await?);
+        }
+        // New and reset partitions are saved before anything is produced, so a crash
+        // before the first checkpoint can still tell our records from older ones.
+        self.state_writer.write(&births).await?;
+        self.metrics
+            .state_records_written(&self.flow.name, births.len() as u64);
+        Ok(())
+    }
+
+    async fn start_partitions(
+        &mut self,
+        t: &ReplicatedTopic,
+        partitions: &[i32],
+    ) -> Result<Vec<((String, i32), PartitionState)>, MirrorError> {
+        let flow = &self.flow;
+        let src = bounds(
+            &self.source,
+            &t.source_topic,
+            partitions,
+            IsolationLevel::ReadCommitted,
+        )
+        .await
+        .map_err(|e| {
+            MirrorError::kafka("partition bounds", e)
+                .cluster(&flow.source)
+                .topic(&t.source_topic)
+        })?;
+        let dst = bounds(
+            &self.target,
+            &t.target_topic,
+            partitions,
+            IsolationLevel::ReadUncommitted,
+        )
+        .await
+        .map_err(|e| {
+            MirrorError::kafka("partition bounds", e)
+                .cluster(&flow.target)
+                .topic(&t.target_topic)
+        })?;
+        let max_batch_bytes = self.max_batch_bytes(&t.target_topic).await;
+        let mut births = Vec::new();
+        for &p in partitions {
+            let key = (t.source_topic.clone(), p);
+            let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
+                continue;
+            };
+            let (map, recovery, birth) = self.initial_map(t, p, *s, *d)?;
+            let map_for_state = if birth {
+                let mut m = map;
+                let snapshot = m.snapshot().bytes;
+                births.push((
+                    key.clone(),
+                    PartitionState {
+                        topic_id: t.topic_id,
+                        target_topic: t.target_topic.clone(),
+                        snapshot,
+                    },
+                ));
+                m
+            } else {
+                map
+            };
+            let position = map_for_state.next(Side::Source) as i64;
+            // Re-register after a restart of the partition (not today: topics only grow).
+            self.registry.remove(&t.source_topic, p);
+            let writer = self
+                .registry
+                .register(&t.source_topic, p, map_for_state)
+                .map_err(|e| MirrorError::state(e.to_string()))?;
+            let map: SharedMap = Arc::new(Mutex::new(writer));
+            let progress = Arc::new(Progress::default());
+            progress.end.store(s.end, Ordering::Relaxed);
+            let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
+            let (tx, rx) = mpsc::channel(FEED_DEPTH);
+            let feed = PartitionFeed::new(&t.source_topic, p, position, tx, pm.clone());
+            let spec = PartitionSpec {
+                flow: flow.name.clone(),
+                source_cluster: flow.source.clone(),
+                source_topic: t.source_topic.clone(),
+                target_topic: t.target_topic.clone(),
+                partition: p,
+                max_batch_bytes,
+                until: self.once.then_some(s.end),
+                on_source_truncation: flow.on_source_truncation,
+                on_target_mismatch: flow.on_topic_recreation,
+            };
+            if recovery.remaining() > 0 {
+                tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
+                    records = recovery.remaining(),
+                    "recovery: records written after the last state write will be skipped");
+            }
+            self.router.assign(Arc::clone(&feed));
+            self.tasks.spawn(partition::run(
+                spec,
+                feed,
+                rx,
+                Arc::clone(&map),
+                Arc::clone(&progress),
+                self.producer.clone(),
+                self.source.clone(),
+                recovery,
+                self.partition_stop.subscribe(),
+            ));
+            self.running.insert(
+                key,
+                Running {
+                    topic_id: t.topic_id,
+                    target_topic: t.target_topic.clone(),
+                    map,
+                    progress,
+                    metrics: pm,
+                },
+            );
+        }
+        Ok(births)
+    }
+
+    /// The map a partition starts with, what recovery must skip, and whether the state
+    /// must be written before producing (new or reset partitions).
+    fn initial_map(
+        &self,
+        t: &ReplicatedTopic,
+        p: i32,
+        src: Bounds,
+        dst: Bounds,
+    ) -> Result<(OffsetMap, Recovery, bool), MirrorError> {
+        let flow = &self.flow;
+        let ctx = |e: MirrorError| e.topic(&t.source_topic).partition(p);
+        let fresh = |source_start: i64| -> Result<OffsetMap, MirrorError> {
+            let mut m = OffsetMap::new();
+            m.advance(source_start.max(0) as u64, dst.end.max(0) as u64)
+                .map_err(|e| ctx(MirrorError::offset_map(e)))?;
+            Ok(m)
+        };
+        let start = match flow.start_position {
+            StartPosition::Earliest => src.log_start,
+            StartPosition::Latest => src.end,
+        };
+        let Some(saved) = self.saved.get(&(t.source_topic.clone(), p)) else {
+            return Ok((fresh(start)?, Recovery::none(), true));
+        };
+        if saved.target_topic != t.target_topic {
+            tracing::warn!(flow = %flow.name, topic = %t.source_topic, partition = p,
+                old = %saved.target_topic, new = %t.target_topic,
+                "the target topic name changed (naming policy?); starting a new map");
+            return Ok((fresh(start)?, Recovery::none(), true));
+        }
+        let mut map = state::decode_map(saved).map_err(ctx)?;
+        if !saved.topic_id.is_nil() && !t.topic_id.is_nil() && saved.topic_id != t.topic_id {
+            let message = format!(
+                "the source topic id changed from {} to {} since the last run",
+                saved.topic_id, t.topic_id
+            );
+            self.metrics.incident(
+                &flow.name,
+                &t.source_topic,
+                p,
+                IncidentKind::TopicRecreation,
+            );
+            if flow.on_topic_recreation == IncidentPolicy::Fail {
+                return Err(ctx(MirrorError::incident(
+                    IncidentKind::TopicRecreation,
+                    format!(
+                        "{message}; policy fail (set on_topic_recreation = \"skip\" to replicate the new topic from its start)"
+                    ),
+                )));
+            }
+            tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p,
+                "topic re-creation: {message}; policy skip: replicating the new topic from offset {}", src.log_start);
+            let target_next = map.next(Side::Target).max(dst.end.max(0) as u64);
+            map.source_recreated(src.log_start.max(0) as u64, target_next)
+                .map_err(|e| ctx(MirrorError::offset_map(e)))?;
+            return Ok((map, Recovery::none(), true));
+        }
+        match Recovery::new(dst.end, map.next(Side::Target) as i64) {
+            Ok(r) => Ok((map, r, false)),
+            Err(d) => {
+                let message = format!(
+                    "the target partition ends at {} but {} records were written to it \
+                     ({} missing): it was truncated or re-created",
+                    dst.end,
+                    map.next(Side::Target),
+                    -d
+                );
+                self.metrics.incident(
+                    &flow.name,
+                    &t.source_topic,
+                    p,
+                    IncidentKind::TargetTruncation,
+                );
+                if flow.on_topic_recreation == IncidentPolicy::Fail {
+                    return Err(ctx(MirrorError::incident(
+                        IncidentKind::TargetTruncation,
+                        format!("{message}; policy fail"),
+                    )));
+                }
+                tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p,
+                    "target truncation: {message}; policy skip: continuing at the target end");
+                let resume = map.next(Side::Source);
+                map.target_recreated(dst.end.max(0) as u64, resume)
+                    .map_err(|e| ctx(MirrorError::offset_map(e)))?;
+                Ok((map, Recovery::none(), true))
+            }
+        }
+    }
+
+    /// The target topic's `max.message.bytes`, or Kafka's default.
+    async fn max_batch_bytes(&self, topic: &str) -> usize {
+        match self
+            .target
+            .describe_configs(ResourceType::Topic, &[topic], Some(&["max.message.bytes"]))
+            .await
+        {
+            Ok(configs) => configs
+                .iter()
+                .flat_map(|c| &c.entries)
+                .find(|e| e.name == "max.message.bytes")
+                .and_then(|e| e.value.as_deref()?.parse().ok())
+                .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
+            Err(e) => {
+                tracing::debug!(topic, error = %e, "describe configs; assuming Kafka's default max.message.bytes");
+                DEFAULT_MAX_MESSAGE_BYTES
+            }
+        }
+    }
+
+    /// `--once`: waits until every partition reached the end seen at start.
+    async fn wait_caught_up(
+        &mut self,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), MirrorError> {
+        loop {
+            if self
+                .running
+                .values()
+                .all(|r| r.progress.done.load(Ordering::Acquire))
+            {
+                return Ok(());
+            }
+            tokio::select! {
+                Some(done) = self.tasks.join_next() => flatten(done)?,
+                _ = stop.changed() => if *stop.borrow() { return Ok(()) },
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+        }
+    }
+
+    /// Writes the state of partitions that changed (or of all, when `all`).
+    async fn write_state(&mut self, all: bool) -> Result<(), MirrorError> {
+        let mut states = Vec::new();
+        let mut flagged = Vec::new();
+        for (key, r) in &self.running {
+            if !(all || r.progress.dirty.swap(false, Ordering::AcqRel)) {
+                continue;
+            }
+            flagged.push(key.clone());
+            let snapshot = r
+                .map
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .snapshot()
+                .bytes;
+            states.push((
+                key.clone(),
+                PartitionState {
+                    topic_id: r.topic_id,
+                    target_topic: r.target_topic.clone(),
+                    snapshot,
+                },
+            ));
+        }
+        let n = states.len() as u64;
+        if let Err(e) = self.state_writer.write(&states).await {
+            for key in flagged {
+                if let Some(r) = self.running.get(&key) {
+                    r.progress.dirty.store(true, Ordering::Release);
+                }
+            }
+            return Err(e);
+        }
+        self.metrics.state_records_written(&self.flow.name, n);
+        Ok(())
+    }
+
+    /// Stops fetching, lets every pipeline record its in-flight batches, writes the state.
+    async fn shutdown(&mut self) -> Result<(), MirrorError> {
+        let _ = self.fetch_stop.send(true);
+        let _ = self.partition_stop.send(true);
+        self.router.join().await;
+        let mut first_error = None;
+        while let Some(done) = self.tasks.join_next().await {
+            if let Err(e) = flatten(done) {
+                tracing::error!(flow = %self.flow.name, error = %e, "partition stopped with an error");
+                first_error.get_or_insert(e);
+            }
+        }
+        self.write_state(true).await?;
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn summary(&self, groups_translated: usize) -> FlowSummary {
+        let topics: BTreeSet<&str> = self.running.keys().map(|(t, _)| t.as_str()).collect();
+        FlowSummary {
+            flow: self.flow.name.clone(),
+            topics: topics.len(),
+            partitions: self.running.len(),
+            records: self
+                .running
+                .values()
+                .map(|r| r.metrics.records_total())
+                .sum(),
+            bytes: self.running.values().map(|r| r.metrics.bytes_total()).sum(),
+            groups_translated,
+        }
+    }
+}

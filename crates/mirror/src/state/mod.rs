@@ -1,0 +1,46 @@
+//! Per-flow durable state: a compacted, single-partition topic on the target holding,
+//! per source partition, the source topic id, the target topic and the partition's offset
+//! map ([`codec`]). The data path writes it every `intervals.checkpoint` for partitions
+//! that changed and at a graceful stop; on start it is read to its end (the Fetch high
+//! watermark, not ListOffsets) and the last value per key wins.
+//!
+//! [`load_maps`] gives other commands (`offsets translate`, `status`) the maps of a flow.
+
+pub mod codec;
+mod store;
+
+use std::collections::BTreeMap;
+
+pub use codec::PartitionState;
+pub use store::{StateWriter, ensure_state_topic, read_state};
+
+use strait_client::Client;
+use strait_offsets::{DEFAULT_RUN_BUDGET, OffsetMap, Registry};
+
+use crate::config::Flow;
+use crate::error::MirrorError;
+
+/// The saved state of every partition of a flow, by (source topic, partition).
+pub type SavedState = BTreeMap<(String, i32), PartitionState>;
+
+/// Reads `flow`'s state topic from the `target` cluster and rebuilds its offset maps,
+/// keyed by *source* topic and partition. A flow that never ran gives an empty registry.
+pub async fn load_maps(target: &Client, flow: &Flow) -> Result<Registry, MirrorError> {
+    let saved = read_state(target, flow).await?;
+    let registry = Registry::new();
+    for ((topic, partition), state) in saved {
+        let map = decode_map(&state).map_err(|e| e.flow(&flow.name))?;
+        // The writer handle is not needed: readers go through the registry.
+        registry
+            .register(&topic, partition, map)
+            .map_err(|e| MirrorError::state(e.to_string()).flow(&flow.name))?;
+    }
+    Ok(registry)
+}
+
+/// Rebuilds one partition's map from its saved snapshot.
+pub fn decode_map(state: &PartitionState) -> Result<OffsetMap, MirrorError> {
+    OffsetMap::from_snapshot(&state.snapshot, DEFAULT_RUN_BUDGET).map_err(|e| {
+        MirrorError::state(format!("offset map snapshot: {e}")).topic(&state.target_topic)
+    })
+}

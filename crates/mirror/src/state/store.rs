@@ -1,0 +1,195 @@
+//! Reading and writing the state topic.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use strait_client::{
+    Client, FetchOptions, IsolationLevel, NewTopic, OffsetSpec, PartitionConsumer, ProducerRecord,
+    RecordProducer,
+};
+use strait_records::Compression;
+
+use super::SavedState;
+use super::codec::{PartitionState, decode_key, decode_value, encode_key, encode_value};
+use crate::config::Flow;
+use crate::error::MirrorError;
+
+/// Kafka's TOPIC_ALREADY_EXISTS.
+const TOPIC_ALREADY_EXISTS: i16 = 36;
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Creates the flow's state topic on `target` if it is missing: 1 partition,
+/// `cleanup.policy=compact`.
+pub async fn ensure_state_topic(target: &Client, flow: &Flow) -> Result<(), MirrorError> {
+    let err = |what: &str, e| {
+        MirrorError::kafka(format!("state topic {}: {what}", flow.state_topic), e)
+            .flow(&flow.name)
+            .cluster(&flow.target)
+    };
+    let meta = target
+        .metadata(Some(&[flow.state_topic.as_str()]))
+        .await
+        .map_err(|e| err("metadata", e))?;
+    if meta.topics.contains_key(&flow.state_topic) {
+        return Ok(());
+    }
+    let mut topic = NewTopic::new(&flow.state_topic, 1).with_config("cleanup.policy", "compact");
+    if let Some(rf) = flow.replication_factor {
+        topic = topic.with_replication_factor(rf);
+    }
+    let results = target
+        .create_topics(&[topic], ADMIN_TIMEOUT)
+        .await
+        .map_err(|e| err("create", e))?;
+    for (_, r) in results {
+        match r {
+            Ok(()) => {
+                tracing::info!(flow = %flow.name, topic = %flow.state_topic, "created the state topic")
+            }
+            Err(e) if e.kafka_code() == Some(TOPIC_ALREADY_EXISTS) => {}
+            Err(e) => return Err(err("create", e)),
+        }
+    }
+    Ok(())
+}
+
+/// Reads the flow's state topic to its end; the last value per key wins. A missing topic
+/// is an empty state.
+pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, MirrorError> {
+    let ctx = |e: MirrorError| e.flow(&flow.name).cluster(&flow.target);
+    let kafka = |what: &str, e| {
+        ctx(MirrorError::kafka(
+            format!("state topic {}: {what}", flow.state_topic),
+            e,
+        ))
+    };
+    let meta = target
+        .metadata(Some(&[flow.state_topic.as_str()]))
+        .await
+        .map_err(|e| kafka("metadata", e))?;
+    let mut saved = SavedState::new();
+    if !meta.topics.contains_key(&flow.state_topic) {
+        return Ok(saved);
+    }
+    let start = target
+        .list_offsets(
+            &flow.state_topic,
+            &[(0, OffsetSpec::Earliest)],
+            IsolationLevel::ReadUncommitted,
+        )
+        .await
+        .map_err(|e| kafka("list offsets", e))?
+        .first()
+        .map_or(0, |o| o.offset.max(0));
+    let opts = FetchOptions {
+        // Tansu answers nothing for 0; an empty topic costs one wait.
+        max_wait: Duration::from_millis(50),
+        ..FetchOptions::default()
+    };
+    let mut consumer =
+        PartitionConsumer::new(target.clone(), &flow.state_topic, 0, start).with_options(opts);
+    loop {
+        let records = consumer.poll().await.map_err(|e| kafka("read", e))?;
+        for r in records {
+            let bad = |what: String| {
+                ctx(MirrorError::state(format!(
+                    "record at offset {} of {}: {what}",
+                    r.offset, flow.state_topic
+                )))
+            };
+            let Some(key) = &r.key else {
+                return Err(bad("no key".to_owned()));
+            };
+            let key = decode_key(key).map_err(|e| bad(format!("key: {e}")))?;
+            match &r.value {
+                // A tombstone: the partition's state was deleted.
+                None => {
+                    saved.remove(&key);
+                }
+                Some(v) => {
+                    let value = decode_value(v).map_err(|e| bad(format!("value: {e}")))?;
+                    saved.insert(key, value);
+                }
+            }
+        }
+        if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
+            return Ok(saved);
+        }
+    }
+}
+
+/// Writes partition states to the state topic.
+pub struct StateWriter {
+    target: Client,
+    flow: String,
+    cluster: String,
+    topic: String,
+    producer: Option<RecordProducer>,
+}
+
+impl std::fmt::Debug for StateWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateWriter")
+            .field("topic", &self.topic)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StateWriter {
+    /// A writer for `flow`'s state topic (which [`ensure_state_topic`] created).
+    pub fn new(target: Client, flow: &Flow) -> Self {
+        StateWriter {
+            target,
+            flow: flow.name.clone(),
+            cluster: flow.target.clone(),
+            topic: flow.state_topic.clone(),
+            producer: None,
+        }
+    }
+
+    /// Appends the states and waits until the target acknowledged them.
+    pub async fn write(
+        &mut self,
+        states: &[((String, i32), PartitionState)],
+    ) -> Result<(), MirrorError> {
+        if states.is_empty() {
+            return Ok(());
+        }
+        let records: Vec<ProducerRecord> = states
+            .iter()
+            .map(|((topic, partition), s)| {
+                ProducerRecord::new(
+                    Bytes::from(encode_key(topic, *partition)),
+                    Bytes::from(encode_value(s)),
+                )
+            })
+            .collect();
+        let producer = match &self.producer {
+            Some(p) => p,
+            None => {
+                let p = RecordProducer::new(self.target.clone(), Compression::Lz4)
+                    .await
+                    .map_err(|e| self.err("start producer", e))?;
+                self.producer.insert(p)
+            }
+        };
+        let result = async {
+            for ack in producer.send(&self.topic, 0, &records).await? {
+                ack.wait().await?;
+            }
+            Ok(())
+        }
+        .await;
+        if result.is_err() {
+            // Start over with a fresh producer id next time.
+            self.producer = None;
+        }
+        result.map_err(|e| self.err("write", e))
+    }
+
+    fn err(&self, what: &str, e: strait_client::Error) -> MirrorError {
+        MirrorError::kafka(format!("state topic {}: {what}", self.topic), e)
+            .flow(&self.flow)
+            .cluster(&self.cluster)
+    }
+}
