@@ -59,11 +59,9 @@ pub enum Command {
         #[command(subcommand)]
         command: OffsetsCommand,
     },
-    /// Measure replication throughput against the configured clusters.
-    Bench {
-        #[command(flatten)]
-        config: ConfigArg,
-    },
+    /// Measure replication: load a source topic, replicate it with the engine, verify the
+    /// target, and report throughput, CPU per GiB, memory and (live) latency.
+    Bench(crate::bench::BenchArgs),
     /// Config file tools.
     Config {
         #[command(subcommand)]

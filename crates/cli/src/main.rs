@@ -5,6 +5,7 @@
 //! the replication engine (run, check, plan, status, offsets, bench) are defined with their
 //! flags but exit 2 saying so, until the engine lands.
 
+mod bench;
 mod cli;
 mod config_cmd;
 mod logging;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let result = match &cli.command {
+        Command::Bench(args) => bench::run(args),
         Command::Config {
             command: ConfigCommand::ImportMm2 { file, output },
         } => config_cmd::import_mm2_cmd(file, output.as_deref()),

@@ -209,11 +209,7 @@ fn validate_missing_file_exits_1() {
 #[test]
 fn engine_commands_exit_2_and_say_so() {
     let cfg = examples("strait.toml");
-    let cases: &[&[&str]] = &[
-        &["check", "-c", &cfg],
-        &["status", "-c", &cfg],
-        &["bench", "-c", &cfg],
-    ];
+    let cases: &[&[&str]] = &[&["check", "-c", &cfg], &["status", "-c", &cfg]];
     for args in cases {
         let out = strait(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -224,6 +220,42 @@ fn engine_commands_exit_2_and_say_so() {
             text(&out.stderr)
         );
     }
+}
+
+#[test]
+fn bench_is_built_and_checks_its_flags() {
+    let out = strait(&["bench", "-c", "x.toml"]);
+    assert_eq!(out.status.code(), Some(2), "clap usage error");
+    assert!(
+        text(&out.stderr).contains("--source"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = strait(&[
+        "bench",
+        "--source",
+        "127.0.0.1:1",
+        "--target",
+        "127.0.0.1:1",
+        "--record-size",
+        "32MiB",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(
+        text(&out.stderr).contains("--record-size"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = strait(&[
+        "bench", "--source", "a:1", "--target", "b:1", "--total", "lots",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("expected a size"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

@@ -1,0 +1,185 @@
+//! `strait bench` flags, and the size / duration / rate parsers they use.
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use strait_records::Compression;
+
+/// `strait bench`: load a source topic, replicate it with the real engine, verify, report.
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Source broker, `HOST:PORT`.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub source: String,
+    /// Target broker, `HOST:PORT`.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub target: String,
+    /// Source topic to create and load (default `strait-bench-<mode>-<pid>`).
+    #[arg(long, value_name = "T")]
+    pub topic: Option<String>,
+    /// Partitions of the source topic.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=1000))]
+    pub partitions: i32,
+    /// Size of one record value in bytes (key and header come on top).
+    #[arg(long, default_value = "1024", value_parser = parse_size)]
+    pub record_size: u64,
+    /// Drain mode: uncompressed bytes of record values to load.
+    #[arg(long, default_value = "512MiB", value_parser = parse_size)]
+    pub total: u64,
+    /// Codec of the loaded batches.
+    #[arg(long, value_enum, default_value_t = Codec::None)]
+    pub codec: Codec,
+    /// Uncompressed size at which the load generator cuts a batch.
+    #[arg(long, default_value = "16KiB", value_parser = parse_size)]
+    pub batch_size: u64,
+    /// drain: load, then replicate what exists; live: replicate while producing.
+    #[arg(long, value_enum, default_value_t = Mode::Drain)]
+    pub mode: Mode,
+    /// Live mode: produce rate in MiB/s of record values.
+    #[arg(long, default_value = "20", value_parser = parse_rate)]
+    pub rate: f64,
+    /// Live mode: how long to produce.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// The engine's fetch max wait (`engine.fetch_max_wait`). Default: the config default
+    /// in drain mode, 20ms in live mode (Tansu answers a parked fetch after max_wait/2, so
+    /// this bounds live latency on Tansu).
+    #[arg(long, value_parser = parse_duration)]
+    pub fetch_max_wait: Option<Duration>,
+    /// Print one JSON object on stdout instead of the text table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What the bench does.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Load the source, then replicate it (`Engine::run_once`) and verify.
+    Drain,
+    /// Replicate continuously (`Engine::run`) while producing at `--rate`; measure latency.
+    Live,
+}
+
+/// Batch codec of the load.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Codec {
+    /// Uncompressed.
+    None,
+    /// gzip.
+    Gzip,
+    /// Snappy.
+    Snappy,
+    /// LZ4.
+    Lz4,
+    /// Zstandard.
+    Zstd,
+}
+
+impl Codec {
+    /// The strait-records codec.
+    pub fn compression(self) -> Compression {
+        match self {
+            Codec::None => Compression::None,
+            Codec::Gzip => Compression::Gzip,
+            Codec::Snappy => Compression::Snappy,
+            Codec::Lz4 => Compression::Lz4,
+            Codec::Zstd => Compression::Zstd,
+        }
+    }
+}
+
+/// Parses `512MiB`, `16KiB`, `1GiB`, `64MB`, `1000` (bytes). Binary units are powers of
+/// 1024, decimal ones (`KB`, `MB`, `GB`) powers of 1000.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}`: expected a size like 512MiB, 16KiB or 1024"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        other => return Err(format!("`{text}`: unknown size unit `{other}`")),
+    };
+    let bytes = n * mult;
+    if !(1.0..=(1u64 << 50) as f64).contains(&bytes) {
+        return Err(format!("`{text}`: out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+/// Parses `60s`, `500ms`, `2m`, `1h`, `1.5s`; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}`: expected a duration like 60s or 500ms"))?;
+    let secs = match unit.trim() {
+        "" | "s" => n,
+        "ms" => n / 1e3,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        other => return Err(format!("`{text}`: unknown duration unit `{other}`")),
+    };
+    if !(0.0..=86_400.0).contains(&secs) {
+        return Err(format!("`{text}`: out of range (at most 24h)"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a rate in MiB/s: `20`, `20MiB/s`, `20MiB`.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let t = t.strip_suffix("/s").unwrap_or(t);
+    let t = t.strip_suffix("MiB").unwrap_or(t).trim();
+    let r: f64 = t
+        .parse()
+        .map_err(|_| format!("`{text}`: expected a rate in MiB/s like 20"))?;
+    if !(r > 0.0 && r <= 100_000.0) {
+        return Err(format!("`{text}`: out of range"));
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("16KiB"), Ok(16 << 10));
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_size("64MB"), Ok(64_000_000));
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("0").is_err());
+    }
+
+    #[test]
+    fn durations_and_rates() {
+        assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("20ms"), Ok(Duration::from_millis(20)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("3 fortnights").is_err());
+        assert_eq!(parse_rate("20"), Ok(20.0));
+        assert_eq!(parse_rate("12.5MiB/s"), Ok(12.5));
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("fast").is_err());
+    }
+}

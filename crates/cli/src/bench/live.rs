@@ -1,0 +1,423 @@
+//! Live mode: the engine replicates continuously (`Engine::run`) while a producer writes to
+//! the source at a fixed rate and a consumer tails every partition of the target.
+//!
+//! Every record carries the header [`super::load::HEADER`] = 16 bytes: its per-partition
+//! sequence number and its send time (µs since the bench's start, monotonic clock), both
+//! big-endian. The producer notes when each batch's acknowledgement arrives; the tailer
+//! notes when each record becomes readable on the target (the fetch that returned it
+//! completed). Latency = readable on the target − acknowledged by the source, per record.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use bytes::{BufMut, Bytes, BytesMut};
+use slots::Table;
+use strait_client::{Client, FetchOptions, ProducerRecord, RecordProducer};
+use strait_records::Compression;
+
+use super::load::{HEADER, PayloadPool, Progress};
+
+/// How often the producer wakes to send what the rate owes.
+const TICK: Duration = Duration::from_millis(5);
+/// The target tailer's fetch max wait (Tansu answers a parked fetch after max_wait/2).
+pub const TAIL_MAX_WAIT: Duration = Duration::from_millis(10);
+/// How long after the last acknowledgement the target may take to catch up before the
+/// remaining records count as missing.
+const GRACE: Duration = Duration::from_secs(30);
+/// "Kept up": everything arrived, and within this long of the last acknowledgement.
+const KEPT_UP_WITHIN: Duration = Duration::from_secs(1);
+
+/// Per-partition times (µs since the bench epoch) indexed by sequence number.
+mod slots {
+    use std::sync::Mutex;
+
+    /// A grow-on-write table of `u64` slots per partition; `u64::MAX` = not seen.
+    #[derive(Debug)]
+    pub struct Table(Vec<Mutex<Vec<u64>>>);
+
+    impl Table {
+        /// One empty table per partition.
+        pub fn new(partitions: usize) -> Table {
+            Table((0..partitions).map(|_| Mutex::new(Vec::new())).collect())
+        }
+
+        /// Sets slots `from..to` of partition `p` to `t`; returns how many were already set.
+        pub fn set_range(&self, p: usize, from: u64, to: u64, t: u64) -> u64 {
+            let mut v = self.0[p].lock().unwrap_or_else(|e| e.into_inner());
+            if v.len() < to as usize {
+                v.resize(to as usize, u64::MAX);
+            }
+            let mut dup = 0;
+            for slot in &mut v[from as usize..to as usize] {
+                if *slot != u64::MAX {
+                    dup += 1;
+                } else {
+                    *slot = t;
+                }
+            }
+            dup
+        }
+
+        /// A copy of partition `p`'s slots.
+        pub fn snapshot(&self, p: usize) -> Vec<u64> {
+            self.0[p].lock().unwrap_or_else(|e| e.into_inner()).clone()
+        }
+    }
+}
+
+/// What live mode measured.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct LiveResult {
+    /// Records acknowledged by the source.
+    pub produced: u64,
+    /// Distinct records seen on the target.
+    pub received: u64,
+    /// Records seen on the target more than once.
+    pub duplicates: u64,
+    /// Records acknowledged by the source and never seen on the target (after the grace).
+    pub missing: u64,
+    /// Produced bytes of values per second over the production window, MiB/s.
+    pub achieved_mib_per_sec: f64,
+    /// Records not yet on the target when the last acknowledgement arrived.
+    pub lag_at_end_records: u64,
+    /// From the last acknowledgement until the target had everything (or the grace ran out), s.
+    pub catch_up_secs: f64,
+    /// Everything arrived within 1 s of the last acknowledgement.
+    pub kept_up: bool,
+    /// Source ack → readable on target, ms: p50, p90, p99, max.
+    pub ack_to_readable_ms: Percentiles,
+    /// Send (before the produce request) → readable on target, ms.
+    pub send_to_readable_ms: Percentiles,
+    /// Send → source ack, ms (the source broker's produce latency).
+    pub send_to_ack_ms: Percentiles,
+}
+
+/// Latency percentiles in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Percentiles {
+    /// Samples.
+    pub samples: u64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl Percentiles {
+    /// Percentiles (nearest rank) of `us` (microseconds); sorts it.
+    pub fn of_micros(us: &mut [u64]) -> Percentiles {
+        if us.is_empty() {
+            return Percentiles::default();
+        }
+        us.sort_unstable();
+        let at = |q: f64| {
+            let rank = ((q * us.len() as f64).ceil() as usize).clamp(1, us.len());
+            us[rank - 1] as f64 / 1000.0
+        };
+        Percentiles {
+            samples: us.len() as u64,
+            p50: at(0.50),
+            p90: at(0.90),
+            p99: at(0.99),
+            max: us[us.len() - 1] as f64 / 1000.0,
+        }
+    }
+}
+
+fn encode_header(seq: u64, send_us: u64) -> Bytes {
+    let mut b = BytesMut::with_capacity(16);
+    b.put_u64(seq);
+    b.put_u64(send_us);
+    b.freeze()
+}
+
+/// `(sequence, send time µs)` from a bench header value.
+pub fn decode_header(v: &[u8]) -> Option<(u64, u64)> {
+    let seq = u64::from_be_bytes(v.get(0..8)?.try_into().ok()?);
+    let send = u64::from_be_bytes(v.get(8..16)?.try_into().ok()?);
+    Some((seq, send))
+}
+
+/// Everything live mode needs.
+#[derive(Debug, Clone)]
+pub struct LiveParams {
+    /// Source topic.
+    pub topic: String,
+    /// Target topic the engine writes.
+    pub target_topic: String,
+    /// Partitions.
+    pub partitions: i32,
+    /// Value size.
+    pub record_size: u64,
+    /// Produce rate, MiB/s of values.
+    pub rate_mib: f64,
+    /// Production window.
+    pub duration: Duration,
+    /// Batch codec.
+    pub compression: Compression,
+}
+
+/// Produces at the rate for the duration, tails the target, and measures. The engine must
+/// already be running (the caller owns it).
+pub async fn run(
+    source: &Client,
+    target: &Client,
+    params: &LiveParams,
+    pool: Arc<PayloadPool>,
+    progress: Arc<Progress>,
+    engine_alive: &(dyn Fn() -> bool + Sync),
+) -> Result<LiveResult> {
+    let n = params.partitions as usize;
+    let epoch = Instant::now();
+    let now_us = move || epoch.elapsed().as_micros() as u64;
+    let sent = Arc::new(Table::new(n));
+    let acked = Arc::new(Table::new(n));
+    let seen = Arc::new(Table::new(n));
+    let received = Arc::new(AtomicU64::new(0));
+    let duplicates = Arc::new(AtomicU64::new(0));
+    let stop_tail = Arc::new(AtomicBool::new(false));
+
+    wait_for_topic(target, &params.target_topic, params.partitions).await?;
+
+    // Tailers on the target.
+    let mut tailers = tokio::task::JoinSet::new();
+    for p in 0..params.partitions {
+        let (client, topic) = (target.clone(), params.target_topic.clone());
+        let (seen, received, duplicates, stop) = (
+            seen.clone(),
+            received.clone(),
+            duplicates.clone(),
+            stop_tail.clone(),
+        );
+        tailers.spawn(async move {
+            let opts = FetchOptions {
+                max_wait: TAIL_MAX_WAIT,
+                max_bytes: 8 * 1024 * 1024,
+                ..FetchOptions::default()
+            };
+            let mut c =
+                strait_client::PartitionConsumer::new(client, &topic, p, 0).with_options(opts);
+            while !stop.load(Ordering::Relaxed) {
+                let records = c
+                    .poll()
+                    .await
+                    .with_context(|| format!("tailing {topic}-{p}"))?;
+                let t = now_us();
+                for r in &records {
+                    let Some((seq, _)) = r
+                        .headers
+                        .iter()
+                        .find(|(k, _)| k.as_ref() == HEADER.as_bytes())
+                        .and_then(|(_, v)| v.as_deref())
+                        .and_then(decode_header)
+                    else {
+                        continue;
+                    };
+                    let dup = seen.set_range(p as usize, seq, seq + 1, t);
+                    duplicates.fetch_add(dup, Ordering::Relaxed);
+                    received.fetch_add(1 - dup, Ordering::Relaxed);
+                }
+            }
+            anyhow::Ok(())
+        });
+    }
+
+    // The producer: one task per partition, each owed `rate / partitions`.
+    let producer = RecordProducer::new(source.clone(), params.compression)
+        .await
+        .context("starting the live producer")?
+        .with_max_batch_bytes(usize::MAX / 2);
+    let records_per_sec = params.rate_mib * 1024.0 * 1024.0 / params.record_size.max(1) as f64;
+    let per_partition = records_per_sec / params.partitions as f64;
+    let produced = Arc::new(AtomicU64::new(0));
+    let mut producers = tokio::task::JoinSet::new();
+    let start = Instant::now();
+    for p in 0..params.partitions {
+        let (producer, pool, topic) = (producer.clone(), pool.clone(), params.topic.clone());
+        let (sent, acked, produced, progress) = (
+            sent.clone(),
+            acked.clone(),
+            produced.clone(),
+            progress.clone(),
+        );
+        let duration = params.duration;
+        producers.spawn(async move {
+            let (ack_tx, mut ack_rx) =
+                tokio::sync::mpsc::unbounded_channel::<(strait_client::AckFuture, u64, u64, u64)>();
+            let waiter = {
+                let (acked, produced, progress) =
+                    (acked.clone(), produced.clone(), progress.clone());
+                tokio::spawn(async move {
+                    while let Some((ack, from, to, vbytes)) = ack_rx.recv().await {
+                        ack.wait()
+                            .await
+                            .with_context(|| format!("acknowledgement from partition {p}"))?;
+                        acked.set_range(p as usize, from, to, now_us());
+                        produced.fetch_add(to - from, Ordering::Relaxed);
+                        progress.records.fetch_add(to - from, Ordering::Relaxed);
+                        progress.bytes.fetch_add(vbytes, Ordering::Relaxed);
+                    }
+                    anyhow::Ok(())
+                })
+            };
+            let mut ticker = tokio::time::interval(TICK);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            let mut seq = 0u64;
+            loop {
+                ticker.tick().await;
+                let elapsed = start.elapsed().min(duration);
+                let owed = (elapsed.as_secs_f64() * per_partition) as u64;
+                if owed > seq {
+                    let t = now_us();
+                    let mut batch = Vec::with_capacity((owed - seq) as usize);
+                    let mut vbytes = 0;
+                    for s in seq..owed {
+                        let (k, v) = pool.get(s.wrapping_mul(7919).wrapping_add(p as u64));
+                        vbytes += v.len() as u64;
+                        batch.push(
+                            ProducerRecord::new(k, v).with_header(HEADER, encode_header(s, t)),
+                        );
+                    }
+                    sent.set_range(p as usize, seq, owed, t);
+                    for ack in producer
+                        .send(&topic, p, &batch)
+                        .await
+                        .with_context(|| format!("producing to {topic}-{p}"))?
+                    {
+                        ack_tx
+                            .send((ack, seq, owed, vbytes))
+                            .map_err(|_| anyhow::anyhow!("ack waiter stopped"))?;
+                    }
+                    seq = owed;
+                }
+                if elapsed >= duration {
+                    break;
+                }
+            }
+            drop(ack_tx);
+            waiter.await.context("ack waiter panicked")??;
+            anyhow::Ok(())
+        });
+    }
+    while let Some(j) = producers.join_next().await {
+        j.context("producer task panicked")??;
+        if !engine_alive() {
+            bail!("the engine stopped during the run");
+        }
+    }
+    let window = start.elapsed();
+    let last_ack = Instant::now();
+    let total = produced.load(Ordering::Relaxed);
+    let lag_at_end = total.saturating_sub(received.load(Ordering::Relaxed));
+    while received.load(Ordering::Relaxed) < total && last_ack.elapsed() < GRACE && engine_alive() {
+        if let Some(Some(Err(e))) = tailers.try_join_next().map(|r| r.ok()) {
+            return Err(e);
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let catch_up = last_ack.elapsed();
+    stop_tail.store(true, Ordering::Relaxed);
+    while let Some(j) = tailers.join_next().await {
+        j.context("tailer panicked")??;
+    }
+
+    let mut ack_to_read = Vec::new();
+    let mut send_to_read = Vec::new();
+    let mut send_to_ack = Vec::new();
+    let mut missing = 0;
+    for p in 0..n {
+        let (s, a, r) = (sent.snapshot(p), acked.snapshot(p), seen.snapshot(p));
+        for (i, &ack) in a.iter().enumerate() {
+            if ack == u64::MAX {
+                continue;
+            }
+            let snd = s.get(i).copied().unwrap_or(u64::MAX);
+            if snd != u64::MAX {
+                send_to_ack.push(ack.saturating_sub(snd));
+            }
+            match r.get(i).copied() {
+                Some(rd) if rd != u64::MAX => {
+                    ack_to_read.push(rd.saturating_sub(ack));
+                    if snd != u64::MAX {
+                        send_to_read.push(rd.saturating_sub(snd));
+                    }
+                }
+                _ => missing += 1,
+            }
+        }
+    }
+    let value_bytes = total as f64 * params.record_size as f64;
+    Ok(LiveResult {
+        produced: total,
+        received: received.load(Ordering::Relaxed),
+        duplicates: duplicates.load(Ordering::Relaxed),
+        missing,
+        achieved_mib_per_sec: value_bytes / (1024.0 * 1024.0) / window.as_secs_f64().max(1e-9),
+        lag_at_end_records: lag_at_end,
+        catch_up_secs: catch_up.as_secs_f64(),
+        kept_up: missing == 0 && catch_up <= KEPT_UP_WITHIN,
+        ack_to_readable_ms: Percentiles::of_micros(&mut ack_to_read),
+        send_to_readable_ms: Percentiles::of_micros(&mut send_to_read),
+        send_to_ack_ms: Percentiles::of_micros(&mut send_to_ack),
+    })
+}
+
+/// Waits until the engine has created `topic` on the target with every partition led.
+async fn wait_for_topic(client: &Client, topic: &str, partitions: i32) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for p in 0..partitions {
+        loop {
+            client.invalidate_metadata();
+            match client.leader_for(topic, p).await {
+                Ok(_) => break,
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("the engine did not create {topic}-{p} on the target within 60 s")
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let mut v: Vec<u64> = (1..=100).rev().map(|ms| ms * 1000).collect();
+        let p = Percentiles::of_micros(&mut v);
+        assert_eq!(
+            (p.samples, p.p50, p.p90, p.p99, p.max),
+            (100, 50.0, 90.0, 99.0, 100.0)
+        );
+        assert_eq!(Percentiles::of_micros(&mut []), Percentiles::default());
+        let p = Percentiles::of_micros(&mut [7000]);
+        assert_eq!((p.p50, p.p99, p.max), (7.0, 7.0, 7.0));
+    }
+
+    #[test]
+    fn header_round_trip_and_tables() {
+        assert_eq!(
+            decode_header(&encode_header(42, 123_456)),
+            Some((42, 123_456))
+        );
+        assert_eq!(decode_header(b"short"), None);
+        let t = Table::new(2);
+        assert_eq!(t.set_range(1, 0, 3, 10), 0);
+        assert_eq!(t.set_range(1, 2, 4, 20), 1, "slot 2 was set already");
+        assert_eq!(t.snapshot(1), vec![10, 10, 10, 20]);
+        assert!(t.snapshot(0).is_empty());
+    }
+}

@@ -1,0 +1,226 @@
+//! `strait bench`: makes Strait's speed measurable by anyone with two brokers.
+//!
+//! - [`args`]: the flags and their parsers.
+//! - [`load`]: the payload pool and the drain load generator.
+//! - [`replicate`]: the generated config and the real engine on a runtime of its own.
+//! - [`live`]: continuous replication while producing at a rate; end-to-end latency.
+//! - [`measure`]: getrusage (process and per-thread), sampled RSS, VmHWM.
+//! - [`verify`]: per-partition count + checksum of source and target.
+//! - [`report`]: the text table and the JSON object.
+//! - [`progress`]: a stderr progress line when stderr is a terminal.
+//!
+//! Exit status: 0 when verification passed (and, live, nothing was missing), 1 otherwise
+//! (the report is printed either way).
+
+pub mod args;
+pub mod live;
+pub mod load;
+pub mod measure;
+pub mod progress;
+pub mod replicate;
+pub mod report;
+pub mod verify;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use strait_client::{Client, ClientConfig};
+
+pub use args::BenchArgs;
+use args::Mode;
+use report::{Cpu, LiveReport, LoadReport, MemoryReport, ReplicationReport, Report};
+
+/// Default engine fetch max wait in live mode (see [`BenchArgs::fetch_max_wait`]).
+pub const LIVE_FETCH_MAX_WAIT: Duration = Duration::from_millis(20);
+
+/// Runs `strait bench`.
+pub fn run(args: &BenchArgs) -> Result<ExitCode> {
+    if args.record_size == 0 || args.record_size > 16 * 1024 * 1024 {
+        bail!("--record-size must be between 1 byte and 16 MiB");
+    }
+    let topic = args.topic.clone().unwrap_or_else(|| {
+        format!(
+            "strait-bench-{}-{}",
+            mode_name(args.mode),
+            std::process::id()
+        )
+    });
+    let fetch_max_wait = match args.mode {
+        Mode::Drain => args.fetch_max_wait,
+        Mode::Live => Some(args.fetch_max_wait.unwrap_or(LIVE_FETCH_MAX_WAIT)),
+    };
+    let config = replicate::build_config(&args.source, &args.target, &topic, fetch_max_wait)?;
+    let target_topic = replicate::target_topic(&config, &topic)?;
+    // The bench's own runtime: load generator, verifier, live producer and tailer.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("bench")
+        .enable_all()
+        .build()
+        .context("starting the bench runtime")?;
+    let (source, target) = rt.block_on(async {
+        let s = Client::connect(ClientConfig::new([args.source.as_str()]))
+            .await
+            .with_context(|| format!("connecting to the source {}", args.source))?;
+        let t = Client::connect(ClientConfig::new([args.target.as_str()]))
+            .await
+            .with_context(|| format!("connecting to the target {}", args.target))?;
+        anyhow::Ok((s, t))
+    })?;
+    rt.block_on(load::create_topic(&source, &topic, args.partitions))?;
+    let pool = Arc::new(load::PayloadPool::new(
+        args.record_size as usize,
+        load::POOL_SIZE,
+        0x5742_4149_54,
+    ));
+
+    let mut report = Report {
+        mode: args.mode,
+        source: args.source.clone(),
+        target: args.target.clone(),
+        topic: topic.clone(),
+        target_topic: target_topic.clone(),
+        partitions: args.partitions,
+        record_size: args.record_size,
+        codec: args.codec,
+        batch_size: args.batch_size,
+        engine_fetch_max_wait_ms: config.engine.fetch_max_wait.as_millis() as u64,
+        engine_workers: replicate::ENGINE_WORKERS,
+        load: None,
+        replication: None,
+        live: None,
+        memory: MemoryReport::default(),
+        verification: None,
+        ok: false,
+    };
+
+    match args.mode {
+        Mode::Drain => {
+            let progress = Arc::new(load::Progress::default());
+            let display = progress::Display::start(
+                "loading",
+                Some(progress.clone()),
+                Some(args.total as f64 / 1048576.0),
+            );
+            let stats = rt.block_on(load::drain_load(
+                &source,
+                &topic,
+                args.partitions,
+                pool.clone(),
+                args.total,
+                args.record_size,
+                args.batch_size,
+                args.codec.compression(),
+                progress,
+            ))?;
+            display.finish();
+            load::ensure_loaded(&stats)?;
+            let load_report = LoadReport::new(
+                stats.records,
+                stats.value_bytes,
+                stats.payload_bytes,
+                stats.batches,
+                stats.elapsed.as_secs_f64(),
+            );
+            let load_rate = load_report.mib_per_sec;
+            report.load = Some(load_report);
+            report.memory.rss_before_replication_bytes = measure::rss_now();
+
+            let display = progress::Display::start("replicating (Engine::run_once)", None, None);
+            let (summary, cost) = replicate::run_once(config)?;
+            display.finish();
+            report.memory.replication_peak_rss_bytes = Some(cost.rss.peak_bytes).filter(|b| *b > 0);
+            report.replication = Some(ReplicationReport::new(
+                summary.records(),
+                summary.bytes(),
+                stats.value_bytes,
+                cost.elapsed.as_secs_f64(),
+                Some(load_rate),
+                Cpu::from(cost.engine_threads_cpu),
+                Cpu::from(cost.process_cpu),
+                Cpu::from(cost.rss.sampler_cpu),
+            ));
+            let display = progress::Display::start("verifying", None, None);
+            let v = rt.block_on(verify::verify(
+                &source,
+                &topic,
+                &target,
+                &target_topic,
+                args.partitions,
+            ));
+            display.finish();
+            report.ok = v.ok;
+            report.verification = Some(v);
+        }
+        Mode::Live => {
+            report.memory.rss_before_replication_bytes = measure::rss_now();
+            let sampler = measure::RssSampler::start(Duration::from_millis(10));
+            let engine = replicate::LiveEngine::start(config)?;
+            let progress = Arc::new(load::Progress::default());
+            let display =
+                progress::Display::start("live (producing)", Some(progress.clone()), None);
+            let params = live::LiveParams {
+                topic: topic.clone(),
+                target_topic: target_topic.clone(),
+                partitions: args.partitions,
+                record_size: args.record_size,
+                rate_mib: args.rate,
+                duration: args.duration,
+                compression: args.codec.compression(),
+            };
+            let alive = || !engine.is_finished();
+            let result = rt.block_on(live::run(&source, &target, &params, pool, progress, &alive));
+            display.finish();
+            let (engine_result, engine_cpu) = engine.stop();
+            report.memory.replication_peak_rss_bytes =
+                Some(sampler.finish().peak_bytes).filter(|b| *b > 0);
+            let result = match (result, engine_result) {
+                (Ok(r), Ok(())) => r,
+                (Err(e), Err(engine_err)) => {
+                    return Err(e.context(format!("and the engine failed: {engine_err:#}")));
+                }
+                (Err(e), Ok(())) => return Err(e),
+                (Ok(_), Err(e)) => return Err(e),
+            };
+            let v = rt.block_on(verify::verify(
+                &source,
+                &topic,
+                &target,
+                &target_topic,
+                args.partitions,
+            ));
+            report.ok = v.ok && result.missing == 0;
+            report.verification = Some(v);
+            report.live = Some(LiveReport {
+                rate_mib_per_sec: args.rate,
+                duration_secs: args.duration.as_secs_f64(),
+                result,
+                engine_cpu: Cpu::from(engine_cpu),
+            });
+        }
+    }
+    report.memory.process_peak_rss_bytes = measure::vm_hwm();
+    drop(rt);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).context("encoding the report")?
+        );
+    } else {
+        print!("{}", report.text());
+    }
+    Ok(if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Drain => "drain",
+        Mode::Live => "live",
+    }
+}

@@ -1,0 +1,398 @@
+//! The bench report: one serde struct, printed as a text table or as one JSON object.
+
+use serde::Serialize;
+
+use super::args::{Codec, Mode};
+use super::live::{LiveResult, Percentiles};
+use super::verify::Verification;
+
+const MIB: f64 = 1024.0 * 1024.0;
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Everything `strait bench` measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// drain or live.
+    pub mode: Mode,
+    /// Source broker.
+    pub source: String,
+    /// Target broker.
+    pub target: String,
+    /// Source topic.
+    pub topic: String,
+    /// Target topic.
+    pub target_topic: String,
+    /// Partitions.
+    pub partitions: i32,
+    /// Value bytes per record.
+    pub record_size: u64,
+    /// Load codec.
+    pub codec: Codec,
+    /// Load batch size (uncompressed bytes).
+    pub batch_size: u64,
+    /// The engine's `fetch_max_wait` in ms.
+    pub engine_fetch_max_wait_ms: u64,
+    /// Worker threads of the engine's runtime.
+    pub engine_workers: usize,
+    /// The drain load.
+    pub load: Option<LoadReport>,
+    /// The replication phase.
+    pub replication: Option<ReplicationReport>,
+    /// Live mode.
+    pub live: Option<LiveReport>,
+    /// Memory.
+    pub memory: MemoryReport,
+    /// Source vs target.
+    pub verification: Option<Verification>,
+    /// Verification passed (and, live, nothing missing).
+    pub ok: bool,
+}
+
+/// The drain load phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    /// Records written.
+    pub records: u64,
+    /// Value bytes.
+    pub value_bytes: u64,
+    /// Key + value + header bytes.
+    pub payload_bytes: u64,
+    /// Batches.
+    pub batches: u64,
+    /// Seconds from first send to last ack.
+    pub secs: f64,
+    /// Value MiB per second.
+    pub mib_per_sec: f64,
+    /// Records per second.
+    pub records_per_sec: f64,
+}
+
+impl LoadReport {
+    /// Builds the rates from the counts.
+    pub fn new(
+        records: u64,
+        value_bytes: u64,
+        payload_bytes: u64,
+        batches: u64,
+        secs: f64,
+    ) -> Self {
+        let s = secs.max(1e-9);
+        LoadReport {
+            records,
+            value_bytes,
+            payload_bytes,
+            batches,
+            secs,
+            mib_per_sec: value_bytes as f64 / MIB / s,
+            records_per_sec: records as f64 / s,
+        }
+    }
+}
+
+/// CPU seconds, split.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Cpu {
+    /// User seconds.
+    pub user_secs: f64,
+    /// System seconds.
+    pub sys_secs: f64,
+}
+
+impl Cpu {
+    /// From a measure snapshot.
+    pub fn from(s: super::measure::CpuSnapshot) -> Cpu {
+        Cpu {
+            user_secs: s.user_us as f64 / 1e6,
+            sys_secs: s.sys_us as f64 / 1e6,
+        }
+    }
+
+    /// User + system.
+    pub fn total(&self) -> f64 {
+        self.user_secs + self.sys_secs
+    }
+}
+
+/// The replication phase (drain: `Engine::run_once`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicationReport {
+    /// Records the engine reported.
+    pub records: u64,
+    /// Record-batch bytes the engine reported moving (as stored, i.e. compressed).
+    pub batch_bytes: u64,
+    /// Seconds.
+    pub secs: f64,
+    /// Value MiB (uncompressed, as loaded) per second.
+    pub mib_per_sec: f64,
+    /// Batch MiB (as stored) per second.
+    pub batch_mib_per_sec: f64,
+    /// Records per second.
+    pub records_per_sec: f64,
+    /// Replication rate / load rate (the brokers' ingest rate), value bytes.
+    pub vs_load: Option<f64>,
+    /// CPU of the engine runtime's threads (RUSAGE_THREAD sums).
+    pub engine_cpu: Cpu,
+    /// CPU of the whole process over the phase (RUSAGE_SELF delta), includes the sampler.
+    pub process_cpu: Cpu,
+    /// CPU of the RSS sampler thread (part of process_cpu).
+    pub sampler_cpu: Cpu,
+    /// Engine CPU seconds per GiB of batch bytes moved: the figure compared with the
+    /// byte-relay floor.
+    pub cpu_secs_per_gib_batches: f64,
+    /// Engine CPU seconds per GiB of values (uncompressed).
+    pub cpu_secs_per_gib_values: f64,
+    /// Process CPU seconds per GiB of batch bytes.
+    pub process_cpu_secs_per_gib_batches: f64,
+}
+
+impl ReplicationReport {
+    /// Builds the rates.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        records: u64,
+        batch_bytes: u64,
+        value_bytes: u64,
+        secs: f64,
+        load_mib_per_sec: Option<f64>,
+        engine_cpu: Cpu,
+        process_cpu: Cpu,
+        sampler_cpu: Cpu,
+    ) -> Self {
+        let s = secs.max(1e-9);
+        let mib_per_sec = value_bytes as f64 / MIB / s;
+        let per_gib = |cpu: f64, bytes: u64| {
+            if bytes == 0 {
+                0.0
+            } else {
+                cpu / (bytes as f64 / GIB)
+            }
+        };
+        ReplicationReport {
+            records,
+            batch_bytes,
+            secs,
+            mib_per_sec,
+            batch_mib_per_sec: batch_bytes as f64 / MIB / s,
+            records_per_sec: records as f64 / s,
+            vs_load: load_mib_per_sec
+                .filter(|l| *l > 0.0)
+                .map(|l| mib_per_sec / l),
+            engine_cpu,
+            process_cpu,
+            sampler_cpu,
+            cpu_secs_per_gib_batches: per_gib(engine_cpu.total(), batch_bytes),
+            cpu_secs_per_gib_values: per_gib(engine_cpu.total(), value_bytes),
+            process_cpu_secs_per_gib_batches: per_gib(process_cpu.total(), batch_bytes),
+        }
+    }
+}
+
+/// Live mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveReport {
+    /// Requested rate, MiB/s of values.
+    pub rate_mib_per_sec: f64,
+    /// Production window, s.
+    pub duration_secs: f64,
+    /// What was measured.
+    #[serde(flatten)]
+    pub result: LiveResult,
+    /// CPU of the engine runtime's threads over the whole live run.
+    pub engine_cpu: Cpu,
+}
+
+/// Memory.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct MemoryReport {
+    /// VmHWM: peak RSS of the whole process (load generator and verifier included).
+    pub process_peak_rss_bytes: Option<u64>,
+    /// RSS when the replication phase started.
+    pub rss_before_replication_bytes: Option<u64>,
+    /// Highest RSS sampled (every 10 ms, /proc/self/statm) during replication.
+    pub replication_peak_rss_bytes: Option<u64>,
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / MIB)
+}
+
+fn pct(p: &Percentiles) -> String {
+    format!(
+        "p50 {:.1} / p90 {:.1} / p99 {:.1} / max {:.1} ms ({} samples)",
+        p.p50, p.p90, p.p99, p.max, p.samples
+    )
+}
+
+impl Report {
+    /// The report as a two-column text table.
+    pub fn text(&self) -> String {
+        let mut rows: Vec<(String, String)> = vec![
+            ("mode".into(), format!("{:?}", self.mode).to_lowercase()),
+            (
+                "source → target".into(),
+                format!("{} → {}", self.source, self.target),
+            ),
+            (
+                "topic".into(),
+                format!(
+                    "{} → {} ({} partitions)",
+                    self.topic, self.target_topic, self.partitions
+                ),
+            ),
+            (
+                "records".into(),
+                format!(
+                    "{} B values, codec {:?}, batches of {}",
+                    self.record_size,
+                    self.codec,
+                    mib(self.batch_size)
+                )
+                .to_lowercase(),
+            ),
+            (
+                "engine".into(),
+                format!(
+                    "fetch_max_wait {} ms, {} worker threads",
+                    self.engine_fetch_max_wait_ms, self.engine_workers
+                ),
+            ),
+        ];
+        if let Some(l) = &self.load {
+            rows.push((
+                "load (source ingest)".into(),
+                format!(
+                    "{} in {:.2} s: {:.1} MiB/s, {:.0} records/s ({} records, {} batches)",
+                    mib(l.value_bytes),
+                    l.secs,
+                    l.mib_per_sec,
+                    l.records_per_sec,
+                    l.records,
+                    l.batches
+                ),
+            ));
+        }
+        if let Some(r) = &self.replication {
+            rows.push((
+                "replication".into(),
+                format!(
+                    "{:.2} s: {:.1} MiB/s of values, {:.1} MiB/s of batches, {:.0} records/s",
+                    r.secs, r.mib_per_sec, r.batch_mib_per_sec, r.records_per_sec
+                ),
+            ));
+            if let Some(v) = r.vs_load {
+                rows.push((
+                    "replication / load rate".into(),
+                    format!("{:.0} %", v * 100.0),
+                ));
+            }
+            rows.push((
+                "engine CPU".into(),
+                format!(
+                    "{:.2} s user + {:.2} s sys = {:.2} s/GiB of batches ({} moved), {:.2} s/GiB of values",
+                    r.engine_cpu.user_secs,
+                    r.engine_cpu.sys_secs,
+                    r.cpu_secs_per_gib_batches,
+                    mib(r.batch_bytes),
+                    r.cpu_secs_per_gib_values
+                ),
+            ));
+            rows.push((
+                "process CPU (phase)".into(),
+                format!(
+                    "{:.2} s user + {:.2} s sys = {:.2} s/GiB of batches (sampler {:.3} s)",
+                    r.process_cpu.user_secs,
+                    r.process_cpu.sys_secs,
+                    r.process_cpu_secs_per_gib_batches,
+                    r.sampler_cpu.total()
+                ),
+            ));
+        }
+        if let Some(l) = &self.live {
+            let r = &l.result;
+            rows.push((
+                "live produce".into(),
+                format!(
+                    "{:.1} MiB/s asked, {:.1} MiB/s achieved for {:.0} s, {} records",
+                    l.rate_mib_per_sec, r.achieved_mib_per_sec, l.duration_secs, r.produced
+                ),
+            ));
+            rows.push(("latency ack → readable".into(), pct(&r.ack_to_readable_ms)));
+            rows.push((
+                "latency send → readable".into(),
+                pct(&r.send_to_readable_ms),
+            ));
+            rows.push(("source produce latency".into(), pct(&r.send_to_ack_ms)));
+            rows.push((
+                "kept up".into(),
+                format!(
+                    "{}: lag {} records at the last ack, caught up in {:.3} s; {} missing, {} duplicates",
+                    if r.kept_up { "yes" } else { "NO" },
+                    r.lag_at_end_records,
+                    r.catch_up_secs,
+                    r.missing,
+                    r.duplicates
+                ),
+            ));
+            rows.push((
+                "engine CPU (whole run)".into(),
+                format!(
+                    "{:.2} s user + {:.2} s sys",
+                    l.engine_cpu.user_secs, l.engine_cpu.sys_secs
+                ),
+            ));
+        }
+        let m = &self.memory;
+        let opt = |b: Option<u64>| b.map(mib).unwrap_or_else(|| "n/a".into());
+        rows.push((
+            "memory".into(),
+            format!(
+                "replication peak RSS {} (sampled; {} at start), process VmHWM {} (includes load and verify)",
+                opt(m.replication_peak_rss_bytes),
+                opt(m.rss_before_replication_bytes),
+                opt(m.process_peak_rss_bytes)
+            ),
+        ));
+        if let Some(v) = &self.verification {
+            rows.push(("verification".into(), v.summary()));
+        }
+        let w = rows
+            .iter()
+            .map(|(k, _)| k.chars().count())
+            .max()
+            .unwrap_or(0);
+        let mut out = String::new();
+        for (k, v) in rows {
+            out.push_str(&format!("{k:<w$}  {v}\n"));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_gib_figures() {
+        let r = ReplicationReport::new(
+            1000,
+            512 << 20,
+            1 << 30,
+            2.0,
+            Some(1024.0),
+            Cpu {
+                user_secs: 1.0,
+                sys_secs: 0.5,
+            },
+            Cpu {
+                user_secs: 2.0,
+                sys_secs: 1.0,
+            },
+            Cpu::default(),
+        );
+        assert!((r.cpu_secs_per_gib_batches - 3.0).abs() < 1e-9);
+        assert!((r.cpu_secs_per_gib_values - 1.5).abs() < 1e-9);
+        assert!((r.mib_per_sec - 512.0).abs() < 1e-9);
+        assert!((r.vs_load.unwrap_or(0.0) - 0.5).abs() < 1e-9);
+    }
+}
