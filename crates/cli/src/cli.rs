@@ -53,6 +53,9 @@ pub enum Command {
     Status {
         #[command(flatten)]
         config: ConfigArg,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Consumer-group offset tools.
     Offsets {

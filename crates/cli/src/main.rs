@@ -1,25 +1,25 @@
 //! `strait`: the Strait binary.
 //!
 //! Layout: [`cli`] defines the command line; [`config_cmd`] implements the config tools,
-//! which need only `strait_mirror::config`; [`logging`] sets up tracing. Commands that need
-//! the replication engine (run, check, plan, status, offsets, bench) are defined with their
-//! flags but exit 2 saying so, until the engine lands.
+//! which need only `strait_mirror::config`; [`logging`] sets up tracing; [`run_cmd`] runs
+//! the engine; [`check`], [`plan`], [`status`] and [`offsets`] inspect the clusters and the
+//! flows' state topics; [`bench`] measures replication.
 
 mod bench;
+mod check;
 mod cli;
 mod config_cmd;
 mod logging;
+mod offsets;
 mod plan;
 mod run_cmd;
+mod status;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, ConfigCommand, LogFormat};
-
-/// Exit code of commands that exist in the CLI but need the engine, which is not built yet.
-const NOT_BUILT: u8 = 2;
+use cli::{Cli, Command, ConfigCommand, LogFormat, OffsetsCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -52,25 +52,22 @@ fn main() -> ExitCode {
             command: ConfigCommand::Validate { config },
         } => config_cmd::validate_cmd(&config.path),
         Command::Plan { config } => plan::plan_cmd(&config.path),
-        other => Ok(not_built(other)),
+        Command::Check { config } => check::check_cmd(&config.path),
+        Command::Status { config, json } => status::status_cmd(&config.path, *json),
+        Command::Offsets {
+            command:
+                OffsetsCommand::Translate {
+                    config,
+                    group,
+                    topic,
+                },
+        } => offsets::translate_cmd(&config.path, group, topic.as_deref()),
+        // Handled above, before logging is set up.
+        Command::Run { .. } => Ok(ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         // `{:#}` prints the context chain on one line, without a backtrace or Debug dump.
         eprintln!("strait: {e:#}");
         ExitCode::FAILURE
     })
-}
-
-fn not_built(command: &Command) -> ExitCode {
-    let name = match command {
-        Command::Run { .. } => "run",
-        Command::Check { .. } => "check",
-        Command::Plan { .. } => "plan",
-        Command::Status { .. } => "status",
-        Command::Offsets { .. } => "offsets translate",
-        Command::Bench { .. } => "bench",
-        Command::Config { .. } => "config",
-    };
-    eprintln!("strait {name}: not built yet: needs the replication engine");
-    ExitCode::from(NOT_BUILT)
 }

@@ -41,7 +41,8 @@ pub(crate) async fn clients(config: &Config, flow: &Flow) -> anyhow::Result<(Cli
     ))
 }
 
-async fn connect(config: &Config, name: &str) -> anyhow::Result<Client> {
+/// A client for cluster `name` of `config`, with the cluster's timeouts.
+pub(crate) async fn connect(config: &Config, name: &str) -> anyhow::Result<Client> {
     let c: &Cluster = config
         .cluster(name)
         .with_context(|| format!("cluster {name} is not defined"))?;

@@ -1,10 +1,13 @@
 //! `strait run -c FILE [--once]`.
 
+use std::io::IsTerminal as _;
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use strait_mirror::Engine;
+use strait_mirror::Metrics;
 use strait_mirror::config::{Config, load};
 use strait_mirror::metrics::http::MetricsServer;
 
@@ -57,7 +60,16 @@ async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
     // MirrorError's message already includes its cause: keep anyhow from repeating it.
     let flat = |e: strait_mirror::MirrorError| anyhow::anyhow!(e.to_string());
     if once {
-        let summary = engine.run_once().await.map_err(flat)?;
+        let bar = std::io::stderr()
+            .is_terminal()
+            .then(|| tokio::spawn(progress(engine.metrics().clone())));
+        let result = engine.run_once().await;
+        if let Some(bar) = bar {
+            bar.abort();
+            // Let the aborted task drop its bar (which clears it) before printing.
+            let _ = bar.await;
+        }
+        let summary = result.map_err(flat)?;
         println!("{summary}");
     } else {
         engine.run(shutdown_signal()).await.map_err(flat)?;
@@ -87,5 +99,55 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Records acknowledged and records still to replicate, summed over every partition, read
+/// from the engine's metrics (`strait_records_replicated_total`, `strait_lag_offsets`).
+fn progress_counts(metrics: &Metrics) -> (u64, u64) {
+    let (mut done, mut left) = (0.0, 0.0);
+    for line in metrics.render().lines() {
+        let value = || {
+            line.rsplit(' ')
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        if line.starts_with("strait_records_replicated_total{") {
+            done += value();
+        } else if line.starts_with("strait_lag_offsets{") {
+            left += value();
+        }
+    }
+    (done as u64, left as u64)
+}
+
+/// Draws a progress bar on stderr (records replicated of records to replicate) until
+/// aborted; the bar is cleared when the task is dropped.
+async fn progress(metrics: Metrics) {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} replicating [{bar:40}] {pos}/{len} records ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let _clear = ClearOnDrop(bar.clone());
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tick.tick().await;
+        let (done, left) = progress_counts(&metrics);
+        bar.set_length(done + left);
+        bar.set_position(done);
+    }
+}
+
+/// Clears a progress bar when dropped (the task drawing it is aborted, not finished).
+struct ClearOnDrop(indicatif::ProgressBar);
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
     }
 }
