@@ -78,6 +78,8 @@ struct FlowRun {
     state_writer: StateWriter,
     saved: SavedState,
     once: bool,
+    /// Per partition, bytes that may be held back for open transactions.
+    max_held_bytes: usize,
 }
 
 /// Runs `flow` until `stop` turns true (or, with `once`, until caught up with the ends
@@ -141,6 +143,7 @@ async fn run_inner(
         max_bytes: config.engine.fetch_max_bytes,
         isolation: IsolationLevel::ReadCommitted,
     };
+    let max_held_bytes = usize::try_from(budget.total() / 2).unwrap_or(usize::MAX);
     let router = Router::new(
         source.clone(),
         &flow.name,
@@ -167,6 +170,7 @@ async fn run_inner(
         running: BTreeMap::new(),
         saved,
         once,
+        max_held_bytes,
     };
     let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
     let mut group_sync = GroupSync::new(
@@ -369,6 +373,7 @@ impl FlowRun {
                 until: self.once.then_some(s.end),
                 on_source_truncation: flow.on_source_truncation,
                 on_target_mismatch: flow.on_topic_recreation,
+                max_held_bytes: self.max_held_bytes,
             };
             if recovery.remaining() > 0 {
                 tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,

@@ -124,6 +124,18 @@ fn librdkafka_data_of_every_codec_is_replicated_identically() {
     assert_eq!(again.records(), 0, "{again}");
 }
 
+/// The counter value of the first metric line containing every one of `parts`.
+fn metric(text: &str, parts: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| parts.iter().all(|p| l.contains(p)))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// Tansu answers read_committed fetches with an empty aborted list and returns the records
+/// of aborted transactions (they are stored, followed by an ABORT marker), so what a
+/// librdkafka read_committed consumer sees on Tansu is NOT the truth: the truth is what
+/// the producer committed. Strait must hold transactional data until its marker.
 #[test]
 fn committed_transactions_are_replicated_aborted_and_markers_are_not() {
     let cluster = TansuCluster::start(2).expect("brokers");
@@ -131,59 +143,96 @@ fn committed_transactions_are_replicated_aborted_and_markers_are_not() {
     rdkafka::create_topic(&src, "txn", 1, &[]).expect("topic");
     let mut data = DataGen::new(3);
     let spec = RecordSpec::default();
+    let plain1 = data.records(5, &spec);
     let first = data.records(20, &spec);
+    let plain2 = data.records(4, &spec);
     let aborted = data.records(15, &spec);
+    let plain3 = data.records(3, &spec);
     let second = data.records(10, &spec);
+    let plain4 = data.records(2, &spec);
     for (records, transaction) in [
+        (&plain1, Transaction::None),
         (&first, Transaction::Commit),
+        (&plain2, Transaction::None),
         (&aborted, Transaction::Abort),
+        (&plain3, Transaction::None),
         (&second, Transaction::Commit),
+        (&plain4, Transaction::None),
     ] {
         let opts = ProduceOptions {
             transaction,
+            // The aborted records reach the broker before the ABORT marker.
+            flush_before_end: true,
             ..ProduceOptions::default()
         };
         rdkafka::produce(&src, "txn", records, &opts).expect("produce");
     }
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let engine = Engine::new(config(&src, &dst, ""));
-    let summary = runtime.block_on(engine.run_once()).expect("run --once");
-    // What a read_committed librdkafka consumer sees on the source is the truth.
-    let committed = rdkafka::consume(
-        &src,
-        "txn",
-        &ConsumeOptions::until_idle(Duration::from_secs(2)),
-    )
-    .unwrap();
-    assert_eq!(summary.records(), committed.len() as u64, "{summary}");
     let read_all = ConsumeOptions {
         isolation: rdkafka::Isolation::ReadUncommitted,
         ..ConsumeOptions::until_idle(Duration::from_secs(2))
     };
+    let source_all = rdkafka::consume(&src, "txn", &read_all).unwrap();
+    let stored_aborted = aborted
+        .iter()
+        .filter(|r| source_all.iter().any(|s| s.value == r.value))
+        .count();
+    assert_eq!(
+        stored_aborted,
+        aborted.len(),
+        "the source stores the aborted records (else this test proves nothing)"
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let engine = Engine::new(config(&src, &dst, ""));
+    let summary = runtime.block_on(engine.run_once()).expect("run --once");
+    let expected: Vec<Option<Bytes>> = [&plain1, &first, &plain2, &plain3, &second, &plain4]
+        .into_iter()
+        .flatten()
+        .map(|r| r.value.clone())
+        .collect();
+    assert_eq!(summary.records(), expected.len() as u64, "{summary}");
     let target = rdkafka::consume(&dst, "src.txn", &read_all).unwrap();
-    let values: Vec<_> = target.iter().map(|r| r.value.clone()).collect();
-    let expected: Vec<_> = committed.iter().map(|r| r.value.clone()).collect();
-    assert_eq!(values, expected, "what read_committed sees, in order");
-    for r in first.iter().chain(&second) {
-        assert!(
-            values.contains(&r.value),
-            "committed records are all copied"
-        );
-    }
+    let values: Vec<Option<Bytes>> = target.iter().map(|r| r.value.clone()).collect();
+    assert_eq!(
+        values, expected,
+        "exactly the committed and non-transactional records, in source order"
+    );
     // Dense target offsets: no transaction marker was copied.
     assert_eq!(
         target.iter().map(|r| r.offset).collect::<Vec<_>>(),
         (0..target.len() as i64).collect::<Vec<_>>()
     );
-    let aborted_copied = aborted.iter().filter(|r| values.contains(&r.value)).count();
-    println!(
-        "source read_committed: {} records; aborted records visible to it (Tansu): {aborted_copied}",
-        committed.len()
-    );
     let text = engine.metrics().render();
+    let dropped_aborted = metric(
+        &text,
+        &[
+            "strait_dropped_batches_total",
+            "topic=\"txn\"",
+            "kind=\"aborted\"",
+        ],
+    )
+    .unwrap_or(0.0);
     assert!(
-        text.contains("kind=\"control\"} "),
-        "markers are counted as dropped: {text}"
+        dropped_aborted >= 1.0,
+        "aborted batches are counted: {text}"
+    );
+    let dropped_control = metric(
+        &text,
+        &[
+            "strait_dropped_batches_total",
+            "topic=\"txn\"",
+            "kind=\"control\"",
+        ],
+    )
+    .unwrap_or(0.0);
+    assert!(
+        dropped_control >= 3.0,
+        "three markers are counted as dropped: {text}"
+    );
+    println!(
+        "source holds {} records ({stored_aborted} aborted); target {}; dropped batches: \
+         {dropped_aborted} aborted, {dropped_control} control",
+        source_all.len(),
+        target.len()
     );
 }
 

@@ -17,7 +17,7 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use super::budget::Reservation;
 use super::fetcher::{Feed, PartitionFeed};
-use super::plan::{Step, plan};
+use super::plan::{Planner, Step};
 use super::recovery::{Decision, Recovery};
 use crate::config::model::IncidentPolicy;
 use crate::error::{IncidentKind, MirrorError};
@@ -46,6 +46,10 @@ pub struct PartitionSpec {
     pub on_source_truncation: IncidentPolicy,
     /// Reaction to a target that does not hold what the map says (truncated/re-created).
     pub on_target_mismatch: IncidentPolicy,
+    /// Largest number of bytes the partition may hold back while transactions are open
+    /// (held batches pin their fetch buffers in the in-flight budget); past it the flow
+    /// fails rather than wait for a marker the full budget would keep it from fetching.
+    pub max_held_bytes: usize,
 }
 
 /// Progress shared with the flow.
@@ -89,6 +93,13 @@ impl Written {
         }
     }
 
+    fn first_source(&self) -> u64 {
+        match self {
+            Written::Dense { source_first, .. } => *source_first,
+            Written::Listed(v) => v.first().copied().unwrap_or(0),
+        }
+    }
+
     fn records(&self) -> u64 {
         match self {
             Written::Dense { count, .. } => *count,
@@ -108,6 +119,9 @@ enum Record {
     },
     AlreadyWritten(Written),
     Advance(u64),
+    /// `--once`: everything up to the end seen at start was fetched and every step
+    /// released from it is queued before this (transactions still open stay unreplicated).
+    ReachedEnd,
     SourceLogStart(u64),
     SourceRecreated(u64),
     /// The target holds `extra` records past the map we cannot match: restart the map's
@@ -159,6 +173,11 @@ async fn send_loop(
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
     let limits = Limits::default();
+    let mut planner: Planner<Arc<Reservation>> = Planner::new(
+        feed.with_cursor(|c| c.position),
+        spec.max_batch_bytes,
+        limits,
+    );
     let mut generation = 0u64;
     let send = |r: Record| {
         let rec = rec.clone();
@@ -197,7 +216,8 @@ async fn send_loop(
                     continue;
                 }
                 progress.end.store(end, Ordering::Relaxed);
-                let plan = plan(records, &aborted, position, spec.max_batch_bytes, &limits)
+                let plan = planner
+                    .plan(records, &aborted, position, reservation)
                     .map_err(|e| {
                         MirrorError::records(
                             format!("batch at source offset {}", e.offset),
@@ -214,7 +234,9 @@ async fn send_loop(
                 for r in &plan.slow {
                     feed.metrics.slow_path(r.as_str());
                 }
-                for step in plan.steps {
+                check_held(spec, &planner)?;
+                let fetched_to = plan.next_position;
+                for (step, reservation) in plan.steps {
                     let mut decision = recovery.decide(&step);
                     if let Decision::Mismatch {
                         remaining,
@@ -273,7 +295,7 @@ async fn send_loop(
                                 written,
                                 bytes,
                                 max_timestamp,
-                                _reservation: Arc::clone(&reservation),
+                                _reservation: reservation,
                             })
                             .await?;
                         }
@@ -281,6 +303,15 @@ async fn send_loop(
                             return Err(MirrorError::other("negative offset in a fetched batch"));
                         }
                     }
+                }
+                if let Some(until) = spec.until
+                    && fetched_to >= until
+                {
+                    // `--once`: fetched up to the end seen at start. Batches still held
+                    // belong to transactions open at that end: they are not replicated
+                    // (the map's source position stays before them for the next run).
+                    feed.with_cursor(|c| c.paused = true);
+                    send(Record::ReachedEnd).await?;
                 }
             }
             Feed::OutOfRange {
@@ -333,6 +364,7 @@ async fn send_loop(
                 tracing::error!(flow = %spec.flow, topic = %spec.source_topic,
                     partition = spec.partition, "source truncation: {message}; policy skip: continuing from offset {start}");
                 send(record).await?;
+                planner.reposition(start);
                 generation += 1;
                 feed.with_cursor(|c| {
                     c.position = start;
@@ -381,8 +413,38 @@ async fn record_loop(
                         return Err(MirrorError::kafka("produce", e));
                     }
                 };
-                let base = u64::try_from(a.base_offset).unwrap_or(0);
-                append(&mut lock(), &written, base)?;
+                let mut m = lock();
+                let expected = m.read(|m| m.next(Side::Target));
+                let base = match ack_base(a.base_offset, expected) {
+                    AckBase::At(base) => base,
+                    AckBase::Mismatch { acked, expected } => {
+                        let message = format!(
+                            "the target acknowledged a batch at offset {acked} of {} but Strait, \
+                             its only writer, expected {expected}: the target partition was \
+                             written by someone else, truncated or re-created",
+                            spec.target_topic
+                        );
+                        feed.metrics.incident(IncidentKind::TargetTruncation);
+                        if spec.on_target_mismatch == IncidentPolicy::Fail {
+                            return Err(MirrorError::incident(
+                                IncidentKind::TargetTruncation,
+                                format!(
+                                    "{message}; policy fail (on_topic_recreation = \"skip\" \
+                                     restarts the map's target side at the acknowledged offset)"
+                                ),
+                            ));
+                        }
+                        tracing::error!(flow = %spec.flow, topic = %spec.source_topic,
+                            partition = spec.partition,
+                            "{message}; policy skip: the map's target side restarts at {acked}");
+                        let resume = written.first_source();
+                        m.update(|m| m.target_recreated(acked, resume))
+                            .map_err(MirrorError::offset_map)?;
+                        acked
+                    }
+                };
+                append(&mut m, &written, base)?;
+                drop(m);
                 let latency = (now_ms() - max_timestamp) as f64 / 1000.0;
                 feed.metrics.acked(written.records(), bytes, latency);
                 newest_ts = Some(max_timestamp);
@@ -392,6 +454,7 @@ async fn record_loop(
                 let base = m.read(|m| m.next(Side::Target));
                 append(&mut m, &written, base)?;
             }
+            Record::ReachedEnd => mark_done(progress),
             Record::Advance(next) => lock()
                 .update(|m| {
                     if next > m.next(Side::Source) {
@@ -439,6 +502,63 @@ async fn record_loop(
     Ok(())
 }
 
+/// Where an acknowledged batch landed on the target, given what the broker answered and
+/// where the map expects it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckBase {
+    /// Record the batch at this target offset.
+    At(u64),
+    /// The broker put it somewhere else: someone else wrote or reset the target partition.
+    Mismatch {
+        /// Where the broker says it landed.
+        acked: u64,
+        /// Where the map expected it (`next(Target)`).
+        expected: u64,
+    },
+}
+
+/// Decides where an acknowledged batch landed. Strait is the only writer of its target
+/// partitions and acknowledgements arrive in order, so a batch lands at the map's
+/// `next(Target)` (`expected`). An answer without an offset (−1: Tansu's
+/// DUPLICATE_SEQUENCE_NUMBER for a re-sent batch, some acks settings) means exactly
+/// that; an offset that differs is a [`AckBase::Mismatch`].
+pub fn ack_base(acked: i64, expected: u64) -> AckBase {
+    match u64::try_from(acked) {
+        Err(_) => AckBase::At(expected),
+        Ok(acked) if acked == expected => AckBase::At(acked),
+        Ok(acked) => AckBase::Mismatch { acked, expected },
+    }
+}
+
+/// Fails when the partition holds more than it may while transactions are open.
+fn check_held(
+    spec: &PartitionSpec,
+    planner: &Planner<Arc<Reservation>>,
+) -> Result<(), MirrorError> {
+    let held = planner.held_bytes();
+    if held <= spec.max_held_bytes {
+        return Ok(());
+    }
+    let txn = planner.oldest_open().map_or_else(
+        || "no open transaction".to_owned(),
+        |t| {
+            format!(
+                "the transaction of producer id {} open since source offset {}",
+                t.producer_id, t.first_offset
+            )
+        },
+    );
+    Err(MirrorError::other(format!(
+        "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
+         abort, more than the {} allowed (half of engine.in_flight_memory); raise \
+         engine.in_flight_memory or end the transaction",
+        planner.held_batches(),
+        spec.source_topic,
+        spec.partition,
+        spec.max_held_bytes
+    )))
+}
+
 fn mark_done(progress: &Progress) {
     if !progress.done.swap(true, Ordering::AcqRel) {
         progress.notify.notify_waiters();
@@ -454,4 +574,42 @@ fn append(m: &mut MapWriter, written: &Written, target_base: u64) -> Result<(), 
         Written::Listed(offsets) => m.append_listed(offsets, target_base),
     }
     .map_err(MirrorError::offset_map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ack_without_an_offset_lands_where_the_map_expects_it() {
+        // Tansu's DUPLICATE_SEQUENCE_NUMBER answer to a re-sent batch: base offset −1.
+        assert_eq!(ack_base(-1, 42), AckBase::At(42));
+        assert_eq!(ack_base(i64::MIN, 0), AckBase::At(0));
+    }
+
+    #[test]
+    fn an_ack_at_the_expected_offset_is_recorded_there() {
+        assert_eq!(ack_base(0, 0), AckBase::At(0));
+        assert_eq!(ack_base(42, 42), AckBase::At(42));
+    }
+
+    #[test]
+    fn an_ack_elsewhere_is_a_mismatch_never_offset_zero() {
+        // Someone else wrote the partition: our batch landed further on.
+        assert_eq!(
+            ack_base(50, 42),
+            AckBase::Mismatch {
+                acked: 50,
+                expected: 42
+            }
+        );
+        // The partition was reset: our batch landed at its start.
+        assert_eq!(
+            ack_base(0, 42),
+            AckBase::Mismatch {
+                acked: 0,
+                expected: 42
+            }
+        );
+    }
 }

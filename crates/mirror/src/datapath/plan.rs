@@ -3,16 +3,21 @@
 //!
 //! Per batch, in offset order: batches wholly before the fetch position are ignored (a
 //! broker may return a batch that starts before the offset asked for); every batch goes
-//! through the aborted-transaction filter so its state follows the log; control batches
-//! and aborted data become [`Step::Skip`]; a batch that starts before the position, has
+//! through the response's aborted-transaction filter so its state follows the log, then
+//! through the partition's [`TxnResolver`], which holds transactional data until its
+//! marker decides it (brokers such as Tansu return aborted data to `read_committed`
+//! fetches with an empty aborted list); released control batches and aborted data become
+//! [`Step::Skip`]; a batch that starts before the position, has
 //! gaps, is empty or exceeds the target's batch limit is re-encoded (the slow path);
 //! everything else is forwarded as it is (the fast path; the producer patches the header).
+
+use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
 use strait_client::AbortedTxn;
 use strait_records::{
     AbortedFilter, AbortedTransaction, Batch, BatchBuilder, Class, Compression, Limits, Record,
-    ReencodeOptions, ReencodeReason, TxnVerdict, split,
+    ReencodeOptions, ReencodeReason, Resolved, SkipReason, TxnResolver, TxnVerdict, split,
 };
 
 /// What to do with (part of) a source batch.
@@ -94,12 +99,13 @@ impl SlowReason {
 }
 
 /// The steps for one record set, and what was counted on the way.
-#[derive(Debug, Default)]
-pub struct Plan {
-    /// In order. Every source offset from the position to [`Plan::next_position`] is
-    /// accounted for by exactly one step (or lies in a gap).
-    pub steps: Vec<Step>,
-    /// Where the next fetch starts: after the last complete batch.
+#[derive(Debug)]
+pub struct Plan<P = ()> {
+    /// Released steps, in order, each with the pin of the record set its batch came from
+    /// (see [`Planner`]). Every source offset from the released position to the last
+    /// step's [`Step::source_next`] is accounted for by exactly one step (or lies in a gap).
+    pub steps: Vec<(Step, P)>,
+    /// Where the next fetch starts: after the last complete batch (past held batches).
     pub next_position: i64,
     /// Control batches dropped.
     pub dropped_control: u32,
@@ -111,6 +117,24 @@ pub struct Plan {
     pub trimmed: usize,
 }
 
+impl<P> Plan<P> {
+    fn empty(position: i64, trimmed: usize) -> Self {
+        Plan {
+            steps: Vec::new(),
+            next_position: position,
+            dropped_control: 0,
+            dropped_aborted: 0,
+            slow: Vec::new(),
+            trimmed,
+        }
+    }
+
+    /// The steps without their pins.
+    pub fn into_steps(self) -> Vec<Step> {
+        self.steps.into_iter().map(|(s, _)| s).collect()
+    }
+}
+
 /// Why a record set could not be planned.
 #[derive(Debug)]
 pub struct PlanError {
@@ -120,7 +144,234 @@ pub struct PlanError {
     pub source: strait_records::Error,
 }
 
-/// Plans `records` (one partition of a Fetch response) fetched from `position`.
+/// The oldest transaction a [`Planner`] is waiting on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenTxn {
+    /// Its producer id.
+    pub producer_id: i64,
+    /// The source offset of its first held batch.
+    pub first_offset: i64,
+}
+
+/// One partition's planner, persistent across fetch responses.
+///
+/// Each response gets a fresh [`AbortedFilter`] (the aborted list is per response); its
+/// verdicts feed the partition's [`TxnResolver`], which holds transactional batches until
+/// their COMMIT/ABORT marker is fetched — possibly several responses later — and releases
+/// every batch strictly in offset order. Only released batches become steps, so the fetch
+/// position ([`Plan::next_position`]) runs ahead of the position the steps reach
+/// ([`Planner::released_next`]), which is what the offset map may record.
+///
+/// `P` pins what a held batch keeps alive (the fetch buffer's in-flight budget
+/// reservation): each batch carries the pin of its record set until it is released, and
+/// each step hands it on to whoever holds the step.
+#[derive(Debug)]
+pub struct Planner<P> {
+    resolver: TxnResolver,
+    pins: VecDeque<P>,
+    released_next: i64,
+    open: BTreeMap<i64, i64>,
+    max_batch_bytes: usize,
+    limits: Limits,
+}
+
+impl<P: Clone> Planner<P> {
+    /// A planner whose steps start at `position`, re-encoding batches larger than
+    /// `max_batch_bytes`.
+    pub fn new(position: i64, max_batch_bytes: usize, limits: Limits) -> Self {
+        Planner {
+            resolver: TxnResolver::new(limits),
+            pins: VecDeque::new(),
+            released_next: position,
+            open: BTreeMap::new(),
+            max_batch_bytes,
+            limits,
+        }
+    }
+
+    /// Forgets every held batch and restarts at `position` (after any reposition:
+    /// truncation, re-creation, recovery).
+    pub fn reposition(&mut self, position: i64) {
+        self.resolver.clear();
+        self.pins.clear();
+        self.open.clear();
+        self.released_next = position;
+    }
+
+    /// The source position through the released steps.
+    pub fn released_next(&self) -> i64 {
+        self.released_next
+    }
+
+    /// Bytes of batches fetched but not released yet.
+    pub fn held_bytes(&self) -> usize {
+        self.resolver.held_bytes()
+    }
+
+    /// Batches fetched but not released yet.
+    pub fn held_batches(&self) -> usize {
+        self.resolver.held_batches()
+    }
+
+    /// The oldest transaction still waiting for its marker, if any.
+    pub fn oldest_open(&self) -> Option<OpenTxn> {
+        self.open
+            .iter()
+            .min_by_key(|(_, first)| **first)
+            .map(|(&producer_id, &first_offset)| OpenTxn {
+                producer_id,
+                first_offset,
+            })
+    }
+
+    /// Plans `records` (one partition of a Fetch response, with its aborted list) fetched
+    /// from `position`; `pin` is kept alive by each of its batches until released.
+    pub fn plan(
+        &mut self,
+        records: Bytes,
+        aborted: &[AbortedTxn],
+        position: i64,
+        pin: P,
+    ) -> Result<Plan<P>, PlanError> {
+        let split = split(records, &self.limits).map_err(|source| PlanError {
+            offset: position,
+            source,
+        })?;
+        let aborted: Vec<AbortedTransaction> = aborted
+            .iter()
+            .map(|a| AbortedTransaction {
+                producer_id: a.producer_id,
+                first_offset: a.first_offset,
+            })
+            .collect();
+        let mut filter = AbortedFilter::new(&aborted, self.limits);
+        let mut plan = Plan::empty(position, split.trimmed);
+        for batch in split.batches {
+            let h = *batch.header();
+            let err = |source| PlanError {
+                offset: h.base_offset,
+                source,
+            };
+            // Every batch goes through the filter so its state follows the log.
+            let verdict = filter.check(&batch).map_err(err)?;
+            let next = h.next_offset();
+            if next <= plan.next_position {
+                continue;
+            }
+            plan.next_position = next;
+            match verdict {
+                TxnVerdict::Control => {
+                    self.open.remove(&h.producer_id);
+                }
+                TxnVerdict::Keep
+                    if h.attributes.is_transactional() && !h.attributes.is_control() =>
+                {
+                    self.open.entry(h.producer_id).or_insert(h.base_offset);
+                }
+                _ => {}
+            }
+            self.resolver.push(batch, verdict).map_err(err)?;
+            self.pins.push_back(pin.clone());
+            while let Some(resolved) = self.resolver.pop() {
+                // One pin per pushed batch, popped in the same order.
+                let Some(pin) = self.pins.pop_front() else {
+                    break;
+                };
+                let steps = self.release(resolved, &mut plan)?;
+                plan.steps
+                    .extend(steps.into_iter().map(|s| (s, pin.clone())));
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Plans one released batch, counting into `plan`; returns its steps.
+    fn release(&mut self, resolved: Resolved, plan: &mut Plan<P>) -> Result<Vec<Step>, PlanError> {
+        let from = self.released_next;
+        let batch = match resolved {
+            Resolved::Skip(batch, reason) => {
+                match reason {
+                    SkipReason::Control => plan.dropped_control += 1,
+                    SkipReason::Aborted => plan.dropped_aborted += 1,
+                }
+                let next = batch.header().next_offset();
+                if next <= from {
+                    return Ok(Vec::new());
+                }
+                self.released_next = next;
+                return Ok(vec![Step::Skip { source_next: next }]);
+            }
+            Resolved::Forward(batch) => batch,
+        };
+        let h = *batch.header();
+        let next = h.next_offset();
+        if next <= from {
+            return Ok(Vec::new());
+        }
+        let err = |source| PlanError {
+            offset: h.base_offset,
+            source,
+        };
+        let limits = self.limits;
+        let max = self.max_batch_bytes;
+        let mut steps = Vec::new();
+        if h.base_offset < from {
+            plan.slow.push(SlowReason::Partial);
+            batch.verify_crc().map_err(err)?;
+            let mut kept = Vec::new();
+            for r in batch.records(&limits).map_err(err)? {
+                let r = r.map_err(err)?;
+                if r.offset >= from {
+                    kept.push(r);
+                }
+            }
+            build_pieces(&kept, h.compression(), max, &mut steps).map_err(err)?;
+            steps.push(Step::Skip { source_next: next });
+        } else {
+            match batch.classify(max) {
+                Class::Forward => steps.push(Step::Forward {
+                    source_first: h.base_offset,
+                    count: i64::from(h.records_count),
+                    batch,
+                }),
+                Class::Control => {
+                    plan.dropped_control += 1;
+                    steps.push(Step::Skip { source_next: next });
+                }
+                Class::NeedsReencode(ReencodeReason::Empty) => {
+                    plan.slow.push(SlowReason::Empty);
+                    steps.push(Step::Skip { source_next: next });
+                }
+                class => {
+                    plan.slow.push(if matches!(class, Class::TooLarge { .. }) {
+                        SlowReason::TooLarge
+                    } else {
+                        SlowReason::Gapped
+                    });
+                    batch.verify_crc().map_err(err)?;
+                    let options = ReencodeOptions {
+                        compression: None,
+                        max_batch_bytes: Some(max),
+                        limits,
+                    };
+                    for piece in batch.reencode(&options).map_err(err)? {
+                        steps.push(Step::Reencoded {
+                            batch: piece.batch,
+                            source_offsets: piece.source_offsets,
+                        });
+                    }
+                    // Trailing records removed by compaction still move the position.
+                    steps.push(Step::Skip { source_next: next });
+                }
+            }
+        }
+        self.released_next = next;
+        Ok(steps)
+    }
+}
+
+/// Plans `records` fetched from `position` with a fresh [`Planner`]: what a single
+/// response releases on its own (transactions whose marker it holds).
 pub fn plan(
     records: Bytes,
     aborted: &[AbortedTxn],
@@ -128,103 +379,8 @@ pub fn plan(
     max_batch_bytes: usize,
     limits: &Limits,
 ) -> Result<Plan, PlanError> {
-    let split = split(records, limits).map_err(|source| PlanError {
-        offset: position,
-        source,
-    })?;
-    let aborted: Vec<AbortedTransaction> = aborted
-        .iter()
-        .map(|a| AbortedTransaction {
-            producer_id: a.producer_id,
-            first_offset: a.first_offset,
-        })
-        .collect();
-    let mut filter = AbortedFilter::new(&aborted, *limits);
-    let mut plan = Plan {
-        next_position: position,
-        trimmed: split.trimmed,
-        ..Plan::default()
-    };
-    for batch in split.batches {
-        let h = *batch.header();
-        let err = |source| PlanError {
-            offset: h.base_offset,
-            source,
-        };
-        let verdict = filter.check(&batch).map_err(err)?;
-        let next = h.next_offset();
-        if next <= plan.next_position {
-            continue;
-        }
-        let from = plan.next_position;
-        plan.next_position = next;
-        match verdict {
-            TxnVerdict::Control => {
-                plan.dropped_control += 1;
-                plan.steps.push(Step::Skip { source_next: next });
-                continue;
-            }
-            TxnVerdict::Aborted => {
-                plan.dropped_aborted += 1;
-                plan.steps.push(Step::Skip { source_next: next });
-                continue;
-            }
-            TxnVerdict::Keep => {}
-        }
-        if h.base_offset < from {
-            plan.slow.push(SlowReason::Partial);
-            batch.verify_crc().map_err(err)?;
-            let mut kept = Vec::new();
-            for r in batch.records(limits).map_err(err)? {
-                let r = r.map_err(err)?;
-                if r.offset >= from {
-                    kept.push(r);
-                }
-            }
-            build_pieces(&kept, h.compression(), max_batch_bytes, &mut plan.steps).map_err(err)?;
-            plan.steps.push(Step::Skip { source_next: next });
-            continue;
-        }
-        match batch.classify(max_batch_bytes) {
-            Class::Forward => plan.steps.push(Step::Forward {
-                source_first: h.base_offset,
-                count: i64::from(h.records_count),
-                batch,
-            }),
-            Class::Control => {
-                plan.dropped_control += 1;
-                plan.steps.push(Step::Skip { source_next: next });
-            }
-            Class::NeedsReencode(ReencodeReason::Empty) => {
-                plan.slow.push(SlowReason::Empty);
-                plan.steps.push(Step::Skip { source_next: next });
-            }
-            class => {
-                plan.slow.push(if matches!(class, Class::TooLarge { .. }) {
-                    SlowReason::TooLarge
-                } else {
-                    SlowReason::Gapped
-                });
-                batch.verify_crc().map_err(err)?;
-                let options = ReencodeOptions {
-                    compression: None,
-                    max_batch_bytes: Some(max_batch_bytes),
-                    limits: *limits,
-                };
-                for piece in batch.reencode(&options).map_err(err)? {
-                    plan.steps.push(Step::Reencoded {
-                        batch: piece.batch,
-                        source_offsets: piece.source_offsets,
-                    });
-                }
-                // Trailing records removed by compaction still move the position.
-                plan.steps.push(Step::Skip { source_next: next });
-            }
-        }
-    }
-    Ok(plan)
+    Planner::new(position, max_batch_bytes, *limits).plan(records, aborted, position, ())
 }
-
 /// Builds `records` into batches of at most `max` bytes (halving until each fits).
 fn build_pieces(
     records: &[Record],
@@ -299,6 +455,40 @@ mod tests {
         b.freeze()
     }
 
+    const TXN: u16 = 0x10;
+    const CONTROL: u16 = 0x20;
+
+    /// A transaction marker of `pid` at `offset`: a control record with key version 0 and
+    /// type 1 (COMMIT) or 0 (ABORT).
+    fn marker(offset: i64, pid: i64, commit: bool) -> Bytes {
+        let mut b = BatchBuilder::new(Compression::None);
+        b.push(
+            0,
+            Some(&[0, 0, 0, u8::from(commit)]),
+            Some(&[0, 0, 0, 0, 0, 0]),
+            &[],
+        )
+        .unwrap();
+        rebase(
+            b.build().unwrap().into_bytes(),
+            offset,
+            Some((pid, TXN | CONTROL)),
+        )
+    }
+
+    /// A transactional data batch of `pid`.
+    fn txn(base: i64, n: usize, pid: i64) -> Bytes {
+        rebase(batch(base, n, Compression::None), base, Some((pid, TXN)))
+    }
+
+    /// (records, source_next) of each step.
+    fn shape<P>(p: &Plan<P>) -> Vec<(i64, i64)> {
+        p.steps
+            .iter()
+            .map(|(s, _)| (s.records(), s.source_next()))
+            .collect()
+    }
+
     #[test]
     fn dense_batches_are_forwarded_without_copying() {
         let set = concat(&[
@@ -308,7 +498,7 @@ mod tests {
         let p = plan(set.clone(), &[], 0, 1 << 20, &Limits::default()).unwrap();
         assert_eq!(p.next_position, 5);
         assert_eq!(p.steps.len(), 2);
-        match &p.steps[0] {
+        match &p.steps[0].0 {
             Step::Forward {
                 batch,
                 source_first,
@@ -325,7 +515,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(p.steps[1].source_next(), 5);
+        assert_eq!(p.steps[1].0.source_next(), 5);
         assert!(p.slow.is_empty());
     }
 
@@ -338,7 +528,7 @@ mod tests {
         let p = plan(set, &[], 5, 1 << 20, &Limits::default()).unwrap();
         assert_eq!(p.slow, vec![SlowReason::Partial]);
         assert_eq!(p.next_position, 7);
-        match &p.steps[0] {
+        match &p.steps[0].0 {
             Step::Reencoded {
                 batch,
                 source_offsets,
@@ -353,7 +543,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(p.steps.last().unwrap().source_next(), 7);
+        assert_eq!(p.steps.last().unwrap().0.source_next(), 7);
     }
 
     #[test]
@@ -362,7 +552,7 @@ mod tests {
         let p = plan(set, &[], 10, 300, &Limits::default()).unwrap();
         assert_eq!(p.slow, vec![SlowReason::TooLarge]);
         let mut offsets: Vec<i64> = Vec::new();
-        for s in &p.steps {
+        for (s, _) in &p.steps {
             if let Step::Reencoded {
                 batch,
                 source_offsets,
@@ -379,29 +569,24 @@ mod tests {
 
     #[test]
     fn control_and_aborted_batches_are_skipped_and_counted() {
-        const TXN: u16 = 0x10;
-        const CONTROL: u16 = 0x20;
         let committed = rebase(batch(0, 2, Compression::None), 0, Some((7, TXN)));
-        let aborted = rebase(batch(2, 2, Compression::None), 2, Some((8, TXN)));
-        // An abort marker: a control record with key version 0, type 0 (ABORT).
-        let mut b = BatchBuilder::new(Compression::None);
-        b.push(0, Some(&[0, 0, 0, 0]), Some(&[0, 0, 0, 0, 0, 0]), &[])
-            .unwrap();
-        let marker = rebase(b.build().unwrap().into_bytes(), 4, Some((8, TXN | CONTROL)));
-        let after = batch(5, 1, Compression::None);
-        let set = concat(&[committed, aborted, marker, after]);
+        let commit = marker(2, 7, true);
+        let aborted = rebase(batch(3, 2, Compression::None), 3, Some((8, TXN)));
+        let abort = marker(5, 8, false);
+        let after = batch(6, 1, Compression::None);
+        let set = concat(&[committed, commit, aborted, abort, after]);
         let aborted_list = [AbortedTxn {
             producer_id: 8,
-            first_offset: 2,
+            first_offset: 3,
         }];
         let p = plan(set, &aborted_list, 0, 1 << 20, &Limits::default()).unwrap();
-        assert_eq!((p.dropped_aborted, p.dropped_control), (1, 1));
+        assert_eq!((p.dropped_aborted, p.dropped_control), (1, 2));
         let kinds: Vec<(i64, i64)> = p
             .steps
             .iter()
-            .map(|s| (s.records(), s.source_next()))
+            .map(|(s, _)| (s.records(), s.source_next()))
             .collect();
-        assert_eq!(kinds, vec![(2, 2), (0, 4), (0, 5), (1, 6)]);
+        assert_eq!(kinds, vec![(2, 2), (0, 3), (0, 5), (0, 6), (1, 7)]);
     }
 
     #[test]
@@ -422,5 +607,109 @@ mod tests {
         b[last] ^= 0xff;
         let e = plan(b.freeze(), &[], 1, 1 << 20, &Limits::default()).unwrap_err();
         assert_eq!(e.offset, 0);
+    }
+
+    /// Tansu: aborted data comes back with an empty aborted list; only the ABORT marker,
+    /// in a later response, tells. Held data waits across responses and leaves in order.
+    #[test]
+    fn aborted_data_without_an_aborted_list_is_held_until_its_marker_then_dropped() {
+        let limits = Limits::default();
+        let mut planner: Planner<u32> = Planner::new(0, 1 << 20, limits);
+        // Response 1: a committed transaction (data + marker), then the start of
+        // transaction 8 and a plain batch behind it.
+        let r1 = concat(&[
+            txn(0, 2, 7),
+            marker(2, 7, true),
+            txn(3, 2, 8),
+            batch(5, 1, Compression::None),
+        ]);
+        let p = planner.plan(r1, &[], 0, 1).unwrap();
+        assert_eq!(
+            p.next_position, 6,
+            "the fetch position moves past held batches"
+        );
+        assert_eq!(shape(&p), vec![(2, 2), (0, 3)]);
+        assert_eq!(
+            planner.released_next(),
+            3,
+            "the map may only advance to here"
+        );
+        assert_eq!(planner.held_batches(), 2);
+        assert!(planner.held_bytes() > 0);
+        assert_eq!(
+            planner.oldest_open(),
+            Some(OpenTxn {
+                producer_id: 8,
+                first_offset: 3
+            })
+        );
+        // Response 2: more of transaction 8, its ABORT marker, one more plain batch.
+        let r2 = concat(&[
+            txn(6, 1, 8),
+            marker(7, 8, false),
+            batch(8, 2, Compression::None),
+        ]);
+        let p = planner.plan(r2, &[], 6, 2).unwrap();
+        assert_eq!(p.dropped_aborted, 2);
+        assert_eq!(p.dropped_control, 1);
+        assert_eq!(
+            shape(&p),
+            vec![(0, 5), (1, 6), (0, 7), (0, 8), (2, 10)],
+            "aborted batches skipped, the plain batch held behind them released in order"
+        );
+        // The plain batch at 5 came from response 1 and still pins its buffer.
+        let pins: Vec<u32> = p.steps.iter().map(|(_, pin)| *pin).collect();
+        assert_eq!(pins, vec![1, 1, 2, 2, 2]);
+        assert_eq!((planner.held_batches(), planner.held_bytes()), (0, 0));
+        assert_eq!(planner.oldest_open(), None);
+        assert_eq!(planner.released_next(), 10);
+    }
+
+    /// A transaction still open when `--once` reaches the end seen at start (Tansu: LSO =
+    /// HW) is not replicated: none of its steps are released and the position the map
+    /// may record stays before it, so the next run fetches it again.
+    #[test]
+    fn an_open_transaction_is_never_released() {
+        let mut planner: Planner<()> = Planner::new(0, 1 << 20, Limits::default());
+        let set = concat(&[
+            batch(0, 3, Compression::None),
+            txn(3, 2, 9),
+            batch(5, 1, Compression::None),
+        ]);
+        let p = planner.plan(set, &[], 0, ()).unwrap();
+        assert_eq!(shape(&p), vec![(3, 3)]);
+        assert_eq!(p.next_position, 6);
+        assert_eq!(planner.released_next(), 3);
+        assert_eq!(planner.held_batches(), 2);
+        // A reposition (truncation, re-creation, recovery) forgets what was held.
+        planner.reposition(100);
+        assert_eq!((planner.held_batches(), planner.held_bytes()), (0, 0));
+        assert_eq!(planner.oldest_open(), None);
+        assert_eq!(planner.released_next(), 100);
+        let p = planner
+            .plan(batch(100, 1, Compression::None), &[], 100, ())
+            .unwrap();
+        assert_eq!(shape(&p), vec![(1, 101)]);
+    }
+
+    /// Kafka: the aborted list condemns data before its marker is fetched; committed
+    /// data of another producer interleaved with it is released at its own marker.
+    #[test]
+    fn the_aborted_list_and_markers_combine_across_producers() {
+        let mut planner: Planner<()> = Planner::new(0, 1 << 20, Limits::default());
+        let set = concat(&[
+            txn(0, 1, 1),
+            txn(1, 1, 2),
+            marker(2, 2, true),
+            marker(3, 1, false),
+        ]);
+        let aborted = [AbortedTxn {
+            producer_id: 1,
+            first_offset: 0,
+        }];
+        let p = planner.plan(set, &aborted, 0, ()).unwrap();
+        assert_eq!(shape(&p), vec![(0, 1), (1, 2), (0, 3), (0, 4)]);
+        assert_eq!((p.dropped_aborted, p.dropped_control), (1, 2));
+        assert_eq!(planner.held_batches(), 0);
     }
 }
