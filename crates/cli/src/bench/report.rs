@@ -242,12 +242,11 @@ impl Report {
             (
                 "records".into(),
                 format!(
-                    "{} B values, codec {:?}, batches of {}",
+                    "{} B values, codec {}, batches of {} KiB (uncompressed)",
                     self.record_size,
-                    self.codec,
-                    mib(self.batch_size)
-                )
-                .to_lowercase(),
+                    format!("{:?}", self.codec).to_lowercase(),
+                    self.batch_size / 1024
+                ),
             ),
             (
                 "engine".into(),
