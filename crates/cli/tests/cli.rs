@@ -206,20 +206,172 @@ fn validate_missing_file_exits_1() {
     );
 }
 
+/// A config for two clusters at `source` and `target`, with group sync.
+fn cluster_config(dir: &Path, source: &str, target: &str) -> PathBuf {
+    write(
+        dir,
+        "live.toml",
+        &format!(
+            "[clusters.a]\nbootstrap_servers = \"{source}\"\nconnect_timeout = \"1s\"\n\
+             request_timeout = \"2s\"\n[clusters.b]\nbootstrap_servers = \"{target}\"\n\
+             connect_timeout = \"1s\"\nrequest_timeout = \"2s\"\n\
+             [[flows]]\nsource = \"a\"\ntarget = \"b\"\n[flows.sync]\ngroup_offsets = true\n\
+             [metrics]\nenabled = false\n"
+        ),
+    )
+}
+
 #[test]
-fn engine_commands_exit_2_and_say_so() {
-    let cfg = examples("strait.toml");
-    let cases: &[&[&str]] = &[&["check", "-c", &cfg], &["status", "-c", &cfg]];
-    for args in cases {
-        let out = strait(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(out.stdout.is_empty(), "{args:?}: no fake output");
-        assert!(
-            text(&out.stderr).contains("not built yet: needs the replication engine"),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+fn check_status_and_offsets_translate_against_tansu() {
+    use strait_testkit::rdkafka::{self, ProduceOptions, Transaction};
+    use strait_testkit::{TansuCluster, TestRecord};
+
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, "orders", 1, &[]).expect("topic");
+    // Two transactions: commit markers sit at source offsets 20 and 41, so offsets past 20 shift by one.
+    for chunk in 0..2 {
+        let records: Vec<TestRecord> = (0..20)
+            .map(|i| TestRecord::new(format!("k{chunk}-{i}"), format!("v{chunk}-{i}")))
+            .collect();
+        let opts = ProduceOptions {
+            transaction: Transaction::Commit,
+            transactional_id: Some(format!("t{chunk}")),
+            ..ProduceOptions::default()
+        };
+        rdkafka::produce(&src, "orders", &records, &opts).expect("produce");
     }
+    rdkafka::commit_group_offsets(&src, "g", "orders", &[(0, 30)]).expect("commit");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = cluster_config(dir.path(), &src, &dst);
+    let cfg = cfg.to_str().unwrap();
+
+    let out = strait(&["check", "-c", cfg]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("✓ create topics: allowed"), "{stdout}");
+    assert!(
+        stdout.contains("! CreatePartitions unavailable"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("0 check(s) failed"), "{stdout}");
+
+    let out = strait(&["status", "-c", cfg]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("not started"),
+        "nothing replicated yet: {stdout}"
+    );
+
+    let out = strait(&["--log-level", "warn", "run", "--once", "-c", cfg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("40 record(s)"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        !text(&out.stderr).contains("replicating ["),
+        "no progress bar when stderr is not a terminal"
+    );
+
+    let out = strait(&["status", "-c", cfg, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let p = &json[0]["partitions"][0];
+    assert_eq!(p["topic"], "orders");
+    assert_eq!(
+        p["source_end"], 42,
+        "40 records and 2 commit markers: {json}"
+    );
+    assert_eq!(p["runs"], 2, "the marker at 20 splits the map: {json}");
+    assert_eq!(p["lag"], 0, "{json}");
+    assert_eq!(p["exact_from"], 0, "{json}");
+
+    let out = strait(&["offsets", "translate", "-c", cfg, "--group", "g"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("orders"))
+        .unwrap_or_else(|| panic!("a row for orders: {stdout}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // TOPIC PARTITION SOURCE TARGET-TOPIC TRANSLATED TARGET-NOW PRECISION
+    assert_eq!(
+        cols[..6],
+        ["orders", "0", "30", "a.orders", "29", "29"],
+        "{stdout}"
+    );
+    assert_eq!(cols[6], "exact", "{stdout}");
+
+    let out = strait(&["offsets", "translate", "-c", cfg, "--group", "nobody"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).contains("no committed offsets"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn check_status_and_translate_fail_clearly_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = cluster_config(dir.path(), "127.0.0.1:1", "127.0.0.1:1");
+    let cfg = cfg.to_str().unwrap();
+    for args in [
+        &["check", "-c", cfg][..],
+        &["status", "-c", cfg],
+        &["offsets", "translate", "-c", cfg, "--group", "g"],
+    ] {
+        let started = std::time::Instant::now();
+        let out = strait(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{args:?}"
+        );
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(all.contains("127.0.0.1:1"), "{args:?}: {all}");
+        if args[0] == "check" {
+            assert!(all.contains("✗ reachable"), "{all}");
+            assert!(all.contains("check(s) failed"), "{all}");
+        }
+    }
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        "[clusters.a\nbootstrap_servers = 1\n",
+    );
+    let out = strait(&["check", "-c", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("✗ config"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("bad.toml"),
+        "the error names the file: {}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn run_with_malformed_toml_names_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(
+        dir.path(),
+        "broken.toml",
+        "[clusters.a]\nbootstrap_servers = \"a:1\"\nrequest_timeout = \"soon\"\n",
+    );
+    let out = strait(&["run", "--once", "-c", &cfg.display().to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("broken.toml") && stderr.contains("request_timeout"),
+        "{stderr}"
+    );
 }
 
 #[test]
