@@ -1,0 +1,444 @@
+//! Crash and stop tests of the real `strait` binary (docs/operations.md, "Delivery
+//! guarantees"): two Tansu brokers, a producer writing numbered records to a
+//! multi-partition source topic the whole time, and `strait run` killed mid-stream.
+//!
+//! - kill -9, restart: nothing lost, per-partition order kept, duplicates within
+//!   `max_in_flight_per_partition` batches per partition.
+//! - SIGTERM (exit 0), restart: nothing lost and no duplicates.
+//!
+//! Every process a test starts is stopped on drop, also when an assertion fails.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use strait_client::{Client, ClientConfig, IsolationLevel};
+use strait_mirror::datapath::probe::bounds;
+use strait_testkit::TansuCluster;
+use strait_testkit::TestRecord;
+use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, ProduceOptions};
+
+const TOPIC: &str = "crash";
+const PARTITIONS: i32 = 3;
+/// librdkafka `batch.num.messages`: no source batch (so no forwarded batch) holds more.
+const BATCH_RECORDS: u32 = 10;
+/// Records per partition in one producer call.
+const PER_CALL: u64 = 25;
+/// Strait's default `engine.max_in_flight_per_partition`.
+const MAX_IN_FLIGHT: u64 = 5;
+
+/// A running `strait run`, killed (SIGKILL) and reaped on drop.
+struct Strait {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Strait {
+    fn start(config: &Path, log: &Path) -> Strait {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("log file");
+        let err = out.try_clone().expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
+            .args(["run", "-c"])
+            .arg(config)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("start strait");
+        Strait {
+            child,
+            log: log.to_owned(),
+        }
+    }
+
+    /// kill -9.
+    fn kill9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reap");
+    }
+
+    /// SIGTERM, then waits (at most `deadline`) for the exit.
+    fn terminate(&mut self, deadline: Duration) -> ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success(), "kill -TERM failed");
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                start.elapsed() < deadline,
+                "strait did not stop within {deadline:?} of SIGTERM:\n{}",
+                self.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn assert_running(&mut self) {
+        if let Some(status) = self.child.try_wait().expect("wait") {
+            panic!("strait exited early ({status}):\n{}", self.log_tail());
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Strait {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// A background producer of numbered records (`"<partition>:<sequence>"`), stopped and
+/// joined on drop.
+struct Producer {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Result<u64, String>>>,
+}
+
+impl Producer {
+    fn start(bootstrap: String) -> Producer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let opts = ProduceOptions {
+                idempotence: true,
+                batch_num_messages: Some(BATCH_RECORDS),
+                ..ProduceOptions::default()
+            };
+            let mut next = vec![0u64; PARTITIONS as usize];
+            let mut total = 0;
+            while !flag.load(Ordering::Acquire) {
+                let mut records = Vec::new();
+                for p in 0..PARTITIONS {
+                    let seq = &mut next[p as usize];
+                    for _ in 0..PER_CALL {
+                        let value = format!("{p}:{seq}");
+                        records.push(TestRecord::new("k", value).with_partition(p));
+                        *seq += 1;
+                    }
+                }
+                let delivered = rdkafka::produce(&bootstrap, TOPIC, &records, &opts)
+                    .map_err(|e| e.to_string())?;
+                if let Some(d) = delivered.iter().find(|d| d.error.is_some()) {
+                    return Err(format!("delivery failed: {d:?}"));
+                }
+                total += records.len() as u64;
+            }
+            Ok(total)
+        });
+        Producer {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stops and returns how many records were produced.
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Release);
+        let handle = self.handle.take().expect("running");
+        match handle.join() {
+            Ok(Ok(n)) => n,
+            Ok(Err(e)) => panic!("producer: {e}"),
+            Err(_) => panic!("producer thread panicked"),
+        }
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn config(dir: &Path, source: &str, target: &str) -> PathBuf {
+    let text = format!(
+        r#"
+[clusters.src]
+bootstrap_servers = "{source}"
+connect_timeout = "2s"
+request_timeout = "3s"
+[clusters.dst]
+bootstrap_servers = "{target}"
+connect_timeout = "2s"
+request_timeout = "3s"
+[[flows]]
+source = "src"
+target = "dst"
+[flows.topics]
+include = ["{TOPIC}"]
+[flows.sync]
+group_offsets = false
+heartbeats = false
+checkpoints = false
+[flows.intervals]
+checkpoint = "1s"
+[engine]
+fetch_max_wait = "50ms"
+max_in_flight_per_partition = {MAX_IN_FLIGHT}
+[metrics]
+enabled = false
+"#
+    );
+    let path = dir.join("strait.toml");
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// High watermarks per partition (`None` while the topic does not exist).
+fn ends(rt: &tokio::runtime::Runtime, bootstrap: &str, topic: &str) -> Option<Vec<i64>> {
+    rt.block_on(async {
+        let client = Client::connect(ClientConfig::new([bootstrap])).await.ok()?;
+        let partitions: Vec<i32> = (0..PARTITIONS).collect();
+        let b = bounds(&client, topic, &partitions, IsolationLevel::ReadUncommitted)
+            .await
+            .ok()?;
+        Some(
+            partitions
+                .iter()
+                .map(|p| b.get(p).map_or(0, |b| b.end))
+                .collect(),
+        )
+    })
+}
+
+fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Waits until every target partition holds at least the source's records and its end
+/// has not moved for a while (late duplicates landed).
+fn wait_caught_up(rt: &tokio::runtime::Runtime, src: &str, dst: &str, strait: &mut Strait) {
+    let source = ends(rt, src, TOPIC).expect("source ends");
+    let mut last: Option<(Vec<i64>, Instant)> = None;
+    wait_for("the target to catch up", Duration::from_secs(30), || {
+        strait.assert_running();
+        let Some(target) = ends(rt, dst, &format!("src.{TOPIC}")) else {
+            return false;
+        };
+        if target.iter().zip(&source).any(|(t, s)| t < s) {
+            return false;
+        }
+        match &last {
+            Some((prev, since)) if *prev == target => since.elapsed() > Duration::from_millis(1500),
+            _ => {
+                last = Some((target, Instant::now()));
+                false
+            }
+        }
+    });
+}
+
+/// Values per partition in offset order.
+fn read_all(bootstrap: &str, topic: &str, count: usize) -> BTreeMap<i32, Vec<String>> {
+    let opts = ConsumeOptions {
+        isolation: Isolation::ReadUncommitted,
+        idle: Duration::from_secs(3),
+        ..ConsumeOptions::count(count)
+    };
+    let mut records = rdkafka::consume(bootstrap, topic, &opts).expect("consume");
+    records.sort_by_key(|r| (r.partition, r.offset));
+    let mut out: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+    for r in records {
+        let v = r.value.map(|v| String::from_utf8_lossy(&v).into_owned());
+        out.entry(r.partition)
+            .or_default()
+            .push(v.unwrap_or_default());
+    }
+    out
+}
+
+/// Checks every source record is on the target in per-partition order; returns the
+/// duplicates per partition.
+fn verify(src: &str, dst: &str, produced: u64) -> BTreeMap<i32, usize> {
+    let source = read_all(src, TOPIC, produced as usize);
+    let source_total: usize = source.values().map(Vec::len).sum();
+    assert_eq!(
+        source_total as u64, produced,
+        "the source holds what was produced"
+    );
+    let target_total: usize = ends_total(dst);
+    let target = read_all(dst, &format!("src.{TOPIC}"), target_total);
+    let mut dups = BTreeMap::new();
+    for p in 0..PARTITIONS {
+        let s = source.get(&p).cloned().unwrap_or_default();
+        let t = target.get(&p).cloned().unwrap_or_default();
+        let mut seen = HashSet::new();
+        let firsts: Vec<&String> = t.iter().filter(|v| seen.insert(v.as_str())).collect();
+        let missing = s.iter().filter(|v| !seen.contains(v.as_str())).count();
+        assert_eq!(missing, 0, "partition {p}: {missing} source records lost");
+        assert_eq!(
+            firsts,
+            s.iter().collect::<Vec<_>>(),
+            "partition {p}: source order kept"
+        );
+        assert!(
+            t.iter().all(|v| s.contains(v)),
+            "partition {p}: nothing the source does not hold"
+        );
+        dups.insert(p, t.len() - s.len());
+    }
+    dups
+}
+
+fn ends_total(dst: &str) -> usize {
+    let rt = runtime();
+    ends(&rt, dst, &format!("src.{TOPIC}"))
+        .expect("target ends")
+        .iter()
+        .map(|e| *e as usize)
+        .sum()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Starts the brokers, the producer and Strait; returns once Strait replicated some
+/// records while the producer is still writing.
+fn setup() -> (TansuCluster, tempfile::TempDir, PathBuf) {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(
+        dir.path(),
+        &cluster.broker(0).bootstrap(),
+        &cluster.broker(1).bootstrap(),
+    );
+    rdkafka::create_topic(&cluster.broker(0).bootstrap(), TOPIC, PARTITIONS, &[]).expect("topic");
+    (cluster, dir, cfg)
+}
+
+fn replicated(rt: &tokio::runtime::Runtime, dst: &str) -> i64 {
+    ends(rt, dst, &format!("src.{TOPIC}")).map_or(0, |e| e.iter().sum())
+}
+
+#[test]
+fn kill_9_mid_stream_then_restart_loses_nothing_and_duplicates_stay_bounded() {
+    let (cluster, dir, cfg) = setup();
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let rt = runtime();
+    let log = dir.path().join("strait.log");
+    let producer = Producer::start(src.clone());
+    let mut strait = Strait::start(&cfg, &log);
+    wait_for(
+        "records replicated before the crash",
+        Duration::from_secs(20),
+        || {
+            strait.assert_running();
+            replicated(&rt, &dst) >= 300
+        },
+    );
+    // Past at least one checkpoint, so the restart recovers from a saved map and the D rule.
+    std::thread::sleep(Duration::from_millis(1200));
+    strait.kill9();
+    let at_kill = replicated(&rt, &dst);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut strait = Strait::start(&cfg, &log);
+    wait_for(
+        "replication after the restart",
+        Duration::from_secs(20),
+        || {
+            strait.assert_running();
+            replicated(&rt, &dst) > at_kill + 150
+        },
+    );
+    let produced = producer.finish();
+    wait_caught_up(&rt, &src, &dst, &mut strait);
+    let dups = verify(&src, &dst, produced);
+    let total: usize = dups.values().sum();
+    let bound = (MAX_IN_FLIGHT * u64::from(BATCH_RECORDS)) as usize;
+    println!(
+        "kill -9: {produced} records produced, {at_kill} on the target at the kill; \
+         duplicates per partition {dups:?} (total {total}); bound {bound} per partition \
+         ({MAX_IN_FLIGHT} batches of <= {BATCH_RECORDS} records)"
+    );
+    for (p, d) in &dups {
+        assert!(
+            *d <= bound,
+            "partition {p}: {d} duplicates > {bound}:\n{}",
+            strait.log_tail()
+        );
+    }
+}
+
+#[test]
+fn sigterm_mid_stream_then_restart_loses_nothing_and_duplicates_nothing() {
+    let (cluster, dir, cfg) = setup();
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let rt = runtime();
+    let log = dir.path().join("strait.log");
+    let producer = Producer::start(src.clone());
+    let mut strait = Strait::start(&cfg, &log);
+    wait_for(
+        "records replicated before the stop",
+        Duration::from_secs(20),
+        || {
+            strait.assert_running();
+            replicated(&rt, &dst) >= 300
+        },
+    );
+    let status = strait.terminate(Duration::from_secs(15));
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "graceful stop:\n{}",
+        strait.log_tail()
+    );
+    let at_stop = replicated(&rt, &dst);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut strait = Strait::start(&cfg, &log);
+    wait_for(
+        "replication after the restart",
+        Duration::from_secs(20),
+        || {
+            strait.assert_running();
+            replicated(&rt, &dst) > at_stop + 150
+        },
+    );
+    let produced = producer.finish();
+    wait_caught_up(&rt, &src, &dst, &mut strait);
+    let dups = verify(&src, &dst, produced);
+    let total: usize = dups.values().sum();
+    println!(
+        "SIGTERM: {produced} records produced, {at_stop} on the target at the stop; \
+         duplicates {total}"
+    );
+    assert_eq!(
+        total,
+        0,
+        "duplicates per partition {dups:?}:\n{}",
+        strait.log_tail()
+    );
+    let status = strait.terminate(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(0), "second graceful stop");
+}
