@@ -17,7 +17,7 @@ GROUP = "billing"
 TOPICS = {
     "orders": (3, "zstd", 3000, {0: 412, 1: 250, 2: 999}),
     "clicks": (2, "lz4", 2000, {0: 77}),
-    "payments": (1, "gzip", 600, {0: 123}),
+    "payments": (1, "gzip", 600, {0: 345}),
     "audit": (1, "snappy", 400, {}),
 }
 
@@ -30,17 +30,32 @@ def seed(bootstrap):
     for t, f in admin.create_topics(new, operation_timeout=10).items():
         f.result(timeout=15)
     for topic, (parts, codec, n, _) in TOPICS.items():
-        p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec,
-                      "linger.ms": 20, "enable.idempotence": True})
+        txn = topic == "payments"
+        conf = {"bootstrap.servers": bootstrap, "compression.type": codec,
+                "linger.ms": 20, "enable.idempotence": True}
+        if txn:
+            # Transactions of 100: each commit marker takes a source offset that is not
+            # copied, so source and target offsets differ and translation matters.
+            conf["transactional.id"] = "demo-payments"
+        p = Producer(conf)
+        if txn:
+            p.init_transactions(15)
         for i in range(n):
+            if txn and i % 100 == 0:
+                if i:
+                    p.commit_transaction(15)
+                p.begin_transaction()
             p.produce(topic, key=f"{topic}-{i}".encode(),
                       value=f"{{\"n\": {i}, \"topic\": \"{topic}\"}}".encode(),
                       partition=i % parts)
             if i % 500 == 0:
                 p.poll(0)
+        if txn:
+            p.commit_transaction(15)
         if p.flush(30) != 0:
             raise SystemExit(f"produce to {topic}: records not delivered")
-        print(f"  produced {n} records to {topic} ({parts} partition(s), {codec})")
+        how = ", in transactions of 100" if txn else ""
+        print(f"  produced {n} records to {topic} ({parts} partition(s), {codec}{how})")
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
                   "enable.auto.commit": False})
     offsets = [TopicPartition(t, p, o) for t, (_, _, _, cs) in TOPICS.items()
