@@ -56,6 +56,7 @@ pub struct FlowSummary {
 
 struct Running {
     topic_id: Uuid,
+    feed: Arc<PartitionFeed>,
     target_topic: String,
     map: SharedMap,
     progress: Arc<Progress>,
@@ -274,15 +275,37 @@ impl FlowRun {
                     -1,
                     IncidentKind::TopicRecreation,
                 );
-                return Err(MirrorError::incident(
-                    IncidentKind::TopicRecreation,
-                    format!(
-                        "the source topic id changed from {} to {} while replicating; restart \
-                         Strait to apply on_topic_recreation",
-                        r.topic_id, t.topic_id
-                    ),
-                )
-                .topic(&t.source_topic));
+                let message = format!(
+                    "the source topic id changed from {} to {} while replicating",
+                    r.topic_id, t.topic_id
+                );
+                if self.flow.on_topic_recreation == IncidentPolicy::Fail {
+                    return Err(MirrorError::incident(
+                        IncidentKind::TopicRecreation,
+                        format!(
+                            "{message}; policy fail (set on_topic_recreation = \"skip\" to \
+                             replicate the new topic from its start)"
+                        ),
+                    )
+                    .topic(&t.source_topic));
+                }
+                tracing::error!(flow = %self.flow.name, topic = %t.source_topic,
+                    "topic re-creation: {message}; policy skip: every partition restarts its \
+                     map and replicates the new topic from its log start");
+                let restarted: Vec<_> = self
+                    .running
+                    .iter_mut()
+                    .filter(|((topic, _), _)| *topic == t.source_topic)
+                    .map(|(_, r)| {
+                        r.topic_id = t.topic_id;
+                        r.progress.dirty.store(true, Ordering::Release);
+                        Arc::clone(&r.feed)
+                    })
+                    .collect();
+                for feed in restarted {
+                    // A pipeline that is gone has stopped the flow with its own error.
+                    let _ = feed.source_recreated().await;
+                }
             }
             if new.is_empty() {
                 continue;
@@ -381,9 +404,10 @@ impl FlowRun {
                     "recovery: records written after the last state write will be skipped");
             }
             self.router.assign(Arc::clone(&feed));
+            let feed_for_pipeline = Arc::clone(&feed);
             self.tasks.spawn(partition::run(
                 spec,
-                feed,
+                feed_for_pipeline,
                 rx,
                 Arc::clone(&map),
                 Arc::clone(&progress),
@@ -400,6 +424,7 @@ impl FlowRun {
                     map,
                     progress,
                     metrics: pm,
+                    feed,
                 },
             );
         }

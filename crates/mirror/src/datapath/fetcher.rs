@@ -62,6 +62,9 @@ pub enum Feed {
     },
     /// A non-retriable fetch error.
     Failed(MirrorError),
+    /// The source topic was re-created (its topic id changed) and the flow's policy is
+    /// `skip`: restart the partition from the new topic's log start.
+    SourceRecreated,
 }
 
 /// The link between a fetcher and one partition's pipeline.
@@ -105,6 +108,14 @@ impl PartitionFeed {
     /// Runs `f` on the cursor under its lock.
     pub fn with_cursor<R>(&self, f: impl FnOnce(&mut Cursor) -> R) -> R {
         f(&mut self.cursor.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Tells the pipeline the source topic was re-created: pauses fetching and queues
+    /// [`Feed::SourceRecreated`] behind what was already fetched. False when the pipeline
+    /// is gone.
+    pub async fn source_recreated(&self) -> bool {
+        self.with_cursor(|c| c.paused = true);
+        self.tx.send(Feed::SourceRecreated).await.is_ok()
     }
 
     fn stopped(&self) -> bool {

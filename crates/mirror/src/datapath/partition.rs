@@ -372,6 +372,33 @@ async fn send_loop(
                     c.paused = false;
                 });
             }
+            Feed::SourceRecreated => {
+                let start = source
+                    .list_offsets(
+                        &spec.source_topic,
+                        &[(spec.partition, OffsetSpec::Earliest)],
+                        IsolationLevel::ReadCommitted,
+                    )
+                    .await
+                    .map_err(|e| {
+                        MirrorError::kafka("list offsets", e).cluster(&spec.source_cluster)
+                    })?
+                    .first()
+                    .map_or(0, |o| o.offset.max(0));
+                tracing::error!(flow = %spec.flow, topic = %spec.source_topic,
+                    partition = spec.partition,
+                    "topic re-creation: policy skip: the map restarts and the new topic is \
+                     replicated from offset {start}");
+                send(Record::SourceRecreated(start as u64)).await?;
+                planner.reposition(start);
+                recovery = Recovery::none();
+                generation += 1;
+                feed.with_cursor(|c| {
+                    c.position = start;
+                    c.generation = generation;
+                    c.paused = false;
+                });
+            }
             Feed::Failed(e) => return Err(e),
         }
     }
