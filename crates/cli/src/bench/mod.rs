@@ -73,7 +73,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let pool = Arc::new(load::PayloadPool::new(
         args.record_size as usize,
         load::POOL_SIZE,
-        0x5742_4149_54,
+        0x0057_4241_4954,
     ));
 
     let mut report = Report {
