@@ -171,6 +171,24 @@ pub enum Error {
         /// Which field overflowed.
         reason: &'static str,
     },
+    /// A batch that [`crate::merge`] must not merge (control or transactional).
+    #[error("batch at base offset {base_offset} cannot be merged: {reason}")]
+    NotMergeable {
+        /// The batch's base offset.
+        base_offset: i64,
+        /// Why.
+        reason: &'static str,
+    },
+    /// [`crate::merge`] inputs are not in offset order.
+    #[error(
+        "batch at base offset {base_offset} starts before the previous batch ends (offset {expected_at_least})"
+    )]
+    MergeOutOfOrder {
+        /// The batch's base offset.
+        base_offset: i64,
+        /// The offset after the previous batch's last one.
+        expected_at_least: i64,
+    },
     /// An error inside one batch, with the batch's identity.
     #[error("batch at base offset {base_offset}: {inner}")]
     Batch {

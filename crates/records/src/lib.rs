@@ -66,6 +66,7 @@ mod crc;
 mod decode;
 mod error;
 mod header;
+mod merge;
 mod patch;
 mod record;
 mod reencode;
@@ -84,6 +85,7 @@ pub use header::{
     Attributes, BatchHeader, CRC_START, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
     MIN_BATCH_LENGTH, TimestampType,
 };
+pub use merge::{CompressedPolicy, MergeOptions, Merged, OffsetRun, SourceOffsets, merge};
 pub use patch::{PatchedBatch, ProducerStamp};
 pub use record::{Header, Record, Records};
 pub use reencode::{ReencodeOptions, Reencoded};

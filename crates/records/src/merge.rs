@@ -1,0 +1,667 @@
+//! Coalescing many small consecutive batches of one partition into fewer large ones.
+//!
+//! When the replication engine's in-flight window is full on a high-latency link, it can
+//! trade a little CPU for far fewer Produce round trips by merging the queued 16 KiB source
+//! batches into batches of up to the target's `max.message.bytes`. [`merge`] does that:
+//!
+//! - **Uncompressed inputs** are merged without decoding keys, values or headers: for each
+//!   record only the leading varints (length, attributes, timestampDelta, offsetDelta) are
+//!   read; offsetDelta is renumbered `0..n`, timestampDelta is made relative to the merged
+//!   batch's `baseTimestamp` (so every record keeps its absolute timestamp), the length is
+//!   rewritten, and the rest of the record is copied as it is. Each output is one
+//!   allocation sized up front and written in one pass over the inputs.
+//! - **Compressed inputs** follow [`CompressedPolicy`]: left as they are, or decompressed
+//!   (bounded by [`Limits::max_decompressed_bytes`]), merged the same way and recompressed
+//!   with their codec. Batches of different codecs are never merged together.
+//!
+//! A merged batch is what a producer would write: `baseOffset = 0`, offset deltas `0..n`,
+//! `lastOffsetDelta = n - 1`, `recordsCount = n`, `baseTimestamp` = the first record's
+//! timestamp, `maxTimestamp` = the largest, CreateTime, not transactional, no producer id
+//! (patch it with [`crate::Batch::verify_and_patch`] like any other batch, or build the
+//! final header around it). The source offset of every record it holds is reported in a
+//! [`SourceOffsets`]: runs of consecutive offsets, one per input batch in the common case
+//! and a single run when the inputs have no gaps between them.
+//!
+//! The timestamp base is the first record's timestamp rather than the smallest input
+//! `baseTimestamp`: both keep absolute timestamps exact (deltas are wrapping `varlong`s),
+//! the first is what producers write, and it is known before later inputs are read, so
+//! every record is rewritten once.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use crate::compression::compress;
+use crate::error::{Error, Result};
+use crate::header::{
+    Attributes, BatchHeader, CRC_AT, CRC_START, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
+};
+use crate::split::{Batch, Limits};
+use crate::varint::{
+    read_varint, read_varlong, varint_len, varlong_len, write_varint, write_varlong,
+};
+
+/// What [`merge`] does with compressed input batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CompressedPolicy {
+    /// Leave compressed batches as they are ([`Merged::Unchanged`]); only uncompressed
+    /// batches are merged. No codec work at all.
+    #[default]
+    Never,
+    /// Decompress consecutive batches of one codec, merge their records and recompress
+    /// the result with that codec.
+    Recompress,
+}
+
+/// How to merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergeOptions {
+    /// Largest merged batch, in bytes, header included (the target topic's
+    /// `max.message.bytes`). An input larger than this is passed through unchanged.
+    pub max_bytes: usize,
+    /// What to do with compressed inputs.
+    pub compressed: CompressedPolicy,
+    /// Caps for decompressing inputs. With [`CompressedPolicy::Recompress`],
+    /// `max_decompressed_bytes` also caps the uncompressed records of one merged batch.
+    pub limits: Limits,
+}
+
+impl MergeOptions {
+    /// Merge into batches of at most `max_bytes`, leaving compressed batches alone.
+    pub fn new(max_bytes: usize) -> MergeOptions {
+        MergeOptions {
+            max_bytes,
+            compressed: CompressedPolicy::Never,
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same options with another policy for compressed inputs.
+    pub fn compressed(self, compressed: CompressedPolicy) -> MergeOptions {
+        MergeOptions { compressed, ..self }
+    }
+}
+
+/// A run of consecutive source offsets: `first .. first + count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OffsetRun {
+    /// First source offset of the run.
+    pub first: i64,
+    /// Number of offsets (records) in the run; at least 1.
+    pub count: u32,
+}
+
+impl OffsetRun {
+    /// The offset after the run's last one.
+    pub fn end(&self) -> i64 {
+        self.first.wrapping_add(i64::from(self.count))
+    }
+}
+
+/// The source offsets of the records of a merged batch, in record order, as runs of
+/// consecutive offsets. Record `i` of the batch (target offset `base + i`) came from the
+/// `i`-th offset listed. Feed each run to the offset map's `append_dense` (the target
+/// offsets of a run start where the previous run's end).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct SourceOffsets {
+    runs: Vec<OffsetRun>,
+    len: usize,
+}
+
+impl SourceOffsets {
+    /// The runs, in record order; offsets strictly increase across them.
+    pub fn runs(&self) -> &[OffsetRun] {
+        &self.runs
+    }
+
+    /// Number of offsets (records).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there is no offset.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the offsets form a single gap-free run.
+    pub fn is_dense(&self) -> bool {
+        self.runs.len() <= 1
+    }
+
+    /// The first source offset.
+    pub fn first(&self) -> Option<i64> {
+        self.runs.first().map(|r| r.first)
+    }
+
+    /// The last source offset.
+    pub fn last(&self) -> Option<i64> {
+        self.runs.last().map(|r| r.end().wrapping_sub(1))
+    }
+
+    /// Every offset, in record order.
+    pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        self.runs
+            .iter()
+            .flat_map(|r| (0..i64::from(r.count)).map(move |i| r.first.wrapping_add(i)))
+    }
+
+    /// Every offset, in record order, as a vector.
+    pub fn to_vec(&self) -> Vec<i64> {
+        self.iter().collect()
+    }
+
+    fn push(&mut self, offset: i64) {
+        self.len += 1;
+        if let Some(last) = self.runs.last_mut()
+            && last.end() == offset
+            && last.count < u32::MAX
+        {
+            last.count += 1;
+            return;
+        }
+        self.runs.push(OffsetRun {
+            first: offset,
+            count: 1,
+        });
+    }
+
+    fn mark(&self) -> (usize, u32, usize) {
+        (
+            self.runs.len(),
+            self.runs.last().map_or(0, |r| r.count),
+            self.len,
+        )
+    }
+
+    fn rollback(&mut self, (runs, last_count, len): (usize, u32, usize)) {
+        self.runs.truncate(runs);
+        if let Some(last) = self.runs.last_mut() {
+            last.count = last_count;
+        }
+        self.len = len;
+    }
+}
+
+/// One output of [`merge`], in input order.
+#[derive(Debug, Clone)]
+pub enum Merged {
+    /// A new batch holding the records of the input batches `inputs`, in order.
+    Rewritten {
+        /// The merged batch: `baseOffset = 0`, dense offset deltas, no producer id,
+        /// CreateTime, not transactional, the inputs' codec, a valid CRC-32C.
+        batch: Batch,
+        /// Source offset of each record of `batch`.
+        source_offsets: SourceOffsets,
+        /// Indices of the input batches it replaces (at least two).
+        inputs: Range<usize>,
+    },
+    /// Input batch `index`, left as it is: handle it as if there were no merging
+    /// (classify, patch or re-encode). This happens to a compressed batch under
+    /// [`CompressedPolicy::Never`], a batch larger than `max_bytes`, a batch whose
+    /// neighbours did not fit with it, and batches without records that had no neighbour
+    /// to merge with.
+    Unchanged {
+        /// The input batch (a cheap clone).
+        batch: Batch,
+        /// Its index in the input slice.
+        index: usize,
+    },
+}
+
+impl Merged {
+    /// The batch to go on with.
+    pub fn batch(&self) -> &Batch {
+        match self {
+            Merged::Rewritten { batch, .. } | Merged::Unchanged { batch, .. } => batch,
+        }
+    }
+
+    /// Indices of the input batches this output covers.
+    pub fn inputs(&self) -> Range<usize> {
+        match self {
+            Merged::Rewritten { inputs, .. } => inputs.clone(),
+            Merged::Unchanged { index, .. } => *index..index + 1,
+        }
+    }
+}
+
+/// Merges consecutive batches of one partition, given in offset order, into as few
+/// batches of at most `options.max_bytes` as the inputs allow.
+///
+/// Outputs cover the inputs in order, each input exactly once. Inputs may have gaps
+/// between them (and within them, as compaction leaves): the merged batch is dense and
+/// [`SourceOffsets`] says where each record came from. A run of inputs is merged while
+/// the codec stays the same and the result fits; an input that would not fit starts the
+/// next output. An output that would hold a single input is that input,
+/// [`Merged::Unchanged`] (no copy).
+///
+/// Every input that is merged has its CRC-32C verified (a merged batch gets a fresh CRC,
+/// which must not launder corruption), its records framing checked (lengths, the four
+/// leading fields, `recordsCount`, offset deltas strictly increasing within
+/// `0..=lastOffsetDelta`); keys, values and headers are copied unread.
+///
+/// Fails, without partial output, on: a control or transactional batch
+/// ([`Error::NotMergeable`]; the caller merges only forwardable data), a batch that
+/// starts before the previous one ends ([`Error::MergeOutOfOrder`]), and any CRC,
+/// framing or codec error of an input it had to read. The caller can then fall back to
+/// handling the batches one by one, which reports the error on the batch it concerns.
+pub fn merge(batches: &[Batch], options: &MergeOptions) -> Result<Vec<Merged>> {
+    check_inputs(batches)?;
+    // batchLength is an i32.
+    let max = options.max_bytes.min(LOG_OVERHEAD + i32::MAX as usize);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < batches.len() {
+        let codec = batches[i].header().compression();
+        let unmergeable = batches[i].size() > max
+            || (codec != Compression::None && options.compressed == CompressedPolicy::Never);
+        if unmergeable {
+            out.push(unchanged(batches, i));
+            i += 1;
+            continue;
+        }
+        // The run of inputs that may join this one: same codec, each fits on its own.
+        let run_end = (i..batches.len())
+            .find(|&j| {
+                let b = &batches[j];
+                b.header().compression() != codec || b.size() > max
+            })
+            .unwrap_or(batches.len());
+        if codec == Compression::None {
+            merge_uncompressed(batches, i..run_end, max, &mut out)?;
+        } else {
+            merge_compressed(batches, i..run_end, max, &options.limits, &mut out)?;
+        }
+        i = run_end;
+    }
+    Ok(out)
+}
+
+fn unchanged(batches: &[Batch], index: usize) -> Merged {
+    Merged::Unchanged {
+        batch: batches[index].clone(),
+        index,
+    }
+}
+
+/// Rejects control and transactional batches and batches out of offset order, before any
+/// work is done.
+fn check_inputs(batches: &[Batch]) -> Result<()> {
+    let mut next: Option<i64> = None;
+    for b in batches {
+        let h = b.header();
+        let reason = if h.attributes.is_control() {
+            Some("control batch")
+        } else if h.attributes.is_transactional() {
+            Some("transactional batch")
+        } else if h.last_offset_delta < 0 {
+            Some("negative lastOffsetDelta")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(Error::NotMergeable {
+                base_offset: h.base_offset,
+                reason,
+            });
+        }
+        if let Some(next) = next
+            && h.base_offset < next
+        {
+            return Err(Error::MergeOutOfOrder {
+                base_offset: h.base_offset,
+                expected_at_least: next,
+            });
+        }
+        next = Some(
+            h.base_offset
+                .checked_add(i64::from(h.last_offset_delta) + 1)
+                .ok_or(Error::NotMergeable {
+                    base_offset: h.base_offset,
+                    reason: "offsets overflow",
+                })?,
+        );
+    }
+    Ok(())
+}
+
+/// A merged batch being written: the records section in `buf` after `start` bytes (the
+/// header's room for uncompressed output, nothing when the section is compressed later).
+struct Writer {
+    buf: Vec<u8>,
+    count: i32,
+    base_timestamp: Option<i64>,
+    max_timestamp: i64,
+    offsets: SourceOffsets,
+}
+
+/// Everything needed to undo the last [`Writer::append`].
+struct Mark {
+    buf: usize,
+    count: i32,
+    base_timestamp: Option<i64>,
+    max_timestamp: i64,
+    offsets: (usize, u32, usize),
+}
+
+impl Writer {
+    fn new(buf: Vec<u8>) -> Writer {
+        Writer {
+            buf,
+            count: 0,
+            base_timestamp: None,
+            max_timestamp: i64::MIN,
+            offsets: SourceOffsets::default(),
+        }
+    }
+
+    fn mark(&self) -> Mark {
+        Mark {
+            buf: self.buf.len(),
+            count: self.count,
+            base_timestamp: self.base_timestamp,
+            max_timestamp: self.max_timestamp,
+            offsets: self.offsets.mark(),
+        }
+    }
+
+    fn rollback(&mut self, m: Mark) {
+        self.buf.truncate(m.buf);
+        self.count = m.count;
+        self.base_timestamp = m.base_timestamp;
+        self.max_timestamp = m.max_timestamp;
+        self.offsets.rollback(m.offsets);
+    }
+
+    /// Appends the records of one input, `records` being its (decompressed) records
+    /// section, renumbering offset deltas and rebasing timestamp deltas. Reads only each
+    /// record's length, attributes, timestampDelta and offsetDelta; copies the rest.
+    fn append(&mut self, h: &BatchHeader, records: &[u8]) -> Result<()> {
+        self.append_inner(h, records)
+            .map_err(|e| e.in_batch(h.base_offset))
+    }
+
+    fn append_inner(&mut self, h: &BatchHeader, records: &[u8]) -> Result<()> {
+        let count = usize::try_from(h.records_count).map_err(|_| Error::InvalidRecordCount {
+            count: h.records_count,
+            len: records.len(),
+        })?;
+        let mut pos = 0usize;
+        let mut previous = -1i32;
+        // A lying recordsCount ends at the first record that is not there, before any
+        // allocation depends on it.
+        for index in 0..count {
+            let fail = |position: usize, reason: &'static str| Error::InvalidRecord {
+                index,
+                position,
+                reason,
+            };
+            let rest = records.get(pos..).unwrap_or_default();
+            let (len, n) = read_varint(rest).map_err(|e| fail(pos, e.reason()))?;
+            let body_at = pos + n;
+            let body = usize::try_from(len)
+                .ok()
+                .and_then(|len| n.checked_add(len))
+                .and_then(|end| rest.get(n..end))
+                .ok_or_else(|| fail(pos, "record length exceeds the records section"))?;
+            let (&attributes, fields) = body
+                .split_first()
+                .ok_or_else(|| fail(body_at, "truncated record"))?;
+            let (timestamp_delta, ts_n) =
+                read_varlong(fields).map_err(|e| fail(body_at + 1, e.reason()))?;
+            let (offset_delta, off_n) =
+                read_varint(&fields[ts_n..]).map_err(|e| fail(body_at + 1 + ts_n, e.reason()))?;
+            let tail = &fields[ts_n + off_n..];
+            if offset_delta <= previous || offset_delta > h.last_offset_delta {
+                return Err(Error::OffsetDeltaOutOfOrder {
+                    index,
+                    delta: offset_delta,
+                    previous,
+                    last_offset_delta: h.last_offset_delta,
+                });
+            }
+            previous = offset_delta;
+            let offset = h
+                .base_offset
+                .checked_add(i64::from(offset_delta))
+                .ok_or_else(|| fail(body_at, "offset overflows"))?;
+            if self.count == i32::MAX {
+                return Err(Error::BatchOverflow {
+                    reason: "more than i32::MAX records",
+                });
+            }
+            // Wrapping, as the Java client computes it: absolute timestamps stay exact.
+            let timestamp = h.base_timestamp.wrapping_add(timestamp_delta);
+            let base = *self.base_timestamp.get_or_insert(timestamp);
+            let new_ts_delta = timestamp.wrapping_sub(base);
+            let new_len = 1 + varlong_len(new_ts_delta) + varint_len(self.count) + tail.len();
+            let new_len = i32::try_from(new_len).map_err(|_| Error::BatchOverflow {
+                reason: "record larger than 2 GiB",
+            })?;
+            write_varint(&mut self.buf, new_len);
+            self.buf.push(attributes);
+            write_varlong(&mut self.buf, new_ts_delta);
+            write_varint(&mut self.buf, self.count);
+            self.buf.extend_from_slice(tail);
+            self.max_timestamp = self.max_timestamp.max(timestamp);
+            self.count += 1;
+            self.offsets.push(offset);
+            pos = body_at + body.len();
+        }
+        if pos != records.len() {
+            return Err(Error::TrailingBytes {
+                remaining: records.len() - pos,
+                count,
+            });
+        }
+        Ok(())
+    }
+
+    /// The header of the finished batch, `payload_len` being the records section's size
+    /// as stored. The CRC field is left 0.
+    fn header(&self, codec: Compression, payload_len: usize) -> Result<BatchHeader> {
+        let batch_length =
+            i32::try_from(HEADER_LEN - LOG_OVERHEAD + payload_len).map_err(|_| {
+                Error::BatchOverflow {
+                    reason: "batchLength above i32::MAX",
+                }
+            })?;
+        Ok(BatchHeader {
+            base_offset: 0,
+            batch_length,
+            partition_leader_epoch: -1,
+            magic: MAGIC_V2,
+            crc: 0,
+            attributes: Attributes(u16::from(codec.id())),
+            last_offset_delta: self.count - 1,
+            base_timestamp: self.base_timestamp.unwrap_or(-1),
+            max_timestamp: self.max_timestamp,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            records_count: self.count,
+        })
+    }
+}
+
+/// Writes the CRC into a whole batch and wraps it.
+fn seal(mut bytes: Vec<u8>) -> Result<Batch> {
+    let crc = crc32c::crc32c(&bytes[CRC_START..]);
+    bytes[CRC_AT..CRC_START].copy_from_slice(&crc.to_be_bytes());
+    Batch::parse(Bytes::from(bytes))
+}
+
+/// Emits the inputs `inputs` as one output: [`Merged::Unchanged`] for a lone input or when
+/// no record was written, else the merged batch built by `build`.
+fn emit(
+    batches: &[Batch],
+    inputs: Range<usize>,
+    w: Writer,
+    build: impl FnOnce(Writer) -> Result<Batch>,
+    out: &mut Vec<Merged>,
+) -> Result<()> {
+    if inputs.len() < 2 || w.count == 0 {
+        out.extend(inputs.map(|i| unchanged(batches, i)));
+        return Ok(());
+    }
+    let source_offsets = w.offsets.clone();
+    out.push(Merged::Rewritten {
+        batch: build(w)?,
+        source_offsets,
+        inputs,
+    });
+    Ok(())
+}
+
+/// Capacity for an uncompressed merged batch starting at input `from`: what the inputs
+/// that can join it hold (records grow by a byte or two when their offset delta does),
+/// plus room for one input written past `max` and rolled back.
+fn capacity(batches: &[Batch], run: Range<usize>, max: usize) -> usize {
+    let mut total = HEADER_LEN;
+    let mut largest = 0;
+    for b in &batches[run] {
+        let records = usize::try_from(b.header().records_count).unwrap_or(0);
+        let size = b.size() - HEADER_LEN + 2 * records.min(b.size() / 7);
+        largest = largest.max(size);
+        total += size;
+        if total > max {
+            return max.saturating_add(largest);
+        }
+    }
+    total
+}
+
+fn merge_uncompressed(
+    batches: &[Batch],
+    run: Range<usize>,
+    max: usize,
+    out: &mut Vec<Merged>,
+) -> Result<()> {
+    let build = |w: Writer| -> Result<Batch> {
+        let header = w.header(Compression::None, w.buf.len() - HEADER_LEN)?;
+        let mut bytes = w.buf;
+        bytes[..HEADER_LEN].copy_from_slice(&header.encode());
+        seal(bytes)
+    };
+    let new_writer = |from: usize| {
+        let mut buf = Vec::with_capacity(capacity(batches, from..run.end, max));
+        buf.resize(HEADER_LEN, 0);
+        Writer::new(buf)
+    };
+    let mut first = run.start;
+    let mut w = new_writer(first);
+    for i in run.clone() {
+        let b = &batches[i];
+        b.verify_crc()?;
+        let payload = &b.as_bytes()[HEADER_LEN..];
+        let mark = w.mark();
+        w.append(b.header(), payload)?;
+        if w.buf.len() > max && i > first {
+            // It does not fit: close the batch before it and start the next one with it.
+            w.rollback(mark);
+            let done = std::mem::replace(&mut w, new_writer(i));
+            emit(batches, first..i, done, build, out)?;
+            first = i;
+            w.append(b.header(), payload)?;
+        }
+        if w.buf.len() > max {
+            // Alone and still too large once rewritten (it fitted as it was): leave it.
+            w = Writer::new(Vec::new());
+            out.push(unchanged(batches, i));
+            first = i + 1;
+            if first < run.end {
+                w = new_writer(first);
+            }
+        }
+    }
+    if first < run.end {
+        emit(batches, first..run.end, w, build, out)?;
+    }
+    Ok(())
+}
+
+fn merge_compressed(
+    batches: &[Batch],
+    run: Range<usize>,
+    max: usize,
+    limits: &Limits,
+    out: &mut Vec<Merged>,
+) -> Result<()> {
+    // Group by the compressed sizes as they are (merging rarely compresses worse), and by
+    // the decompressed size cap; a group whose recompressed batch still does not fit is
+    // halved.
+    let mut group: Vec<(usize, Bytes)> = Vec::new();
+    let mut compressed = HEADER_LEN;
+    let mut decompressed = 0usize;
+    for i in run {
+        let b = &batches[i];
+        let payload_len = b.size() - HEADER_LEN;
+        if !group.is_empty() && compressed + payload_len > max {
+            recompress(batches, &group, max, out)?;
+            group.clear();
+            compressed = HEADER_LEN;
+            decompressed = 0;
+        }
+        b.verify_crc()?;
+        let records = b.decompressed_payload(limits)?;
+        if !group.is_empty() && decompressed + records.len() > limits.max_decompressed_bytes {
+            recompress(batches, &group, max, out)?;
+            group.clear();
+            compressed = HEADER_LEN;
+            decompressed = 0;
+        }
+        compressed += payload_len;
+        decompressed += records.len();
+        group.push((i, records));
+    }
+    if !group.is_empty() {
+        recompress(batches, &group, max, out)?;
+    }
+    Ok(())
+}
+
+/// Merges a group of consecutive compressed inputs (with their decompressed records) into
+/// one batch of their codec, halving the group while the result exceeds `max`.
+fn recompress(
+    batches: &[Batch],
+    group: &[(usize, Bytes)],
+    max: usize,
+    out: &mut Vec<Merged>,
+) -> Result<()> {
+    let (Some(&(first, _)), Some(&(last, _))) = (group.first(), group.last()) else {
+        return Ok(());
+    };
+    let inputs = first..last + 1;
+    if group.len() < 2 {
+        out.extend(inputs.map(|i| unchanged(batches, i)));
+        return Ok(());
+    }
+    let codec = batches[first].header().compression();
+    let size: usize = group.iter().map(|(_, r)| r.len()).sum();
+    let mut w = Writer::new(Vec::with_capacity(size + size / 64 + 16));
+    for (i, records) in group {
+        w.append(batches[*i].header(), records)?;
+    }
+    if w.count == 0 {
+        out.extend(inputs.map(|i| unchanged(batches, i)));
+        return Ok(());
+    }
+    let payload = compress(codec, &w.buf)?;
+    if HEADER_LEN + payload.len() > max {
+        let (left, right) = group.split_at(group.len() / 2);
+        recompress(batches, left, max, out)?;
+        return recompress(batches, right, max, out);
+    }
+    let header = w.header(codec, payload.len())?;
+    let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
+    bytes.extend_from_slice(&header.encode());
+    bytes.extend_from_slice(&payload);
+    let batch = seal(bytes)?;
+    out.push(Merged::Rewritten {
+        batch,
+        source_offsets: w.offsets,
+        inputs,
+    });
+    Ok(())
+}
