@@ -89,7 +89,8 @@ pub use client::{Client, ClientConfig, CoordinatorType};
 pub use consumer::{ConsumedRecord, PartitionConsumer};
 pub use error::{Error, ErrorKind, Result};
 pub use producer::{
-    Ack, AckFuture, IdempotentProducer, ProducerConfig, ProducerRecord, RecordProducer,
+    Ack, AckFuture, IdempotentProducer, ProducerConfig, ProducerRecord, ProducerStats,
+    RecordProducer,
 };
 pub use rpc::Request;
 pub use rpc::admin::{

@@ -206,3 +206,102 @@ async fn corrupt_batch_is_refused_before_queueing() {
         .unwrap();
     assert_eq!(ack.base_offset, 0);
 }
+
+/// Sends `per_part` batches of 10 records to each of `parts` partitions round-robin
+/// (without waiting for acks), checks every ack is in order with contiguous offsets and that
+/// every partition holds all its batches with consecutive sequences; returns the stats.
+async fn spray(
+    c: &Client,
+    topic: &str,
+    parts: i32,
+    per_part: i64,
+    cfg: ProducerConfig,
+) -> ProducerStats {
+    create(c, topic, parts).await;
+    let p = IdempotentProducer::new(c.clone(), cfg).await.unwrap();
+    let id = p.identity().unwrap();
+    let mut acks = Vec::new();
+    for _ in 0..per_part {
+        for part in 0..parts {
+            let b = batch(10, 1_700_000_000_000, Compression::Lz4);
+            acks.push((part, p.send(topic, part, b).await.unwrap()));
+        }
+    }
+    let mut next = vec![0i64; parts as usize];
+    for (part, a) in acks {
+        let ack = a.wait().await.unwrap();
+        assert_eq!(
+            ack.base_offset, next[part as usize],
+            "partition {part}: in order, no gaps"
+        );
+        next[part as usize] += 10;
+    }
+    let opts = FetchOptions {
+        max_wait: Duration::from_millis(50),
+        ..Default::default()
+    };
+    for part in 0..parts {
+        let leader = c.leader_for(topic, part).await.unwrap().0;
+        let r = c
+            .fetch(leader, &[FetchPosition::new(topic, part, 0)], &opts)
+            .await
+            .unwrap();
+        let s =
+            strait_records::split(r.partitions[0].records.clone(), &Default::default()).unwrap();
+        assert_eq!(
+            s.batches.len() as i64,
+            per_part,
+            "partition {part}: all batches landed"
+        );
+        for (i, bt) in s.batches.iter().enumerate() {
+            let h = bt.header();
+            assert_eq!((h.producer_id, h.producer_epoch), (id.id, id.epoch));
+            assert_eq!(h.base_sequence, 10 * i as i32);
+            bt.verify_crc().unwrap();
+        }
+    }
+    p.stats()
+}
+
+#[tokio::test]
+async fn many_partitions_share_produce_requests() {
+    let b = broker();
+    let c = client(&b).await;
+    let stats = spray(&c, "sink-many", 16, 8, ProducerConfig::default()).await;
+    assert_eq!(
+        stats.batches,
+        16 * 8,
+        "no retries on a healthy broker: {stats:?}"
+    );
+    assert!(
+        stats.requests * 2 <= stats.batches,
+        "batches of many partitions go together: {stats:?}"
+    );
+}
+
+#[tokio::test]
+async fn request_byte_cap_splits_requests() {
+    let b = broker();
+    let c = client(&b).await;
+    // A cap below one batch: every request carries exactly one batch (it goes alone).
+    let cfg = ProducerConfig {
+        max_request_bytes: 1,
+        ..ProducerConfig::default()
+    };
+    let stats = spray(&c, "sink-cap", 4, 6, cfg).await;
+    assert_eq!(stats.batches, 4 * 6, "{stats:?}");
+    assert_eq!(stats.requests, stats.batches, "{stats:?}");
+}
+
+#[tokio::test]
+async fn linger_gathers_batches() {
+    let b = broker();
+    let c = client(&b).await;
+    let cfg = ProducerConfig {
+        linger: Duration::from_millis(20),
+        ..ProducerConfig::default()
+    };
+    let stats = spray(&c, "sink-linger", 8, 5, cfg).await;
+    assert_eq!(stats.batches, 8 * 5, "{stats:?}");
+    assert!(stats.requests * 4 <= stats.batches, "{stats:?}");
+}

@@ -1,15 +1,34 @@
 //! The I/O around [`Sequencer`]: an idempotent producer for raw record batches.
+//!
+//! [`IdempotentProducer::send`] stamps a batch, hands it to the pure [`Sequencer`] and wakes
+//! the producer's **sink driver**: one long-lived task per producer (started on the first
+//! send, gone once every handle is dropped and nothing is left to deliver) that keeps one
+//! sink per target broker. Each time it wakes it routes the partitions that have a batch
+//! ready to their leaders and, per broker with room (at most
+//! [`ProducerConfig::max_requests_in_flight`] Produce requests outstanding), builds requests
+//! with [`Sequencer::assemble`]: at most one batch per partition per request, up to
+//! [`ProducerConfig::max_request_bytes`]. Requests are queued on the broker's produce
+//! connection in assembly order (so every partition's batches reach the wire in sequence
+//! order) and their responses are awaited by the same task, without a task or a timer per
+//! batch. While a broker has its maximum of requests outstanding, ready batches accumulate
+//! and leave together in the next request: under load, requests carry many partitions.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::poll_fn;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
+use kafka_protocol::messages::ProduceResponse;
 use parking_lot::Mutex;
 use strait_records::{Batch, PatchedBatch, ProducerStamp};
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
+use crate::broker::Broker;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
 use crate::producer::sequencer::{Ack, Sequencer, Token, TopicPartition, Transmit};
@@ -25,6 +44,15 @@ pub struct ProducerConfig {
     pub delivery_timeout: Duration,
     /// The broker-side Produce timeout.
     pub request_timeout: Duration,
+    /// Produce requests outstanding per broker (Kafka's
+    /// `max.in.flight.requests.per.connection`). While a broker has this many, ready batches
+    /// wait and leave together in the next request.
+    pub max_requests_in_flight: usize,
+    /// Cap on the batch bytes of one Produce request; a single larger batch goes alone.
+    pub max_request_bytes: usize,
+    /// How long the sink waits for more batches before sending what is ready (Kafka's
+    /// `linger.ms`). Zero (the default): a request leaves as soon as a batch is ready.
+    pub linger: Duration,
 }
 
 impl Default for ProducerConfig {
@@ -33,8 +61,22 @@ impl Default for ProducerConfig {
             max_in_flight: 5,
             delivery_timeout: Duration::from_secs(120),
             request_timeout: Duration::from_secs(30),
+            max_requests_in_flight: 5,
+            max_request_bytes: 4 * 1024 * 1024,
+            linger: Duration::ZERO,
         }
     }
+}
+
+/// Counters of an [`IdempotentProducer`] since it was created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProducerStats {
+    /// Produce requests sent.
+    pub requests: u64,
+    /// Batch transmissions (a retried batch counts once per attempt).
+    pub batches: u64,
+    /// Batch bytes sent (retries included).
+    pub bytes: u64,
 }
 
 struct Slot {
@@ -48,18 +90,37 @@ struct Slot {
 struct State {
     seq: Sequencer,
     slots: HashMap<Token, Slot>,
+    /// Interned topic names, so that a partition key never allocates.
+    topics: HashSet<Arc<str>>,
+    /// The sink driver task is running (or about to).
+    driver: bool,
 }
 
 struct Inner {
     client: Client,
     cfg: ProducerConfig,
     state: Mutex<State>,
-    /// Woken on every state change; tasks re-check whether it is their turn.
+    /// Woken when batches are delivered: senders waiting for room re-check.
     changed: Notify,
-    /// One batch of a partition is routed and queued on a connection at a time, so batches
-    /// reach the wire in sequence order.
-    send_locks: Mutex<HashMap<TopicPartition, Arc<tokio::sync::Mutex<()>>>>,
-    reinit: tokio::sync::Mutex<()>,
+    /// Wakes the sink driver (new batch, last handle dropped).
+    wake: Notify,
+    /// Every [`IdempotentProducer`] handle is gone.
+    closed: AtomicBool,
+    requests: AtomicU64,
+    batches: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// The user-facing handle; dropping the last one lets the driver stop once idle.
+struct Handle {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.inner.closed.store(true, Ordering::Release);
+        self.inner.wake.notify_one();
+    }
 }
 
 /// An idempotent producer for raw v2 record batches (forwarded or built).
@@ -74,11 +135,14 @@ struct Inner {
 /// unresolved batch from 0. The sequencing rules live in the pure
 /// [`crate::producer::Sequencer`].
 ///
-/// Each batch goes in its own Produce request on the leader's produce connection; requests
-/// are pipelined.
+/// One sink per leader broker gathers the ready batches of all partitions it leads into
+/// one Produce request (at most one batch per partition, up to
+/// [`ProducerConfig::max_request_bytes`]) and pipelines up to
+/// [`ProducerConfig::max_requests_in_flight`] requests on the broker's produce connection;
+/// [`IdempotentProducer::stats`] counts requests and batches.
 #[derive(Clone)]
 pub struct IdempotentProducer {
-    inner: Arc<Inner>,
+    handle: Arc<Handle>,
 }
 
 impl std::fmt::Debug for IdempotentProducer {
@@ -113,46 +177,70 @@ impl IdempotentProducer {
             .await?;
         let mut seq = Sequencer::new(cfg.max_in_flight);
         seq.set_identity(identity);
-        Ok(IdempotentProducer {
-            inner: Arc::new(Inner {
-                client,
-                cfg,
-                state: Mutex::new(State {
-                    seq,
-                    slots: HashMap::new(),
-                }),
-                changed: Notify::new(),
-                send_locks: Mutex::new(HashMap::new()),
-                reinit: tokio::sync::Mutex::new(()),
+        let inner = Arc::new(Inner {
+            client,
+            cfg,
+            state: Mutex::new(State {
+                seq,
+                slots: HashMap::new(),
+                topics: HashSet::new(),
+                driver: false,
             }),
+            changed: Notify::new(),
+            wake: Notify::new(),
+            closed: AtomicBool::new(false),
+            requests: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        });
+        Ok(IdempotentProducer {
+            handle: Arc::new(Handle { inner }),
         })
+    }
+
+    fn inner(&self) -> &Arc<Inner> {
+        &self.handle.inner
     }
 
     /// The current producer id and epoch.
     pub fn identity(&self) -> Option<ProducerIdentity> {
-        self.inner.state.lock().seq.identity()
+        self.inner().state.lock().seq.identity()
+    }
+
+    /// Requests, batch transmissions and bytes sent so far.
+    pub fn stats(&self) -> ProducerStats {
+        let i = self.inner();
+        ProducerStats {
+            requests: i.requests.load(Ordering::Relaxed),
+            batches: i.batches.load(Ordering::Relaxed),
+            bytes: i.bytes.load(Ordering::Relaxed),
+        }
     }
 
     /// Queues `batch` for `topic`/`partition`. Waits while the partition has 5 unresolved
     /// batches. The batch's CRC is verified (`Err` if corrupt, nothing queued). Call `send`
     /// for one partition from one task at a time: the call order is the sequence order.
     pub async fn send(&self, topic: &str, partition: i32, batch: Batch) -> Result<AckFuture> {
-        let tp: TopicPartition = (topic.to_string(), partition);
+        let inner = self.inner();
         let count = batch.header().last_offset_delta.saturating_add(1);
         if count <= 0 || batch.header().records_count <= 0 {
             return Err(Error::invalid(
                 "an idempotent batch needs at least one record",
             ));
         }
+        let mut tp: Option<TopicPartition> = None;
         // Wait for room.
-        let (identity, seq) = loop {
-            let notified = self.inner.changed.notified();
+        let (tp, identity, seq) = loop {
+            let notified = inner.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             {
-                let st = self.inner.state.lock();
-                if st.seq.has_room(&tp) {
-                    break (st.seq.identity(), st.seq.peek_sequence(&tp));
+                let mut st = inner.state.lock();
+                let tp = tp.get_or_insert_with(|| (intern(&mut st.topics, topic), partition));
+                if st.seq.has_room(tp) {
+                    let (id, seq) = (st.seq.identity(), st.seq.peek_sequence(tp));
+                    drop(st);
+                    break (tp.clone(), id, seq);
                 }
             }
             notified.await;
@@ -169,23 +257,37 @@ impl IdempotentProducer {
             })
             .transpose()?;
         let (tx, rx) = oneshot::channel();
-        let token = {
-            let mut st = self.inner.state.lock();
-            let (token, _) = st.seq.enqueue(&tp, count);
+        let bytes = batch.as_bytes().len();
+        let start = {
+            let mut st = inner.state.lock();
+            let (token, _) = st.seq.enqueue(&tp, count, bytes);
             st.slots.insert(
                 token,
                 Slot {
                     batch,
                     patched,
                     tx: Some(tx),
-                    deadline: Instant::now() + self.inner.cfg.delivery_timeout,
+                    deadline: Instant::now() + inner.cfg.delivery_timeout,
                 },
             );
-            token
+            !std::mem::replace(&mut st.driver, true)
         };
-        tokio::spawn(drive(self.inner.clone(), tp, token));
+        if start {
+            tokio::spawn(Driver::new(inner.clone()).run());
+        } else {
+            inner.wake.notify_one();
+        }
         Ok(AckFuture { rx })
     }
+}
+
+fn intern(topics: &mut HashSet<Arc<str>>, topic: &str) -> Arc<str> {
+    if let Some(t) = topics.get(topic) {
+        return t.clone();
+    }
+    let t: Arc<str> = Arc::from(topic);
+    topics.insert(t.clone());
+    t
 }
 
 fn stamp(id: ProducerIdentity, seq: i32) -> ProducerStamp {
@@ -196,101 +298,370 @@ fn stamp(id: ProducerIdentity, seq: i32) -> ProducerStamp {
     }
 }
 
-enum Step {
-    Exit,
-    Wait,
-    Reinit,
-    Send(Transmit, RawBatch),
+type ResponseFut = Pin<Box<dyn Future<Output = Result<Option<ProduceResponse>>> + Send>>;
+
+/// A Produce request awaiting its response.
+struct InFlight {
+    broker: i32,
+    batches: Vec<(TopicPartition, Transmit)>,
+    fut: ResponseFut,
 }
 
-/// Drives one batch until it is resolved.
-async fn drive(inner: Arc<Inner>, tp: TopicPartition, token: Token) {
-    let mut backoff = Backoff::new(inner.client.config().backoff);
-    let lock = inner
-        .send_locks
-        .lock()
-        .entry(tp.clone())
-        .or_default()
-        .clone();
-    loop {
-        let notified = inner.changed.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let guard = lock.lock().await;
-        let step = {
-            let mut st = inner.state.lock();
-            let st = &mut *st;
-            if !st.slots.contains_key(&token) {
-                Step::Exit
-            } else if st.seq.needs_identity() {
-                if st.seq.in_flight() == 0 {
-                    Step::Reinit
-                } else {
-                    Step::Wait
+/// Per-partition retry timing.
+struct Retry {
+    backoff: Backoff,
+    at: Instant,
+}
+
+/// Clears [`State::driver`] however the driver ends (also when its runtime shuts down), so
+/// the next send starts a new one.
+struct DriverGuard(Arc<Inner>);
+
+impl Drop for DriverGuard {
+    fn drop(&mut self) {
+        self.0.state.lock().driver = false;
+    }
+}
+
+/// The sink driver: one task per producer, one sink (request pipeline) per leader broker.
+struct Driver {
+    inner: Arc<Inner>,
+    /// Outstanding requests, oldest first.
+    in_flight: Vec<InFlight>,
+    /// Outstanding requests per broker.
+    per_broker: HashMap<i32, usize>,
+    retries: HashMap<TopicPartition, Retry>,
+    linger_until: Option<Instant>,
+    // Reused buffers.
+    cands: VecDeque<TopicPartition>,
+    routed: Vec<(Arc<Broker>, VecDeque<TopicPartition>)>,
+    aside: Vec<TopicPartition>,
+    again: Vec<TopicPartition>,
+    results: Vec<(TopicPartition, Transmit, Result<Ack>)>,
+}
+
+enum Event {
+    Wake,
+    Timer,
+    Response(usize, Result<Option<ProduceResponse>>),
+}
+
+impl Driver {
+    fn new(inner: Arc<Inner>) -> Self {
+        Driver {
+            inner,
+            in_flight: Vec::new(),
+            per_broker: HashMap::new(),
+            retries: HashMap::new(),
+            linger_until: None,
+            cands: VecDeque::new(),
+            routed: Vec::new(),
+            aside: Vec::new(),
+            again: Vec::new(),
+            results: Vec::new(),
+        }
+    }
+
+    async fn run(mut self) {
+        let _guard = DriverGuard(self.inner.clone());
+        loop {
+            let (needs_identity, in_flight) = {
+                let st = self.inner.state.lock();
+                (st.seq.needs_identity(), st.seq.in_flight())
+            };
+            if needs_identity {
+                // Sending stops; a new epoch goes in once every request is answered.
+                if in_flight == 0 && self.in_flight.is_empty() {
+                    reinit(&self.inner).await;
+                    continue;
                 }
             } else {
-                match st.seq.peek_transmit(&tp) {
-                    Some(t) if t == token => match st.seq.next_transmit(&tp) {
-                        Some(t) => {
-                            let slot = st.slots.get_mut(&token).expect("slot exists");
-                            let want = stamp(t.identity, t.base_sequence);
-                            if slot.patched.as_ref().is_none_or(|(s, _)| *s != want) {
-                                slot.patched = Some((want, slot.batch.patch(want)));
-                            }
-                            let parts = slot.patched.as_ref().map(|(_, p)| p.parts().to_vec());
-                            Step::Send(t, RawBatch::from_parts(parts.unwrap_or_default()))
-                        }
-                        None => Step::Wait,
-                    },
-                    // An earlier batch's turn (its own task sends it), or nothing to send.
-                    _ => Step::Wait,
-                }
+                self.dispatch().await;
             }
-        };
-        match step {
-            Step::Exit => return,
-            Step::Wait => {
-                drop(guard);
-                notified.await;
-            }
-            Step::Reinit => {
-                drop(guard);
-                reinit(&inner).await;
-            }
-            Step::Send(t, batch) => {
-                let result = send_one(&inner, &tp, batch).await;
-                drop(guard);
-                // Queued on the connection: the next batch may go now (pipelining).
-                inner.changed.notify_waiters();
-                let result = match result {
-                    Ok(pending) => pending.await,
-                    Err(e) => Err(e),
-                };
-                let retry = result.as_ref().err().filter(|e| e.is_retriable()).cloned();
+            {
+                let mut st = self.inner.state.lock();
+                if self.in_flight.is_empty()
+                    && st.seq.unresolved() == 0
+                    && self.inner.closed.load(Ordering::Acquire)
                 {
-                    let mut st = inner.state.lock();
-                    st.seq.on_result(&tp, t.token, t.attempt, result);
-                    if let Some(e) = &retry
-                        && st
-                            .slots
-                            .get(&token)
-                            .is_some_and(|s| Instant::now() >= s.deadline)
-                    {
-                        st.seq
-                            .fail(&tp, token, e.clone().message("delivery timeout"));
-                    }
-                    deliver(&mut st, &tp);
+                    st.driver = false;
+                    return;
                 }
-                inner.changed.notify_waiters();
-                if let Some(e) = retry {
-                    if e.is_stale_metadata() || e.is_network() {
-                        inner.client.invalidate_metadata();
+            }
+            // Retry entries stay (their backoff keeps growing) until the partition succeeds;
+            // only future retry times count.
+            let now = Instant::now();
+            let timer = self
+                .retries
+                .values()
+                .map(|r| r.at)
+                .filter(|&t| t > now)
+                .chain(self.linger_until)
+                .min();
+            match next_event(&self.inner.wake, &mut self.in_flight, timer).await {
+                Event::Wake | Event::Timer => {}
+                Event::Response(i, r) => {
+                    let req = self.in_flight.remove(i);
+                    self.on_response(req, r);
+                    // Handle every other response that is already in before sending more.
+                    while let Some((i, r)) = ready_response(&mut self.in_flight).await {
+                        let req = self.in_flight.remove(i);
+                        self.on_response(req, r);
                     }
-                    tokio::time::sleep(backoff.next_delay()).await;
                 }
             }
         }
     }
+
+    /// Routes the ready partitions to their leaders and sends what each sink has room for.
+    async fn dispatch(&mut self) {
+        let now = Instant::now();
+        {
+            let mut st = self.inner.state.lock();
+            if !self.inner.cfg.linger.is_zero() {
+                match self.linger_until {
+                    _ if !st.seq.has_ready() => return,
+                    None => {
+                        self.linger_until = Some(now + self.inner.cfg.linger);
+                        return;
+                    }
+                    Some(t) if now < t => return,
+                    Some(_) => self.linger_until = None,
+                }
+            }
+            st.seq.take_ready(&mut self.cands);
+        }
+        if self.cands.is_empty() {
+            return;
+        }
+        while let Some(tp) = self.cands.pop_front() {
+            if self.retries.get(&tp).is_some_and(|r| r.at > now) {
+                self.aside.push(tp);
+                continue;
+            }
+            match self.inner.client.leader_broker(&tp.0, tp.1).await {
+                Ok(b) => match self.routed.iter_mut().find(|(x, _)| x.id == b.id) {
+                    Some((_, q)) => q.push_back(tp),
+                    None => self.routed.push((b, VecDeque::from([tp]))),
+                },
+                Err(e) => self.route_failed(tp, e),
+            }
+        }
+        let mut routed = std::mem::take(&mut self.routed);
+        for (broker, q) in routed.iter_mut() {
+            self.send_to(broker, q).await;
+            self.aside.extend(q.drain(..));
+        }
+        routed.clear();
+        self.routed = routed;
+        let mut st = self.inner.state.lock();
+        for tp in self.aside.drain(..) {
+            st.seq.mark_ready(&tp);
+        }
+    }
+
+    /// Sends requests to `broker` from the partitions in `q` while its sink has room.
+    async fn send_to(&mut self, broker: &Arc<Broker>, q: &mut VecDeque<TopicPartition>) {
+        let cfg = self.inner.cfg;
+        loop {
+            let outstanding = self.per_broker.get(&broker.id).copied().unwrap_or(0);
+            if q.is_empty() || outstanding >= cfg.max_requests_in_flight.max(1) {
+                return;
+            }
+            let mut batches = Vec::new();
+            let mut req = ProduceRequest::new(Acks::All);
+            req.timeout = cfg.request_timeout;
+            let bytes = {
+                let mut st = self.inner.state.lock();
+                let st = &mut *st;
+                let bytes =
+                    st.seq
+                        .assemble(q, cfg.max_request_bytes, &mut batches, &mut self.again);
+                for (tp, t) in &batches {
+                    let Some(slot) = st.slots.get_mut(&t.token) else {
+                        continue;
+                    };
+                    let want = stamp(t.identity, t.base_sequence);
+                    if slot.patched.as_ref().is_none_or(|(s, _)| *s != want) {
+                        slot.patched = Some((want, slot.batch.patch(want)));
+                    }
+                    let parts = slot.patched.as_ref().map(|(_, p)| p.parts().to_vec());
+                    req.push(&tp.0, tp.1, RawBatch::from_parts(parts.unwrap_or_default()));
+                }
+                bytes
+            };
+            q.extend(self.again.drain(..));
+            if batches.is_empty() {
+                return;
+            }
+            match self.inner.client.submit_produce(broker, &req).await {
+                Ok((pending, _)) => {
+                    self.inner.requests.fetch_add(1, Ordering::Relaxed);
+                    self.inner
+                        .batches
+                        .fetch_add(batches.len() as u64, Ordering::Relaxed);
+                    self.inner.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+                    *self.per_broker.entry(broker.id).or_default() += 1;
+                    self.in_flight.push(InFlight {
+                        broker: broker.id,
+                        batches,
+                        fut: Box::pin(pending.wait_raw()),
+                    });
+                }
+                Err(e) => {
+                    let e = e.broker(broker.id);
+                    for (tp, t) in batches {
+                        self.results.push((tp, t, Err(e.clone())));
+                    }
+                    self.apply_results();
+                    // The sink is broken; its partitions are routed again next time.
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A partition's leader could not be found: its next batch fails this attempt.
+    fn route_failed(&mut self, tp: TopicPartition, e: Error) {
+        let t = self.inner.state.lock().seq.next_transmit(&tp);
+        match t {
+            Some(t) => {
+                self.results.push((tp, t, Err(e)));
+                self.apply_results();
+            }
+            None => self.aside.push(tp),
+        }
+    }
+
+    fn on_response(&mut self, req: InFlight, r: Result<Option<ProduceResponse>>) {
+        if let Some(n) = self.per_broker.get_mut(&req.broker) {
+            *n = n.saturating_sub(1);
+        }
+        let broker = req.broker;
+        match r {
+            Err(e) => {
+                for (tp, t) in req.batches {
+                    self.results.push((tp, t, Err(e.clone())));
+                }
+            }
+            Ok(resp) => {
+                let mut acks: Vec<Option<Result<Ack>>> = req.batches.iter().map(|_| None).collect();
+                let mut cursor = 0;
+                for topic in resp.iter().flat_map(|r| &r.responses) {
+                    for p in &topic.partition_responses {
+                        let n = req.batches.len();
+                        let found = (0..n).map(|k| (cursor + k) % n).find(|&k| {
+                            let (tp, _) = &req.batches[k];
+                            tp.1 == p.index && *tp.0 == *topic.name.0.as_str()
+                        });
+                        let Some(k) = found else { continue };
+                        cursor = k + 1;
+                        acks[k] = Some(match Error::from_code(p.error_code) {
+                            Some(e) => {
+                                let e = match &p.error_message {
+                                    Some(m) => e.message(m.to_string()),
+                                    None => e,
+                                };
+                                Err(e.broker(broker))
+                            }
+                            None => Ok(Ack {
+                                base_offset: p.base_offset,
+                                log_append_time_ms: p.log_append_time_ms,
+                                duplicate: false,
+                            }),
+                        });
+                    }
+                }
+                for ((tp, t), a) in req.batches.into_iter().zip(acks) {
+                    let a = a.unwrap_or_else(|| {
+                        Err(Error::protocol("Produce response without the partition")
+                            .broker(broker))
+                    });
+                    self.results.push((tp, t, a));
+                }
+            }
+        }
+        self.apply_results();
+    }
+
+    /// Feeds the collected outcomes to the sequencer, delivers acks, schedules retries.
+    fn apply_results(&mut self) {
+        if self.results.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let mut invalidate = false;
+        {
+            let mut st = self.inner.state.lock();
+            let st = &mut *st;
+            for (tp, t, result) in self.results.drain(..) {
+                let retry = result.as_ref().err().filter(|e| e.is_retriable()).cloned();
+                st.seq.on_result(&tp, t.token, t.attempt, result);
+                match retry {
+                    Some(e) => {
+                        if st.slots.get(&t.token).is_some_and(|s| now >= s.deadline) {
+                            st.seq
+                                .fail(&tp, t.token, e.clone().message("delivery timeout"));
+                        }
+                        invalidate |= e.is_stale_metadata() || e.is_network();
+                        let backoff = self.inner.client.config().backoff;
+                        let r = self.retries.entry(tp.clone()).or_insert_with(|| Retry {
+                            backoff: Backoff::new(backoff),
+                            at: now,
+                        });
+                        r.at = now + r.backoff.next_delay();
+                    }
+                    None => {
+                        self.retries.remove(&tp);
+                    }
+                }
+                deliver(st, &tp);
+            }
+        }
+        if invalidate {
+            self.inner.client.invalidate_metadata();
+        }
+        self.inner.changed.notify_waiters();
+    }
+}
+
+/// Waits for a new batch, a response, or `timer`.
+async fn next_event(wake: &Notify, in_flight: &mut [InFlight], timer: Option<Instant>) -> Event {
+    let response = poll_fn(|cx| {
+        for (i, r) in in_flight.iter_mut().enumerate() {
+            if let Poll::Ready(x) = r.fut.as_mut().poll(cx) {
+                return Poll::Ready((i, x));
+            }
+        }
+        Poll::Pending
+    });
+    let sleep = async {
+        match timer {
+            Some(t) => tokio::time::sleep_until(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        (i, r) = response => Event::Response(i, r),
+        _ = wake.notified() => Event::Wake,
+        _ = sleep => Event::Timer,
+    }
+}
+
+/// The first response that is already in, if any (never waits).
+async fn ready_response(
+    in_flight: &mut [InFlight],
+) -> Option<(usize, Result<Option<ProduceResponse>>)> {
+    poll_fn(|cx| {
+        for (i, r) in in_flight.iter_mut().enumerate() {
+            if let Poll::Ready(x) = r.fut.as_mut().poll(cx) {
+                return Poll::Ready(Some((i, x)));
+            }
+        }
+        Poll::Ready(None)
+    })
+    .await
 }
 
 fn deliver(st: &mut State, tp: &TopicPartition) {
@@ -298,44 +669,13 @@ fn deliver(st: &mut State, tp: &TopicPartition) {
         if let Some(mut slot) = st.slots.remove(&token)
             && let Some(tx) = slot.tx.take()
         {
-            let _ = tx.send(r.map_err(|e| e.topic(tp.0.clone()).partition(tp.1)));
+            let _ = tx.send(r.map_err(|e| e.topic(tp.0.to_string()).partition(tp.1)));
         }
     }
 }
 
-/// Routes to the leader and queues the Produce request; returns the response future.
-async fn send_one(
-    inner: &Arc<Inner>,
-    tp: &TopicPartition,
-    batch: RawBatch,
-) -> Result<impl Future<Output = Result<Ack>> + use<>> {
-    let client = &inner.client;
-    let broker = client.leader_broker(&tp.0, tp.1).await?;
-    let mut req = ProduceRequest::new(Acks::All);
-    req.timeout = inner.cfg.request_timeout;
-    req.push(&tp.0, tp.1, batch);
-    let (pending, _) = client.submit_produce(&broker, &req).await?;
-    let broker_id = broker.id;
-    Ok(async move {
-        let results = pending.wait().await?;
-        let r = results
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::protocol("Produce response without the partition"))?;
-        match r.error() {
-            Some(e) => Err(e.broker(broker_id)),
-            None => Ok(Ack {
-                base_offset: r.base_offset,
-                log_append_time_ms: r.log_append_time_ms,
-                duplicate: false,
-            }),
-        }
-    })
-}
-
 /// Bumps the epoch (or gets a fresh id if the broker refuses the bump) and renumbers.
 async fn reinit(inner: &Arc<Inner>) {
-    let _g = inner.reinit.lock().await;
     let current = {
         let st = inner.state.lock();
         if !st.seq.needs_identity() || st.seq.in_flight() != 0 {

@@ -2,13 +2,14 @@
 //! convenience producer built on it.
 //!
 //! - `sequencer`: the pure sequencing state machine (testable without sockets);
-//! - `idempotent`: the async driver around it;
+//! - `idempotent`: the async driver around it (one sink per leader broker, many partitions
+//!   per Produce request);
 //! - `records`: records in → batches (strait-records) → the idempotent producer.
 
 mod idempotent;
 mod records;
 pub mod sequencer;
 
-pub use idempotent::{AckFuture, IdempotentProducer, ProducerConfig};
+pub use idempotent::{AckFuture, IdempotentProducer, ProducerConfig, ProducerStats};
 pub use records::{ProducerRecord, RecordProducer};
 pub use sequencer::{Ack, Sequencer};

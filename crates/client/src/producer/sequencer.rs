@@ -15,16 +15,23 @@
 //!   UNKNOWN_PRODUCER_ID, a fenced epoch or a batch failing for good — needs a new epoch: sending stops,
 //!   in-flight requests drain, the driver bumps the epoch, and every unresolved batch is
 //!   renumbered from sequence 0.
+//!
+//! It also assembles Produce requests for the per-broker sink ([`Sequencer::assemble`]):
+//! partitions with a batch ready to (re)send are queued oldest-ready first, and one request
+//! takes at most one batch per partition (the broker rejects more), the first `Ready` one of
+//! each, up to a byte cap.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 
 use crate::error::Error;
 use crate::rpc::txn::ProducerIdentity;
 
-/// A partition: `(topic, partition)`.
-pub type TopicPartition = (String, i32);
+/// A partition: `(topic, partition)`. The topic is shared (`Arc<str>`), so handing a
+/// partition around never allocates.
+pub type TopicPartition = (Arc<str>, i32);
 
 /// Identifies one enqueued batch.
 pub type Token = u64;
@@ -69,6 +76,8 @@ struct Entry {
     token: Token,
     seq: i32,
     count: i32,
+    /// Encoded size of the batch (for the request byte cap).
+    bytes: usize,
     attempt: u32,
     in_flight: u32,
     state: State,
@@ -78,6 +87,16 @@ struct Entry {
 struct Partition {
     next_seq: i32,
     entries: VecDeque<Entry>,
+    /// In [`Sequencer::ready`] (each partition is queued at most once).
+    queued: bool,
+}
+
+impl Partition {
+    fn first_ready(&self) -> Option<&Entry> {
+        self.entries
+            .iter()
+            .find(|e| matches!(e.state, State::Ready))
+    }
 }
 
 /// The sequencing state for one producer id across partitions.
@@ -88,6 +107,10 @@ pub struct Sequencer {
     max_in_flight: usize,
     next_token: Token,
     partitions: HashMap<TopicPartition, Partition>,
+    /// Partitions that may have a batch to (re)send, oldest first.
+    ready: VecDeque<TopicPartition>,
+    /// Batches enqueued and not yet taken by [`Sequencer::take_delivered`].
+    unresolved: usize,
 }
 
 /// Kafka's sequence arithmetic: wraps from `i32::MAX` to 0.
@@ -108,7 +131,90 @@ impl Sequencer {
             max_in_flight,
             next_token: 1,
             partitions: HashMap::new(),
+            ready: VecDeque::new(),
+            unresolved: 0,
         }
+    }
+
+    /// Batches enqueued and not yet delivered (0: nothing left to do).
+    pub fn unresolved(&self) -> usize {
+        self.unresolved
+    }
+
+    /// True when some partition is queued as having a batch to send.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Queues `tp` as having a batch to send, if it has one and is not queued already.
+    pub fn mark_ready(&mut self, tp: &TopicPartition) {
+        if let Some(p) = self.partitions.get_mut(tp)
+            && !p.queued
+            && p.first_ready().is_some()
+        {
+            p.queued = true;
+            self.ready.push_back(tp.clone());
+        }
+    }
+
+    /// Moves the queued partitions (oldest first) to the back of `out`. A partition taken
+    /// and not sent must be given back with [`Sequencer::mark_ready`].
+    pub fn take_ready(&mut self, out: &mut VecDeque<TopicPartition>) {
+        while let Some(tp) = self.ready.pop_front() {
+            if let Some(p) = self.partitions.get_mut(&tp) {
+                p.queued = false;
+            }
+            out.push_back(tp);
+        }
+    }
+
+    /// Fills one Produce request: takes partitions from the front of `candidates` and marks
+    /// the first `Ready` batch of each in flight (at most one batch per partition), pushing
+    /// `(partition, transmission)` to `out` in candidate order, as long as the request stays
+    /// within `max_bytes` (a single larger batch goes alone). Stops at the first batch that
+    /// does not fit, leaving its partition at the front of `candidates`. Candidates with
+    /// nothing to send are dropped; a partition that has another `Ready` batch after the one
+    /// taken is pushed to `again` (for the next request). Nothing is taken while a new
+    /// identity is needed. Returns the request's batch bytes.
+    pub fn assemble(
+        &mut self,
+        candidates: &mut VecDeque<TopicPartition>,
+        max_bytes: usize,
+        out: &mut Vec<(TopicPartition, Transmit)>,
+        again: &mut Vec<TopicPartition>,
+    ) -> usize {
+        let mut bytes = 0usize;
+        if self.needs_identity() {
+            return 0;
+        }
+        while let Some(tp) = candidates.front() {
+            let size = match self.partitions.get(tp).and_then(Partition::first_ready) {
+                Some(e) => e.bytes,
+                None => {
+                    candidates.pop_front();
+                    continue;
+                }
+            };
+            if !out.is_empty() && bytes.saturating_add(size) > max_bytes {
+                break;
+            }
+            let Some(tp) = candidates.pop_front() else {
+                break;
+            };
+            let Some(t) = self.next_transmit(&tp) else {
+                continue;
+            };
+            bytes = bytes.saturating_add(size);
+            if self
+                .partitions
+                .get(&tp)
+                .is_some_and(|p| p.first_ready().is_some())
+            {
+                again.push(tp.clone());
+            }
+            out.push((tp, t));
+        }
+        bytes
     }
 
     /// The current producer id and epoch.
@@ -147,6 +253,10 @@ impl Sequencer {
             }
             p.next_seq = seq;
         }
+        let tps: Vec<TopicPartition> = self.partitions.keys().cloned().collect();
+        for tp in &tps {
+            self.mark_ready(tp);
+        }
     }
 
     /// True when `tp` has room for another batch.
@@ -161,22 +271,29 @@ impl Sequencer {
         self.partitions.get(tp).map_or(0, |p| p.next_seq)
     }
 
-    /// Adds a batch of `count` records (`lastOffsetDelta + 1`) to `tp`; returns its token
-    /// and base sequence. The caller must have checked [`Sequencer::has_room`].
-    pub fn enqueue(&mut self, tp: &TopicPartition, count: i32) -> (Token, i32) {
+    /// Adds a batch of `count` records (`lastOffsetDelta + 1`) and `bytes` bytes to `tp`
+    /// and queues `tp` as ready; returns the batch's token and base sequence. The caller
+    /// must have checked [`Sequencer::has_room`].
+    pub fn enqueue(&mut self, tp: &TopicPartition, count: i32, bytes: usize) -> (Token, i32) {
         let token = self.next_token;
         self.next_token += 1;
-        let p = self.partitions.entry(tp.clone()).or_default();
+        self.unresolved += 1;
+        let p = match self.partitions.get_mut(tp) {
+            Some(p) => p,
+            None => self.partitions.entry(tp.clone()).or_default(),
+        };
         let seq = p.next_seq;
         p.next_seq = increment_sequence(seq, count);
         p.entries.push_back(Entry {
             token,
             seq,
             count,
+            bytes,
             attempt: 0,
             in_flight: 0,
             state: State::Ready,
         });
+        self.mark_ready(tp);
         (token, seq)
     }
 
@@ -262,6 +379,7 @@ impl Sequencer {
         match err.kafka_error() {
             Some(ResponseError::OutOfOrderSequenceNumber) if earlier_unresolved => {
                 e.state = State::Ready;
+                self.mark_ready(tp);
             }
             Some(
                 ResponseError::OutOfOrderSequenceNumber
@@ -271,8 +389,12 @@ impl Sequencer {
             ) => {
                 e.state = State::Ready;
                 self.needs_new_epoch = true;
+                // Queued again by set_identity once the new epoch is in.
             }
-            _ if err.is_retriable() => e.state = State::Ready,
+            _ if err.is_retriable() => {
+                e.state = State::Ready;
+                self.mark_ready(tp);
+            }
             _ => {
                 // The batch failed for good: its sequence numbers were never written, so
                 // the sequence must restart under a new epoch.
@@ -311,6 +433,7 @@ impl Sequencer {
                     ..
                 }) = p.entries.pop_front()
                 {
+                    self.unresolved -= 1;
                     out.push((token, r));
                 }
             }
@@ -324,7 +447,7 @@ mod tests {
     use super::*;
 
     fn tp() -> TopicPartition {
-        ("t".to_string(), 0)
+        (Arc::from("t"), 0)
     }
     fn id(epoch: i16) -> ProducerIdentity {
         ProducerIdentity { id: 7, epoch }
@@ -351,7 +474,7 @@ mod tests {
         let mut toks = Vec::new();
         for i in 0..5 {
             assert!(s.has_room(&tp()));
-            let (t, seq) = s.enqueue(&tp(), 10);
+            let (t, seq) = s.enqueue(&tp(), 10, 100);
             assert_eq!(seq, i * 10);
             toks.push(t);
         }
@@ -375,8 +498,8 @@ mod tests {
     fn retry_keeps_sequence_and_later_batches_wait_their_turn() {
         let mut s = Sequencer::new(5);
         s.set_identity(id(0));
-        let (a, _) = s.enqueue(&tp(), 3);
-        let (b, _) = s.enqueue(&tp(), 3);
+        let (a, _) = s.enqueue(&tp(), 3, 100);
+        let (b, _) = s.enqueue(&tp(), 3, 100);
         let ta = s.next_transmit(&tp()).unwrap();
         let tb = s.next_transmit(&tp()).unwrap();
         // Leader moved: a fails retriably, b then fails out of order (a is missing).
@@ -401,7 +524,7 @@ mod tests {
     fn stale_attempt_errors_are_ignored_but_successes_count() {
         let mut s = Sequencer::new(5);
         s.set_identity(id(0));
-        let (a, _) = s.enqueue(&tp(), 1);
+        let (a, _) = s.enqueue(&tp(), 1, 100);
         let t1 = s.next_transmit(&tp()).unwrap();
         s.on_result(
             &tp(),
@@ -424,9 +547,9 @@ mod tests {
     fn out_of_order_at_the_head_bumps_epoch_and_renumbers() {
         let mut s = Sequencer::new(5);
         s.set_identity(id(0));
-        let (a, _) = s.enqueue(&tp(), 2);
-        let (b, _) = s.enqueue(&tp(), 2);
-        let (c, _) = s.enqueue(&tp(), 2);
+        let (a, _) = s.enqueue(&tp(), 2, 100);
+        let (b, _) = s.enqueue(&tp(), 2, 100);
+        let (c, _) = s.enqueue(&tp(), 2, 100);
         for _ in 0..3 {
             s.next_transmit(&tp()).unwrap();
         }
@@ -450,8 +573,8 @@ mod tests {
     fn permanent_failure_is_delivered_and_resets_the_sequence() {
         let mut s = Sequencer::new(5);
         s.set_identity(id(0));
-        let (a, _) = s.enqueue(&tp(), 2);
-        let (b, _) = s.enqueue(&tp(), 2);
+        let (a, _) = s.enqueue(&tp(), 2, 100);
+        let (b, _) = s.enqueue(&tp(), 2, 100);
         s.next_transmit(&tp()).unwrap();
         s.on_result(&tp(), a, 1, code(10)); // MESSAGE_TOO_LARGE
         let d = s.take_delivered(&tp());
@@ -466,7 +589,7 @@ mod tests {
     fn unknown_producer_id_needs_new_identity() {
         let mut s = Sequencer::new(5);
         s.set_identity(id(0));
-        let (a, _) = s.enqueue(&tp(), 1);
+        let (a, _) = s.enqueue(&tp(), 1, 100);
         s.next_transmit(&tp()).unwrap();
         s.on_result(&tp(), a, 1, code(59));
         assert!(s.needs_identity());
@@ -477,5 +600,139 @@ mod tests {
         assert_eq!(increment_sequence(i32::MAX - 1, 1), i32::MAX);
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert_eq!(increment_sequence(i32::MAX - 2, 5), 2);
+    }
+
+    fn tpn(i: i32) -> TopicPartition {
+        (Arc::from("t"), i)
+    }
+
+    /// Takes the ready queue and assembles one request.
+    fn request(
+        s: &mut Sequencer,
+        cands: &mut VecDeque<TopicPartition>,
+        max: usize,
+    ) -> (Vec<(TopicPartition, Transmit)>, Vec<TopicPartition>, usize) {
+        s.take_ready(cands);
+        let (mut out, mut again) = (Vec::new(), Vec::new());
+        let bytes = s.assemble(cands, max, &mut out, &mut again);
+        (out, again, bytes)
+    }
+
+    #[test]
+    fn assembly_takes_one_batch_per_partition_per_request_in_sequence_order() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        for round in 0..3 {
+            for p in 0..4 {
+                s.enqueue(&tpn(p), 10, 1000 + round);
+            }
+        }
+        let mut cands = VecDeque::new();
+        let mut seen = Vec::new();
+        for round in 0..3 {
+            let (out, again, bytes) = request(&mut s, &mut cands, 1 << 20);
+            assert!(cands.is_empty());
+            let parts: Vec<i32> = out.iter().map(|(tp, _)| tp.1).collect();
+            assert_eq!(
+                parts,
+                vec![0, 1, 2, 3],
+                "one batch of every partition, in order"
+            );
+            assert!(out.iter().all(|(_, t)| t.base_sequence == round * 10));
+            assert_eq!(bytes, 4 * (1000 + round as usize));
+            seen.push(out.len());
+            // Partitions with more ready batches are handed back for the next request.
+            if round < 2 {
+                assert_eq!(again.len(), 4);
+            } else {
+                assert!(again.is_empty());
+            }
+            for tp in &again {
+                s.mark_ready(tp);
+            }
+        }
+        assert_eq!(seen, vec![4, 4, 4]);
+        assert_eq!(s.in_flight(), 12);
+        let (out, _, _) = request(&mut s, &mut cands, 1 << 20);
+        assert!(out.is_empty(), "everything is in flight");
+    }
+
+    #[test]
+    fn assembly_respects_the_byte_cap_and_sends_an_oversized_batch_alone() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        s.enqueue(&tpn(0), 1, 400);
+        s.enqueue(&tpn(1), 1, 400);
+        s.enqueue(&tpn(2), 1, 400);
+        s.enqueue(&tpn(3), 1, 5000);
+        s.enqueue(&tpn(4), 1, 100);
+        let mut cands = VecDeque::new();
+        let (out, again, bytes) = request(&mut s, &mut cands, 1000);
+        assert_eq!(out.iter().map(|x| x.0.1).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(bytes, 800);
+        assert!(again.is_empty());
+        assert_eq!(
+            cands.front().map(|t| t.1),
+            Some(2),
+            "the rest wait their turn"
+        );
+        let (mut out, mut again) = (Vec::new(), Vec::new());
+        assert_eq!(s.assemble(&mut cands, 1000, &mut out, &mut again), 400);
+        assert_eq!(
+            out.len(),
+            1,
+            "partition 3's big batch does not fit after partition 2"
+        );
+        out.clear();
+        assert_eq!(s.assemble(&mut cands, 1000, &mut out, &mut again), 5000);
+        assert_eq!(out[0].0.1, 3, "an oversized batch goes alone");
+        out.clear();
+        assert_eq!(s.assemble(&mut cands, 1000, &mut out, &mut again), 100);
+        assert!(cands.is_empty());
+    }
+
+    #[test]
+    fn assembly_queues_retries_first_and_waits_for_a_new_identity() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        let (a, _) = s.enqueue(&tpn(0), 2, 10);
+        let mut cands = VecDeque::new();
+        let (out, _, _) = request(&mut s, &mut cands, 1 << 20);
+        assert_eq!(out.len(), 1);
+        s.enqueue(&tpn(0), 2, 10);
+        s.enqueue(&tpn(1), 2, 10);
+        // a fails retriably before the second batch is sent: the retry goes first, with
+        // its sequence, and the second batch of partition 0 waits for the next request.
+        s.on_result(&tpn(0), a, 1, code(6));
+        let (out, again, _) = request(&mut s, &mut cands, 1 << 20);
+        let got: Vec<_> = out
+            .iter()
+            .map(|(tp, t)| (tp.1, t.base_sequence, t.attempt))
+            .collect();
+        assert_eq!(got, vec![(0, 0, 2), (1, 0, 1)]);
+        assert_eq!(again.iter().map(|t| t.1).collect::<Vec<_>>(), vec![0]);
+        for tp in &again {
+            s.mark_ready(tp);
+        }
+        // A fenced epoch stops assembly; the new identity queues the partition again.
+        s.on_result(&tpn(1), out[1].1.token, 1, code(59));
+        assert!(s.needs_identity());
+        let (out2, _, bytes) = request(&mut s, &mut cands, 1 << 20);
+        assert!(out2.is_empty() && bytes == 0);
+        s.on_result(&tpn(0), a, 2, ok(0));
+        s.set_identity(id(1));
+        cands.clear();
+        let (out3, _, _) = request(&mut s, &mut cands, 1 << 20);
+        let got: Vec<_> = out3
+            .iter()
+            .map(|(tp, t)| (tp.1, t.base_sequence, t.identity.epoch))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(0, 0, 1), (1, 0, 1)],
+            "renumbered from 0 under epoch 1"
+        );
+        assert_eq!(s.take_delivered(&tpn(0)).len(), 1);
+        assert_eq!(s.unresolved(), 2);
     }
 }

@@ -274,6 +274,18 @@ pub(crate) struct PendingProduce {
 }
 
 impl PendingProduce {
+    /// Waits for the decoded response (`None` for acks=0), without converting it (the
+    /// idempotent producer matches it to its batches without per-partition allocations).
+    pub(crate) async fn wait_raw(self) -> Result<Option<ProduceResponse>> {
+        let version = self.fut.version();
+        match self.fut.wait(self.timeout).await? {
+            None => Ok(None),
+            Some(body) => frame::decode_body(ApiKey::Produce, version, body)
+                .map(Some)
+                .map_err(|e| e.broker(self.broker)),
+        }
+    }
+
     /// Waits for the response. Empty for acks=0.
     pub(crate) async fn wait(self) -> Result<Vec<PartitionProduceResult>> {
         let version = self.fut.version();
