@@ -1,14 +1,20 @@
 //! Criterion benches for the strait-records hot path: split a fetched record set, verify
 //! every batch's CRC-32C and patch its header for forwarding (new CRC included), over 1 MiB
 //! record sets of 16 KiB batches, uncompressed and lz4. Throughput is in record-set bytes.
+//! Group `merge`: coalescing the 64 batches of such a set into batches of at most 1 MiB
+//! (`strait_records::merge`), uncompressed (records rewritten without decoding values) and
+//! lz4 with `CompressedPolicy::Recompress`. Throughput is in input batch bytes.
 //!
-//! Run: `cargo bench --bench records`.
+//! Run: `cargo bench --bench records` (`-- merge` for the merge group only).
 
 use std::hint::black_box;
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_main};
-use strait_records::{BatchBuilder, Compression, Limits, ProducerStamp, split};
+use strait_records::{
+    BatchBuilder, CompressedPolicy, Compression, Limits, MergeOptions, Merged, ProducerStamp,
+    merge, split,
+};
 
 const SET_BYTES: usize = 1 << 20;
 const BATCH_BYTES: usize = 16 << 10;
@@ -122,8 +128,60 @@ fn hot_path(c: &mut Criterion) {
     group.finish();
 }
 
+/// The record set with consecutive base offsets, as a partition's log holds them (the
+/// builder writes every batch at base offset 0; the field is outside the CRC).
+fn with_offsets(set: &Bytes) -> Bytes {
+    let mut out = set.to_vec();
+    let mut next = 0i64;
+    for batch in split(set.clone(), &Limits::default())
+        .expect("bench set splits")
+        .batches
+    {
+        let at = batch.position();
+        out[at..at + 8].copy_from_slice(&next.to_be_bytes());
+        next += i64::from(batch.header().records_count);
+    }
+    Bytes::from(out)
+}
+
+/// Coalescing: 64 batches of ~16 KiB into batches of at most 1 MiB.
+fn merging(c: &mut Criterion) {
+    let mut group = c.benchmark_group("merge");
+    for (codec, policy) in [
+        (Compression::None, CompressedPolicy::Never),
+        (Compression::Lz4, CompressedPolicy::Recompress),
+    ] {
+        let set = with_offsets(&record_set(codec));
+        let batches = split(set.clone(), &Limits::default())
+            .expect("bench set splits")
+            .batches;
+        let opts = MergeOptions::new(SET_BYTES).compressed(policy);
+        let outs = merge(&batches, &opts).expect("bench batches merge");
+        let sizes: Vec<String> = outs
+            .iter()
+            .map(|o| match o {
+                Merged::Rewritten { batch, inputs, .. } => {
+                    format!("{} inputs -> {} bytes", inputs.len(), batch.size())
+                }
+                Merged::Unchanged { index, .. } => format!("input {index} unchanged"),
+            })
+            .collect();
+        eprintln!(
+            "merge {codec}: {} batches, {} bytes -> {}",
+            batches.len(),
+            set.len(),
+            sizes.join(", ")
+        );
+        group.throughput(Throughput::Bytes(set.len() as u64));
+        group.bench_function(format!("64x16KiB->1MiB/{codec}"), |b| {
+            b.iter(|| black_box(merge(black_box(&batches), &opts).expect("merges")))
+        });
+    }
+    group.finish();
+}
+
 // A private module keeps the macro's undocumented `pub fn` out of the crate's public items.
 mod group {
-    criterion::criterion_group!(benches, super::hot_path);
+    criterion::criterion_group!(benches, super::hot_path, super::merging);
 }
 criterion_main!(group::benches);
