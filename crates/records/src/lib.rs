@@ -43,6 +43,14 @@
 //! large for the target) with dense offset deltas, reporting the source offset of every
 //! record so the offset map stays exact.
 //!
+//! # Coalescing
+//!
+//! [`merge`] turns many small consecutive batches of one partition into fewer large ones
+//! (up to [`MergeOptions::max_bytes`]), for links where round trips, not bytes, are the
+//! limit. Uncompressed records are rewritten without decoding keys, values or headers;
+//! compressed batches are left alone or recompressed ([`CompressedPolicy`]). Each merged
+//! batch reports the source offset of every record as runs ([`SourceOffsets`]).
+//!
 //! # Modules
 //!
 //! - `split`: record set → batches, [`Limits`]; `header`: the 61-byte header;
@@ -51,7 +59,8 @@
 //! - `classify`: forward / drop / re-encode; `aborted`: aborted transactions from a Fetch
 //!   response's list; `txn`: holding transactional data until its marker decides it;
 //! - `record`: the record codec; `varint`: bounded zig-zag varints; `decode`: records of a
-//!   batch, control records; `builder` and `reencode`: writing batches;
+//!   batch, control records; `builder` and `reencode`: writing batches; `merge`: coalescing
+//!   consecutive batches;
 //! - [`compression`]: gzip, snappy (xerial and raw), LZ4 frames, zstd;
 //! - `error`: the one [`Error`] type.
 //!
