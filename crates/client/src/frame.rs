@@ -148,23 +148,35 @@ pub(crate) fn decode_body<R: Decodable>(api: ApiKey, version: i16, mut body: Byt
 }
 
 /// Reads frames from a byte stream. Small frames are carved out of a shared read buffer;
-/// large ones get their own exact-size allocation so that zero-copy `Bytes` slices of one
-/// Fetch response never pin unrelated data.
+/// large ones get a buffer of their own so that zero-copy `Bytes` slices of one Fetch
+/// response never pin unrelated data. The size prefix is read first and the frame's buffer
+/// is sized once (never grown by doubling). Large-frame buffers are kept in a small pool
+/// and reused once every `Bytes` of the frame read into them has been dropped
+/// (`BytesMut::try_reclaim`): no allocation, no page faults on fresh memory and no
+/// `munmap` per response while the consumer keeps up.
 #[derive(Debug)]
 pub(crate) struct FrameReader<R> {
     io: R,
     buf: BytesMut,
+    /// Reusable large-frame buffers (at most [`BIG_POOL`]) with their full capacity.
+    big: Vec<(BytesMut, usize)>,
     max_frame: usize,
 }
 
 /// Frames up to this size share the read buffer.
 const SMALL_FRAME: usize = 64 * 1024;
+/// Large-frame buffers kept for reuse per connection.
+const BIG_POOL: usize = 2;
+/// Pooled buffers are allocated in multiples of this, so that a slightly larger response
+/// still fits a reclaimed buffer.
+const BIG_ROUND: usize = 1024 * 1024;
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub(crate) fn new(io: R, max_frame: usize) -> Self {
         FrameReader {
             io,
             buf: BytesMut::with_capacity(SMALL_FRAME),
+            big: Vec::new(),
             max_frame,
         }
     }
@@ -196,24 +208,53 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             self.buf.advance(4);
             return Ok(Some(self.buf.split_to(len).freeze()));
         }
-        // Large frame: move what we have into an exact-size buffer, read the rest into it.
+        // Large frame: move what we have into a buffer of its own, read the rest into it.
         self.buf.advance(4);
         let have = self.buf.len().min(len);
-        let mut frame = BytesMut::with_capacity(len);
+        let i = self.big_buffer(len);
+        let frame = &mut self.big[i].0;
         frame.extend_from_slice(&self.buf[..have]);
         self.buf.advance(have);
         while frame.len() < len {
             let want = len - frame.len();
             let n = (&mut self.io)
                 .take(want as u64)
-                .read_buf(&mut frame)
+                .read_buf(&mut *frame)
                 .await?;
             if n == 0 {
+                frame.clear();
                 return Err(Error::new(crate::ErrorKind::ConnectionClosed)
                     .message("connection closed inside a frame"));
             }
         }
-        Ok(Some(frame.freeze()))
+        Ok(Some(frame.split_to(len).freeze()))
+    }
+
+    /// The index in the pool of an empty buffer with room for `len` bytes: a pooled one
+    /// whose previous frames are all dropped, else a new one.
+    fn big_buffer(&mut self, len: usize) -> usize {
+        // Reclaiming the *whole* allocation succeeds only when no frame read into it is
+        // still referenced, so a frame never shares a buffer with a live one.
+        match self
+            .big
+            .iter_mut()
+            .position(|(b, full)| *full >= len && b.try_reclaim(*full))
+        {
+            Some(i) => i,
+            None => {
+                let cap = len.div_ceil(BIG_ROUND).saturating_mul(BIG_ROUND).max(len);
+                let fresh = (BytesMut::with_capacity(cap), cap);
+                if self.big.len() < BIG_POOL {
+                    self.big.push(fresh);
+                } else {
+                    // Every pooled buffer is still referenced: drop the oldest handle (its
+                    // memory goes when its frames do) and pool the new one in its place.
+                    self.big.remove(0);
+                    self.big.push(fresh);
+                }
+                self.big.len() - 1
+            }
+        }
     }
 }
 
@@ -278,6 +319,44 @@ mod tests {
         assert_eq!(&r.read_frame().await.unwrap().unwrap()[..], b"efghij");
         w.await.unwrap();
         assert!(r.read_frame().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn large_frame_buffers_are_reused_once_dropped() {
+        let big = vec![9u8; SMALL_FRAME * 2];
+        let data = framed(&[&big, &big, &big]);
+        let (mut a, b) = tokio::io::duplex(1 << 16);
+        let w = tokio::spawn(async move {
+            tokio::io::AsyncWriteExt::write_all(&mut a, &data)
+                .await
+                .unwrap();
+        });
+        let mut r = FrameReader::new(b, 1 << 20);
+        let f1 = r.read_frame().await.unwrap().unwrap();
+        let p1 = f1.as_ptr();
+        // f1 is still alive: the next frame cannot reuse its buffer.
+        let f2 = r.read_frame().await.unwrap().unwrap();
+        assert_ne!(
+            f2.as_ptr(),
+            p1.wrapping_add(f1.len()),
+            "not carved after f1"
+        );
+        assert!(f1.iter().chain(f2.iter()).all(|&x| x == 9));
+        drop(f1);
+        drop(f2);
+        // Both dropped: the third frame lands in a reclaimed buffer.
+        let f3 = r.read_frame().await.unwrap().unwrap();
+        assert_eq!(f3.len(), big.len());
+        assert_eq!(f3.as_ptr(), p1, "reused the first buffer");
+        assert!(f3.iter().all(|&x| x == 9));
+        assert_eq!(r.big.len(), 2);
+        let p3 = f3.as_ptr();
+        assert!(
+            r.big
+                .iter()
+                .any(|(b, _)| b.as_ptr() == p3.wrapping_add(f3.len()))
+        );
+        w.await.unwrap();
     }
 
     #[tokio::test]
