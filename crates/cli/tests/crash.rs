@@ -94,9 +94,7 @@ impl Strait {
     }
 
     fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
+        log_tail(&self.log)
     }
 }
 
@@ -226,9 +224,21 @@ fn ends(rt: &tokio::runtime::Runtime, bootstrap: &str, topic: &str) -> Option<Ve
 }
 
 fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
+    wait_for_or(what, deadline, &mut done, String::new);
+}
+
+/// [`wait_for`], adding `diagnose()` to the failure message.
+fn wait_for_or(
+    what: &str,
+    deadline: Duration,
+    mut done: impl FnMut() -> bool,
+    diagnose: impl FnOnce() -> String,
+) {
     let start = Instant::now();
     while !done() {
-        assert!(start.elapsed() < deadline, "timed out waiting for {what}");
+        if start.elapsed() >= deadline {
+            panic!("timed out waiting for {what}\n{}", diagnose());
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -238,22 +248,44 @@ fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
 fn wait_caught_up(rt: &tokio::runtime::Runtime, src: &str, dst: &str, strait: &mut Strait) {
     let source = ends(rt, src, TOPIC).expect("source ends");
     let mut last: Option<(Vec<i64>, Instant)> = None;
-    wait_for("the target to catch up", Duration::from_secs(30), || {
-        strait.assert_running();
-        let Some(target) = ends(rt, dst, &format!("src.{TOPIC}")) else {
-            return false;
-        };
-        if target.iter().zip(&source).any(|(t, s)| t < s) {
-            return false;
-        }
-        match &last {
-            Some((prev, since)) if *prev == target => since.elapsed() > Duration::from_millis(1500),
-            _ => {
-                last = Some((target, Instant::now()));
-                false
+    let target_topic = format!("src.{TOPIC}");
+    let log = strait.log.clone();
+    wait_for_or(
+        "the target to catch up",
+        Duration::from_secs(30),
+        || {
+            strait.assert_running();
+            let Some(target) = ends(rt, dst, &target_topic) else {
+                return false;
+            };
+            if target.iter().zip(&source).any(|(t, s)| t < s) {
+                return false;
             }
-        }
-    });
+            match &last {
+                Some((prev, since)) if *prev == target => {
+                    since.elapsed() > Duration::from_millis(1500)
+                }
+                _ => {
+                    last = Some((target, Instant::now()));
+                    false
+                }
+            }
+        },
+        || {
+            format!(
+                "source ends {source:?}, target ends {:?}\n{}",
+                ends(rt, dst, &target_topic),
+                log_tail(&log)
+            )
+        },
+    );
+}
+
+/// The last lines of a strait log file.
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
 /// Values per partition in offset order.
