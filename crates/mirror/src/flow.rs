@@ -81,6 +81,10 @@ struct FlowRun {
     once: bool,
     /// Per partition, bytes that may be held back for open transactions.
     max_held_bytes: usize,
+    /// The in-flight budget (coalesced batches reserve from it).
+    budget: Budget,
+    /// Data-path settings handed to each partition pipeline.
+    engine: crate::config::Engine,
 }
 
 /// Runs `flow` until `stop` turns true (or, with `once`, until caught up with the ends
@@ -151,7 +155,7 @@ async fn run_inner(
         &flow.source,
         opts,
         config.engine.fetch_partition_max_bytes,
-        budget,
+        budget.clone(),
         Limits::default(),
         fetch_stop_rx,
     );
@@ -172,6 +176,8 @@ async fn run_inner(
         saved,
         once,
         max_held_bytes,
+        budget,
+        engine: config.engine,
     };
     let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
     let mut group_sync = GroupSync::new(
@@ -397,6 +403,10 @@ impl FlowRun {
                 on_source_truncation: flow.on_source_truncation,
                 on_target_mismatch: flow.on_topic_recreation,
                 max_held_bytes: self.max_held_bytes,
+                max_in_flight: usize::from(self.engine.max_in_flight_per_partition).clamp(1, 5),
+                coalesce_max_bytes: self.engine.coalesce_max_bytes,
+                recompress: self.engine.recompress,
+                budget: self.budget.clone(),
             };
             if recovery.remaining() > 0 {
                 tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,

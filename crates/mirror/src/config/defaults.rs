@@ -82,6 +82,8 @@ pub const FETCH_MAX_WAIT: HumanDuration = HumanDuration::millis(500);
 pub const FETCH_MAX_BYTES: ByteSize = ByteSize::mib(50);
 /// Fetch per-partition `max_bytes` (the Java consumer's `max.partition.fetch.bytes`).
 pub const FETCH_PARTITION_MAX_BYTES: ByteSize = ByteSize::mib(1);
+/// Largest batch coalescing builds (capped by the target topic's `max.message.bytes`).
+pub const COALESCE_MAX_BYTES: ByteSize = ByteSize::mib(1);
 
 /// `v` as owned strings (the model stores regex lists as `Vec<String>`).
 pub(crate) fn owned(v: &[&str]) -> Vec<String> {

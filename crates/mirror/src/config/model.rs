@@ -388,6 +388,24 @@ pub struct EngineSpec {
     pub fetch_max_bytes: ByteSize,
     /// Upper bound of one partition in one fetch response.
     pub fetch_partition_max_bytes: ByteSize,
+    /// Largest batch built by coalescing queued small batches while a partition's
+    /// in-flight window is full (never more than the target topic's `max.message.bytes`).
+    pub coalesce_max_bytes: ByteSize,
+    /// Whether compressed batches may be decompressed, merged and recompressed when
+    /// coalescing.
+    pub recompress: RecompressPolicy,
+}
+
+/// Whether coalescing may recompress compressed batches (`engine.recompress`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecompressPolicy {
+    /// Compressed batches are forwarded as they are; only uncompressed ones are merged.
+    #[default]
+    Never,
+    /// Consecutive compressed batches of one codec may be decompressed, merged and
+    /// recompressed (CPU for fewer round trips on high-latency links).
+    Allowed,
 }
 
 impl Default for EngineSpec {
@@ -398,6 +416,8 @@ impl Default for EngineSpec {
             fetch_max_wait: d::FETCH_MAX_WAIT,
             fetch_max_bytes: d::FETCH_MAX_BYTES,
             fetch_partition_max_bytes: d::FETCH_PARTITION_MAX_BYTES,
+            coalesce_max_bytes: d::COALESCE_MAX_BYTES,
+            recompress: RecompressPolicy::default(),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::filter::NameFilter;
-use super::model::{IncidentPolicy, LogFormat, StartPosition};
+use super::model::{IncidentPolicy, LogFormat, RecompressPolicy, StartPosition};
 use super::policy::ReplicationPolicy;
 
 /// A loaded, valid config.
@@ -196,6 +196,10 @@ pub struct Engine {
     pub fetch_max_bytes: i32,
     /// Per-partition fetch bound.
     pub fetch_partition_max_bytes: i32,
+    /// Largest coalesced batch (also capped by the target topic's `max.message.bytes`).
+    pub coalesce_max_bytes: usize,
+    /// Whether coalescing may recompress compressed batches.
+    pub recompress: RecompressPolicy,
 }
 
 /// Logging.

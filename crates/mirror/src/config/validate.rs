@@ -474,6 +474,7 @@ impl Validator {
         for (key, v) in [
             ("fetch_max_bytes", e.fetch_max_bytes),
             ("fetch_partition_max_bytes", e.fetch_partition_max_bytes),
+            ("coalesce_max_bytes", e.coalesce_max_bytes),
         ] {
             if v.0 < 1024 || v.0 > max_i32 {
                 self.push(
@@ -515,6 +516,8 @@ impl Validator {
             fetch_max_wait: e.fetch_max_wait.0,
             fetch_max_bytes: i32::try_from(e.fetch_max_bytes.0).ok()?,
             fetch_partition_max_bytes: i32::try_from(e.fetch_partition_max_bytes.0).ok()?,
+            coalesce_max_bytes: usize::try_from(e.coalesce_max_bytes.0).ok()?,
+            recompress: e.recompress,
         })
     }
 

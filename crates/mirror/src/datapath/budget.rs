@@ -54,6 +54,27 @@ impl Budget {
         }
     }
 
+    /// Reserves `bytes` now if the budget has them, without waiting (`None` otherwise).
+    /// Coalescing uses it for a merged batch: it is a new allocation, so it holds its own
+    /// reservation and lets go of its inputs' (whose fetch buffers it no longer needs).
+    pub fn try_reserve(&self, bytes: usize) -> Option<Reservation> {
+        let want = u32::try_from(bytes).ok()?;
+        if want > self.total {
+            return None;
+        }
+        let permit = if want == 0 {
+            None
+        } else {
+            Some(self.sem.clone().try_acquire_many_owned(want).ok()?)
+        };
+        self.used.fetch_add(u64::from(want), Ordering::Relaxed);
+        Some(Reservation {
+            _permit: permit,
+            bytes: want,
+            used: Arc::clone(&self.used),
+        })
+    }
+
     /// Bytes currently reserved.
     pub fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
@@ -93,6 +114,18 @@ mod tests {
             .expect("task");
         assert_eq!(b.used(), 50);
         drop(r2);
+        assert_eq!(b.used(), 0);
+    }
+
+    #[tokio::test]
+    async fn try_reserve_never_waits() {
+        let b = Budget::new(100);
+        let r1 = b.try_reserve(60).expect("room");
+        assert!(b.try_reserve(50).is_none(), "only 40 bytes are left");
+        assert!(b.try_reserve(1_000).is_none(), "larger than the budget");
+        let r2 = b.try_reserve(40).expect("room");
+        assert_eq!(b.used(), 100);
+        drop((r1, r2));
         assert_eq!(b.used(), 0);
     }
 

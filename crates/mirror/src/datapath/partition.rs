@@ -12,14 +12,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use strait_client::{AckFuture, Client, IdempotentProducer, IsolationLevel, OffsetSpec};
 use strait_offsets::{MapWriter, Side};
-use strait_records::Limits;
+use strait_records::{CompressedPolicy, Limits, MergeOptions};
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::budget::Reservation;
+use super::budget::{Budget, Reservation};
+use super::coalesce::{Coalescer, Next, Outgoing, Written};
 use super::fetcher::{Feed, PartitionFeed};
 use super::plan::{Planner, Step};
 use super::recovery::{Decision, Recovery};
-use crate::config::model::IncidentPolicy;
+use crate::config::model::{IncidentPolicy, RecompressPolicy};
 use crate::error::{IncidentKind, MirrorError};
 
 /// A partition's map, shared by its recorder and the state checkpointer.
@@ -50,6 +51,24 @@ pub struct PartitionSpec {
     /// (held batches pin their fetch buffers in the in-flight budget); past it the flow
     /// fails rather than wait for a marker the full budget would keep it from fetching.
     pub max_held_bytes: usize,
+    /// The producer's window: batches it keeps unresolved per partition.
+    pub max_in_flight: usize,
+    /// Largest coalesced batch (`engine.coalesce_max_bytes`; the pipeline also caps it at
+    /// `max_batch_bytes`).
+    pub coalesce_max_bytes: usize,
+    /// Whether coalescing may recompress compressed batches.
+    pub recompress: RecompressPolicy,
+    /// The in-flight budget (a merged batch reserves its own bytes when it can).
+    pub budget: Budget,
+}
+
+/// Batches sent to the producer and not yet acknowledged, counted by the pipeline (the
+/// recorder resolves acknowledgements in order), so the sender knows without blocking
+/// whether the producer's window for the partition is full.
+#[derive(Debug, Default)]
+struct Window {
+    unresolved: std::sync::atomic::AtomicUsize,
+    freed: Notify,
 }
 
 /// Progress shared with the flow.
@@ -65,46 +84,24 @@ pub struct Progress {
     pub notify: Notify,
 }
 
-/// The ack-side view of a produced or skipped step.
-#[derive(Debug)]
-enum Written {
-    Dense { source_first: u64, count: u64 },
-    Listed(Vec<u64>),
-}
-
-impl Written {
-    fn of(step: &Step) -> Option<Written> {
-        match step {
-            Step::Forward {
-                source_first,
-                count,
-                ..
-            } => Some(Written::Dense {
-                source_first: u64::try_from(*source_first).ok()?,
-                count: u64::try_from(*count).ok()?,
-            }),
-            Step::Reencoded { source_offsets, .. } => Some(Written::Listed(
-                source_offsets
-                    .iter()
-                    .map(|o| u64::try_from(*o).unwrap_or(0))
-                    .collect(),
-            )),
-            Step::Skip { .. } => None,
-        }
-    }
-
-    fn first_source(&self) -> u64 {
-        match self {
-            Written::Dense { source_first, .. } => *source_first,
-            Written::Listed(v) => v.first().copied().unwrap_or(0),
-        }
-    }
-
-    fn records(&self) -> u64 {
-        match self {
-            Written::Dense { count, .. } => *count,
-            Written::Listed(v) => v.len() as u64,
-        }
+/// The ack-side view of a produced step (`None` for a skip or a negative offset).
+fn written_of(step: &Step) -> Option<Written> {
+    match step {
+        Step::Forward {
+            source_first,
+            count,
+            ..
+        } => Some(Written::Dense {
+            source_first: u64::try_from(*source_first).ok()?,
+            count: u64::try_from(*count).ok()?,
+        }),
+        Step::Reencoded { source_offsets, .. } => Some(Written::Listed(
+            source_offsets
+                .iter()
+                .map(|o| u64::try_from(*o).unwrap_or(0))
+                .collect(),
+        )),
+        Step::Skip { .. } => None,
     }
 }
 
@@ -115,7 +112,8 @@ enum Record {
         written: Written,
         bytes: u64,
         max_timestamp: i64,
-        _reservation: Arc<Reservation>,
+        /// Fetch-buffer reservations (or a merged batch's own) held until acknowledged.
+        _pins: Vec<Arc<Reservation>>,
     },
     AlreadyWritten(Written),
     Advance(u64),
@@ -147,10 +145,11 @@ pub async fn run(
     stop: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
     let (rec_tx, rec_rx) = mpsc::channel::<Record>(16);
+    let window = Window::default();
     let sender = send_loop(
-        &spec, &feed, &progress, rx, &producer, &source, recovery, rec_tx, stop,
+        &spec, &feed, &progress, rx, &producer, &source, recovery, rec_tx, stop, &window,
     );
-    let recorder = record_loop(&spec, &feed, &map, &progress, rec_rx);
+    let recorder = record_loop(&spec, &feed, &map, &progress, rec_rx, &window);
     let result = tokio::try_join!(sender, recorder).map(|_| ());
     feed.with_cursor(|c| c.stopped = true);
     result.map_err(|e| {
@@ -171,8 +170,19 @@ async fn send_loop(
     mut recovery: Recovery,
     rec: mpsc::Sender<Record>,
     mut stop: watch::Receiver<bool>,
+    window: &Window,
 ) -> Result<(), MirrorError> {
     let limits = Limits::default();
+    let options = MergeOptions {
+        max_bytes: spec.coalesce_max_bytes.min(spec.max_batch_bytes).max(1),
+        compressed: match spec.recompress {
+            RecompressPolicy::Never => CompressedPolicy::Never,
+            RecompressPolicy::Allowed => CompressedPolicy::Recompress,
+        },
+        limits,
+    };
+    let mut queue: Coalescer<Arc<Reservation>, Record> =
+        Coalescer::new(spec.max_in_flight, options);
     let mut planner: Planner<Arc<Reservation>> = Planner::new(
         feed.with_cursor(|c| c.position),
         spec.max_batch_bytes,
@@ -188,14 +198,31 @@ async fn send_loop(
         }
     };
     loop {
+        pump(spec, feed, producer, &rec, window, &mut queue).await?;
         if *stop.borrow() {
             return Ok(());
         }
         let item = tokio::select! {
-            item = rx.recv() => item,
+            biased;
             _ = stop.changed() => return Ok(()),
+            // A slot freed: send what the queue holds.
+            _ = window.freed.notified(), if !queue.is_empty() => continue,
+            item = rx.recv() => item,
         };
-        let Some(item) = item else { return Ok(()) };
+        let Some(item) = item else {
+            // The feed ended: hand on what is queued, then stop.
+            while !queue.is_empty() {
+                pump(spec, feed, producer, &rec, window, &mut queue).await?;
+                if queue.is_empty() {
+                    break;
+                }
+                tokio::select! {
+                    _ = stop.changed() => return Ok(()),
+                    _ = window.freed.notified() => {}
+                }
+            }
+            return Ok(());
+        };
         match item {
             Feed::Data {
                 generation: g,
@@ -258,46 +285,37 @@ async fn send_loop(
                         }
                         tracing::error!(flow = %spec.flow, topic = %spec.source_topic,
                             partition = spec.partition, "{message}; policy skip: the map restarts at the target end");
-                        let resume_source = match Written::of(&step) {
-                            Some(Written::Dense { source_first, .. }) => source_first,
-                            Some(Written::Listed(v)) => v.first().copied().unwrap_or(0),
-                            None => 0,
-                        };
-                        send(Record::TargetReset {
+                        let resume_source = written_of(&step).map_or(0, |w| w.first_source());
+                        queue.push_other(Record::TargetReset {
                             extra: u64::try_from(remaining).unwrap_or(0),
                             resume_source,
-                        })
-                        .await?;
+                        });
                         recovery = Recovery::none();
                         decision = Decision::Produce;
                     }
-                    let written = Written::of(&step);
+                    let written = written_of(&step);
                     match (decision, step, written) {
-                        (_, Step::Skip { source_next }, _) => {
-                            send(Record::Advance(u64::try_from(source_next).unwrap_or(0))).await?
-                        }
+                        (_, Step::Skip { source_next }, _) => queue
+                            .push_other(Record::Advance(u64::try_from(source_next).unwrap_or(0))),
                         (Decision::AlreadyWritten, _, Some(w)) => {
-                            send(Record::AlreadyWritten(w)).await?
+                            queue.push_other(Record::AlreadyWritten(w))
                         }
-                        (
-                            _,
-                            Step::Forward { batch, .. } | Step::Reencoded { batch, .. },
-                            Some(written),
-                        ) => {
-                            let bytes = batch.size() as u64;
-                            let max_timestamp = batch.header().max_timestamp;
-                            let ack = producer
-                                .send(&spec.target_topic, spec.partition, batch)
-                                .await
-                                .map_err(|e| MirrorError::kafka("produce", e))?;
-                            send(Record::Produced {
-                                ack,
+                        (_, Step::Forward { batch, .. }, Some(written)) => {
+                            let mergeable = queue.mergeable(&batch);
+                            queue.push_batch(Outgoing {
+                                batch,
                                 written,
-                                bytes,
-                                max_timestamp,
-                                _reservation: reservation,
-                            })
-                            .await?;
+                                pins: vec![reservation],
+                                mergeable,
+                            });
+                        }
+                        (_, Step::Reencoded { batch, .. }, Some(written)) => {
+                            queue.push_batch(Outgoing {
+                                batch,
+                                written,
+                                pins: vec![reservation],
+                                mergeable: false,
+                            });
                         }
                         (_, _, None) => {
                             return Err(MirrorError::other("negative offset in a fetched batch"));
@@ -311,7 +329,7 @@ async fn send_loop(
                     // belong to transactions open at that end: they are not replicated
                     // (the map's source position stays before them for the next run).
                     feed.with_cursor(|c| c.paused = true);
-                    send(Record::ReachedEnd).await?;
+                    queue.push_other(Record::ReachedEnd);
                 }
             }
             Feed::OutOfRange {
@@ -320,6 +338,9 @@ async fn send_loop(
             } => {
                 if g != generation {
                     continue;
+                }
+                if !flush(spec, feed, producer, &rec, window, &mut queue, &mut stop).await? {
+                    return Ok(());
                 }
                 let start = source
                     .list_offsets(
@@ -373,6 +394,9 @@ async fn send_loop(
                 });
             }
             Feed::SourceRecreated => {
+                if !flush(spec, feed, producer, &rec, window, &mut queue, &mut stop).await? {
+                    return Ok(());
+                }
                 let start = source
                     .list_offsets(
                         &spec.source_topic,
@@ -404,6 +428,75 @@ async fn send_loop(
     }
 }
 
+/// Hands on everything the queue lets go now: items for the recorder, and batches while
+/// the partition's window has room (merged when more are queued than it has slots).
+async fn pump(
+    spec: &PartitionSpec,
+    feed: &PartitionFeed,
+    producer: &IdempotentProducer,
+    rec: &mpsc::Sender<Record>,
+    window: &Window,
+    queue: &mut Coalescer<Arc<Reservation>, Record>,
+) -> Result<(), MirrorError> {
+    let stopped = || MirrorError::other("the recorder stopped");
+    while let Some(next) = queue.next(window.unresolved.load(Ordering::Acquire)) {
+        match next {
+            Next::Other(r) => rec.send(r).await.map_err(|_| stopped())?,
+            Next::Send { mut out, coalesced } => {
+                if let Some(c) = coalesced {
+                    feed.metrics.coalesced(c.inputs as u64, c.bytes as u64);
+                    // The merged batch is a new allocation: it holds a reservation of its
+                    // own when the budget has room, and lets go of its inputs' fetch
+                    // buffers; otherwise it keeps the inputs' reservations, which cover
+                    // about as many bytes (never waiting here: no deadlock with fetchers).
+                    if let Some(r) = spec.budget.try_reserve(c.bytes) {
+                        out.pins = vec![Arc::new(r)];
+                    }
+                }
+                let bytes = out.batch.size() as u64;
+                let max_timestamp = out.batch.header().max_timestamp;
+                let ack = producer
+                    .send(&spec.target_topic, spec.partition, out.batch)
+                    .await
+                    .map_err(|e| MirrorError::kafka("produce", e))?;
+                window.unresolved.fetch_add(1, Ordering::AcqRel);
+                rec.send(Record::Produced {
+                    ack,
+                    written: out.written,
+                    bytes,
+                    max_timestamp,
+                    _pins: out.pins,
+                })
+                .await
+                .map_err(|_| stopped())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Hands on everything queued, waiting for window slots; `false` if stopped first.
+async fn flush(
+    spec: &PartitionSpec,
+    feed: &PartitionFeed,
+    producer: &IdempotentProducer,
+    rec: &mpsc::Sender<Record>,
+    window: &Window,
+    queue: &mut Coalescer<Arc<Reservation>, Record>,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<bool, MirrorError> {
+    loop {
+        pump(spec, feed, producer, rec, window, queue).await?;
+        if queue.is_empty() {
+            return Ok(true);
+        }
+        tokio::select! {
+            _ = stop.changed() => return Ok(false),
+            _ = window.freed.notified() => {}
+        }
+    }
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -416,6 +509,7 @@ async fn record_loop(
     map: &SharedMap,
     progress: &Progress,
     mut rx: mpsc::Receiver<Record>,
+    window: &Window,
 ) -> Result<(), MirrorError> {
     let lock = || map.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(until) = spec.until
@@ -431,9 +525,12 @@ async fn record_loop(
                 written,
                 bytes,
                 max_timestamp,
-                _reservation,
+                _pins,
             } => {
-                let a = match ack.wait().await {
+                let acked = ack.wait().await;
+                window.unresolved.fetch_sub(1, Ordering::AcqRel);
+                window.freed.notify_one();
+                let a = match acked {
                     Ok(a) => a,
                     Err(e) => {
                         feed.metrics.produce_error();
@@ -599,6 +696,7 @@ fn append(m: &mut MapWriter, written: &Written, target_base: u64) -> Result<(), 
             count,
         } => m.append_dense(*source_first, *count, target_base),
         Written::Listed(offsets) => m.append_listed(offsets, target_base),
+        Written::Runs(_) => m.update(|m| written.append_to(m, target_base)),
     }
     .map_err(MirrorError::offset_map)
 }

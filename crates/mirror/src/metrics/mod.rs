@@ -58,6 +58,9 @@ struct Families {
     produce_errors: Family<Counter>,
     produce_retries: Family<Counter>,
     slow_path: Family<Counter>,
+    coalesce_inputs: Family<Counter>,
+    coalesce_outputs: Family<Counter>,
+    coalesce_bytes: Family<Counter>,
     map_runs: Family<Gauge>,
     dropped: Family<Counter>,
     incidents: Family<Counter>,
@@ -126,6 +129,21 @@ impl Families {
                 "strait_slow_path_batches_total",
                 "Source batches re-encoded instead of forwarded, by reason.",
                 &["flow", "topic", "partition", "reason"],
+            ),
+            coalesce_inputs: Family::new(
+                "strait_coalesced_input_batches_total",
+                "Batches merged into larger ones while the partition's in-flight window was full.",
+                FTP,
+            ),
+            coalesce_outputs: Family::new(
+                "strait_coalesced_output_batches_total",
+                "Merged batches produced by coalescing.",
+                FTP,
+            ),
+            coalesce_bytes: Family::new(
+                "strait_coalesced_bytes_copied_total",
+                "Bytes written into merged batches by coalescing (copies of the inputs).",
+                FTP,
             ),
             map_runs: Family::new(
                 "strait_offset_map_runs",
@@ -315,6 +333,14 @@ impl Metrics {
             .add(1);
     }
 
+    /// `inputs` batches of the partition were merged into one batch of `bytes` bytes.
+    pub fn coalesced(&self, flow: &str, topic: &str, partition: i32, inputs: u64, bytes: u64) {
+        let f = &self.inner.f;
+        Self::ftp(&f.coalesce_inputs, flow, topic, partition).add(inputs);
+        Self::ftp(&f.coalesce_outputs, flow, topic, partition).add(1);
+        Self::ftp(&f.coalesce_bytes, flow, topic, partition).add(bytes);
+    }
+
     /// Sets the number of runs in the partition's offset map.
     pub fn offset_map_runs(&self, flow: &str, topic: &str, partition: i32, runs: usize) {
         Self::ftp(&self.inner.f.map_runs, flow, topic, partition).set(runs as f64);
@@ -406,6 +432,9 @@ impl Metrics {
         for fam in [&f.lag_offsets, &f.lag_seconds, &f.map_runs] {
             fam.remove_prefix(&key);
         }
+        for fam in [&f.coalesce_inputs, &f.coalesce_outputs, &f.coalesce_bytes] {
+            fam.remove_prefix(&key);
+        }
     }
 
     /// Records a flow's state (for `/health` and `strait_flow_up`).
@@ -473,6 +502,9 @@ impl Metrics {
         for fam in [&f.produce_retries, &f.slow_path, &f.dropped, &f.incidents] {
             fam.render(&mut out);
         }
+        for fam in [&f.coalesce_inputs, &f.coalesce_outputs, &f.coalesce_bytes] {
+            fam.render(&mut out);
+        }
         f.map_runs.render(&mut out);
         f.in_flight_bytes.render(&mut out);
         for fam in [&f.topics_created, &f.config_updates, &f.topic_failures] {
@@ -537,6 +569,12 @@ impl PartitionMetrics {
     pub fn slow_path(&self, reason: &str) {
         self.metrics
             .slow_path_batch(&self.flow, &self.topic, self.partition, reason);
+    }
+
+    /// See [`Metrics::coalesced`].
+    pub fn coalesced(&self, inputs: u64, bytes: u64) {
+        self.metrics
+            .coalesced(&self.flow, &self.topic, self.partition, inputs, bytes);
     }
 
     /// See [`Metrics::dropped_batch`].

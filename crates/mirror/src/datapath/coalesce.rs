@@ -1,0 +1,650 @@
+//! Coalescing: one partition's queue of planned work between the planner and the
+//! producer. Pure (no I/O), so every decision is unit-tested.
+//!
+//! The partition sender pushes every planned step here in log order: batches to produce
+//! ([`Queued::Produce`]) and everything else the recorder must see in order
+//! ([`Queued::Other`]: skipped markers, records already on the target, resets). It then
+//! takes items back with [`Coalescer::next`], giving the number of batches it has sent
+//! that are not acknowledged yet (the producer's window for the partition):
+//!
+//! - an `Other` item at the head is always handed on: the recorder handles it after the
+//!   acknowledgements of every batch sent before it, so the offset map's source position
+//!   only moves past a marker once the batches before it are on the target;
+//! - a batch at the head waits while the window is full;
+//! - when the window has room for every queued batch, the head batch goes as it is (no
+//!   copy: the zero-copy fast path);
+//! - when more batches are queued than the window has free slots (they could not all be
+//!   sent now: a full window on a high-latency link, or a large fetch response), the
+//!   consecutive mergeable batches at the head, up to `max_bytes` together, are merged
+//!   with [`strait_records::merge`] into one batch that takes a single slot.
+//!
+//! Mergeable: forwarded source batches (their header's base offset is the source offset),
+//! not transactional, and uncompressed unless recompression is allowed. Re-encoded batches
+//! and compressed batches under [`CompressedPolicy::Never`] go as they are. A merged batch
+//! reports the source offset of each record as runs ([`Written::Runs`]), which the
+//! recorder appends to the offset map run by run at consecutive target offsets, so the
+//! map stays exact across the gaps between (and inside) the merged inputs.
+
+use std::collections::VecDeque;
+
+use strait_records::{Batch, CompressedPolicy, Compression, MergeOptions, Merged, merge};
+
+/// The source offsets of the records of a produced batch, in record order: record `i`
+/// lands at target offset `base + i`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// `count` records at source offsets `source_first..source_first + count`.
+    Dense {
+        /// First source offset.
+        source_first: u64,
+        /// Number of records.
+        count: u64,
+    },
+    /// Records at these source offsets (strictly increasing): a re-encoded batch.
+    Listed(Vec<u64>),
+    /// Runs `(source_first, count)` of consecutive source offsets, increasing: a merged
+    /// batch.
+    Runs(Vec<(u64, u64)>),
+}
+
+impl Written {
+    /// The first source offset.
+    pub fn first_source(&self) -> u64 {
+        match self {
+            Written::Dense { source_first, .. } => *source_first,
+            Written::Listed(v) => v.first().copied().unwrap_or(0),
+            Written::Runs(v) => v.first().map_or(0, |r| r.0),
+        }
+    }
+
+    /// The number of records.
+    pub fn records(&self) -> u64 {
+        match self {
+            Written::Dense { count, .. } => *count,
+            Written::Listed(v) => v.len() as u64,
+            Written::Runs(v) => v.iter().map(|r| r.1).sum(),
+        }
+    }
+
+    /// Appends the batch to `map` at `target_base`: `append_dense` for each run (target
+    /// offsets consecutive across runs), `append_listed` for a re-encoded batch.
+    pub fn append_to(
+        &self,
+        map: &mut strait_offsets::OffsetMap,
+        target_base: u64,
+    ) -> Result<(), strait_offsets::MapError> {
+        match self {
+            Written::Dense {
+                source_first,
+                count,
+            } => map.append_dense(*source_first, *count, target_base),
+            Written::Listed(offsets) => map.append_listed(offsets, target_base),
+            Written::Runs(runs) => {
+                let mut target = target_base;
+                for &(first, count) in runs {
+                    map.append_dense(first, count, target)?;
+                    target += count;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A batch waiting to be produced.
+#[derive(Debug)]
+pub struct Outgoing<P> {
+    /// The batch (a source batch to forward, a re-encoded or a merged batch).
+    pub batch: Batch,
+    /// Where its records came from.
+    pub written: Written,
+    /// What the batch keeps alive until acknowledged (fetch-buffer reservations).
+    pub pins: Vec<P>,
+    /// Whether it may be merged with its neighbours (see the module docs).
+    pub mergeable: bool,
+}
+
+/// One queued item, in log order.
+#[derive(Debug)]
+pub enum Queued<P, R> {
+    /// A batch to produce.
+    Produce(Outgoing<P>),
+    /// Anything else for the recorder, kept in order with the batches around it.
+    Other(R),
+}
+
+/// What [`Coalescer::next`] hands on.
+#[derive(Debug)]
+pub enum Next<P, R> {
+    /// Produce this batch.
+    Send {
+        /// The batch, its source offsets and pins.
+        out: Outgoing<P>,
+        /// `Some` when it was merged: the number of input batches and the bytes written.
+        coalesced: Option<Coalesced>,
+    },
+    /// Pass this on to the recorder.
+    Other(R),
+}
+
+/// What one merge did (for metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coalesced {
+    /// Input batches replaced.
+    pub inputs: usize,
+    /// Bytes of the merged batch (a new allocation: every byte was copied).
+    pub bytes: usize,
+}
+
+/// One partition's queue between planner and producer (see the module docs).
+#[derive(Debug)]
+pub struct Coalescer<P, R> {
+    queue: VecDeque<Queued<P, R>>,
+    queued_batches: usize,
+    max_in_flight: usize,
+    options: MergeOptions,
+}
+
+impl<P, R> Coalescer<P, R> {
+    /// A queue for a partition whose producer keeps `max_in_flight` batches unresolved,
+    /// merging into batches of at most `options.max_bytes`.
+    pub fn new(max_in_flight: usize, options: MergeOptions) -> Self {
+        Coalescer {
+            queue: VecDeque::new(),
+            queued_batches: 0,
+            max_in_flight: max_in_flight.max(1),
+            options,
+        }
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Batches queued.
+    pub fn queued_batches(&self) -> usize {
+        self.queued_batches
+    }
+
+    /// Whether a forwarded source batch may be merged under these options.
+    pub fn mergeable(&self, batch: &Batch) -> bool {
+        let h = batch.header();
+        !h.attributes.is_transactional()
+            && !h.attributes.is_control()
+            && h.records_count > 0
+            && batch.size() <= self.options.max_bytes
+            && (h.compression() == Compression::None
+                || self.options.compressed == CompressedPolicy::Recompress)
+    }
+
+    /// Queues a batch to produce.
+    pub fn push_batch(&mut self, out: Outgoing<P>) {
+        self.queued_batches += 1;
+        self.queue.push_back(Queued::Produce(out));
+    }
+
+    /// Queues an item for the recorder.
+    pub fn push_other(&mut self, other: R) {
+        self.queue.push_back(Queued::Other(other));
+    }
+
+    /// The next item to hand on when `in_flight` batches are sent and not yet
+    /// acknowledged; `None` when the queue is empty or its head must wait for a slot.
+    pub fn next(&mut self, in_flight: usize) -> Option<Next<P, R>> {
+        match self.queue.front()? {
+            Queued::Other(_) => {
+                let Some(Queued::Other(r)) = self.queue.pop_front() else {
+                    return None;
+                };
+                return Some(Next::Other(r));
+            }
+            Queued::Produce(_) if in_flight >= self.max_in_flight => return None,
+            Queued::Produce(_) => {}
+        }
+        let free = self.max_in_flight - in_flight;
+        let run = if self.queued_batches > free {
+            self.mergeable_run()
+        } else {
+            1
+        };
+        if run < 2 {
+            return self.pop_batch().map(|out| Next::Send {
+                out,
+                coalesced: None,
+            });
+        }
+        let inputs: Vec<Outgoing<P>> = (0..run).filter_map(|_| self.pop_batch()).collect();
+        let batches: Vec<Batch> = inputs.iter().map(|o| o.batch.clone()).collect();
+        let merged = match merge(&batches, &self.options) {
+            Ok(m) => outputs(m, inputs),
+            Err(_) => Err(inputs),
+        };
+        match merged {
+            Ok(mut outs) if !outs.is_empty() => {
+                // Outputs after the first go back to the head, in order, as they are.
+                let (out, coalesced) = outs.remove(0);
+                for (o, _) in outs.into_iter().rev() {
+                    self.queued_batches += 1;
+                    self.queue.push_front(Queued::Produce(o));
+                }
+                Some(Next::Send { out, coalesced })
+            }
+            Ok(_) => None,
+            Err(inputs) => {
+                // Not merged (an input is corrupt or not what it claims): send them one
+                // by one, so the error, if any, is reported on the batch it concerns.
+                for mut out in inputs.into_iter().rev() {
+                    out.mergeable = false;
+                    self.queued_batches += 1;
+                    self.queue.push_front(Queued::Produce(out));
+                }
+                self.pop_batch().map(|out| Next::Send {
+                    out,
+                    coalesced: None,
+                })
+            }
+        }
+    }
+
+    /// The number of consecutive mergeable batches at the head fitting in `max_bytes`.
+    fn mergeable_run(&self) -> usize {
+        let mut bytes = 0usize;
+        let mut n = 0;
+        for q in &self.queue {
+            let Queued::Produce(out) = q else { break };
+            if !out.mergeable {
+                break;
+            }
+            let size = out.batch.size();
+            if bytes + size > self.options.max_bytes {
+                break;
+            }
+            bytes += size;
+            n += 1;
+        }
+        n
+    }
+
+    fn pop_batch(&mut self) -> Option<Outgoing<P>> {
+        match self.queue.pop_front() {
+            Some(Queued::Produce(out)) => {
+                self.queued_batches -= 1;
+                Some(out)
+            }
+            Some(other) => {
+                self.queue.push_front(other);
+                None
+            }
+            None => None,
+        }
+    }
+}
+
+/// Maps merge outputs back onto the inputs: each output gets its inputs' pins; an
+/// unchanged input is handed on as it was. `Err(inputs)` when an output's source offsets
+/// cannot be represented (negative offsets).
+#[allow(clippy::type_complexity)]
+fn outputs<P>(
+    merged: Vec<Merged>,
+    inputs: Vec<Outgoing<P>>,
+) -> Result<Vec<(Outgoing<P>, Option<Coalesced>)>, Vec<Outgoing<P>>> {
+    // Validate first so that a failure can hand the inputs back untouched.
+    let mut plans = Vec::with_capacity(merged.len());
+    for m in &merged {
+        match m {
+            Merged::Rewritten { source_offsets, .. } => {
+                let runs: Option<Vec<(u64, u64)>> = source_offsets
+                    .runs()
+                    .iter()
+                    .map(|r| Some((u64::try_from(r.first).ok()?, u64::from(r.count))))
+                    .collect();
+                match runs {
+                    Some(runs) if !runs.is_empty() => plans.push(Some(runs)),
+                    _ => return Err(inputs),
+                }
+            }
+            Merged::Unchanged { .. } => plans.push(None),
+        }
+    }
+    let mut slots: Vec<Option<Outgoing<P>>> = inputs.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(merged.len());
+    for (m, runs) in merged.into_iter().zip(plans) {
+        let range = m.inputs();
+        let mut pins = Vec::new();
+        let mut first = None;
+        for slot in slots.get_mut(range.clone()).into_iter().flatten() {
+            if let Some(o) = slot.take() {
+                pins.extend(o.pins);
+                first.get_or_insert((o.written, o.batch));
+            }
+        }
+        match (m, runs) {
+            (
+                Merged::Rewritten {
+                    batch,
+                    inputs: range,
+                    ..
+                },
+                Some(runs),
+            ) => {
+                let bytes = batch.size();
+                out.push((
+                    Outgoing {
+                        batch,
+                        written: Written::Runs(runs),
+                        pins,
+                        mergeable: false,
+                    },
+                    Some(Coalesced {
+                        inputs: range.len(),
+                        bytes,
+                    }),
+                ));
+            }
+            (_, _) => {
+                if let Some((written, batch)) = first {
+                    out.push((
+                        Outgoing {
+                            batch,
+                            written,
+                            pins,
+                            mergeable: false,
+                        },
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use strait_offsets::{OffsetMap, Precision, Side, Translation};
+
+    fn exact(t: Translation) -> Option<u64> {
+        match t {
+            Translation::Mapped {
+                offset,
+                precision: Precision::Exact,
+            } => Some(offset),
+            _ => None,
+        }
+    }
+    use strait_records::{BatchBuilder, Limits, Record, split};
+
+    /// A source batch at `base` holding `n` records at `base..base + n` (the base offset
+    /// is outside the CRC, so it is written into the built batch's bytes).
+    fn batch_at(base: i64, n: i64, codec: Compression) -> Batch {
+        let mut b = BatchBuilder::new(codec);
+        for d in 0..n {
+            let r = Record {
+                offset: base + d,
+                timestamp: 1_700_000_000_000 + base + d,
+                key: Some(Bytes::from(format!("k{}", base + d))),
+                value: Some(Bytes::from(vec![b'v'; 100])),
+                headers: Vec::new(),
+            };
+            b.push_record(&r).expect("push");
+        }
+        let mut raw = b.build().expect("build").as_bytes().to_vec();
+        raw[..8].copy_from_slice(&base.to_be_bytes());
+        split(Bytes::from(raw), &Limits::default())
+            .expect("split")
+            .batches
+            .remove(0)
+    }
+
+    fn dense(base: i64, n: i64) -> Outgoing<u32> {
+        Outgoing {
+            batch: batch_at(base, n, Compression::None),
+            written: Written::Dense {
+                source_first: base as u64,
+                count: n as u64,
+            },
+            pins: vec![base as u32],
+            mergeable: true,
+        }
+    }
+
+    fn records_of(batch: &Batch) -> Vec<(i64, Option<Bytes>)> {
+        batch
+            .records(&Limits::default())
+            .expect("records")
+            .map(|r| {
+                let r = r.expect("record");
+                (r.timestamp, r.key)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_head_goes_as_it_is_while_the_window_has_room_for_everything() {
+        let mut c: Coalescer<u32, &str> = Coalescer::new(5, MergeOptions::new(1 << 20));
+        for i in 0..3 {
+            c.push_batch(dense(i * 10, 10));
+        }
+        for i in 0..3 {
+            match c.next(i as usize) {
+                Some(Next::Send {
+                    out,
+                    coalesced: None,
+                }) => assert_eq!(out.written.first_source(), i * 10),
+                other => panic!("expected an unmerged send, got {other:?}"),
+            }
+        }
+        assert!(c.next(3).is_none());
+    }
+
+    #[test]
+    fn a_full_window_holds_batches_but_not_markers() {
+        let mut c: Coalescer<u32, &str> = Coalescer::new(5, MergeOptions::new(1 << 20));
+        c.push_other("advance-before");
+        c.push_batch(dense(0, 10));
+        c.push_other("advance-after");
+        assert!(matches!(c.next(5), Some(Next::Other("advance-before"))));
+        assert!(c.next(5).is_none(), "the batch waits for a slot");
+        assert!(c.next(5).is_none(), "the marker after it waits too");
+        assert!(matches!(c.next(4), Some(Next::Send { .. })));
+        assert!(matches!(c.next(5), Some(Next::Other("advance-after"))));
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn queued_batches_beyond_the_free_slots_are_merged_up_to_max_bytes() {
+        let mut c: Coalescer<u32, &str> = Coalescer::new(5, MergeOptions::new(1 << 20));
+        for i in 0..8 {
+            c.push_batch(dense(i * 10, 10));
+        }
+        c.push_other("skip");
+        c.push_batch(dense(200, 10));
+        // One free slot, nine batches: the eight before the marker become one.
+        let Some(Next::Send {
+            out,
+            coalesced: Some(co),
+        }) = c.next(4)
+        else {
+            panic!("expected a merged batch");
+        };
+        assert_eq!(co.inputs, 8);
+        assert_eq!(co.bytes, out.batch.size());
+        assert_eq!(out.written, Written::Runs(vec![(0, 80)]));
+        assert_eq!(out.pins, (0..8).map(|i| i * 10).collect::<Vec<u32>>());
+        assert_eq!(out.batch.header().records_count, 80);
+        assert!(matches!(c.next(4), Some(Next::Other("skip"))));
+        assert!(matches!(
+            c.next(4),
+            Some(Next::Send {
+                coalesced: None,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn max_bytes_bounds_a_merged_batch() {
+        let one = dense(0, 10).batch.size();
+        let mut c: Coalescer<u32, &str> = Coalescer::new(1, MergeOptions::new(one * 3 + 10));
+        for i in 0..7 {
+            c.push_batch(dense(i * 10, 10));
+        }
+        let mut sizes = Vec::new();
+        while let Some(Next::Send { out, coalesced }) = c.next(0) {
+            assert!(out.batch.size() <= one * 3 + 10);
+            sizes.push(coalesced.map_or(1, |c| c.inputs));
+        }
+        // merge may split a run whose rewritten records outgrow the bound.
+        assert_eq!(sizes.iter().sum::<usize>(), 7);
+        assert!(sizes.len() <= 4, "{sizes:?}");
+    }
+
+    #[test]
+    fn transactional_compressed_and_reencoded_batches_are_not_merged() {
+        let c: Coalescer<u32, &str> = Coalescer::new(5, MergeOptions::new(1 << 20));
+        let lz4 = batch_at(0, 3, Compression::Lz4);
+        assert!(!c.mergeable(&lz4), "policy never");
+        assert!(c.mergeable(&dense(0, 3).batch));
+        let mut r: Coalescer<u32, &str> = Coalescer::new(
+            5,
+            MergeOptions::new(1 << 20).compressed(CompressedPolicy::Recompress),
+        );
+        assert!(r.mergeable(&lz4), "policy allowed");
+        let mut a = dense(0, 3);
+        a.mergeable = false;
+        r.push_batch(a);
+        r.push_batch(dense(3, 3));
+        r.push_batch(dense(6, 3));
+        // Nothing can be sent beside the head: the head is not mergeable, so it goes alone.
+        assert!(matches!(
+            r.next(4),
+            Some(Next::Send {
+                coalesced: None,
+                ..
+            })
+        ));
+        assert!(matches!(
+            r.next(4),
+            Some(Next::Send {
+                coalesced: Some(Coalesced { inputs: 2, .. }),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn compressed_batches_are_recompressed_when_allowed() {
+        let mut c: Coalescer<u32, &str> = Coalescer::new(
+            1,
+            MergeOptions::new(1 << 20).compressed(CompressedPolicy::Recompress),
+        );
+        for i in 0..4 {
+            let batch = batch_at(i * 10, 10, Compression::Lz4);
+            let mergeable = c.mergeable(&batch);
+            c.push_batch(Outgoing {
+                batch,
+                written: Written::Dense {
+                    source_first: (i * 10) as u64,
+                    count: 10,
+                },
+                pins: vec![],
+                mergeable,
+            });
+        }
+        let Some(Next::Send {
+            out,
+            coalesced: Some(co),
+        }) = c.next(0)
+        else {
+            panic!("expected a merged batch");
+        };
+        assert_eq!(co.inputs, 4);
+        assert_eq!(out.batch.header().compression(), Compression::Lz4);
+        assert_eq!(out.written, Written::Runs(vec![(0, 40)]));
+    }
+
+    /// Gaps between merged inputs (offsets no batch holds) keep the map exact: every
+    /// source offset translates to the target offset of the same record, and a position
+    /// in a gap to the next replicated record.
+    #[test]
+    fn a_merged_batch_keeps_the_offset_map_exact_across_gaps() {
+        let mut c: Coalescer<u32, &str> = Coalescer::new(1, MergeOptions::new(1 << 20));
+        // Source: 100..110, 112..114, 116..118, 130..135.
+        let inputs = [(100, 10), (112, 2), (116, 2), (130, 5)];
+        let mut expected = Vec::new();
+        for (base, n) in inputs {
+            expected.extend(base..base + n);
+            c.push_batch(Outgoing {
+                batch: batch_at(base, n, Compression::None),
+                written: Written::Dense {
+                    source_first: base as u64,
+                    count: n as u64,
+                },
+                pins: vec![],
+                mergeable: true,
+            });
+        }
+        let Some(Next::Send { out, coalesced }) = c.next(0) else {
+            panic!("expected a send");
+        };
+        assert_eq!(coalesced.map(|c| c.inputs), Some(4));
+        assert_eq!(
+            out.written,
+            Written::Runs(vec![(100, 10), (112, 2), (116, 2), (130, 5)])
+        );
+        let mut map = OffsetMap::new();
+        map.append_dense(0, 100, 0).expect("before");
+        out.written.append_to(&mut map, 100).expect("append");
+        assert_eq!(map.next(Side::Source), 135);
+        assert_eq!(map.next(Side::Target), 100 + expected.len() as u64);
+        let recs = records_of(&out.batch);
+        assert_eq!(recs.len(), expected.len());
+        for (i, src) in expected.iter().enumerate() {
+            assert_eq!(
+                exact(map.translate(*src as u64)),
+                Some(100 + i as u64),
+                "source {src}"
+            );
+            assert_eq!(recs[i].1, Some(Bytes::from(format!("k{src}"))));
+            assert_eq!(recs[i].0, 1_700_000_000_000 + src);
+        }
+        // Positions in a gap translate to the next replicated record.
+        assert_eq!(exact(map.translate(110)), Some(100 + 10));
+        assert_eq!(exact(map.translate(114)), Some(100 + 12));
+        assert_eq!(exact(map.translate(120)), Some(100 + 14));
+    }
+
+    #[test]
+    fn corrupt_inputs_are_handed_on_one_by_one() {
+        let mut c: Coalescer<u32, &str> = Coalescer::new(1, MergeOptions::new(1 << 20));
+        let good = dense(0, 5);
+        let mut raw = dense(5, 5).batch.as_bytes().to_vec();
+        let last = raw.len() - 1;
+        raw[last] ^= 0xff;
+        let bad = split(Bytes::from(raw), &Limits::default())
+            .expect("split")
+            .batches
+            .remove(0);
+        c.push_batch(good);
+        c.push_batch(Outgoing {
+            batch: bad,
+            written: Written::Dense {
+                source_first: 5,
+                count: 5,
+            },
+            pins: vec![],
+            mergeable: true,
+        });
+        assert!(matches!(
+            c.next(0),
+            Some(Next::Send {
+                coalesced: None,
+                ..
+            })
+        ));
+        assert_eq!(c.queued_batches(), 1);
+    }
+}
