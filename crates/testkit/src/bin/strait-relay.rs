@@ -8,7 +8,15 @@
 //! strait-relay sink   --listen 127.0.0.1:P1                       # reads and discards
 //! strait-relay relay  --listen 127.0.0.1:P2 --upstream 127.0.0.1:P1 [--connections 1]
 //! strait-relay source --connect 127.0.0.1:P2 --bytes 512MiB       # writes N bytes
+//! strait-relay delay  --listen 127.0.0.1:P3 --upstream BROKER --delay-ms 25
 //! ```
+//!
+//! `delay` is not part of the floor: it is a high-latency link for `scripts/bench`. It
+//! forwards every connection it accepts (until killed) to `--upstream`, holding each chunk
+//! read in either direction for `--delay-ms` before writing it (store and forward with
+//! timestamps: a reader thread and a writer thread per direction, so the delay adds
+//! latency without limiting bandwidth). A broker advertising the proxy's address then
+//! sits behind a round-trip time of twice the delay for every client.
 //!
 //! The relay accepts a connection, connects to the upstream, and copies both directions
 //! with plain `read`/`write` on a 64 KiB buffer per direction, one thread per direction
@@ -34,6 +42,7 @@ fn main() -> ExitCode {
         Some("sink") => sink(&args[1..]),
         Some("relay") => relay(&args[1..]),
         Some("source") => source(&args[1..]),
+        Some("delay") => delay(&args[1..]),
         _ => Err(usage()),
     };
     match result {
@@ -47,7 +56,7 @@ fn main() -> ExitCode {
 
 fn usage() -> String {
     "usage: strait-relay sink --listen ADDR | relay --listen ADDR --upstream ADDR [--connections N] \
-     | source --connect ADDR --bytes SIZE"
+     | source --connect ADDR --bytes SIZE | delay --listen ADDR --upstream ADDR --delay-ms MS"
         .to_string()
 }
 
@@ -193,4 +202,78 @@ fn source(args: &[String]) -> Result<(), String> {
         serde_json::json!({ "role": "source", "bytes": bytes, "secs": t0.elapsed().as_secs_f64() })
     );
     Ok(())
+}
+
+/// `delay`: forwards connections to the upstream, each chunk held for the delay.
+fn delay(args: &[String]) -> Result<(), String> {
+    let listen = required(args, "--listen")?;
+    let upstream = required(args, "--upstream")?;
+    let ms: u64 = required(args, "--delay-ms")?
+        .parse()
+        .map_err(|_| "bad --delay-ms".to_string())?;
+    let delay = std::time::Duration::from_millis(ms);
+    let listener = TcpListener::bind(&listen).map_err(|e| format!("listening on {listen}: {e}"))?;
+    loop {
+        let (client, _) = listener.accept().map_err(|e| format!("accept: {e}"))?;
+        let upstream = upstream.clone();
+        std::thread::spawn(move || {
+            let Ok(server) = connect_retrying(&upstream) else {
+                return;
+            };
+            let _ = (client.set_nodelay(true), server.set_nodelay(true));
+            let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) else {
+                return;
+            };
+            let back = std::thread::spawn(move || delayed(s2, c2, delay));
+            delayed(client, server, delay);
+            let _ = back.join();
+        });
+    }
+}
+
+/// Copies `from` → `to`, each chunk written `delay` after it was read; a reader thread
+/// keeps reading meanwhile, so throughput is not limited by the delay.
+fn delayed(from: TcpStream, mut to: TcpStream, delay: std::time::Duration) {
+    let (tx, rx) = std::sync::mpsc::channel::<(Instant, Vec<u8>)>();
+    let reader = {
+        let mut from = match from.try_clone() {
+            Ok(f) => f,
+            Err(_) => return,
+        };
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; BUF];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if tx.send((Instant::now(), buf[..n].to_vec())).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        })
+    };
+    let mut failed = false;
+    for (at, chunk) in rx {
+        let due = at + delay;
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        if to.write_all(&chunk).is_err() {
+            failed = true;
+            break;
+        }
+    }
+    if failed {
+        // The writer side is gone: close both ends so the reader and the peer stop.
+        let _ = from.shutdown(Shutdown::Both);
+        let _ = to.shutdown(Shutdown::Both);
+    } else {
+        let _ = to.shutdown(Shutdown::Write);
+    }
+    let _ = reader.join();
 }
