@@ -208,12 +208,21 @@ enabled = false
 
 /// High watermarks per partition (`None` while the topic does not exist).
 fn ends(rt: &tokio::runtime::Runtime, bootstrap: &str, topic: &str) -> Option<Vec<i64>> {
+    ends_at(rt, bootstrap, topic, IsolationLevel::ReadUncommitted)
+}
+
+/// Per partition, the high watermark (read_uncommitted) or last stable offset
+/// (read_committed, what strait fetches up to), from Fetch.
+fn ends_at(
+    rt: &tokio::runtime::Runtime,
+    bootstrap: &str,
+    topic: &str,
+    isolation: IsolationLevel,
+) -> Option<Vec<i64>> {
     rt.block_on(async {
         let client = Client::connect(ClientConfig::new([bootstrap])).await.ok()?;
         let partitions: Vec<i32> = (0..PARTITIONS).collect();
-        let b = bounds(&client, topic, &partitions, IsolationLevel::ReadUncommitted)
-            .await
-            .ok()?;
+        let b = bounds(&client, topic, &partitions, isolation).await.ok()?;
         Some(
             partitions
                 .iter()
@@ -273,7 +282,8 @@ fn wait_caught_up(rt: &tokio::runtime::Runtime, src: &str, dst: &str, strait: &m
         },
         || {
             format!(
-                "source ends {source:?}, target ends {:?}\n{}",
+                "source ends {source:?} (read_committed: {:?}), target ends {:?}\n{}",
+                ends_at(rt, src, TOPIC, IsolationLevel::ReadCommitted),
                 ends(rt, dst, &target_topic),
                 log_tail(&log)
             )
