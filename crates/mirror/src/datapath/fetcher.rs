@@ -74,6 +74,8 @@ pub struct PartitionFeed {
     pub topic: String,
     /// Partition.
     pub partition: i32,
+    /// The position the feed was created at (the map's source position).
+    start: i64,
     cursor: Mutex<Cursor>,
     tx: mpsc::Sender<Feed>,
     last_end: Mutex<i64>,
@@ -93,6 +95,7 @@ impl PartitionFeed {
         Arc::new(PartitionFeed {
             topic: topic.to_owned(),
             partition,
+            start: position,
             cursor: Mutex::new(Cursor {
                 position,
                 generation: 0,
@@ -103,6 +106,14 @@ impl PartitionFeed {
             last_end: Mutex::new(-1),
             metrics,
         })
+    }
+
+    /// The position the feed was created at. The pipeline's planner starts here, not at
+    /// the cursor: the feed is handed to a fetcher before the pipeline task first runs, so
+    /// by then the fetcher may already have delivered record sets and moved the cursor
+    /// past them (they are waiting in the channel).
+    pub fn start_position(&self) -> i64 {
+        self.start
     }
 
     /// Runs `f` on the cursor under its lock.

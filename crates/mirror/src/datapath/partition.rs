@@ -183,11 +183,11 @@ async fn send_loop(
     };
     let mut queue: Coalescer<Arc<Reservation>, Record> =
         Coalescer::new(spec.max_in_flight, options);
-    let mut planner: Planner<Arc<Reservation>> = Planner::new(
-        feed.with_cursor(|c| c.position),
-        spec.max_batch_bytes,
-        limits,
-    );
+    // Where the feed started, not the cursor: the fetcher may have delivered record sets
+    // (still queued in `rx`) and moved the cursor before this task first ran; planning
+    // from the cursor would drop them as "before the position" and leave a silent gap.
+    let mut planner: Planner<Arc<Reservation>> =
+        Planner::new(feed.start_position(), spec.max_batch_bytes, limits);
     let mut generation = 0u64;
     let send = |r: Record| {
         let rec = rec.clone();
@@ -704,6 +704,18 @@ fn append(m: &mut MapWriter, written: &Written, target_base: u64) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_planner_starts_where_the_feed_started_not_where_the_fetcher_moved_it() {
+        // The feed goes to a fetcher before the pipeline task first runs: the fetcher can
+        // deliver 100..125 and move the cursor to 125 first. Planning from the cursor
+        // would drop that record set as "before the position": a silent gap.
+        let (tx, _rx) = mpsc::channel(4);
+        let metrics = crate::metrics::Metrics::new().partition("f", "t", 0);
+        let feed = PartitionFeed::new("t", 0, 100, tx, metrics);
+        feed.with_cursor(|c| c.position = 125);
+        assert_eq!(feed.start_position(), 100);
+    }
 
     #[test]
     fn an_ack_without_an_offset_lands_where_the_map_expects_it() {
