@@ -342,18 +342,7 @@ async fn send_loop(
                 if !flush(spec, feed, producer, &rec, window, &mut queue, &mut stop).await? {
                     return Ok(());
                 }
-                let start = source
-                    .list_offsets(
-                        &spec.source_topic,
-                        &[(spec.partition, OffsetSpec::Earliest)],
-                        IsolationLevel::ReadCommitted,
-                    )
-                    .await
-                    .map_err(|e| {
-                        MirrorError::kafka("list offsets", e).cluster(&spec.source_cluster)
-                    })?
-                    .first()
-                    .map_or(0, |o| o.offset.max(0));
+                let start = source_log_start(source, spec).await?;
                 let (message, record) = if position < start {
                     (
                         format!(
@@ -397,18 +386,7 @@ async fn send_loop(
                 if !flush(spec, feed, producer, &rec, window, &mut queue, &mut stop).await? {
                     return Ok(());
                 }
-                let start = source
-                    .list_offsets(
-                        &spec.source_topic,
-                        &[(spec.partition, OffsetSpec::Earliest)],
-                        IsolationLevel::ReadCommitted,
-                    )
-                    .await
-                    .map_err(|e| {
-                        MirrorError::kafka("list offsets", e).cluster(&spec.source_cluster)
-                    })?
-                    .first()
-                    .map_or(0, |o| o.offset.max(0));
+                let start = source_log_start(source, spec).await?;
                 tracing::error!(flow = %spec.flow, topic = %spec.source_topic,
                     partition = spec.partition,
                     "topic re-creation: policy skip: the map restarts and the new topic is \
@@ -495,6 +473,19 @@ async fn flush(
             _ = window.freed.notified() => {}
         }
     }
+}
+
+/// The source partition's log start offset (ListOffsets EARLIEST).
+async fn source_log_start(source: &Client, spec: &PartitionSpec) -> Result<i64, MirrorError> {
+    let offsets = source
+        .list_offsets(
+            &spec.source_topic,
+            &[(spec.partition, OffsetSpec::Earliest)],
+            IsolationLevel::ReadCommitted,
+        )
+        .await
+        .map_err(|e| MirrorError::kafka("list offsets", e).cluster(&spec.source_cluster))?;
+    Ok(offsets.first().map_or(0, |o| o.offset.max(0)))
 }
 
 fn now_ms() -> i64 {
