@@ -40,6 +40,7 @@ pub fn run_cmd(
         .unwrap_or_else(|| config.logging.level.clone());
     logging::init(format, Some(&level)).map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.engine.worker_threads)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

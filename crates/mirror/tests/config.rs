@@ -459,7 +459,7 @@ level = "verbose"
         "flows[1].name: flow name \"bad.name-to-b\" is also used by flows[0]",
         "engine.max_in_flight_per_partition: 6 is out of range",
         "engine.fetch_partition_max_bytes: 100MiB is larger than fetch_max_bytes",
-        "engine.in_flight_memory: 1MiB cannot hold one fetch response",
+        "engine.in_flight_memory: 1MiB cannot hold one partition's record set",
         "metrics.listen: invalid listen address \"everywhere\"",
         "logging.level: invalid log directive \"verbose\"",
     ];

@@ -394,6 +394,8 @@ pub struct EngineSpec {
     /// Whether compressed batches may be decompressed, merged and recompressed when
     /// coalescing.
     pub recompress: RecompressPolicy,
+    /// Worker threads of the async runtime (`strait run`).
+    pub worker_threads: i64,
 }
 
 /// Whether coalescing may recompress compressed batches (`engine.recompress`).
@@ -418,6 +420,7 @@ impl Default for EngineSpec {
             fetch_partition_max_bytes: d::FETCH_PARTITION_MAX_BYTES,
             coalesce_max_bytes: d::COALESCE_MAX_BYTES,
             recompress: RecompressPolicy::default(),
+            worker_threads: d::WORKER_THREADS,
         }
     }
 }

@@ -200,6 +200,8 @@ pub struct Engine {
     pub coalesce_max_bytes: usize,
     /// Whether coalescing may recompress compressed batches.
     pub recompress: RecompressPolicy,
+    /// Worker threads of the async runtime (1..=256).
+    pub worker_threads: usize,
 }
 
 /// Logging.

@@ -461,6 +461,15 @@ impl Validator {
                 .expected("1..=5 (the idempotent producer keeps ordering for at most 5)"),
             );
         }
+        if !(1..=256).contains(&e.worker_threads) {
+            self.push(
+                Problem::new(
+                    at.key("worker_threads"),
+                    format!("{} is out of range", e.worker_threads),
+                )
+                .expected("1..=256"),
+            );
+        }
         if e.fetch_max_wait.0 > Duration::from_secs(30) {
             self.push(
                 Problem::new(
@@ -495,16 +504,17 @@ impl Validator {
                 .expected("at most `fetch_max_bytes`"),
             );
         }
-        if e.in_flight_memory < e.fetch_max_bytes {
+        if e.in_flight_memory < e.fetch_partition_max_bytes {
             self.push(
                 Problem::new(
                     at.key("in_flight_memory"),
                     format!(
-                        "{} cannot hold one fetch response of fetch_max_bytes ({})",
-                        e.in_flight_memory, e.fetch_max_bytes
+                        "{} cannot hold one partition's record set of \
+                         fetch_partition_max_bytes ({})",
+                        e.in_flight_memory, e.fetch_partition_max_bytes
                     ),
                 )
-                .expected("at least `fetch_max_bytes`"),
+                .expected("at least `fetch_partition_max_bytes`"),
             );
         }
         if self.problems.len() != before {
@@ -518,6 +528,7 @@ impl Validator {
             fetch_partition_max_bytes: i32::try_from(e.fetch_partition_max_bytes.0).ok()?,
             coalesce_max_bytes: usize::try_from(e.coalesce_max_bytes.0).ok()?,
             recompress: e.recompress,
+            worker_threads: usize::try_from(e.worker_threads).ok()?,
         })
     }
 

@@ -1,8 +1,10 @@
 //! The in-flight memory budget (`engine.in_flight_memory`): fetched bytes referenced by
-//! batches not yet acknowledged. A fetcher takes a [`Reservation`] for each partition's
-//! record set before handing it on and waits while the budget is exhausted; the
-//! reservation is shared by the batches sliced from that record set and returned when the
-//! last of them is acknowledged (or dropped).
+//! batches not yet acknowledged. Before a fetch, a fetcher waits for room and takes what
+//! is free as an up-front [`Reservation`], and asks the broker for no more than that, so
+//! a response is never read into memory the budget does not have. Each partition's record
+//! set then takes its share out of it ([`Reservation::take`]); the share is held by the
+//! batches sliced from that record set and returned when the last of them is acknowledged
+//! (or dropped). What the response did not use goes back at once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +22,7 @@ pub struct Budget {
 /// Bytes held against the [`Budget`]; returned on drop.
 #[derive(Debug)]
 pub struct Reservation {
-    _permit: Option<OwnedSemaphorePermit>,
+    permit: Option<OwnedSemaphorePermit>,
     bytes: u32,
     used: Arc<AtomicU64>,
 }
@@ -46,10 +48,28 @@ impl Budget {
             // The semaphore is never closed.
             self.sem.clone().acquire_many_owned(want).await.ok()
         };
-        self.used.fetch_add(u64::from(want), Ordering::Relaxed);
+        self.reservation(permit, want)
+    }
+
+    /// Waits until `min` bytes (capped at the budget) are free and reserves them, plus
+    /// half of what is still free then, up to `max` in all. Halving leaves room for other
+    /// fetchers whose requests may be parked at a broker with their share.
+    pub async fn reserve_share(&self, min: usize, max: usize) -> Reservation {
+        let mut held = self.reserve(min.min(max)).await;
+        let more = max
+            .saturating_sub(held.bytes())
+            .min(self.sem.available_permits() / 2);
+        if let Some(extra) = self.try_reserve(more) {
+            held.absorb(extra);
+        }
+        held
+    }
+
+    fn reservation(&self, permit: Option<OwnedSemaphorePermit>, bytes: u32) -> Reservation {
+        self.used.fetch_add(u64::from(bytes), Ordering::Relaxed);
         Reservation {
-            _permit: permit,
-            bytes: want,
+            permit,
+            bytes,
             used: Arc::clone(&self.used),
         }
     }
@@ -67,12 +87,7 @@ impl Budget {
         } else {
             Some(self.sem.clone().try_acquire_many_owned(want).ok()?)
         };
-        self.used.fetch_add(u64::from(want), Ordering::Relaxed);
-        Some(Reservation {
-            _permit: permit,
-            bytes: want,
-            used: Arc::clone(&self.used),
-        })
+        Some(self.reservation(permit, want))
     }
 
     /// Bytes currently reserved.
@@ -83,6 +98,41 @@ impl Budget {
     /// The budget.
     pub fn total(&self) -> u64 {
         u64::from(self.total)
+    }
+}
+
+impl Reservation {
+    /// The bytes it holds.
+    pub fn bytes(&self) -> usize {
+        self.bytes as usize
+    }
+
+    /// Moves `bytes` (at most what it holds) into a reservation of their own.
+    pub fn take(&mut self, bytes: usize) -> Reservation {
+        let n = u32::try_from(bytes).unwrap_or(u32::MAX).min(self.bytes);
+        let permit = if n == 0 {
+            None
+        } else {
+            self.permit.as_mut().and_then(|p| p.split(n as usize))
+        };
+        self.bytes -= n;
+        Reservation {
+            permit,
+            bytes: n,
+            used: Arc::clone(&self.used),
+        }
+    }
+
+    /// Adds `other`'s bytes to this one (both from the same budget).
+    pub fn absorb(&mut self, mut other: Reservation) {
+        if let Some(p) = other.permit.take() {
+            match self.permit.as_mut() {
+                Some(mine) => mine.merge(p),
+                None => self.permit = Some(p),
+            }
+        }
+        self.bytes += other.bytes;
+        other.bytes = 0;
     }
 }
 
@@ -127,6 +177,47 @@ mod tests {
         assert_eq!(b.used(), 100);
         drop((r1, r2));
         assert_eq!(b.used(), 0);
+    }
+
+    #[tokio::test]
+    async fn up_front_reservations_are_shared_out_and_the_rest_returned() {
+        let b = Budget::new(100);
+        let other = b.reserve(30).await;
+        let mut upfront = b.reserve_share(10, 1_000).await;
+        assert_eq!(upfront.bytes(), 40, "the minimum and half of the 60 left");
+        assert_eq!(b.used(), 70);
+        let a = upfront.take(25);
+        let c = upfront.take(100);
+        assert_eq!((a.bytes(), c.bytes(), upfront.bytes()), (25, 15, 0));
+        drop(upfront);
+        assert_eq!(b.used(), 70, "shares are still held");
+        drop((a, other));
+        assert_eq!(b.used(), 15);
+        let mut merged = b.reserve(5).await;
+        merged.absorb(c);
+        assert_eq!(merged.bytes(), 20);
+        let capped = b.reserve_share(1, 10).await;
+        assert_eq!(capped.bytes(), 10, "never more than the maximum");
+        drop(capped);
+        drop(merged);
+        assert_eq!(b.used(), 0);
+        assert!(b.try_reserve(100).is_some(), "every permit came back");
+    }
+
+    #[tokio::test]
+    async fn reserve_share_waits_for_its_minimum() {
+        let b = Budget::new(100);
+        let r1 = b.reserve(95).await;
+        let b2 = b.clone();
+        let waiter = tokio::spawn(async move { b2.reserve_share(20, 60).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished(), "only 5 bytes are free");
+        drop(r1);
+        let r = tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("woken")
+            .expect("task");
+        assert_eq!(r.bytes(), 60, "20, then half of the 80 left, capped at 60");
     }
 
     #[tokio::test]

@@ -2,15 +2,16 @@
 //! for the partitions that broker leads, and the [`Router`] that assigns partitions to
 //! the fetcher of their leader and re-routes them on leader changes.
 //!
-//! A fetcher asks only for partitions whose pipeline has room (a bounded channel) and
-//! reserves each record set against the in-flight [`Budget`] before handing it on, so
-//! fetching waits when the budget is full. The partition's [`Cursor`] is the fetch
+//! A fetcher asks only for partitions whose pipeline has room (a bounded channel), and
+//! only for as many bytes as it could reserve from the in-flight [`Budget`] beforehand, so
+//! fetching waits when the budget is full and a response never outgrows it. Each record
+//! set takes its share of that reservation before it is handed on. The partition's [`Cursor`] is the fetch
 //! position; a pipeline that must re-read (incident handling) bumps its generation, and
 //! data fetched under an older generation is dropped.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use strait_client::{AbortedTxn, Client, FetchOptions, FetchPosition, FetchedPartition};
@@ -186,6 +187,15 @@ impl Router {
         })
     }
 
+    /// Free budget a fetcher waits for before it asks: one partition's worth, or a
+    /// sixteenth of the budget when that is smaller (a batch larger than the request's
+    /// limit still comes whole, KIP-74, and takes its extra bytes when it arrives).
+    fn min_fetch_room(&self) -> usize {
+        let partition = usize::try_from(self.partition_max_bytes).unwrap_or(0);
+        let sixteenth = usize::try_from(self.budget.total() / 16).unwrap_or(usize::MAX);
+        partition.min(sixteenth).max(1)
+    }
+
     /// Hands `feed` to the fetcher of its leader (in the background).
     pub fn assign(self: &Arc<Self>, feed: Arc<PartitionFeed>) {
         let router = Arc::clone(self);
@@ -254,6 +264,7 @@ async fn run_fetcher(
     let mut session = router.client.fetch_session(broker);
     let mut parts: Vec<Arc<PartitionFeed>> = Vec::new();
     let mut failures: u32 = 0;
+    let fetch_max = usize::try_from(router.opts.max_bytes).unwrap_or(0);
     loop {
         if *stop.borrow() {
             return;
@@ -280,18 +291,36 @@ async fn run_fetcher(
             }
             continue;
         }
+        // Reserve before asking: the response is read into memory the budget has.
+        let asked_at = Instant::now();
+        let mut upfront = tokio::select! {
+            r = router.budget.reserve_share(router.min_fetch_room(), fetch_max) => r,
+            _ = stop.changed() => return,
+        };
+        let room = i32::try_from(upfront.bytes()).unwrap_or(i32::MAX).max(1);
+        let opts = FetchOptions {
+            max_bytes: room,
+            ..router.opts
+        };
         let positions: Vec<FetchPosition> = wanted
             .iter()
             .map(|(p, c)| {
                 let mut pos = FetchPosition::new(p.topic.clone(), p.partition, c.position);
-                pos.max_bytes = router.partition_max_bytes;
+                pos.max_bytes = router.partition_max_bytes.min(room);
                 pos
             })
             .collect();
+        let sent_at = Instant::now();
         let result = tokio::select! {
-            r = session.fetch(&positions, &router.opts) => r,
+            r = session.fetch(&positions, &opts) => r,
             _ = stop.changed() => return,
         };
+        tracing::trace!(flow = %router.flow, broker, partitions = positions.len(), room,
+            waited_for_budget = ?(sent_at - asked_at), took = ?sent_at.elapsed(),
+            bytes = result.as_ref().map_or(0, |r| {
+                r.partitions.iter().map(|p| p.records.len()).sum::<usize>()
+            }),
+            "fetch");
         match result {
             Err(e) => {
                 failures += 1;
@@ -321,7 +350,7 @@ async fn run_fetcher(
                     else {
                         continue;
                     };
-                    if let Some(drop) = deliver(&router, p, *c, fp).await {
+                    if let Some(drop) = deliver(&router, p, *c, fp, &mut upfront).await {
                         if drop {
                             parts.retain(|x| !Arc::ptr_eq(x, p));
                         }
@@ -335,12 +364,14 @@ async fn run_fetcher(
     }
 }
 
-/// Handles one partition of a response; `Some(true)` when the fetcher must forget it.
+/// Handles one partition of a response, taking its share of the fetch's `upfront`
+/// reservation; `Some(true)` when the fetcher must forget it.
 async fn deliver(
     router: &Arc<Router>,
     p: &Arc<PartitionFeed>,
     asked: Cursor,
     fp: FetchedPartition,
+    upfront: &mut Reservation,
 ) -> Option<bool> {
     match fp.error_code {
         0 => {
@@ -363,7 +394,17 @@ async fn deliver(
             if !news && fp.records.is_empty() {
                 return None;
             }
-            let reservation = Arc::new(router.budget.reserve(fp.records.len()).await);
+            let mut share = upfront.take(fp.records.len());
+            if share.bytes() < fp.records.len() {
+                // A broker returns a first batch larger than the limit (KIP-74).
+                share.absorb(
+                    router
+                        .budget
+                        .reserve(fp.records.len() - share.bytes())
+                        .await,
+                );
+            }
+            let reservation = Arc::new(share);
             let feed = Feed::Data {
                 generation: asked.generation,
                 position: asked.position,
