@@ -46,6 +46,11 @@ pub struct BenchArgs {
     /// this bounds live latency on Tansu).
     #[arg(long, value_parser = parse_duration)]
     pub fetch_max_wait: Option<Duration>,
+    /// Any other `[engine]` key of the generated config, as `KEY=TOML-VALUE`
+    /// (e.g. `--engine worker_threads=2`, `--engine in_flight_memory='"64MiB"'`);
+    /// repeatable. The engine runs on `engine.worker_threads` threads, as `strait run` does.
+    #[arg(long = "engine", value_name = "KEY=VALUE", value_parser = parse_engine_setting)]
+    pub engine: Vec<(String, String)>,
     /// Print one JSON object on stdout instead of the text table.
     #[arg(long)]
     pub json: bool,
@@ -59,6 +64,9 @@ pub enum Mode {
     Drain,
     /// Replicate continuously (`Engine::run`) while producing at `--rate`; measure latency.
     Live,
+    /// Only load the source, as `drain` does, and leave the topic for another process
+    /// (`scripts/bench` times `strait run --once` on it as a process of its own).
+    Load,
 }
 
 /// Batch codec of the load.
@@ -87,6 +95,24 @@ impl Codec {
             Codec::Lz4 => Compression::Lz4,
             Codec::Zstd => Compression::Zstd,
         }
+    }
+}
+
+/// Parses `KEY=VALUE` for `--engine`; the value is checked later, by the config loader.
+pub fn parse_engine_setting(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
+            let key = k.trim();
+            if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!(
+                    "`{key}`: an [engine] key is letters, digits and `_`"
+                ));
+            }
+            Ok((key.to_owned(), v.trim().to_owned()))
+        }
+        _ => Err(format!(
+            "`{text}`: expected KEY=VALUE, e.g. coalesce_max_bytes='\"256KiB\"'"
+        )),
     }
 }
 

@@ -48,10 +48,16 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         )
     });
     let fetch_max_wait = match args.mode {
-        Mode::Drain => args.fetch_max_wait,
+        Mode::Drain | Mode::Load => args.fetch_max_wait,
         Mode::Live => Some(args.fetch_max_wait.unwrap_or(LIVE_FETCH_MAX_WAIT)),
     };
-    let config = replicate::build_config(&args.source, &args.target, &topic, fetch_max_wait)?;
+    let config = replicate::build_config(
+        &args.source,
+        &args.target,
+        &topic,
+        fetch_max_wait,
+        &args.engine,
+    )?;
     let target_topic = replicate::target_topic(&config, &topic)?;
     // The bench's own runtime: load generator, verifier, live producer and tailer.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -87,7 +93,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         codec: args.codec,
         batch_size: args.batch_size,
         engine_fetch_max_wait_ms: config.engine.fetch_max_wait.as_millis() as u64,
-        engine_workers: replicate::ENGINE_WORKERS,
+        engine_workers: config.engine.worker_threads,
         load: None,
         replication: None,
         live: None,
@@ -97,7 +103,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     };
 
     match args.mode {
-        Mode::Drain => {
+        Mode::Drain | Mode::Load => {
             let progress = Arc::new(load::Progress::default());
             let display = progress::Display::start(
                 "loading",
@@ -127,32 +133,38 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             let load_rate = load_report.mib_per_sec;
             report.load = Some(load_report);
             report.memory.rss_before_replication_bytes = measure::rss_now();
-
-            let display = progress::Display::start("replicating (Engine::run_once)", None, None);
-            let (summary, cost) = replicate::run_once(config)?;
-            display.finish();
-            report.memory.replication_peak_rss_bytes = Some(cost.rss.peak_bytes).filter(|b| *b > 0);
-            report.replication = Some(ReplicationReport::new(
-                summary.records(),
-                summary.bytes(),
-                stats.value_bytes,
-                cost.elapsed.as_secs_f64(),
-                Some(load_rate),
-                Cpu::from(cost.engine_threads_cpu),
-                Cpu::from(cost.process_cpu),
-                Cpu::from(cost.rss.sampler_cpu),
-            ));
-            let display = progress::Display::start("verifying", None, None);
-            let v = rt.block_on(verify::verify(
-                &source,
-                &topic,
-                &target,
-                &target_topic,
-                args.partitions,
-            ));
-            display.finish();
-            report.ok = v.ok;
-            report.verification = Some(v);
+            if args.mode == Mode::Load {
+                // The loaded topic is left for another process (`strait run --once`).
+                report.ok = true;
+            } else {
+                let display =
+                    progress::Display::start("replicating (Engine::run_once)", None, None);
+                let (summary, cost) = replicate::run_once(config)?;
+                display.finish();
+                report.memory.replication_peak_rss_bytes =
+                    Some(cost.rss.peak_bytes).filter(|b| *b > 0);
+                report.replication = Some(ReplicationReport::new(
+                    summary.records(),
+                    summary.bytes(),
+                    stats.value_bytes,
+                    cost.elapsed.as_secs_f64(),
+                    Some(load_rate),
+                    Cpu::from(cost.engine_threads_cpu),
+                    Cpu::from(cost.process_cpu),
+                    Cpu::from(cost.rss.sampler_cpu),
+                ));
+                let display = progress::Display::start("verifying", None, None);
+                let v = rt.block_on(verify::verify(
+                    &source,
+                    &topic,
+                    &target,
+                    &target_topic,
+                    args.partitions,
+                ));
+                display.finish();
+                report.ok = v.ok;
+                report.verification = Some(v);
+            }
         }
         Mode::Live => {
             report.memory.rss_before_replication_bytes = measure::rss_now();
@@ -222,5 +234,6 @@ fn mode_name(m: Mode) -> &'static str {
     match m {
         Mode::Drain => "drain",
         Mode::Live => "live",
+        Mode::Load => "load",
     }
 }
