@@ -248,6 +248,12 @@ impl Router {
     }
 }
 
+/// The fetch wait used while the last response left data behind: Kafka answers at once
+/// when data is there, so it costs nothing; Tansu gathers data for about half the wait and
+/// returns what it has, so a short `fetch_max_wait` (tuned for latency at the end of the
+/// log) would starve a fetcher that is catching up (docs/compatibility.md).
+const CATCH_UP_MAX_WAIT: Duration = Duration::from_millis(500);
+
 /// Kafka codes after which the partition is routed again: NOT_LEADER_OR_FOLLOWER,
 /// UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH,
 /// UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID, REPLICA_NOT_AVAILABLE.
@@ -265,6 +271,8 @@ async fn run_fetcher(
     let mut parts: Vec<Arc<PartitionFeed>> = Vec::new();
     let mut failures: u32 = 0;
     let fetch_max = usize::try_from(router.opts.max_bytes).unwrap_or(0);
+    // Whether the last response stopped short of some partition's end.
+    let mut behind = false;
     loop {
         if *stop.borrow() {
             return;
@@ -300,6 +308,11 @@ async fn run_fetcher(
         let room = i32::try_from(upfront.bytes()).unwrap_or(i32::MAX).max(1);
         let opts = FetchOptions {
             max_bytes: room,
+            max_wait: if behind {
+                router.opts.max_wait.max(CATCH_UP_MAX_WAIT)
+            } else {
+                router.opts.max_wait
+            },
             ..router.opts
         };
         let positions: Vec<FetchPosition> = wanted
@@ -343,6 +356,7 @@ async fn run_fetcher(
             }
             Ok(result) => {
                 failures = 0;
+                behind = false;
                 for fp in result.partitions {
                     let Some((p, c)) = wanted
                         .iter()
@@ -350,7 +364,8 @@ async fn run_fetcher(
                     else {
                         continue;
                     };
-                    if let Some(drop) = deliver(&router, p, *c, fp, &mut upfront).await {
+                    if let Some(drop) = deliver(&router, p, *c, fp, &mut upfront, &mut behind).await
+                    {
                         if drop {
                             parts.retain(|x| !Arc::ptr_eq(x, p));
                         }
@@ -365,13 +380,15 @@ async fn run_fetcher(
 }
 
 /// Handles one partition of a response, taking its share of the fetch's `upfront`
-/// reservation; `Some(true)` when the fetcher must forget it.
+/// reservation, and sets `behind` when data is left past what was returned; `Some(true)`
+/// when the fetcher must forget the partition.
 async fn deliver(
     router: &Arc<Router>,
     p: &Arc<PartitionFeed>,
     asked: Cursor,
     fp: FetchedPartition,
     upfront: &mut Reservation,
+    behind: &mut bool,
 ) -> Option<bool> {
     match fp.error_code {
         0 => {
@@ -387,6 +404,7 @@ async fn deliver(
                 // The pipeline reports the error with context.
                 Err(_) => asked.position,
             };
+            *behind |= next != asked.position && next < end;
             let news = next != asked.position || {
                 let mut last = p.last_end.lock().unwrap_or_else(PoisonError::into_inner);
                 std::mem::replace(&mut *last, end) != end
