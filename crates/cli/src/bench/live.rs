@@ -80,8 +80,13 @@ pub struct LiveResult {
     pub missing: u64,
     /// Produced bytes of values per second over the production window, MiB/s.
     pub achieved_mib_per_sec: f64,
-    /// Records not yet on the target when the last acknowledgement arrived.
+    /// Records the tailer had not yet read from the target when the last acknowledgement
+    /// arrived.
     pub lag_at_end_records: u64,
+    /// Of those, records not yet *written* to the target then (source acks minus the
+    /// target's high watermarks, read right after the last ack): the engine's share of the
+    /// lag; the rest is the tailer's (it runs in this process, as does the producer).
+    pub engine_lag_at_end_records: u64,
     /// From the last acknowledgement until the target had everything (or the grace ran out), s.
     pub catch_up_secs: f64,
     /// Everything arrived within 1 s of the last acknowledgement.
@@ -128,6 +133,26 @@ impl Percentiles {
             max: us[us.len() - 1] as f64 / 1000.0,
         }
     }
+}
+
+/// The sum of `topic`'s high watermarks on `client`, one small Fetch per partition (Tansu's
+/// ListOffsets LATEST is wrong for multi-record batches; the Fetch high watermark is right).
+async fn target_end(client: &Client, topic: &str, partitions: i32) -> Result<u64> {
+    let opts = FetchOptions {
+        max_wait: Duration::from_millis(5),
+        max_bytes: 1,
+        ..FetchOptions::default()
+    };
+    let mut end = 0;
+    for p in 0..partitions {
+        let mut c =
+            strait_client::PartitionConsumer::new(client.clone(), topic, p, 0).with_options(opts);
+        c.poll()
+            .await
+            .with_context(|| format!("reading the high watermark of {topic}-{p}"))?;
+        end += u64::try_from(c.high_watermark()).unwrap_or(0);
+    }
+    Ok(end)
 }
 
 fn encode_header(seq: u64, send_us: u64) -> Bytes {
@@ -315,6 +340,8 @@ pub async fn run(
     let last_ack = Instant::now();
     let total = produced.load(Ordering::Relaxed);
     let lag_at_end = total.saturating_sub(received.load(Ordering::Relaxed));
+    let engine_lag_at_end =
+        total.saturating_sub(target_end(target, &params.target_topic, params.partitions).await?);
     while received.load(Ordering::Relaxed) < total && last_ack.elapsed() < GRACE && engine_alive() {
         if let Some(Some(Err(e))) = tailers.try_join_next().map(|r| r.ok()) {
             return Err(e);
@@ -360,6 +387,7 @@ pub async fn run(
         missing,
         achieved_mib_per_sec: value_bytes / (1024.0 * 1024.0) / window.as_secs_f64().max(1e-9),
         lag_at_end_records: lag_at_end,
+        engine_lag_at_end_records: engine_lag_at_end,
         catch_up_secs: catch_up.as_secs_f64(),
         kept_up: missing == 0 && catch_up <= KEPT_UP_WITHIN,
         ack_to_readable_ms: Percentiles::of_micros(&mut ack_to_read),

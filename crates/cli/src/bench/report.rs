@@ -324,9 +324,11 @@ impl Report {
             rows.push((
                 "kept up".into(),
                 format!(
-                    "{}: lag {} records at the last ack, caught up in {:.3} s; {} missing, {} duplicates",
+                    "{}: lag {} records at the last ack ({} not yet written to the target), \
+                     caught up in {:.3} s; {} missing, {} duplicates",
                     if r.kept_up { "yes" } else { "NO" },
                     r.lag_at_end_records,
+                    r.engine_lag_at_end_records,
                     r.catch_up_secs,
                     r.missing,
                     r.duplicates
