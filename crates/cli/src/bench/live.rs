@@ -23,6 +23,8 @@ use super::load::{HEADER, PayloadPool, Progress};
 const TICK: Duration = Duration::from_millis(5);
 /// The target tailer's fetch max wait (Tansu answers a parked fetch after max_wait/2).
 pub const TAIL_MAX_WAIT: Duration = Duration::from_millis(10);
+/// The tailer's fetch max wait while it is behind the target's high watermark.
+const TAIL_CATCH_UP_MAX_WAIT: Duration = Duration::from_millis(500);
 /// How long after the last acknowledgement the target may take to catch up before the
 /// remaining records count as missing.
 const GRACE: Duration = Duration::from_secs(30);
@@ -226,6 +228,13 @@ pub async fn run(
                 max_bytes: 8 * 1024 * 1024,
                 ..FetchOptions::default()
             };
+            // Behind the high watermark, wait longer: Tansu answers after about
+            // max_wait / 2 with what it gathered, so a short wait starves a reader that is
+            // catching up (the engine's fetchers do the same; docs/compatibility.md).
+            let catching_up = FetchOptions {
+                max_wait: TAIL_CATCH_UP_MAX_WAIT,
+                ..opts
+            };
             let mut c =
                 strait_client::PartitionConsumer::new(client, &topic, p, 0).with_options(opts);
             while !stop.load(Ordering::Relaxed) {
@@ -233,6 +242,8 @@ pub async fn run(
                     .poll()
                     .await
                     .with_context(|| format!("tailing {topic}-{p}"))?;
+                let behind = c.high_watermark() > c.position();
+                c = c.with_options(if behind { catching_up } else { opts });
                 let t = now_us();
                 for r in &records {
                     let Some((seq, _)) = r
