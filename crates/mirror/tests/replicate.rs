@@ -248,3 +248,57 @@ fn unreachable_cluster_fails_fast_with_its_name_and_address() {
     assert!(started.elapsed() < Duration::from_secs(15), "{msg}");
     assert!(msg.contains("cluster dst") && msg.contains(&dead), "{msg}");
 }
+
+/// A backlog many times `engine.in_flight_memory`: fetches ask for no more than the budget
+/// has room for, batches larger than a fetch's share still arrive whole (KIP-74), and
+/// nothing is lost or stuck.
+#[test]
+fn a_backlog_far_larger_than_the_in_flight_budget_is_replicated_whole() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, "fid.budget", 3, &[]).expect("topic");
+    let mut data = DataGen::new(11);
+    let mut produced = 0;
+    for (i, codec) in [Codec::None, Codec::Lz4].into_iter().enumerate() {
+        let mut records = Vec::new();
+        for p in 0..3 {
+            let spec = RecordSpec {
+                partition: Some(p),
+                compressible: i == 1,
+                headers: 1,
+                ..RecordSpec::default()
+            };
+            records.extend(data.records(1_500, &spec));
+            // Larger than a fetch's share of the budget below.
+            records.push(
+                TestRecord::new(Bytes::from_static(b"big"), data.bytes(300_000)).with_partition(p),
+            );
+        }
+        produced += records.len();
+        let opts = ProduceOptions {
+            codec,
+            idempotence: true,
+            ..ProduceOptions::default()
+        };
+        rdkafka::produce(&src, "fid.budget", &records, &opts).expect("produce");
+    }
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tight = "in_flight_memory = \"512KiB\"\nfetch_partition_max_bytes = \"128KiB\"\n";
+    let engine = Engine::new(config(&src, &dst, tight));
+    let summary = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(120), engine.run_once()).await })
+        .expect("run --once finished (no budget deadlock)")
+        .expect("run --once");
+    assert_eq!(summary.records(), produced as u64, "{summary}");
+
+    let source = rdkafka::consume(&src, "fid.budget", &ConsumeOptions::count(produced)).unwrap();
+    let target =
+        rdkafka::consume(&dst, "src.fid.budget", &ConsumeOptions::count(produced)).unwrap();
+    let (s, t) = (by_partition(&source), by_partition(&target));
+    assert_eq!(s.values().map(Vec::len).sum::<usize>(), produced);
+    assert_eq!(
+        s, t,
+        "the target holds exactly the source's records, in order"
+    );
+}
