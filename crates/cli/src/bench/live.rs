@@ -228,7 +228,7 @@ pub async fn run(
                 max_bytes: 8 * 1024 * 1024,
                 ..FetchOptions::default()
             };
-            // Behind the high watermark, wait longer: Tansu answers after about
+            // Falling behind the high watermark, wait longer: Tansu answers after about
             // max_wait / 2 with what it gathered, so a short wait starves a reader that is
             // catching up (the engine's fetchers do the same; docs/compatibility.md).
             let catching_up = FetchOptions {
@@ -242,7 +242,9 @@ pub async fn run(
                     .poll()
                     .await
                     .with_context(|| format!("tailing {topic}-{p}"))?;
-                let behind = c.high_watermark() > c.position();
+                // More waiting than this poll brought (as in the engine's fetchers).
+                let behind = c.high_watermark().saturating_sub(c.position())
+                    > i64::try_from(records.len()).unwrap_or(i64::MAX).max(1);
                 c = c.with_options(if behind { catching_up } else { opts });
                 let t = now_us();
                 for r in &records {

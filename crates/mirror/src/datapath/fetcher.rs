@@ -248,7 +248,8 @@ impl Router {
     }
 }
 
-/// The fetch wait used while the last response left data behind: Kafka answers at once
+/// The fetch wait used while the last response left more data behind than it brought
+/// (falling behind, or catching up): Kafka answers at once
 /// when data is there, so it costs nothing; Tansu gathers data for about half the wait and
 /// returns what it has, so a short `fetch_max_wait` (tuned for latency at the end of the
 /// log) would starve a fetcher that is catching up (docs/compatibility.md).
@@ -404,7 +405,9 @@ async fn deliver(
                 // The pipeline reports the error with context.
                 Err(_) => asked.position,
             };
-            *behind |= next != asked.position && next < end;
+            // Behind: more is waiting than this response brought (at the end of a busy log a
+            // few records always arrive during the response; that is not falling behind).
+            *behind |= end.saturating_sub(next) > next.saturating_sub(asked.position).max(1);
             let news = next != asked.position || {
                 let mut last = p.last_end.lock().unwrap_or_else(PoisonError::into_inner);
                 std::mem::replace(&mut *last, end) != end
