@@ -40,6 +40,16 @@ fetch_max_wait = "100ms"
     load_str(&text, "test config", &|_| None).expect("valid config")
 }
 
+/// Produces `records` with an idempotent librdkafka producer.
+fn produce_idempotent(bootstrap: &str, topic: &str, records: &[TestRecord], codec: Codec) {
+    let opts = ProduceOptions {
+        codec,
+        idempotence: true,
+        ..ProduceOptions::default()
+    };
+    rdkafka::produce(bootstrap, topic, records, &opts).expect("produce");
+}
+
 /// Records per partition, in order, as (key, value, headers, timestamp).
 fn by_partition(records: &[ConsumedRecord]) -> BTreeMap<i32, Vec<TestRecord>> {
     let mut m: BTreeMap<i32, Vec<(i64, TestRecord)>> = BTreeMap::new();
@@ -87,12 +97,7 @@ fn librdkafka_data_of_every_codec_is_replicated_identically() {
                 .with_partition(i as i32 % 6),
         );
         produced += records.len();
-        let opts = ProduceOptions {
-            codec,
-            idempotence: true,
-            ..ProduceOptions::default()
-        };
-        rdkafka::produce(&src, "fid", &records, &opts).expect("produce");
+        produce_idempotent(&src, "fid", &records, codec);
     }
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -275,12 +280,7 @@ fn a_backlog_far_larger_than_the_in_flight_budget_is_replicated_whole() {
             );
         }
         produced += records.len();
-        let opts = ProduceOptions {
-            codec,
-            idempotence: true,
-            ..ProduceOptions::default()
-        };
-        rdkafka::produce(&src, "fid.budget", &records, &opts).expect("produce");
+        produce_idempotent(&src, "fid.budget", &records, codec);
     }
 
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -102,6 +102,16 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         ok: false,
     };
 
+    // Source and target, read to their high watermarks and compared.
+    let verify_copy = || {
+        rt.block_on(verify::verify(
+            &source,
+            &topic,
+            &target,
+            &target_topic,
+            args.partitions,
+        ))
+    };
     match args.mode {
         Mode::Drain | Mode::Load => {
             let progress = Arc::new(load::Progress::default());
@@ -154,13 +164,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
                     Cpu::from(cost.rss.sampler_cpu),
                 ));
                 let display = progress::Display::start("verifying", None, None);
-                let v = rt.block_on(verify::verify(
-                    &source,
-                    &topic,
-                    &target,
-                    &target_topic,
-                    args.partitions,
-                ));
+                let v = verify_copy();
                 display.finish();
                 report.ok = v.ok;
                 report.verification = Some(v);
@@ -196,13 +200,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
                 (Err(e), Ok(())) => return Err(e),
                 (Ok(_), Err(e)) => return Err(e),
             };
-            let v = rt.block_on(verify::verify(
-                &source,
-                &topic,
-                &target,
-                &target_topic,
-                args.partitions,
-            ));
+            let v = verify_copy();
             report.ok = v.ok && result.missing == 0;
             report.verification = Some(v);
             report.live = Some(LiveReport {

@@ -148,6 +148,22 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Asserts that `waiter` still waits after 20 ms (`why`), runs `release`, and returns
+    /// what the waiter then finishes with.
+    async fn waits_until<T>(
+        waiter: tokio::task::JoinHandle<T>,
+        why: &str,
+        release: impl FnOnce(),
+    ) -> T {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished(), "{why}");
+        release();
+        tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("woken")
+            .expect("task")
+    }
+
     #[tokio::test]
     async fn reserve_waits_until_bytes_are_returned() {
         let b = Budget::new(100);
@@ -155,13 +171,7 @@ mod tests {
         assert_eq!(b.used(), 60);
         let b2 = b.clone();
         let waiter = tokio::spawn(async move { b2.reserve(50).await });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!waiter.is_finished(), "only 40 bytes are left");
-        drop(r1);
-        let r2 = tokio::time::timeout(Duration::from_secs(1), waiter)
-            .await
-            .expect("woken")
-            .expect("task");
+        let r2 = waits_until(waiter, "only 40 bytes are left", || drop(r1)).await;
         assert_eq!(b.used(), 50);
         drop(r2);
         assert_eq!(b.used(), 0);
@@ -210,13 +220,7 @@ mod tests {
         let r1 = b.reserve(95).await;
         let b2 = b.clone();
         let waiter = tokio::spawn(async move { b2.reserve_share(20, 60).await });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!waiter.is_finished(), "only 5 bytes are free");
-        drop(r1);
-        let r = tokio::time::timeout(Duration::from_secs(1), waiter)
-            .await
-            .expect("woken")
-            .expect("task");
+        let r = waits_until(waiter, "only 5 bytes are free", || drop(r1)).await;
         assert_eq!(r.bytes(), 60, "20, then half of the 80 left, capped at 60");
     }
 
