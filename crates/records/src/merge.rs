@@ -48,9 +48,24 @@ pub enum CompressedPolicy {
     /// batches are merged. No codec work at all.
     #[default]
     Never,
+    /// Recompress only lz4 and snappy batches, codecs that compress at hundreds of MB/s
+    /// per core; gzip and zstd batches are left as they are.
+    RecompressFast,
     /// Decompress consecutive batches of one codec, merge their records and recompress
     /// the result with that codec.
     Recompress,
+}
+
+impl CompressedPolicy {
+    /// Whether batches compressed with `codec` may be merged under this policy
+    /// (uncompressed ones always may).
+    pub fn merges(self, codec: Compression) -> bool {
+        match (self, codec) {
+            (_, Compression::None) | (CompressedPolicy::Recompress, _) => true,
+            (CompressedPolicy::RecompressFast, Compression::Lz4 | Compression::Snappy) => true,
+            _ => false,
+        }
+    }
 }
 
 /// How to merge.
@@ -254,8 +269,7 @@ pub fn merge(batches: &[Batch], options: &MergeOptions) -> Result<Vec<Merged>> {
     let mut i = 0;
     while i < batches.len() {
         let codec = batches[i].header().compression();
-        let unmergeable = batches[i].size() > max
-            || (codec != Compression::None && options.compressed == CompressedPolicy::Never);
+        let unmergeable = batches[i].size() > max || !options.compressed.merges(codec);
         if unmergeable {
             out.push(unchanged(batches, i));
             i += 1;

@@ -787,7 +787,11 @@ pub(crate) fn fuzz_body(data: &[u8]) {
         first_offset: 0,
     }];
     let _ = filter_aborted(&batches, &aborted, &limits);
-    for policy in [CompressedPolicy::Never, CompressedPolicy::Recompress] {
+    for policy in [
+        CompressedPolicy::Never,
+        CompressedPolicy::RecompressFast,
+        CompressedPolicy::Recompress,
+    ] {
         let opts = MergeOptions {
             max_bytes: 1 << 10,
             compressed: policy,
@@ -843,6 +847,11 @@ fn check_merge(inputs: &[Batch], opts: &MergeOptions) -> Vec<Merged> {
                         .all(|b| b.header().compression() == codec)
                 );
                 assert_eq!(h.compression(), codec);
+                assert!(
+                    opts.compressed.merges(codec),
+                    "{codec:?} merged under {:?}",
+                    opts.compressed
+                );
                 assert_eq!(h.attributes.0, u16::from(codec.id()));
                 assert_eq!(h.base_offset, 0);
                 assert_eq!(
@@ -1295,10 +1304,13 @@ proptest! {
     fn merge_keeps_content_offsets_and_limits(
         specs in proptest::collection::vec(merge_input(), 0..12),
         max in prop_oneof![100usize..3_000, 3_000usize..40_000, Just(usize::MAX)],
-        recompress in any::<bool>(),
+        policy in prop_oneof![
+            Just(CompressedPolicy::Never),
+            Just(CompressedPolicy::RecompressFast),
+            Just(CompressedPolicy::Recompress),
+        ],
     ) {
         let inputs = build_inputs(&specs);
-        let policy = if recompress { CompressedPolicy::Recompress } else { CompressedPolicy::Never };
         check_merge(&inputs, &MergeOptions::new(max).compressed(policy));
     }
 

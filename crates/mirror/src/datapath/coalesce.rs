@@ -19,15 +19,16 @@
 //!   with [`strait_records::merge`] into one batch that takes a single slot.
 //!
 //! Mergeable: forwarded source batches (their header's base offset is the source offset),
-//! not transactional, and uncompressed unless recompression is allowed. Re-encoded batches
-//! and compressed batches under [`CompressedPolicy::Never`] go as they are. A merged batch
+//! not transactional, and uncompressed unless the recompression policy
+//! ([`strait_records::CompressedPolicy::merges`]) allows their codec. Re-encoded batches and
+//! other compressed batches go as they are. A merged batch
 //! reports the source offset of each record as runs ([`Written::Runs`]), which the
 //! recorder appends to the offset map run by run at consecutive target offsets, so the
 //! map stays exact across the gaps between (and inside) the merged inputs.
 
 use std::collections::VecDeque;
 
-use strait_records::{Batch, CompressedPolicy, Compression, MergeOptions, Merged, merge};
+use strait_records::{Batch, MergeOptions, Merged, merge};
 
 /// The source offsets of the records of a produced batch, in record order: record `i`
 /// lands at target offset `base + i`.
@@ -174,8 +175,7 @@ impl<P, R> Coalescer<P, R> {
             && !h.attributes.is_control()
             && h.records_count > 0
             && batch.size() <= self.options.max_bytes
-            && (h.compression() == Compression::None
-                || self.options.compressed == CompressedPolicy::Recompress)
+            && self.options.compressed.merges(h.compression())
     }
 
     /// Queues a batch to produce.
@@ -365,6 +365,7 @@ mod tests {
     use super::*;
     use bytes::Bytes;
     use strait_offsets::{OffsetMap, Precision, Side, Translation};
+    use strait_records::{CompressedPolicy, Compression};
 
     fn exact(t: Translation) -> Option<u64> {
         match t {
@@ -513,6 +514,23 @@ mod tests {
             MergeOptions::new(1 << 20).compressed(CompressedPolicy::Recompress),
         );
         assert!(r.mergeable(&lz4), "policy allowed");
+        let fast: Coalescer<u32, &str> = Coalescer::new(
+            5,
+            MergeOptions::new(1 << 20).compressed(CompressedPolicy::RecompressFast),
+        );
+        assert!(fast.mergeable(&lz4), "policy fast: lz4");
+        assert!(
+            fast.mergeable(&batch_at(0, 3, Compression::Snappy)),
+            "policy fast: snappy"
+        );
+        assert!(
+            !fast.mergeable(&batch_at(0, 3, Compression::Zstd)),
+            "policy fast: not zstd"
+        );
+        assert!(
+            !fast.mergeable(&batch_at(0, 3, Compression::Gzip)),
+            "policy fast: not gzip"
+        );
         let mut a = dense(0, 3);
         a.mergeable = false;
         r.push_batch(a);

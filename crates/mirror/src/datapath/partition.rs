@@ -177,6 +177,7 @@ async fn send_loop(
         max_bytes: spec.coalesce_max_bytes.min(spec.max_batch_bytes).max(1),
         compressed: match spec.recompress {
             RecompressPolicy::Never => CompressedPolicy::Never,
+            RecompressPolicy::Fast => CompressedPolicy::RecompressFast,
             RecompressPolicy::Allowed => CompressedPolicy::Recompress,
         },
         limits,
