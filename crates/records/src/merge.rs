@@ -60,11 +60,15 @@ impl CompressedPolicy {
     /// Whether batches compressed with `codec` may be merged under this policy
     /// (uncompressed ones always may).
     pub fn merges(self, codec: Compression) -> bool {
-        match (self, codec) {
-            (_, Compression::None) | (CompressedPolicy::Recompress, _) => true,
-            (CompressedPolicy::RecompressFast, Compression::Lz4 | Compression::Snappy) => true,
-            _ => false,
-        }
+        matches!(
+            (self, codec),
+            (_, Compression::None)
+                | (CompressedPolicy::Recompress, _)
+                | (
+                    CompressedPolicy::RecompressFast,
+                    Compression::Lz4 | Compression::Snappy
+                )
+        )
     }
 }
 
