@@ -12,29 +12,19 @@ use strait_client::protocol::protocol::StrBytes;
 use strait_client::{Client, ClientConfig};
 use strait_mirror::Engine;
 use strait_mirror::config::{Config, load_str};
+use strait_testkit::config::two_cluster_flow;
 use strait_testkit::rdkafka::{self, ConsumeOptions, ProduceOptions, StartOffset, Transaction};
 use strait_testkit::{TansuCluster, TestRecord};
 
 fn config(source: &str, target: &str, extra_flow: &str) -> Config {
     let text = format!(
-        r#"
-[clusters.src]
-bootstrap_servers = "{source}"
-connect_timeout = "2s"
-request_timeout = "3s"
-[clusters.dst]
-bootstrap_servers = "{target}"
-connect_timeout = "2s"
-request_timeout = "3s"
-[[flows]]
-source = "src"
-target = "dst"
-{extra_flow}
+        r#"{}{extra_flow}
 [engine]
 fetch_max_wait = "100ms"
 [metrics]
 enabled = false
-"#
+"#,
+        two_cluster_flow(source, target, "3s")
     );
     load_str(&text, "test config", &|_| None).expect("valid config")
 }

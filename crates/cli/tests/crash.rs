@@ -20,6 +20,7 @@ use strait_client::{Client, ClientConfig, IsolationLevel};
 use strait_mirror::datapath::probe::bounds;
 use strait_testkit::TansuCluster;
 use strait_testkit::TestRecord;
+use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, ProduceOptions};
 
 const TOPIC: &str = "crash";
@@ -174,32 +175,17 @@ impl Drop for Producer {
 
 fn config(dir: &Path, source: &str, target: &str) -> PathBuf {
     let text = format!(
-        r#"
-[clusters.src]
-bootstrap_servers = "{source}"
-connect_timeout = "2s"
-request_timeout = "3s"
-[clusters.dst]
-bootstrap_servers = "{target}"
-connect_timeout = "2s"
-request_timeout = "3s"
-[[flows]]
-source = "src"
-target = "dst"
-[flows.topics]
+        r#"{}[flows.topics]
 include = ["{TOPIC}"]
-[flows.sync]
-group_offsets = false
-heartbeats = false
-checkpoints = false
-[flows.intervals]
+{SYNC_OFF}[flows.intervals]
 checkpoint = "1s"
 [engine]
 fetch_max_wait = "50ms"
 max_in_flight_per_partition = {MAX_IN_FLIGHT}
 [metrics]
 enabled = false
-"#
+"#,
+        two_cluster_flow(source, target, "3s")
     );
     let path = dir.join("strait.toml");
     std::fs::write(&path, text).expect("write config");
@@ -384,78 +370,34 @@ fn replicated(rt: &tokio::runtime::Runtime, dst: &str) -> i64 {
     ends(rt, dst, &format!("src.{TOPIC}")).map_or(0, |e| e.iter().sum())
 }
 
-#[test]
-fn kill_9_mid_stream_then_restart_loses_nothing_and_duplicates_stay_bounded() {
-    let (cluster, dir, cfg) = setup();
-    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
-    let rt = runtime();
-    let log = dir.path().join("strait.log");
-    let producer = Producer::start(src.clone());
-    let mut strait = Strait::start(&cfg, &log);
-    wait_for(
-        "records replicated before the crash",
-        Duration::from_secs(20),
-        || {
-            strait.assert_running();
-            replicated(&rt, &dst) >= 300
-        },
-    );
-    // Past at least one checkpoint, so the restart recovers from a saved map and the D rule.
-    std::thread::sleep(Duration::from_millis(1200));
-    strait.kill9();
-    let at_kill = replicated(&rt, &dst);
-    std::thread::sleep(Duration::from_millis(500));
-    let mut strait = Strait::start(&cfg, &log);
-    wait_for(
-        "replication after the restart",
-        Duration::from_secs(20),
-        || {
-            strait.assert_running();
-            replicated(&rt, &dst) > at_kill + 150
-        },
-    );
-    let produced = producer.finish();
-    wait_caught_up(&rt, &src, &dst, &mut strait);
-    let dups = verify(&src, &dst, produced);
-    let total: usize = dups.values().sum();
-    let bound = (MAX_IN_FLIGHT * u64::from(BATCH_RECORDS)) as usize;
-    println!(
-        "kill -9: {produced} records produced, {at_kill} on the target at the kill; \
-         duplicates per partition {dups:?} (total {total}); bound {bound} per partition \
-         ({MAX_IN_FLIGHT} batches of <= {BATCH_RECORDS} records)"
-    );
-    for (p, d) in &dups {
-        assert!(
-            *d <= bound,
-            "partition {p}: {d} duplicates > {bound}:\n{}",
-            strait.log_tail()
-        );
-    }
+/// A run stopped mid-stream and restarted, after the target caught up.
+struct Restarted {
+    produced: u64,
+    /// Records on the target right after the stop.
+    at_stop: i64,
+    /// Duplicates per partition.
+    dups: BTreeMap<i32, usize>,
+    /// The restarted process; the brokers and its directory live as long as it does.
+    strait: Strait,
+    _dir: tempfile::TempDir,
+    _cluster: TansuCluster,
 }
 
-#[test]
-fn sigterm_mid_stream_then_restart_loses_nothing_and_duplicates_nothing() {
+/// Replicates under a steady load, applies `stop` once 300 records are on the target
+/// (`before`: what the wait is for), restarts strait on the same config and state, and
+/// verifies the target once it has caught up with everything produced.
+fn stop_and_restart(before: &str, stop: impl FnOnce(&mut Strait)) -> Restarted {
     let (cluster, dir, cfg) = setup();
     let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
     let rt = runtime();
     let log = dir.path().join("strait.log");
     let producer = Producer::start(src.clone());
     let mut strait = Strait::start(&cfg, &log);
-    wait_for(
-        "records replicated before the stop",
-        Duration::from_secs(20),
-        || {
-            strait.assert_running();
-            replicated(&rt, &dst) >= 300
-        },
-    );
-    let status = strait.terminate(Duration::from_secs(15));
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "graceful stop:\n{}",
-        strait.log_tail()
-    );
+    wait_for(before, Duration::from_secs(20), || {
+        strait.assert_running();
+        replicated(&rt, &dst) >= 300
+    });
+    stop(&mut strait);
     let at_stop = replicated(&rt, &dst);
     std::thread::sleep(Duration::from_millis(500));
     let mut strait = Strait::start(&cfg, &log);
@@ -470,6 +412,53 @@ fn sigterm_mid_stream_then_restart_loses_nothing_and_duplicates_nothing() {
     let produced = producer.finish();
     wait_caught_up(&rt, &src, &dst, &mut strait);
     let dups = verify(&src, &dst, produced);
+    Restarted {
+        produced,
+        at_stop,
+        dups,
+        strait,
+        _dir: dir,
+        _cluster: cluster,
+    }
+}
+
+#[test]
+fn kill_9_mid_stream_then_restart_loses_nothing_and_duplicates_stay_bounded() {
+    let run = stop_and_restart("records replicated before the crash", |strait| {
+        // Past at least one checkpoint, so the restart recovers from a saved map and the D
+        // rule.
+        std::thread::sleep(Duration::from_millis(1200));
+        strait.kill9();
+    });
+    let (produced, at_kill, dups) = (run.produced, run.at_stop, &run.dups);
+    let total: usize = dups.values().sum();
+    let bound = (MAX_IN_FLIGHT * u64::from(BATCH_RECORDS)) as usize;
+    println!(
+        "kill -9: {produced} records produced, {at_kill} on the target at the kill; \
+         duplicates per partition {dups:?} (total {total}); bound {bound} per partition \
+         ({MAX_IN_FLIGHT} batches of <= {BATCH_RECORDS} records)"
+    );
+    for (p, d) in dups {
+        assert!(
+            *d <= bound,
+            "partition {p}: {d} duplicates > {bound}:\n{}",
+            run.strait.log_tail()
+        );
+    }
+}
+
+#[test]
+fn sigterm_mid_stream_then_restart_loses_nothing_and_duplicates_nothing() {
+    let mut run = stop_and_restart("records replicated before the stop", |strait| {
+        let status = strait.terminate(Duration::from_secs(15));
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "graceful stop:\n{}",
+            strait.log_tail()
+        );
+    });
+    let (produced, at_stop, dups) = (run.produced, run.at_stop, &run.dups);
     let total: usize = dups.values().sum();
     println!(
         "SIGTERM: {produced} records produced, {at_stop} on the target at the stop; \
@@ -479,8 +468,8 @@ fn sigterm_mid_stream_then_restart_loses_nothing_and_duplicates_nothing() {
         total,
         0,
         "duplicates per partition {dups:?}:\n{}",
-        strait.log_tail()
+        run.strait.log_tail()
     );
-    let status = strait.terminate(Duration::from_secs(15));
+    let status = run.strait.terminate(Duration::from_secs(15));
     assert_eq!(status.code(), Some(0), "second graceful stop");
 }

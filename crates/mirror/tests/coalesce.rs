@@ -14,6 +14,7 @@ use strait_mirror::Engine;
 use strait_mirror::config::{Config, load_str};
 use strait_offsets::{Precision, Translation};
 use strait_records::{BatchBuilder, Compression, Limits, Record, split};
+use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::{BrokerOptions, Direction, TansuBroker, rdkafka};
 
 const TOPIC: &str = "co";
@@ -23,30 +24,15 @@ const PER_BATCH: usize = 20;
 
 fn config(source: &str, target: &str) -> Config {
     let text = format!(
-        r#"
-[clusters.src]
-bootstrap_servers = "{source}"
-connect_timeout = "2s"
-request_timeout = "5s"
-[clusters.dst]
-bootstrap_servers = "{target}"
-connect_timeout = "2s"
-request_timeout = "5s"
-[[flows]]
-source = "src"
-target = "dst"
-[flows.topics]
+        r#"{}[flows.topics]
 include = ["co"]
-[flows.sync]
-group_offsets = false
-heartbeats = false
-checkpoints = false
-[engine]
+{SYNC_OFF}[engine]
 fetch_max_wait = "50ms"
 coalesce_max_bytes = "256KiB"
 [metrics]
 enabled = false
-"#
+"#,
+        two_cluster_flow(source, target, "5s")
     );
     load_str(&text, "test config", &|_| None).expect("valid config")
 }

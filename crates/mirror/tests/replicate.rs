@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use strait_mirror::Engine;
 use strait_mirror::config::{Config, load_str};
+use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{
     self, Codec, ConsumeOptions, ConsumedRecord, ProduceOptions, Transaction,
 };
@@ -14,28 +15,13 @@ use strait_testkit::{DataGen, RecordSpec, TansuCluster, TestRecord};
 
 fn config(source: &str, target: &str, extra: &str) -> Config {
     let text = format!(
-        r#"
-[clusters.src]
-bootstrap_servers = "{source}"
-connect_timeout = "2s"
-request_timeout = "3s"
-[clusters.dst]
-bootstrap_servers = "{target}"
-connect_timeout = "2s"
-request_timeout = "3s"
-[[flows]]
-source = "src"
-target = "dst"
-[flows.topics]
+        r#"{}[flows.topics]
 include = ["fid.*", "txn.*"]
-[flows.sync]
-group_offsets = false
-heartbeats = false
-checkpoints = false
-[engine]
+{SYNC_OFF}[engine]
 fetch_max_wait = "100ms"
 {extra}
-"#
+"#,
+        two_cluster_flow(source, target, "3s")
     );
     load_str(&text, "test config", &|_| None).expect("valid config")
 }

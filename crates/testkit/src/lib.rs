@@ -11,6 +11,7 @@
 //! | [`rdkafka`] | librdkafka (Python confluent-kafka) as an independent client: create topics, produce, consume, group offsets |
 //! | [`proxy`] | [`FaultProxy`]: TCP proxy with delay, stall, cut and corrupt; [`TansuBroker::start_behind_proxy`] puts all of a client's traffic through one |
 //! | [`data`] | [`TestRecord`] and the seeded generator [`DataGen`] |
+//! | [`config`] | the text of a two-cluster, one-flow Strait config ([`config::two_cluster_flow`]) |
 //! | [`paths`] | where the workspace, the Tansu binary, Python and the helper script are |
 //! | [`error`] | the [`Error`] type |
 //!
@@ -41,6 +42,7 @@
 //! ```
 
 pub mod broker;
+pub mod config;
 pub mod data;
 pub mod error;
 pub mod paths;

@@ -116,18 +116,22 @@ pub fn parse_engine_setting(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Parses `512MiB`, `16KiB`, `1GiB`, `64MB`, `1000` (bytes). Binary units are powers of
-/// 1024, decimal ones (`KB`, `MB`, `GB`) powers of 1000.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+/// `"1.5GiB"` → `(1.5, "GiB")`: the leading decimal number and the (trimmed) rest.
+fn number_and_unit(text: &str) -> Option<(f64, &str)> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("`{text}`: expected a size like 512MiB, 16KiB or 1024"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+    Some((num.parse().ok()?, unit.trim()))
+}
+
+/// Parses `512MiB`, `16KiB`, `1GiB`, `64MB`, `1000` (bytes). Binary units are powers of
+/// 1024, decimal ones (`KB`, `MB`, `GB`) powers of 1000.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let (n, unit) = number_and_unit(text)
+        .ok_or_else(|| format!("`{text}`: expected a size like 512MiB, 16KiB or 1024"))?;
+    let mult: f64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kib" => 1024.0,
         "m" | "mib" => 1024.0 * 1024.0,
@@ -146,15 +150,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 /// Parses `60s`, `500ms`, `2m`, `1h`, `1.5s`; a bare number is seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("`{text}`: expected a duration like 60s or 500ms"))?;
-    let secs = match unit.trim() {
+    let (n, unit) = number_and_unit(text)
+        .ok_or_else(|| format!("`{text}`: expected a duration like 60s or 500ms"))?;
+    let secs = match unit {
         "" | "s" => n,
         "ms" => n / 1e3,
         "m" | "min" => n * 60.0,

@@ -375,13 +375,7 @@ async fn send_loop(
                 tracing::error!(flow = %spec.flow, topic = %spec.source_topic,
                     partition = spec.partition, "source truncation: {message}; policy skip: continuing from offset {start}");
                 send(record).await?;
-                planner.reposition(start);
-                generation += 1;
-                feed.with_cursor(|c| {
-                    c.position = start;
-                    c.generation = generation;
-                    c.paused = false;
-                });
+                generation = resume_from(feed, &mut planner, generation, start);
             }
             Feed::SourceRecreated => {
                 if !flush(spec, feed, producer, &rec, window, &mut queue, &mut stop).await? {
@@ -393,18 +387,30 @@ async fn send_loop(
                     "topic re-creation: policy skip: the map restarts and the new topic is \
                      replicated from offset {start}");
                 send(Record::SourceRecreated(start as u64)).await?;
-                planner.reposition(start);
                 recovery = Recovery::none();
-                generation += 1;
-                feed.with_cursor(|c| {
-                    c.position = start;
-                    c.generation = generation;
-                    c.paused = false;
-                });
+                generation = resume_from(feed, &mut planner, generation, start);
             }
             Feed::Failed(e) => return Err(e),
         }
     }
+}
+
+/// Restarts planning and fetching at source offset `start` under a new cursor generation
+/// (data fetched under older ones is dropped), and returns that generation.
+fn resume_from(
+    feed: &PartitionFeed,
+    planner: &mut Planner<Arc<Reservation>>,
+    generation: u64,
+    start: i64,
+) -> u64 {
+    let next = generation + 1;
+    planner.reposition(start);
+    feed.with_cursor(|c| {
+        c.position = start;
+        c.generation = next;
+        c.paused = false;
+    });
+    next
 }
 
 /// Hands on everything the queue lets go now: items for the recorder, and batches while
