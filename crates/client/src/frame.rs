@@ -8,6 +8,8 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use strait_records::BufferPool;
+
 use crate::error::{Error, Result};
 
 /// Default cap on a response frame (a Fetch response can be large; this is a safety net
@@ -150,33 +152,31 @@ pub(crate) fn decode_body<R: Decodable>(api: ApiKey, version: i16, mut body: Byt
 /// Reads frames from a byte stream. Small frames are carved out of a shared read buffer;
 /// large ones get a buffer of their own so that zero-copy `Bytes` slices of one Fetch
 /// response never pin unrelated data. The size prefix is read first and the frame's buffer
-/// is sized once (never grown by doubling). Large-frame buffers are kept in a small pool
-/// and reused once every `Bytes` of the frame read into them has been dropped
-/// (`BytesMut::try_reclaim`): no allocation, no page faults on fresh memory and no
-/// `munmap` per response while the consumer keeps up.
+/// is sized once (never grown by doubling). A large frame's buffer goes back to a pool
+/// when the last `Bytes` of the frame is dropped, and the next large frame is read into
+/// it: its pages stay mapped and warm in cache, where a fresh multi-MiB allocation per
+/// Fetch response cost page faults and cold-cache copies (measured: the kernel's copy
+/// into our buffers took 2.6 times as long).
 #[derive(Debug)]
 pub(crate) struct FrameReader<R> {
     io: R,
     buf: BytesMut,
-    /// Reusable large-frame buffers (at most [`BIG_POOL`]) with their full capacity.
-    big: Vec<(BytesMut, usize)>,
+    /// Freed large-frame buffers, up to [`BIG_POOL_BYTES`].
+    big: BufferPool,
     max_frame: usize,
 }
 
 /// Frames up to this size share the read buffer.
 const SMALL_FRAME: usize = 64 * 1024;
-/// Large-frame buffers kept for reuse per connection.
-const BIG_POOL: usize = 2;
-/// Pooled buffers are allocated in multiples of this, so that a slightly larger response
-/// still fits a reclaimed buffer.
-const BIG_ROUND: usize = 1024 * 1024;
+/// Capacity of freed large-frame buffers kept for reuse per connection.
+const BIG_POOL_BYTES: usize = 8 * 1024 * 1024;
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub(crate) fn new(io: R, max_frame: usize) -> Self {
         FrameReader {
             io,
             buf: BytesMut::with_capacity(SMALL_FRAME),
-            big: Vec::new(),
+            big: BufferPool::new(BIG_POOL_BYTES),
             max_frame,
         }
     }
@@ -211,50 +211,22 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         // Large frame: move what we have into a buffer of its own, read the rest into it.
         self.buf.advance(4);
         let have = self.buf.len().min(len);
-        let i = self.big_buffer(len);
-        let frame = &mut self.big[i].0;
+        let mut frame = self.big.take(len);
         frame.extend_from_slice(&self.buf[..have]);
         self.buf.advance(have);
         while frame.len() < len {
             let want = len - frame.len();
             let n = (&mut self.io)
                 .take(want as u64)
-                .read_buf(&mut *frame)
+                .read_buf(&mut frame)
                 .await?;
             if n == 0 {
-                frame.clear();
+                self.big.put(frame);
                 return Err(Error::new(crate::ErrorKind::ConnectionClosed)
                     .message("connection closed inside a frame"));
             }
         }
-        Ok(Some(frame.split_to(len).freeze()))
-    }
-
-    /// The index in the pool of an empty buffer with room for `len` bytes: a pooled one
-    /// whose previous frames are all dropped, else a new one.
-    fn big_buffer(&mut self, len: usize) -> usize {
-        // Reclaiming the *whole* allocation succeeds only when no frame read into it is
-        // still referenced, so a frame never shares a buffer with a live one.
-        match self
-            .big
-            .iter_mut()
-            .position(|(b, full)| *full >= len && b.try_reclaim(*full))
-        {
-            Some(i) => i,
-            None => {
-                let cap = len.div_ceil(BIG_ROUND).saturating_mul(BIG_ROUND).max(len);
-                let fresh = (BytesMut::with_capacity(cap), cap);
-                if self.big.len() < BIG_POOL {
-                    self.big.push(fresh);
-                } else {
-                    // Every pooled buffer is still referenced: drop the oldest handle (its
-                    // memory goes when its frames do) and pool the new one in its place.
-                    self.big.remove(0);
-                    self.big.push(fresh);
-                }
-                self.big.len() - 1
-            }
-        }
+        Ok(Some(self.big.freeze(frame)))
     }
 }
 
@@ -336,26 +308,20 @@ mod tests {
         let p1 = f1.as_ptr();
         // f1 is still alive: the next frame cannot reuse its buffer.
         let f2 = r.read_frame().await.unwrap().unwrap();
-        assert_ne!(
-            f2.as_ptr(),
-            p1.wrapping_add(f1.len()),
-            "not carved after f1"
-        );
+        let p2 = f2.as_ptr();
+        assert_ne!(p2, p1.wrapping_add(f1.len()), "not carved after f1");
         assert!(f1.iter().chain(f2.iter()).all(|&x| x == 9));
         drop(f1);
         drop(f2);
-        // Both dropped: the third frame lands in a reclaimed buffer.
+        // Both dropped: the third frame lands in one of their buffers.
         let f3 = r.read_frame().await.unwrap().unwrap();
         assert_eq!(f3.len(), big.len());
-        assert_eq!(f3.as_ptr(), p1, "reused the first buffer");
-        assert!(f3.iter().all(|&x| x == 9));
-        assert_eq!(r.big.len(), 2);
-        let p3 = f3.as_ptr();
         assert!(
-            r.big
-                .iter()
-                .any(|(b, _)| b.as_ptr() == p3.wrapping_add(f3.len()))
+            f3.as_ptr() == p1 || f3.as_ptr() == p2,
+            "reused a freed buffer"
         );
+        assert!(f3.iter().all(|&x| x == 9));
+        assert!(r.big.idle_bytes() >= big.len(), "the other one is kept");
         w.await.unwrap();
     }
 

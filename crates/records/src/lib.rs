@@ -49,7 +49,10 @@
 //! (up to [`MergeOptions::max_bytes`]), for links where round trips, not bytes, are the
 //! limit. Uncompressed records are rewritten without decoding keys, values or headers;
 //! compressed batches are left alone or recompressed ([`CompressedPolicy`]). Each merged
-//! batch reports the source offset of every record as runs ([`SourceOffsets`]).
+//! batch reports the source offset of every record as runs ([`SourceOffsets`]). Its buffer
+//! can come from a [`BufferPool`] and go back to it once the batch is dropped, so that the
+//! allocator does not return and re-fault those pages for every merged batch; and since
+//! this crate computed its CRC, [`Batch::verify_and_patch`] does not read it again.
 //!
 //! # Modules
 //!
@@ -60,7 +63,7 @@
 //!   response's list; `txn`: holding transactional data until its marker decides it;
 //! - `record`: the record codec; `varint`: bounded zig-zag varints; `decode`: records of a
 //!   batch, control records; `builder` and `reencode`: writing batches; `merge`: coalescing
-//!   consecutive batches;
+//!   consecutive batches; `pool`: reusing merged batches' buffers;
 //! - [`compression`]: gzip, snappy (xerial and raw), LZ4 frames, zstd;
 //! - `error`: the one [`Error`] type.
 //!
@@ -77,6 +80,7 @@ mod error;
 mod header;
 mod merge;
 mod patch;
+mod pool;
 mod record;
 mod reencode;
 mod split;
@@ -96,6 +100,7 @@ pub use header::{
 };
 pub use merge::{CompressedPolicy, MergeOptions, Merged, OffsetRun, SourceOffsets, merge};
 pub use patch::{PatchedBatch, ProducerStamp};
+pub use pool::BufferPool;
 pub use record::{Header, Record, Records};
 pub use reencode::{ReencodeOptions, Reencoded};
 pub use split::{Batch, Batches, Limits, Split, split};

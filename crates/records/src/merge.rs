@@ -31,11 +31,12 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use crate::compression::compress;
+use crate::compression::compress_into;
 use crate::error::{Error, Result};
 use crate::header::{
     Attributes, BatchHeader, CRC_AT, CRC_START, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
 };
+use crate::pool::BufferPool;
 use crate::split::{Batch, Limits};
 use crate::varint::{
     read_varint, read_varlong, varint_len, varlong_len, write_varint, write_varlong,
@@ -73,7 +74,7 @@ impl CompressedPolicy {
 }
 
 /// How to merge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct MergeOptions {
     /// Largest merged batch, in bytes, header included (the target topic's
     /// `max.message.bytes`). An input larger than this is passed through unchanged.
@@ -83,6 +84,9 @@ pub struct MergeOptions {
     /// Caps for decompressing inputs. With [`CompressedPolicy::Recompress`],
     /// `max_decompressed_bytes` also caps the uncompressed records of one merged batch.
     pub limits: Limits,
+    /// Where merged batches' buffers come from and go back to once every reference to
+    /// the batch is dropped (by default nothing is kept: each is a new allocation).
+    pub buffers: BufferPool,
 }
 
 impl MergeOptions {
@@ -92,6 +96,7 @@ impl MergeOptions {
             max_bytes,
             compressed: CompressedPolicy::Never,
             limits: Limits::default(),
+            buffers: BufferPool::default(),
         }
     }
 
@@ -287,9 +292,9 @@ pub fn merge(batches: &[Batch], options: &MergeOptions) -> Result<Vec<Merged>> {
             })
             .unwrap_or(batches.len());
         if codec == Compression::None {
-            merge_uncompressed(batches, i..run_end, max, &mut out)?;
+            merge_uncompressed(batches, i..run_end, max, &options.buffers, &mut out)?;
         } else {
-            merge_compressed(batches, i..run_end, max, &options.limits, &mut out)?;
+            merge_compressed(batches, i..run_end, max, options, &mut out)?;
         }
         i = run_end;
     }
@@ -503,11 +508,12 @@ impl Writer {
     }
 }
 
-/// Writes the CRC into a whole batch and wraps it.
-fn seal(mut bytes: Vec<u8>) -> Result<Batch> {
+/// Writes the CRC into a whole batch and wraps it (its buffer goes back to `buffers` once
+/// the batch is dropped).
+fn seal(mut bytes: Vec<u8>, buffers: &BufferPool) -> Result<Batch> {
     let crc = crc32c::crc32c(&bytes[CRC_START..]);
     bytes[CRC_AT..CRC_START].copy_from_slice(&crc.to_be_bytes());
-    Batch::parse(Bytes::from(bytes))
+    Batch::sealed(buffers.freeze(bytes))
 }
 
 /// Emits the inputs `inputs` as one output: [`Merged::Unchanged`] for a lone input or when
@@ -517,9 +523,11 @@ fn emit(
     inputs: Range<usize>,
     w: Writer,
     build: impl FnOnce(Writer) -> Result<Batch>,
+    buffers: &BufferPool,
     out: &mut Vec<Merged>,
 ) -> Result<()> {
     if inputs.len() < 2 || w.count == 0 {
+        buffers.put(w.buf);
         out.extend(inputs.map(|i| unchanged(batches, i)));
         return Ok(());
     }
@@ -554,16 +562,17 @@ fn merge_uncompressed(
     batches: &[Batch],
     run: Range<usize>,
     max: usize,
+    buffers: &BufferPool,
     out: &mut Vec<Merged>,
 ) -> Result<()> {
     let build = |w: Writer| -> Result<Batch> {
         let header = w.header(Compression::None, w.buf.len() - HEADER_LEN)?;
         let mut bytes = w.buf;
         bytes[..HEADER_LEN].copy_from_slice(&header.encode());
-        seal(bytes)
+        seal(bytes, buffers)
     };
     let new_writer = |from: usize| {
-        let mut buf = Vec::with_capacity(capacity(batches, from..run.end, max));
+        let mut buf = buffers.take(capacity(batches, from..run.end, max));
         buf.resize(HEADER_LEN, 0);
         Writer::new(buf)
     };
@@ -579,13 +588,13 @@ fn merge_uncompressed(
             // It does not fit: close the batch before it and start the next one with it.
             w.rollback(mark);
             let done = std::mem::replace(&mut w, new_writer(i));
-            emit(batches, first..i, done, build, out)?;
+            emit(batches, first..i, done, build, buffers, out)?;
             first = i;
             w.append(b.header(), payload)?;
         }
         if w.buf.len() > max {
             // Alone and still too large once rewritten (it fitted as it was): leave it.
-            w = Writer::new(Vec::new());
+            buffers.put(std::mem::replace(&mut w, Writer::new(Vec::new())).buf);
             out.push(unchanged(batches, i));
             first = i + 1;
             if first < run.end {
@@ -594,7 +603,7 @@ fn merge_uncompressed(
         }
     }
     if first < run.end {
-        emit(batches, first..run.end, w, build, out)?;
+        emit(batches, first..run.end, w, build, buffers, out)?;
     }
     Ok(())
 }
@@ -603,9 +612,10 @@ fn merge_compressed(
     batches: &[Batch],
     run: Range<usize>,
     max: usize,
-    limits: &Limits,
+    options: &MergeOptions,
     out: &mut Vec<Merged>,
 ) -> Result<()> {
+    let limits = &options.limits;
     // Group by the compressed sizes as they are (merging rarely compresses worse), and by
     // the decompressed size cap; a group whose recompressed batch still does not fit is
     // halved.
@@ -616,7 +626,7 @@ fn merge_compressed(
         let b = &batches[i];
         let payload_len = b.size() - HEADER_LEN;
         if !group.is_empty() && compressed + payload_len > max {
-            recompress(batches, &group, max, out)?;
+            recompress(batches, &group, max, &options.buffers, out)?;
             group.clear();
             compressed = HEADER_LEN;
             decompressed = 0;
@@ -624,7 +634,7 @@ fn merge_compressed(
         b.verify_crc()?;
         let records = b.decompressed_payload(limits)?;
         if !group.is_empty() && decompressed + records.len() > limits.max_decompressed_bytes {
-            recompress(batches, &group, max, out)?;
+            recompress(batches, &group, max, &options.buffers, out)?;
             group.clear();
             compressed = HEADER_LEN;
             decompressed = 0;
@@ -634,7 +644,7 @@ fn merge_compressed(
         group.push((i, records));
     }
     if !group.is_empty() {
-        recompress(batches, &group, max, out)?;
+        recompress(batches, &group, max, &options.buffers, out)?;
     }
     Ok(())
 }
@@ -645,6 +655,7 @@ fn recompress(
     batches: &[Batch],
     group: &[(usize, Bytes)],
     max: usize,
+    buffers: &BufferPool,
     out: &mut Vec<Merged>,
 ) -> Result<()> {
     let (Some(&(first, _)), Some(&(last, _))) = (group.first(), group.last()) else {
@@ -657,25 +668,33 @@ fn recompress(
     }
     let codec = batches[first].header().compression();
     let size: usize = group.iter().map(|(_, r)| r.len()).sum();
-    let mut w = Writer::new(Vec::with_capacity(size + size / 64 + 16));
+    let mut w = Writer::new(buffers.take(size + size / 64 + 16));
     for (i, records) in group {
         w.append(batches[*i].header(), records)?;
     }
     if w.count == 0 {
+        buffers.put(w.buf);
         out.extend(inputs.map(|i| unchanged(batches, i)));
         return Ok(());
     }
-    let payload = compress(codec, &w.buf)?;
-    if HEADER_LEN + payload.len() > max {
+    // Compressed into a scratch buffer (sized for the records, which it may need), then
+    // copied into one of its own size: the batch may stay in flight for a while.
+    let mut scratch = buffers.take(HEADER_LEN + size / 2);
+    scratch.resize(HEADER_LEN, 0);
+    compress_into(codec, &w.buf, &mut scratch)?;
+    buffers.put(std::mem::take(&mut w.buf));
+    if scratch.len() > max {
+        buffers.put(scratch);
         let (left, right) = group.split_at(group.len() / 2);
-        recompress(batches, left, max, out)?;
-        return recompress(batches, right, max, out);
+        recompress(batches, left, max, buffers, out)?;
+        return recompress(batches, right, max, buffers, out);
     }
-    let header = w.header(codec, payload.len())?;
-    let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
-    bytes.extend_from_slice(&header.encode());
-    bytes.extend_from_slice(&payload);
-    let batch = seal(bytes)?;
+    let header = w.header(codec, scratch.len() - HEADER_LEN)?;
+    scratch[..HEADER_LEN].copy_from_slice(&header.encode());
+    let mut bytes = buffers.take(scratch.len());
+    bytes.extend_from_slice(&scratch);
+    buffers.put(scratch);
+    let batch = seal(bytes, buffers)?;
     out.push(Merged::Rewritten {
         batch,
         source_offsets: w.offsets,

@@ -109,8 +109,9 @@ impl Batch {
 
     /// Verifies the stored CRC, then patches like [`Batch::patch`], reading the payload
     /// once: the new CRC is derived from the verified one, since only header bytes changed.
+    /// A batch this process sealed (a merged one) is not read at all.
     pub fn verify_and_patch(&self, stamp: ProducerStamp) -> Result<PatchedBatch> {
-        self.check_crc(self.compute_crc())?;
+        self.verify_crc()?;
         let old = self.header_bytes();
         let mut header = patched_header(old, stamp);
         let payload = self.payload();

@@ -39,6 +39,9 @@ pub struct Batch {
     bytes: Bytes,
     header: BatchHeader,
     position: usize,
+    /// This process computed the stored CRC over these very bytes (a batch it sealed), so
+    /// verifying it again would only read the batch for nothing.
+    crc_computed_here: bool,
 }
 
 impl Batch {
@@ -107,9 +110,20 @@ impl Batch {
         crc32c::crc32c(&self.bytes[CRC_START..])
     }
 
-    /// Checks the stored CRC-32C against the bytes.
+    /// Checks the stored CRC-32C against the bytes (at once for a batch whose CRC this
+    /// process computed, such as a merged one: its bytes cannot have changed since).
     pub fn verify_crc(&self) -> Result<()> {
+        if self.crc_computed_here {
+            return Ok(());
+        }
         self.check_crc(self.compute_crc())
+    }
+
+    /// Takes `bytes`, whose CRC this process has just computed, as one batch.
+    pub(crate) fn sealed(bytes: Bytes) -> Result<Batch> {
+        let mut batch = Batch::parse(bytes)?;
+        batch.crc_computed_here = true;
+        Ok(batch)
     }
 
     pub(crate) fn check_crc(&self, computed: u32) -> Result<()> {
@@ -220,6 +234,7 @@ impl Batches {
             bytes: self.data.slice(position..position + total),
             header,
             position,
+            crc_computed_here: false,
         }))
     }
 }

@@ -793,9 +793,8 @@ pub(crate) fn fuzz_body(data: &[u8]) {
         CompressedPolicy::Recompress,
     ] {
         let opts = MergeOptions {
-            max_bytes: 1 << 10,
-            compressed: policy,
             limits,
+            ..MergeOptions::new(1 << 10).compressed(policy)
         };
         let _ = merge(&batches, &opts);
     }
@@ -831,7 +830,18 @@ fn check_merge(inputs: &[Batch], opts: &MergeOptions) -> Vec<Merged> {
                 inputs: range,
             } => {
                 assert!(range.len() >= 2);
-                batch.verify_crc().unwrap();
+                // Checked from the bytes: a batch merge sealed skips `verify_crc`.
+                let reparsed = Batch::parse(Bytes::copy_from_slice(batch.as_bytes())).unwrap();
+                reparsed.verify_crc().unwrap();
+                let stamp = ProducerStamp {
+                    producer_id: 7,
+                    producer_epoch: 1,
+                    base_sequence: 40,
+                };
+                assert_eq!(
+                    batch.verify_and_patch(stamp).unwrap().to_contiguous(),
+                    reparsed.patch(stamp).to_contiguous()
+                );
                 assert_eq!(batch.classify(usize::MAX), Class::Forward);
                 assert!(
                     batch.size() <= opts.max_bytes,
@@ -1309,9 +1319,16 @@ proptest! {
             Just(CompressedPolicy::RecompressFast),
             Just(CompressedPolicy::Recompress),
         ],
+        pooled in any::<bool>(),
     ) {
         let inputs = build_inputs(&specs);
-        check_merge(&inputs, &MergeOptions::new(max).compressed(policy));
+        let mut opts = MergeOptions::new(max).compressed(policy);
+        if pooled {
+            opts.buffers = BufferPool::new(4 << 20);
+        }
+        // Twice, so that the second pass writes into buffers the first one gave back.
+        check_merge(&inputs, &opts);
+        check_merge(&inputs, &opts);
     }
 
     #[test]

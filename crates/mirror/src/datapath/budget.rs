@@ -5,10 +5,15 @@
 //! set then takes its share out of it ([`Reservation::take`]); the share is held by the
 //! batches sliced from that record set and returned when the last of them is acknowledged
 //! (or dropped). What the response did not use goes back at once.
+//!
+//! The budget also owns the pool that merged batches' buffers come from
+//! ([`Budget::merge_buffers`]): up to a quarter of the budget in freed buffers is kept
+//! for the next merges instead of going back to the allocator.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use strait_records::BufferPool;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// A byte budget shared by every fetcher of the process.
@@ -17,6 +22,7 @@ pub struct Budget {
     sem: Arc<Semaphore>,
     total: u32,
     used: Arc<AtomicU64>,
+    merge_buffers: BufferPool,
 }
 
 /// Bytes held against the [`Budget`]; returned on drop.
@@ -35,7 +41,13 @@ impl Budget {
             sem: Arc::new(Semaphore::new(total as usize)),
             total,
             used: Arc::new(AtomicU64::new(0)),
+            merge_buffers: BufferPool::new(total as usize / 4),
         }
+    }
+
+    /// Where coalescing takes merged batches' buffers from and returns them to.
+    pub fn merge_buffers(&self) -> &BufferPool {
+        &self.merge_buffers
     }
 
     /// Reserves `bytes`, waiting while the budget is exhausted. A record set larger than

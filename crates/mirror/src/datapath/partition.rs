@@ -181,6 +181,7 @@ async fn send_loop(
             RecompressPolicy::Allowed => CompressedPolicy::Recompress,
         },
         limits,
+        buffers: spec.budget.merge_buffers().clone(),
     };
     let mut queue: Coalescer<Arc<Reservation>, Record> =
         Coalescer::new(spec.max_in_flight, options);

@@ -9,10 +9,10 @@ use super::read_bounded;
 use crate::error::Result;
 use crate::header::Compression;
 
-pub(super) fn compress(data: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut enc = GzEncoder::new(Vec::new(), flate2::Compression::default());
+pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    let mut enc = GzEncoder::new(out, flate2::Compression::default());
     enc.write_all(data)?;
-    enc.finish()
+    enc.finish().map(|_| ())
 }
 
 pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {

@@ -12,13 +12,13 @@ use super::read_bounded;
 use crate::error::Result;
 use crate::header::Compression;
 
-pub(super) fn compress(data: &[u8]) -> std::io::Result<Vec<u8>> {
+pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
     let info = FrameInfo::new()
         .block_size(BlockSize::Max64KB)
         .block_mode(BlockMode::Independent);
-    let mut enc = FrameEncoder::with_frame_info(info, Vec::new());
+    let mut enc = FrameEncoder::with_frame_info(info, out);
     enc.write_all(data)?;
-    enc.finish().map_err(std::io::Error::other)
+    enc.finish().map(|_| ()).map_err(std::io::Error::other)
 }
 
 pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {
@@ -37,7 +37,8 @@ mod tests {
 
     #[test]
     fn writes_the_java_clients_frame_header() {
-        let z = compress(b"hello hello hello hello").unwrap();
+        let mut z = Vec::new();
+        compress(b"hello hello hello hello", &mut z).unwrap();
         assert_eq!(z[..7], JAVA_HEADER);
         // Ends with the end mark and no content checksum.
         assert_eq!(z[z.len() - 4..], [0, 0, 0, 0]);

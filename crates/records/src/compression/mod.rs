@@ -17,16 +17,27 @@ use crate::header::Compression;
 
 /// Compresses a records section with `codec` (a copy for [`Compression::None`]).
 pub fn compress(codec: Compression, data: &[u8]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    compress_into(codec, data, &mut out)?;
+    Ok(out)
+}
+
+/// Compresses a records section with `codec`, appending to `out` (so that a caller can
+/// write the batch header first and the payload right after it, in one buffer).
+pub fn compress_into(codec: Compression, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
     let fail = |e: std::io::Error| Error::Compress {
         codec,
         reason: e.to_string(),
     };
     match codec {
-        Compression::None => Ok(data.to_vec()),
-        Compression::Gzip => gzip::compress(data).map_err(fail),
-        Compression::Snappy => snappy::compress(data).map_err(fail),
-        Compression::Lz4 => lz4::compress(data).map_err(fail),
-        Compression::Zstd => zstd::compress(data).map_err(fail),
+        Compression::None => {
+            out.extend_from_slice(data);
+            Ok(())
+        }
+        Compression::Gzip => gzip::compress(data, out).map_err(fail),
+        Compression::Snappy => snappy::compress(data, out).map_err(fail),
+        Compression::Lz4 => lz4::compress(data, out).map_err(fail),
+        Compression::Zstd => zstd::compress(data, out).map_err(fail),
     }
 }
 

@@ -17,8 +17,8 @@ const BLOCK: usize = 32 << 10;
 /// declaring more than 22 times its size is corrupt.
 const MAX_RATIO: usize = 22;
 
-pub(super) fn compress(data: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(HEADER_LEN + max_compress_len(data.len().min(BLOCK)));
+pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    out.reserve(HEADER_LEN + max_compress_len(data.len().min(BLOCK)));
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&1i32.to_be_bytes());
     out.extend_from_slice(&1i32.to_be_bytes());
@@ -32,7 +32,7 @@ pub(super) fn compress(data: &[u8]) -> std::io::Result<Vec<u8>> {
         out.extend_from_slice(&len.to_be_bytes());
         out.extend_from_slice(&scratch[..n]);
     }
-    Ok(out)
+    Ok(())
 }
 
 pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {
@@ -98,7 +98,7 @@ mod tests {
     #[test]
     fn writes_xerial_header_and_32k_blocks() {
         let data = vec![7u8; 70_000];
-        let z = compress(&data).unwrap();
+        let z = crate::compression::compress(Compression::Snappy, &data).unwrap();
         assert_eq!(&z[..8], &MAGIC);
         assert_eq!(&z[8..16], &[0, 0, 0, 1, 0, 0, 0, 1]);
         let first = i32::from_be_bytes(z[16..20].try_into().unwrap()) as usize;
@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn rejects_truncated_framing() {
-        let z = compress(&[1u8; 1000]).unwrap();
+        let z = crate::compression::compress(Compression::Snappy, &[1u8; 1000]).unwrap();
         for cut in [9, 17, z.len() - 1] {
             assert!(decompress(&z[..cut], 1 << 20).is_err(), "cut at {cut}");
         }

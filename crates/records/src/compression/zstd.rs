@@ -9,8 +9,12 @@ use crate::header::Compression;
 /// The Java client's default level.
 const LEVEL: i32 = 3;
 
-pub(super) fn compress(data: &[u8]) -> std::io::Result<Vec<u8>> {
-    ::zstd::bulk::compress(data, LEVEL)
+pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    let start = out.len();
+    out.resize(start + ::zstd::zstd_safe::compress_bound(data.len()), 0);
+    let written = ::zstd::bulk::compress_to_buffer(data, &mut out[start..], LEVEL);
+    out.truncate(start + written.as_ref().map_or(0, |n| *n));
+    written.map(|_| ())
 }
 
 /// Largest window accepted: enough for every level up to 19, and at least the cap.
