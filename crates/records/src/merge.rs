@@ -31,7 +31,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use crate::compression::compress_into;
+use crate::compression::{Effort, compress_into};
 use crate::error::{Error, Result};
 use crate::header::{
     Attributes, BatchHeader, CRC_AT, CRC_START, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
@@ -49,11 +49,11 @@ pub enum CompressedPolicy {
     /// batches are merged. No codec work at all.
     #[default]
     Never,
-    /// Recompress only lz4 and snappy batches, codecs that compress at hundreds of MB/s
-    /// per core; gzip and zstd batches are left as they are.
+    /// Recompress lz4, snappy and zstd batches (zstd at level 1), codecs that compress at
+    /// hundreds of MB/s per core; gzip batches are left as they are.
     RecompressFast,
     /// Decompress consecutive batches of one codec, merge their records and recompress
-    /// the result with that codec.
+    /// the result with that codec (at [`crate::compression::Effort::Fast`] levels).
     Recompress,
 }
 
@@ -67,7 +67,7 @@ impl CompressedPolicy {
                 | (CompressedPolicy::Recompress, _)
                 | (
                     CompressedPolicy::RecompressFast,
-                    Compression::Lz4 | Compression::Snappy
+                    Compression::Lz4 | Compression::Snappy | Compression::Zstd
                 )
         )
     }
@@ -616,16 +616,18 @@ fn merge_compressed(
     out: &mut Vec<Merged>,
 ) -> Result<()> {
     let limits = &options.limits;
-    // Group by the compressed sizes as they are (merging rarely compresses worse), and by
-    // the decompressed size cap; a group whose recompressed batch still does not fit is
-    // halved.
+    // Group by the compressed sizes as they are, up to three quarters of `max` (the inputs
+    // may have been written at a higher level than `Effort::Fast`: zstd level 1 output is
+    // a few to 15 % larger than level 3's), and by the decompressed size cap. A group whose
+    // recompressed batch still does not fit is halved, which compresses it again.
+    let group_max = max - max / 4;
     let mut group: Vec<(usize, Bytes)> = Vec::new();
     let mut compressed = HEADER_LEN;
     let mut decompressed = 0usize;
     for i in run {
         let b = &batches[i];
         let payload_len = b.size() - HEADER_LEN;
-        if !group.is_empty() && compressed + payload_len > max {
+        if !group.is_empty() && compressed + payload_len > group_max {
             recompress(batches, &group, max, &options.buffers, out)?;
             group.clear();
             compressed = HEADER_LEN;
@@ -681,7 +683,7 @@ fn recompress(
     // copied into one of its own size: the batch may stay in flight for a while.
     let mut scratch = buffers.take(HEADER_LEN + size / 2);
     scratch.resize(HEADER_LEN, 0);
-    compress_into(codec, &w.buf, &mut scratch)?;
+    compress_into(codec, &w.buf, Effort::Fast, &mut scratch)?;
     buffers.put(std::mem::take(&mut w.buf));
     if scratch.len() > max {
         buffers.put(scratch);

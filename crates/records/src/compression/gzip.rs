@@ -5,12 +5,16 @@ use std::io::Write;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 
-use super::read_bounded;
+use super::{Effort, read_bounded};
 use crate::error::Result;
 use crate::header::Compression;
 
-pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
-    let mut enc = GzEncoder::new(out, flate2::Compression::default());
+pub(super) fn compress(data: &[u8], out: &mut Vec<u8>, effort: Effort) -> std::io::Result<()> {
+    let level = match effort {
+        Effort::Default => flate2::Compression::default(),
+        Effort::Fast => flate2::Compression::fast(),
+    };
+    let mut enc = GzEncoder::new(out, level);
     enc.write_all(data)?;
     enc.finish().map(|_| ())
 }

@@ -3,7 +3,9 @@
 //! Decompression is always bounded: output is read through a reader that stops one byte
 //! past the cap, and no size declared inside the compressed data is trusted for allocation.
 //! Writers follow the Java client: gzip at the default level, xerial-framed snappy with
-//! 32 KiB blocks, LZ4 frames with 64 KiB independent blocks and no checksums, zstd level 3.
+//! 32 KiB blocks, LZ4 frames with 64 KiB independent blocks and no checksums, zstd level 3
+//! ([`Effort::Default`]; merged batches are recompressed at the fastest levels,
+//! [`Effort::Fast`]).
 
 mod gzip;
 mod lz4;
@@ -15,16 +17,33 @@ use std::io::{ErrorKind, Read};
 use crate::error::{Error, Result};
 use crate::header::Compression;
 
+/// How hard a writer compresses. Only zstd and gzip have levels; lz4 and snappy write the
+/// same either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Effort {
+    /// The Java client's levels: zstd 3, gzip 6.
+    #[default]
+    Default,
+    /// zstd level 1 and gzip level 1: for recompressing merged batches, which only happens
+    /// while the target lags, when CPU is what lets the replicator catch up.
+    Fast,
+}
+
 /// Compresses a records section with `codec` (a copy for [`Compression::None`]).
 pub fn compress(codec: Compression, data: &[u8]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    compress_into(codec, data, &mut out)?;
+    compress_into(codec, data, Effort::Default, &mut out)?;
     Ok(out)
 }
 
 /// Compresses a records section with `codec`, appending to `out` (so that a caller can
 /// write the batch header first and the payload right after it, in one buffer).
-pub fn compress_into(codec: Compression, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+pub fn compress_into(
+    codec: Compression,
+    data: &[u8],
+    effort: Effort,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let fail = |e: std::io::Error| Error::Compress {
         codec,
         reason: e.to_string(),
@@ -34,10 +53,10 @@ pub fn compress_into(codec: Compression, data: &[u8], out: &mut Vec<u8>) -> Resu
             out.extend_from_slice(data);
             Ok(())
         }
-        Compression::Gzip => gzip::compress(data, out).map_err(fail),
+        Compression::Gzip => gzip::compress(data, out, effort).map_err(fail),
         Compression::Snappy => snappy::compress(data, out).map_err(fail),
         Compression::Lz4 => lz4::compress(data, out).map_err(fail),
-        Compression::Zstd => zstd::compress(data, out).map_err(fail),
+        Compression::Zstd => zstd::compress(data, out, effort).map_err(fail),
     }
 }
 

@@ -1,20 +1,43 @@
 //! Zstandard, as zstd-jni and librdkafka write it.
 
-use ::zstd::stream::read::Decoder;
+use std::cell::RefCell;
 
-use super::{corrupt, read_bounded};
+use ::zstd::bulk::Compressor;
+use ::zstd::stream::read::Decoder;
+use ::zstd::zstd_safe::DCtx;
+
+use super::{Effort, corrupt, read_bounded};
 use crate::error::Result;
 use crate::header::Compression;
 
-/// The Java client's default level.
-const LEVEL: i32 = 3;
+thread_local! {
+    // One context of each kind per thread, reused: creating a decompression context
+    // costs more than decompressing a 16 KiB batch (8 % of a zstd drain's CPU).
+    static COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
+    static DECOMPRESSOR: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
+}
 
-pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
-    let start = out.len();
-    out.resize(start + ::zstd::zstd_safe::compress_bound(data.len()), 0);
-    let written = ::zstd::bulk::compress_to_buffer(data, &mut out[start..], LEVEL);
-    out.truncate(start + written.as_ref().map_or(0, |n| *n));
-    written.map(|_| ())
+pub(super) fn compress(data: &[u8], out: &mut Vec<u8>, effort: Effort) -> std::io::Result<()> {
+    let level = match effort {
+        // The Java client's default.
+        Effort::Default => 3,
+        // About 1.4 times as fast here, for a 3 % larger output.
+        Effort::Fast => 1,
+    };
+    COMPRESSOR.with_borrow_mut(|slot| {
+        let compressor = match slot {
+            Some(c) => {
+                c.set_compression_level(level)?;
+                c
+            }
+            None => slot.insert(Compressor::new(level)?),
+        };
+        let start = out.len();
+        out.resize(start + ::zstd::zstd_safe::compress_bound(data.len()), 0);
+        let written = compressor.compress_to_buffer(data, &mut out[start..]);
+        out.truncate(start + written.as_ref().map_or(0, |n| *n));
+        written.map(|_| ())
+    })
 }
 
 /// Largest window accepted: enough for every level up to 19, and at least the cap.
@@ -25,12 +48,22 @@ fn window_log_max(cap: usize) -> u32 {
 
 pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {
     let codec = Compression::Zstd;
-    let mut dec = Decoder::with_buffer(data).map_err(|e| corrupt(codec, e))?;
-    // The window is allocated from the frame header; bound it so a forged header cannot
-    // make the decoder reserve more than the cap.
-    dec.window_log_max(window_log_max(cap))
-        .map_err(|e| corrupt(codec, e))?;
-    read_bounded(dec, cap, codec)
+    DECOMPRESSOR.with_borrow_mut(|slot| {
+        let context =
+            match slot {
+                Some(c) => c,
+                None => slot.insert(DCtx::try_create().ok_or_else(|| {
+                    corrupt(codec, "cannot allocate a zstd decompression context")
+                })?),
+            };
+        // Starts a new frame: whatever an earlier (failed) call left is reset.
+        let mut dec = Decoder::with_context(data, context);
+        // The window is allocated from the frame header; bound it so a forged header
+        // cannot make the decoder reserve more than the cap.
+        dec.window_log_max(window_log_max(cap))
+            .map_err(|e| corrupt(codec, e))?;
+        read_bounded(dec, cap, codec)
+    })
 }
 
 #[cfg(test)]
