@@ -12,8 +12,8 @@ use std::hint::black_box;
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_main};
 use strait_records::{
-    BatchBuilder, CompressedPolicy, Compression, Limits, MergeOptions, Merged, ProducerStamp,
-    merge, split,
+    BatchBuilder, BufferPool, CompressedPolicy, Compression, Limits, MergeOptions, Merged,
+    ProducerStamp, merge, split,
 };
 
 const SET_BYTES: usize = 1 << 20;
@@ -144,18 +144,25 @@ fn with_offsets(set: &Bytes) -> Bytes {
     Bytes::from(out)
 }
 
-/// Coalescing: 64 batches of ~16 KiB into batches of at most 1 MiB.
+/// Coalescing: 64 batches of ~16 KiB into batches of at most 1 MiB, with merged batches
+/// written into fresh allocations or into buffers a pool got back from the previous
+/// iteration's (dropped) outputs, as the engine's are.
 fn merging(c: &mut Criterion) {
     let mut group = c.benchmark_group("merge");
-    for (codec, policy) in [
-        (Compression::None, CompressedPolicy::Never),
-        (Compression::Lz4, CompressedPolicy::Recompress),
+    for (codec, policy, pooled) in [
+        (Compression::None, CompressedPolicy::Never, false),
+        (Compression::None, CompressedPolicy::Never, true),
+        (Compression::Lz4, CompressedPolicy::Recompress, true),
+        (Compression::Zstd, CompressedPolicy::Recompress, true),
     ] {
         let set = with_offsets(&record_set(codec));
         let batches = split(set.clone(), &Limits::default())
             .expect("bench set splits")
             .batches;
-        let opts = MergeOptions::new(SET_BYTES).compressed(policy);
+        let mut opts = MergeOptions::new(SET_BYTES).compressed(policy);
+        if pooled {
+            opts.buffers = BufferPool::new(16 << 20);
+        }
         let outs = merge(&batches, &opts).expect("bench batches merge");
         let sizes: Vec<String> = outs
             .iter()
@@ -173,7 +180,8 @@ fn merging(c: &mut Criterion) {
             sizes.join(", ")
         );
         group.throughput(Throughput::Bytes(set.len() as u64));
-        group.bench_function(format!("64x16KiB->1MiB/{codec}"), |b| {
+        let buffers = if pooled { "pooled" } else { "fresh" };
+        group.bench_function(format!("64x16KiB->1MiB/{codec}/{buffers}"), |b| {
             b.iter(|| black_box(merge(black_box(&batches), &opts).expect("merges")))
         });
     }

@@ -29,9 +29,7 @@
 
 use std::ops::Range;
 
-use bytes::Bytes;
-
-use crate::compression::{Effort, compress_into};
+use crate::compression::{Effort, compress_into, decompress_into};
 use crate::error::{Error, Result};
 use crate::header::{
     Attributes, BatchHeader, CRC_AT, CRC_START, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
@@ -618,78 +616,98 @@ fn merge_compressed(
     let limits = &options.limits;
     // Group by the compressed sizes as they are, up to three quarters of `max` (the inputs
     // may have been written at a higher level than `Effort::Fast`: zstd level 1 output is
-    // a few to 15 % larger than level 3's), and by the decompressed size cap. A group whose
-    // recompressed batch still does not fit is halved, which compresses it again.
+    // a few to 15 % larger than level 3's), and by the decompressed size cap. Each input is
+    // decompressed into one reused buffer and appended at once; a group whose recompressed
+    // batch still does not fit is halved, which decompresses and compresses it again.
     let group_max = max - max / 4;
-    let mut group: Vec<(usize, Bytes)> = Vec::new();
+    let mut records = Vec::new();
+    let mut start = run.start;
+    let mut w = compressed_writer(group_max, options);
     let mut compressed = HEADER_LEN;
     let mut decompressed = 0usize;
-    for i in run {
+    for i in run.clone() {
         let b = &batches[i];
         let payload_len = b.size() - HEADER_LEN;
-        if !group.is_empty() && compressed + payload_len > group_max {
-            recompress(batches, &group, max, &options.buffers, out)?;
-            group.clear();
-            compressed = HEADER_LEN;
-            decompressed = 0;
+        if i > start && compressed + payload_len > group_max {
+            let full = std::mem::replace(&mut w, compressed_writer(group_max, options));
+            recompress(batches, start..i, full, max, options, &mut records, out)?;
+            (start, compressed, decompressed) = (i, HEADER_LEN, 0);
         }
         b.verify_crc()?;
-        let records = b.decompressed_payload(limits)?;
-        if !group.is_empty() && decompressed + records.len() > limits.max_decompressed_bytes {
-            recompress(batches, &group, max, &options.buffers, out)?;
-            group.clear();
-            compressed = HEADER_LEN;
-            decompressed = 0;
+        decompress_records(b, limits, &mut records)?;
+        if i > start && decompressed + records.len() > limits.max_decompressed_bytes {
+            let full = std::mem::replace(&mut w, compressed_writer(group_max, options));
+            recompress(batches, start..i, full, max, options, &mut records, out)?;
+            (start, compressed, decompressed) = (i, HEADER_LEN, 0);
+            decompress_records(b, limits, &mut records)?;
         }
+        w.append(b.header(), &records)?;
         compressed += payload_len;
         decompressed += records.len();
-        group.push((i, records));
     }
-    if !group.is_empty() {
-        recompress(batches, &group, max, &options.buffers, out)?;
-    }
-    Ok(())
+    recompress(batches, start..run.end, w, max, options, &mut records, out)
 }
 
-/// Merges a group of consecutive compressed inputs (with their decompressed records) into
-/// one batch of their codec, halving the group while the result exceeds `max`.
+/// A writer for the records of a group of compressed inputs of `group_max` bytes
+/// (they usually expand less than twofold; the buffer grows otherwise).
+fn compressed_writer(group_max: usize, options: &MergeOptions) -> Writer {
+    let capacity = group_max
+        .saturating_mul(2)
+        .min(options.limits.max_decompressed_bytes);
+    Writer::new(options.buffers.take(capacity))
+}
+
+/// Decompresses `b`'s records section into `into`, naming the batch in errors.
+fn decompress_records(b: &Batch, limits: &Limits, into: &mut Vec<u8>) -> Result<()> {
+    into.clear();
+    let payload = &b.as_bytes()[HEADER_LEN..];
+    // Compaction can leave a batch with no records and no payload, whatever its codec.
+    if payload.is_empty() {
+        return Ok(());
+    }
+    let codec = b.header().compression();
+    decompress_into(codec, payload, limits.max_decompressed_bytes, into)
+        .map_err(|e| e.in_batch(b.header().base_offset))
+}
+
+/// Compresses the records `w` holds for the compressed inputs `inputs` into one batch of
+/// their codec; when that exceeds `max`, does each half again (`records` is the buffer to
+/// decompress their inputs into).
 fn recompress(
     batches: &[Batch],
-    group: &[(usize, Bytes)],
+    inputs: Range<usize>,
+    mut w: Writer,
     max: usize,
-    buffers: &BufferPool,
+    options: &MergeOptions,
+    records: &mut Vec<u8>,
     out: &mut Vec<Merged>,
 ) -> Result<()> {
-    let (Some(&(first, _)), Some(&(last, _))) = (group.first(), group.last()) else {
-        return Ok(());
-    };
-    let inputs = first..last + 1;
-    if group.len() < 2 {
-        out.extend(inputs.map(|i| unchanged(batches, i)));
-        return Ok(());
-    }
-    let codec = batches[first].header().compression();
-    let size: usize = group.iter().map(|(_, r)| r.len()).sum();
-    let mut w = Writer::new(buffers.take(size + size / 64 + 16));
-    for (i, records) in group {
-        w.append(batches[*i].header(), records)?;
-    }
-    if w.count == 0 {
+    let buffers = &options.buffers;
+    if inputs.len() < 2 || w.count == 0 {
         buffers.put(w.buf);
         out.extend(inputs.map(|i| unchanged(batches, i)));
         return Ok(());
     }
+    let codec = batches[inputs.start].header().compression();
     // Compressed into a scratch buffer (sized for the records, which it may need), then
     // copied into one of its own size: the batch may stay in flight for a while.
-    let mut scratch = buffers.take(HEADER_LEN + size / 2);
+    let mut scratch = buffers.take(HEADER_LEN + w.buf.len() / 2);
     scratch.resize(HEADER_LEN, 0);
     compress_into(codec, &w.buf, Effort::Fast, &mut scratch)?;
+    let capacity = w.buf.capacity();
     buffers.put(std::mem::take(&mut w.buf));
     if scratch.len() > max {
         buffers.put(scratch);
-        let (left, right) = group.split_at(group.len() / 2);
-        recompress(batches, left, max, buffers, out)?;
-        return recompress(batches, right, max, buffers, out);
+        let mid = inputs.start + inputs.len() / 2;
+        for half in [inputs.start..mid, mid..inputs.end] {
+            let mut w = Writer::new(buffers.take(capacity));
+            for i in half.clone() {
+                decompress_records(&batches[i], &options.limits, records)?;
+                w.append(batches[i].header(), records)?;
+            }
+            recompress(batches, half, w, max, options, records, out)?;
+        }
+        return Ok(());
     }
     let header = w.header(codec, scratch.len() - HEADER_LEN)?;
     scratch[..HEADER_LEN].copy_from_slice(&header.encode());

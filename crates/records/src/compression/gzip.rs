@@ -19,7 +19,7 @@ pub(super) fn compress(data: &[u8], out: &mut Vec<u8>, effort: Effort) -> std::i
     enc.finish().map(|_| ())
 }
 
-pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {
+pub(super) fn decompress(data: &[u8], cap: usize, out: &mut Vec<u8>) -> Result<()> {
     // Java's GZIPInputStream reads concatenated members; so do we.
-    read_bounded(MultiGzDecoder::new(data), cap, Compression::Gzip)
+    read_bounded(MultiGzDecoder::new(data), cap, Compression::Gzip, out)
 }

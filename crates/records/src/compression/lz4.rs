@@ -21,9 +21,9 @@ pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
     enc.finish().map(|_| ()).map_err(std::io::Error::other)
 }
 
-pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {
+pub(super) fn decompress(data: &[u8], cap: usize, out: &mut Vec<u8>) -> Result<()> {
     // Block buffers are bounded by the frame's block size (at most 4 MiB).
-    read_bounded(FrameDecoder::new(data), cap, Compression::Lz4)
+    read_bounded(FrameDecoder::new(data), cap, Compression::Lz4, out)
 }
 
 #[cfg(test)]
@@ -61,6 +61,9 @@ mod tests {
         frame.extend_from_slice(&[0, 0, 0, 0]);
         let mut want = text;
         want.extend_from_slice(&noise);
-        assert_eq!(decompress(&frame, want.len()).unwrap(), want);
+        assert_eq!(
+            crate::compression::decompress(Compression::Lz4, &frame, want.len()).unwrap(),
+            want
+        );
     }
 }

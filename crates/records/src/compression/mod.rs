@@ -62,20 +62,37 @@ pub fn compress_into(
 
 /// Decompresses `data` with `codec`, failing if the output would exceed `cap` bytes.
 pub fn decompress(codec: Compression, data: &[u8], cap: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    decompress_into(codec, data, cap, &mut out)?;
+    Ok(out)
+}
+
+/// Like [`decompress`], into `out` (emptied first; its capacity is reused).
+pub fn decompress_into(
+    codec: Compression,
+    data: &[u8],
+    cap: usize,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    out.clear();
     match codec {
         Compression::None if data.len() > cap => Err(Error::DecompressedTooLarge { codec, cap }),
-        Compression::None => Ok(data.to_vec()),
-        Compression::Gzip => gzip::decompress(data, cap),
-        Compression::Snappy => snappy::decompress(data, cap),
-        Compression::Lz4 => lz4::decompress(data, cap),
-        Compression::Zstd => zstd::decompress(data, cap),
+        Compression::None => {
+            out.extend_from_slice(data);
+            Ok(())
+        }
+        Compression::Gzip => gzip::decompress(data, cap, out),
+        Compression::Snappy => snappy::decompress(data, cap, out),
+        Compression::Lz4 => lz4::decompress(data, cap, out),
+        Compression::Zstd => zstd::decompress(data, cap, out),
     }
 }
 
-/// Reads `r` to the end into a buffer that never grows past `cap + 1` bytes.
-fn read_bounded(mut r: impl Read, cap: usize, codec: Compression) -> Result<Vec<u8>> {
+/// Reads `r` to the end into the empty `out`, which never grows past `cap + 1` bytes.
+fn read_bounded(mut r: impl Read, cap: usize, codec: Compression, out: &mut Vec<u8>) -> Result<()> {
     let limit = cap.saturating_add(1);
-    let mut out = Vec::new();
+    // Use whatever capacity `out` already has, zeroed once (a reused buffer).
+    out.resize(out.capacity().min(limit), 0);
     let mut filled = 0;
     loop {
         if filled == out.len() {
@@ -97,7 +114,7 @@ fn read_bounded(mut r: impl Read, cap: usize, codec: Compression) -> Result<Vec<
         return Err(Error::DecompressedTooLarge { codec, cap });
     }
     out.truncate(filled);
-    Ok(out)
+    Ok(())
 }
 
 fn corrupt(codec: Compression, e: impl std::fmt::Display) -> Error {

@@ -35,8 +35,7 @@ pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
     Ok(())
 }
 
-pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
+pub(super) fn decompress(data: &[u8], cap: usize, out: &mut Vec<u8>) -> Result<()> {
     let mut dec = Decoder::new();
     match data.strip_prefix(&MAGIC) {
         Some(rest) => {
@@ -52,13 +51,13 @@ pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {
                 let block = tail
                     .get(..len)
                     .ok_or_else(|| bad("truncated xerial chunk"))?;
-                append_block(&mut dec, block, &mut out, cap)?;
+                append_block(&mut dec, block, out, cap)?;
                 rest = &tail[len..];
             }
         }
-        None => append_block(&mut dec, data, &mut out, cap)?,
+        None => append_block(&mut dec, data, out, cap)?,
     }
-    Ok(out)
+    Ok(())
 }
 
 fn append_block(dec: &mut Decoder, block: &[u8], out: &mut Vec<u8>, cap: usize) -> Result<()> {
@@ -91,8 +90,11 @@ mod tests {
     fn reads_raw_snappy() {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i % 7) as u8).collect();
         let raw = Encoder::new().compress_vec(&data).unwrap();
-        assert_eq!(decompress(&raw, data.len()).unwrap(), data);
-        assert!(decompress(&raw, data.len() - 1).is_err());
+        assert_eq!(
+            crate::compression::decompress(Compression::Snappy, &raw, data.len()).unwrap(),
+            data
+        );
+        assert!(crate::compression::decompress(Compression::Snappy, &raw, data.len() - 1).is_err());
     }
 
     #[test]
@@ -109,7 +111,10 @@ mod tests {
     fn rejects_truncated_framing() {
         let z = crate::compression::compress(Compression::Snappy, &[1u8; 1000]).unwrap();
         for cut in [9, 17, z.len() - 1] {
-            assert!(decompress(&z[..cut], 1 << 20).is_err(), "cut at {cut}");
+            assert!(
+                crate::compression::decompress(Compression::Snappy, &z[..cut], 1 << 20).is_err(),
+                "cut at {cut}"
+            );
         }
     }
 }

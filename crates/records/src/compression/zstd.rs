@@ -46,7 +46,7 @@ fn window_log_max(cap: usize) -> u32 {
     needed.min(31)
 }
 
-pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {
+pub(super) fn decompress(data: &[u8], cap: usize, out: &mut Vec<u8>) -> Result<()> {
     let codec = Compression::Zstd;
     DECOMPRESSOR.with_borrow_mut(|slot| {
         let context =
@@ -62,7 +62,7 @@ pub(super) fn decompress(data: &[u8], cap: usize) -> Result<Vec<u8>> {
         // cannot make the decoder reserve more than the cap.
         dec.window_log_max(window_log_max(cap))
             .map_err(|e| corrupt(codec, e))?;
-        read_bounded(dec, cap, codec)
+        read_bounded(dec, cap, codec, out)
     })
 }
 
