@@ -4,7 +4,8 @@
 //! librdkafka adds the content size. Both are ordinary frames for `lz4_flex`. (The broken
 //! header checksum of KIP-57 only ever applied to magic 0 message sets.)
 
-use std::io::Write;
+use std::cell::RefCell;
+use std::io::{Cursor, Write};
 
 use lz4_flex::frame::{BlockMode, BlockSize, FrameDecoder, FrameEncoder, FrameInfo};
 
@@ -21,9 +22,32 @@ pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
     enc.finish().map(|_| ()).map_err(std::io::Error::other)
 }
 
+/// Compressed input kept by the reused decoder above this size is let go.
+const KEPT_INPUT: usize = 1 << 20;
+
+thread_local! {
+    // One decoder per thread, reused from frame to frame: a new one allocates its block
+    // buffers (128 KiB and more) for every batch, which musl's allocator maps and unmaps
+    // each time (two mmap/munmap pairs per batch, as much system time as the rest of a
+    // recompressing lz4 drain). It reads a copy of the batch's payload.
+    static DECODER: RefCell<Option<FrameDecoder<Cursor<Vec<u8>>>>> = const { RefCell::new(None) };
+}
+
 pub(super) fn decompress(data: &[u8], cap: usize, out: &mut Vec<u8>) -> Result<()> {
-    // Block buffers are bounded by the frame's block size (at most 4 MiB).
-    read_bounded(FrameDecoder::new(data), cap, Compression::Lz4, out)
+    DECODER.with_borrow_mut(|slot| {
+        let decoder = slot.get_or_insert_with(|| FrameDecoder::new(Cursor::new(Vec::new())));
+        let input = decoder.get_mut();
+        input.get_mut().clear();
+        input.get_mut().extend_from_slice(data);
+        input.set_position(0);
+        // Block buffers are bounded by the frame's block size (at most 4 MiB).
+        let result = read_bounded(&mut *decoder, cap, Compression::Lz4, out);
+        // A failed frame leaves the decoder inside it; a large input is not worth keeping.
+        if result.is_err() || decoder.get_ref().get_ref().capacity() > KEPT_INPUT {
+            *slot = None;
+        }
+        result
+    })
 }
 
 #[cfg(test)]
@@ -65,5 +89,31 @@ mod tests {
             crate::compression::decompress(Compression::Lz4, &frame, want.len()).unwrap(),
             want
         );
+    }
+
+    #[test]
+    fn the_reused_decoder_starts_clean_after_a_failure() {
+        let text: Vec<u8> = b"strait ".iter().copied().cycle().take(200_000).collect();
+        let mut frame = Vec::new();
+        compress(&text, &mut frame).unwrap();
+        let mut out = Vec::new();
+        // Cut inside a block, then over the cap, then corrupt: each fails, and the next
+        // frame on this thread still decodes whole.
+        // The first block's size (bytes 7..11, little-endian) made larger than 64 KiB.
+        let bad_block = {
+            let mut f = frame.clone();
+            f[9] ^= 0x10;
+            f
+        };
+        for (input, cap) in [
+            (&frame[..frame.len() / 2], 1 << 20),
+            (&frame[..], text.len() - 1),
+            (&bad_block[..], 1 << 20),
+        ] {
+            assert!(decompress(input, cap, &mut out).is_err());
+            out.clear();
+            decompress(&frame, 1 << 20, &mut out).unwrap();
+            assert_eq!(out, text);
+        }
     }
 }
