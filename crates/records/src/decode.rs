@@ -2,9 +2,9 @@
 
 use bytes::Bytes;
 
-use crate::compression::decompress;
+use crate::compression::decompress_into;
 use crate::error::{Error, Result};
-use crate::header::Compression;
+use crate::header::{Compression, HEADER_LEN};
 use crate::record::{Record, Records};
 use crate::split::{Batch, Limits};
 
@@ -22,17 +22,36 @@ pub enum ControlRecordType {
 impl Batch {
     /// The records section, decompressed (a slice, not a copy, when uncompressed).
     pub fn decompressed_payload(&self, limits: &Limits) -> Result<Bytes> {
-        let header = self.header();
-        let payload = self.payload();
-        match header.compression() {
-            // Compaction can leave a batch with no records and no payload; whatever the
-            // codec bits say, there is nothing to decompress.
-            _ if payload.is_empty() => Ok(payload),
-            Compression::None => Ok(payload),
-            codec => decompress(codec, &payload, limits.max_decompressed_bytes)
-                .map(Bytes::from)
-                .map_err(|e| e.in_batch(header.base_offset)),
+        if self.header().compression() == Compression::None {
+            return Ok(self.payload());
         }
+        let mut out = Vec::new();
+        self.decompress_payload_into(limits, &mut out)?;
+        Ok(Bytes::from(out))
+    }
+
+    /// The records section, decompressed into `into` (emptied first, its capacity reused;
+    /// a copy when uncompressed).
+    pub(crate) fn decompress_payload_into(
+        &self,
+        limits: &Limits,
+        into: &mut Vec<u8>,
+    ) -> Result<()> {
+        into.clear();
+        let payload = &self.as_bytes()[HEADER_LEN..];
+        // Compaction can leave a batch with no records and no payload; whatever the codec
+        // bits say, there is nothing to decompress.
+        if payload.is_empty() {
+            return Ok(());
+        }
+        let header = self.header();
+        decompress_into(
+            header.compression(),
+            payload,
+            limits.max_decompressed_bytes,
+            into,
+        )
+        .map_err(|e| e.in_batch(header.base_offset))
     }
 
     /// Iterates over the batch's records (decompressing the whole section first).

@@ -29,7 +29,7 @@
 
 use std::ops::Range;
 
-use crate::compression::{Effort, compress_into, decompress_into};
+use crate::compression::{Effort, compress_into};
 use crate::error::{Error, Result};
 use crate::header::{
     Attributes, BatchHeader, CRC_AT, CRC_START, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
@@ -634,12 +634,13 @@ fn merge_compressed(
             (start, compressed, decompressed) = (i, HEADER_LEN, 0);
         }
         b.verify_crc()?;
-        decompress_records(b, limits, &mut records)?;
+        b.decompress_payload_into(limits, &mut records)?;
         if i > start && decompressed + records.len() > limits.max_decompressed_bytes {
             let full = std::mem::replace(&mut w, compressed_writer(group_max, options));
             recompress(batches, start..i, full, max, options, &mut records, out)?;
             (start, compressed, decompressed) = (i, HEADER_LEN, 0);
-            decompress_records(b, limits, &mut records)?;
+            // `recompress` may have used `records` to halve the group.
+            b.decompress_payload_into(limits, &mut records)?;
         }
         w.append(b.header(), &records)?;
         compressed += payload_len;
@@ -655,19 +656,6 @@ fn compressed_writer(group_max: usize, options: &MergeOptions) -> Writer {
         .saturating_mul(2)
         .min(options.limits.max_decompressed_bytes);
     Writer::new(options.buffers.take(capacity))
-}
-
-/// Decompresses `b`'s records section into `into`, naming the batch in errors.
-fn decompress_records(b: &Batch, limits: &Limits, into: &mut Vec<u8>) -> Result<()> {
-    into.clear();
-    let payload = &b.as_bytes()[HEADER_LEN..];
-    // Compaction can leave a batch with no records and no payload, whatever its codec.
-    if payload.is_empty() {
-        return Ok(());
-    }
-    let codec = b.header().compression();
-    decompress_into(codec, payload, limits.max_decompressed_bytes, into)
-        .map_err(|e| e.in_batch(b.header().base_offset))
 }
 
 /// Compresses the records `w` holds for the compressed inputs `inputs` into one batch of
@@ -702,7 +690,7 @@ fn recompress(
         for half in [inputs.start..mid, mid..inputs.end] {
             let mut w = Writer::new(buffers.take(capacity));
             for i in half.clone() {
-                decompress_records(&batches[i], &options.limits, records)?;
+                batches[i].decompress_payload_into(&options.limits, records)?;
                 w.append(batches[i].header(), records)?;
             }
             recompress(batches, half, w, max, options, records, out)?;

@@ -4,7 +4,7 @@
 //! past the cap, and no size declared inside the compressed data is trusted for allocation.
 //! Writers follow the Java client: gzip at the default level, xerial-framed snappy with
 //! 32 KiB blocks, LZ4 frames with 64 KiB independent blocks and no checksums, zstd level 3
-//! ([`Effort::Default`]; merged batches are recompressed at the fastest levels,
+//! ([`Effort::Default`]; merged batches are recompressed at zstd and gzip level 1,
 //! [`Effort::Fast`]).
 
 mod gzip;
@@ -91,15 +91,14 @@ pub fn decompress_into(
 /// Reads `r` to the end into the empty `out`, which never grows past `cap + 1` bytes.
 fn read_bounded(mut r: impl Read, cap: usize, codec: Compression, out: &mut Vec<u8>) -> Result<()> {
     let limit = cap.saturating_add(1);
-    // Use whatever capacity `out` already has, zeroed once (a reused buffer).
-    out.resize(out.capacity().min(limit), 0);
     let mut filled = 0;
     loop {
         if filled == out.len() {
             if out.len() >= limit {
                 break;
             }
-            // Grow geometrically, but never past the limit.
+            // Grow geometrically, but never past the limit (within a reused buffer's
+            // capacity this only zeroes, about as much as is written).
             let grow = out.len().max(8 << 10).min(limit - out.len());
             out.resize(out.len() + grow, 0);
         }
