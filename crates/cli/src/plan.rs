@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use strait_client::{Client, ClientConfig};
+use strait_client::Client;
 use strait_mirror::config::{Cluster, Config, Flow, load};
 use strait_mirror::topics::{TopicPlan, current_plan};
 
@@ -46,17 +46,18 @@ pub(crate) async fn connect(config: &Config, name: &str) -> anyhow::Result<Clien
     let c: &Cluster = config
         .cluster(name)
         .with_context(|| format!("cluster {name} is not defined"))?;
-    let cfg = ClientConfig::new(c.bootstrap_servers.iter().cloned())
-        .with_client_id(c.client_id.clone())
-        .with_request_timeout(c.request_timeout)
-        .with_connect_timeout(c.connect_timeout)
-        .with_retry_timeout(c.request_timeout.max(Duration::from_secs(1)));
-    Client::connect(cfg).await.with_context(|| {
+    let what = || {
         format!(
-            "cannot connect to cluster {name} ({})",
-            c.bootstrap_servers.join(",")
+            "cannot connect to cluster {name} ({}, {})",
+            c.bootstrap_servers.join(","),
+            c.security.protocol_name()
         )
-    })
+    };
+    let security = c.security.to_client().with_context(what)?;
+    let cfg = strait_mirror::connect::client_config(c)
+        .with_retry_timeout(c.request_timeout.max(Duration::from_secs(1)))
+        .with_security(security);
+    Client::connect(cfg).await.with_context(what)
 }
 
 /// The plan as text: one line per topic, grouped by action.

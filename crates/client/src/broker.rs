@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use crate::connection::Connection;
 use crate::error::{Error, ErrorKind, Result};
+use crate::security::{self, SaslConfig};
 
 /// What a connection is used for; each purpose gets its own TCP connection per broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,6 +44,8 @@ pub(crate) struct ConnSettings {
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) max_frame: usize,
+    /// TLS connector and SASL credentials, prepared once per client.
+    pub(crate) security: security::Prepared,
 }
 
 /// A broker we can talk to. `id` is -1 for a bootstrap address whose node id is unknown.
@@ -93,16 +96,46 @@ impl Broker {
             }
         };
         stream.set_nodelay(true)?;
-        let conn = Connection::handshake(
-            stream,
-            self.id,
-            s.client_id.clone(),
-            s.max_frame,
-            s.request_timeout,
-        )
-        .await?;
+        let sasl = s.security.sasl.as_ref().map(|c| (c, self.addr.as_str()));
+        let (conn, lifetime) = match &s.security.tls {
+            None => {
+                Connection::handshake(
+                    stream,
+                    self.id,
+                    s.client_id.clone(),
+                    s.max_frame,
+                    s.request_timeout,
+                    sasl,
+                )
+                .await?
+            }
+            Some(tls) => {
+                let stream = tls
+                    .connect(stream, &self.addr)
+                    .await
+                    .map_err(|e| e.broker(self.id))?;
+                Connection::handshake(
+                    stream,
+                    self.id,
+                    s.client_id.clone(),
+                    s.max_frame,
+                    s.request_timeout,
+                    sasl,
+                )
+                .await?
+            }
+        };
         tracing::debug!(broker = self.id, addr = %self.addr, ?purpose, "connected");
         let conn = Arc::new(conn);
+        if let (Some(lifetime), Some(cfg)) = (lifetime, s.security.sasl.clone()) {
+            tokio::spawn(reauthenticate_loop(
+                Arc::downgrade(&conn),
+                cfg,
+                self.addr.clone(),
+                s.request_timeout,
+                lifetime,
+            ));
+        }
         *slot = Some(conn.clone());
         Ok(conn)
     }
@@ -143,5 +176,44 @@ impl Broker {
 
     pub(crate) fn request_timeout(&self) -> Duration {
         self.settings.request_timeout
+    }
+}
+
+/// Re-authenticates `conn` before each session expires (KIP-368), until the connection is
+/// dropped or closed. A failed re-authentication closes the connection with that error
+/// (requests already answered are unaffected; the owner reconnects on next use, and a
+/// credential problem then surfaces as a non-retriable error).
+async fn reauthenticate_loop(
+    conn: std::sync::Weak<Connection>,
+    cfg: SaslConfig,
+    addr: String,
+    timeout: Duration,
+    mut lifetime: Duration,
+) {
+    loop {
+        let wait = security::sasl::reauth_after(lifetime, rand::random::<f64>());
+        tokio::time::sleep(wait).await;
+        let Some(c) = conn.upgrade() else { return };
+        if c.is_closed() {
+            return;
+        }
+        match c.reauthenticate(&cfg, &addr, timeout).await {
+            Ok(Some(next)) => {
+                tracing::debug!(broker = c.broker_id(), ?next, "re-authenticated");
+                lifetime = next;
+            }
+            Ok(None) => {
+                tracing::debug!(
+                    broker = c.broker_id(),
+                    "re-authenticated; no session lifetime"
+                );
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(broker = c.broker_id(), error = %e, "re-authentication failed; closing the connection");
+                c.poison(e);
+                return;
+            }
+        }
     }
 }

@@ -19,6 +19,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::frame::DEFAULT_MAX_FRAME;
 use crate::metadata::ClusterMetadata;
 use crate::rpc::Request;
+use crate::security::{Prepared, Security};
 
 /// Client settings. Build with [`ClientConfig::new`] and the `with_*` methods.
 #[derive(Debug, Clone)]
@@ -39,6 +40,8 @@ pub struct ClientConfig {
     pub metadata_max_age: Duration,
     /// Largest response frame accepted.
     pub max_frame: usize,
+    /// TLS and SASL for every connection (default: plaintext).
+    pub security: Security,
 }
 
 impl ClientConfig {
@@ -57,7 +60,14 @@ impl ClientConfig {
             backoff: BackoffConfig::default(),
             metadata_max_age: Duration::from_secs(60),
             max_frame: DEFAULT_MAX_FRAME,
+            security: Security::default(),
         }
+    }
+
+    /// Sets TLS and SASL for every connection.
+    pub fn with_security(mut self, security: Security) -> Self {
+        self.security = security;
+        self
     }
 
     /// Sets the `client_id`.
@@ -155,6 +165,7 @@ impl Client {
             connect_timeout: cfg.connect_timeout,
             request_timeout: cfg.request_timeout,
             max_frame: cfg.max_frame,
+            security: Prepared::new(&cfg.security)?,
         });
         let bootstrap = cfg
             .bootstrap

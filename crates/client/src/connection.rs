@@ -28,6 +28,7 @@ use tokio::task::AbortHandle;
 use crate::error::{Error, ErrorKind, Result};
 use crate::frame::{self, Frame, FrameReader};
 use crate::rpc::Request;
+use crate::security::{SaslConfig, sasl};
 use crate::versions::BrokerVersions;
 
 /// How many queued frames the writer coalesces into one vectored write loop.
@@ -153,6 +154,19 @@ pub(crate) struct Connection {
     correlation: AtomicI32,
     client_id: StrBytes,
     versions: BrokerVersions,
+    /// Held for writing while the connection re-authenticates (KIP-368): the broker must
+    /// see nothing but SASL frames between SaslHandshake and the last SaslAuthenticate,
+    /// so new requests wait here (they are not failed) while earlier ones are answered.
+    gate: tokio::sync::RwLock<()>,
+}
+
+/// Whether a call goes through the re-authentication gate ([`Connection`]'s `gate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// An ordinary request: waits while a re-authentication runs.
+    Pass,
+    /// A SASL frame of the re-authentication that holds the gate.
+    Held,
 }
 
 impl std::fmt::Debug for Connection {
@@ -172,19 +186,50 @@ impl Drop for Connection {
 
 impl Connection {
     /// Starts the reader and writer tasks over `stream` and negotiates API versions.
+    ///
+    /// With `sasl`, the connection then authenticates (SaslHandshake + SaslAuthenticate);
+    /// the session lifetime the broker granted, if any, is returned beside it.
     pub(crate) async fn handshake<S>(
         stream: S,
         broker_id: i32,
         client_id: StrBytes,
         max_frame: usize,
         timeout: Duration,
-    ) -> Result<Connection>
+        sasl: Option<(&SaslConfig, &str)>,
+    ) -> Result<(Connection, Option<Duration>)>
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
         let mut conn = Connection::start(stream, broker_id, client_id, max_frame);
         conn.versions = conn.negotiate(timeout).await?;
-        Ok(conn)
+        let lifetime = match sasl {
+            Some((cfg, addr)) => {
+                let who = sasl::Who {
+                    broker: broker_id,
+                    addr,
+                };
+                sasl::authenticate(&conn, cfg, &who, timeout, Gate::Pass).await?
+            }
+            None => None,
+        };
+        Ok((conn, lifetime))
+    }
+
+    /// Re-authenticates in band (KIP-368) without failing requests in flight: holds the
+    /// gate so new requests wait, and runs the SASL exchange behind the requests already
+    /// queued (the broker answers in order). Returns the new session lifetime.
+    pub(crate) async fn reauthenticate(
+        &self,
+        cfg: &SaslConfig,
+        addr: &str,
+        timeout: Duration,
+    ) -> Result<Option<Duration>> {
+        let _exclusive = self.gate.write().await;
+        let who = sasl::Who {
+            broker: self.broker_id(),
+            addr,
+        };
+        sasl::authenticate(self, cfg, &who, timeout, Gate::Held).await
     }
 
     fn start<S>(stream: S, broker_id: i32, client_id: StrBytes, max_frame: usize) -> Connection
@@ -207,6 +252,7 @@ impl Connection {
             correlation: AtomicI32::new(1),
             client_id,
             versions: BrokerVersions::default(),
+            gate: tokio::sync::RwLock::new(()),
         }
     }
 
@@ -286,6 +332,19 @@ impl Connection {
         frame: Frame,
         expect_response: bool,
     ) -> Result<ResponseFuture> {
+        let _pass = self.gate.read().await;
+        self.submit_ungated(api, version, correlation_id, frame, expect_response)
+            .await
+    }
+
+    async fn submit_ungated(
+        &self,
+        api: ApiKey,
+        version: i16,
+        correlation_id: i32,
+        frame: Frame,
+        expect_response: bool,
+    ) -> Result<ResponseFuture> {
         if let Some(e) = self.shared.closed() {
             return Err(e.broker(self.broker_id()).api(api));
         }
@@ -327,9 +386,27 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response> {
+        self.call_gated(req, version, timeout, Gate::Pass).await
+    }
+
+    /// [`Connection::call`], through the re-authentication gate or (for the SASL frames
+    /// of a re-authentication) past it.
+    pub(crate) async fn call_gated<R: Request>(
+        &self,
+        req: &R,
+        version: i16,
+        timeout: Duration,
+        gate: Gate,
+    ) -> Result<R::Response> {
         let corr = self.next_correlation_id();
         let frame = frame::encode_request(R::KEY, version, corr, &self.client_id, req)?;
-        let fut = self.submit(R::KEY, version, corr, frame, true).await?;
+        let fut = match gate {
+            Gate::Pass => self.submit(R::KEY, version, corr, frame, true).await?,
+            Gate::Held => {
+                self.submit_ungated(R::KEY, version, corr, frame, true)
+                    .await?
+            }
+        };
         let body = fut
             .wait(timeout)
             .await?
@@ -609,12 +686,13 @@ pub(crate) mod tests {
             answer_api_versions(&mut b, &ranges).await;
             b
         });
-        let c = Connection::handshake(
+        let (c, _) = Connection::handshake(
             a,
             1,
             StrBytes::from_static_str("t"),
             1 << 20,
             Duration::from_secs(5),
+            None,
         )
         .await
         .unwrap();

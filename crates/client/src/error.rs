@@ -49,6 +49,13 @@ pub enum ErrorKind {
     NoBrokerAvailable,
     /// The producer has to be re-initialised; the batch was not written.
     ProducerFenced(String),
+    /// TLS could not be set up: a certificate or key file, or the handshake (untrusted CA,
+    /// expired certificate, host name mismatch, a plaintext peer). Not retriable.
+    Tls(String),
+    /// SASL authentication failed (wrong credentials, mechanism not enabled, the broker
+    /// could not prove it knows the password, no token). Not retriable; the message names
+    /// the broker, the mechanism and the user, never the secret.
+    Authentication(String),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -208,6 +215,27 @@ impl Error {
         }
     }
 
+    /// True for a failed authentication or authorization, or a TLS failure: the credentials,
+    /// certificates or ACLs must change before trying again.
+    pub fn is_auth_failure(&self) -> bool {
+        matches!(
+            self.inner.kind,
+            ErrorKind::Tls(_) | ErrorKind::Authentication(_)
+        ) || matches!(
+            self.kafka_error(),
+            Some(
+                ResponseError::SaslAuthenticationFailed
+                    | ResponseError::UnsupportedSaslMechanism
+                    | ResponseError::IllegalSaslState
+                    | ResponseError::TopicAuthorizationFailed
+                    | ResponseError::GroupAuthorizationFailed
+                    | ResponseError::ClusterAuthorizationFailed
+                    | ResponseError::TransactionalIdAuthorizationFailed
+                    | ResponseError::DelegationTokenAuthorizationFailed
+            )
+        )
+    }
+
     /// True when the error means the metadata used for routing is stale (leader moved,
     /// unknown partition, leader epoch mismatch): refresh metadata and retry.
     pub fn is_stale_metadata(&self) -> bool {
@@ -319,6 +347,8 @@ impl fmt::Display for ErrorKind {
             ErrorKind::InvalidInput(m) => write!(f, "invalid input: {m}"),
             ErrorKind::NoBrokerAvailable => f.write_str("no broker available"),
             ErrorKind::ProducerFenced(m) => write!(f, "producer must be re-initialised: {m}"),
+            ErrorKind::Tls(m) => write!(f, "TLS error: {m}"),
+            ErrorKind::Authentication(m) => write!(f, "authentication failed: {m}"),
         }
     }
 }

@@ -68,6 +68,7 @@
 //! | [`producer`] | the pure sequencing state machine, the idempotent raw-batch producer, the record producer |
 //! | [`consumer`] | the record-level partition consumer |
 //! | [`error`] | [`Error`], [`ErrorKind`] |
+//! | [`security`] | TLS (rustls), SASL PLAIN / SCRAM / OAUTHBEARER, re-authentication |
 //!
 //! Versions, Tansu differences and what was tested are in `docs/compatibility.md`; the
 //! connection model is described in `docs/architecture.md`.
@@ -82,6 +83,7 @@ mod frame;
 pub mod metadata;
 pub mod producer;
 pub mod rpc;
+pub mod security;
 pub mod versions;
 
 pub use broker::Purpose;
@@ -104,6 +106,7 @@ pub use rpc::groups::ListedGroup;
 pub use rpc::offsets::{CommitOffset, CommittedOffset, GroupMember, ListedOffset, OffsetSpec};
 pub use rpc::produce::{Acks, PartitionProduceResult, ProduceRequest, RawBatch, TopicBatches};
 pub use rpc::txn::ProducerIdentity;
+pub use security::{CaRoots, ClientCert, SaslConfig, ScramHash, Secret, Security, TlsConfig};
 
 /// The kafka-protocol crate this client is built on, re-exported so that callers can name
 /// its message types (used by [`Client::send_request`] and the group/transaction calls).

@@ -40,6 +40,9 @@ pub fn supported_range(api: ApiKey) -> Option<(i16, i16)> {
         CreatePartitions => (0, 3),
         IncrementalAlterConfigs => (0, 1),
         DescribeCluster => (0, 1),
+        // KIP-152: v1 frames SASL tokens as SaslAuthenticate requests (v0 sent them raw).
+        SaslHandshake => (1, 1),
+        SaslAuthenticate => (0, 2),
         _ => return None,
     };
     // Never claim more than the crate can encode.

@@ -172,11 +172,11 @@ fn example_config_loads_and_round_trips() {
         name.ends_with("PASSWORD").then(|| "secret".into())
     })
     .unwrap_err();
-    // Only the not-yet-supported TLS/SASL settings are refused.
+    // Only the example's TLS files, which do not exist here, are refused.
     for p in err.problems() {
-        assert!(p.message.contains("not supported yet"), "{p}");
+        assert!(p.message.contains("cannot read /etc/strait/"), "{p}");
     }
-    assert_eq!(err.problems().len(), 2, "{err}");
+    assert_eq!(err.problems().len(), 3, "{err}");
 }
 
 #[test]
@@ -398,17 +398,121 @@ fn zero_and_absurd_intervals() {
     );
 }
 
-#[test]
-fn tls_and_sasl_are_refused_clearly() {
-    let text = BASE.replace(
+fn with_security(table: &str) -> String {
+    BASE.replace(
         "bootstrap_servers = \"b1:9092\"",
-        "bootstrap_servers = \"b1:9092\"\n[clusters.b.security]\nprotocol = \"sasl_ssl\"\n[clusters.b.security.sasl]\nmechanism = \"scram-sha-512\"\nusername = \"u\"\npassword = \"p\"",
+        &format!("bootstrap_servers = \"b1:9092\"\n{table}"),
+    )
+}
+
+#[test]
+fn sasl_ssl_with_scram_resolves_with_the_secret_redacted() {
+    let text = with_security(
+        "[clusters.b.security]\nprotocol = \"SASL_SSL\"\n[clusters.b.security.sasl]\nmechanism = \"scram-sha-512\"\nusername = \"u\"\npassword = \"${B_PW}\"",
     );
-    let p = problems(&text);
-    assert_eq!(p.len(), 2, "{p:#?}");
-    assert!(p[0].contains("clusters.b.security.protocol: security protocol \"sasl_ssl\" is not supported yet: TLS and SASL are not implemented; expected \"plaintext\""), "{p:?}");
+    let cfg = load_str(&text, "t.toml", &|v| {
+        (v == "B_PW").then(|| "hunter2-pw".into())
+    })
+    .expect("valid");
+    let sec = &cfg.clusters["b"].security;
+    assert_eq!(sec.protocol_name(), "SASL_SSL");
+    let tls = sec.tls.as_ref().expect("tls");
+    assert_eq!(tls.ca, strait_client::CaRoots::System);
+    assert_eq!(
+        sec.sasl.as_ref().expect("sasl").mechanism(),
+        "SCRAM-SHA-512"
+    );
+    let shown = format!("{cfg:?}");
     assert!(
-        p[1].contains("clusters.b.security.sasl: SASL is not supported yet"),
+        !shown.contains("hunter2-pw"),
+        "the password leaked into Debug: {shown}"
+    );
+}
+
+#[test]
+fn security_tables_must_match_the_protocol() {
+    let p = problems(&with_security(
+        "[clusters.b.security]\n[clusters.b.security.sasl]\nmechanism = \"plain\"\nusername = \"u\"\npassword = \"p\"",
+    ));
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(
+        p[0].contains(
+            "clusters.b.security.sasl: SASL settings are given but protocol is \"plaintext\""
+        ),
+        "{p:?}"
+    );
+    let p = problems(&with_security(
+        "[clusters.b.security]\nprotocol = \"sasl_plaintext\"",
+    ));
+    assert!(
+        p[0].contains("protocol \"sasl_plaintext\" needs SASL settings"),
+        "{p:?}"
+    );
+    let p = problems(&with_security(
+        "[clusters.b.security]\nprotocol = \"sasl_plaintext\"\n[clusters.b.security.tls]\nca_file = \"/x\"\n[clusters.b.security.sasl]\nmechanism = \"plain\"\nusername = \"u\"\npassword = \"p\"",
+    ));
+    assert!(
+        p.iter()
+            .any(|l| l.contains("TLS settings are given but protocol is \"sasl_plaintext\"")),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn each_mechanism_names_what_it_lacks() {
+    let p = problems(&with_security(
+        "[clusters.b.security]\nprotocol = \"sasl_ssl\"\n[clusters.b.security.sasl]\nmechanism = \"scram-sha-256\"\nusername = \"u\"",
+    ));
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(
+        p[0].contains(
+            "clusters.b.security.sasl.password: mechanism SCRAM-SHA-256 needs `password`"
+        ),
+        "{p:?}"
+    );
+    let p = problems(&with_security(
+        "[clusters.b.security]\nprotocol = \"sasl_ssl\"\n[clusters.b.security.sasl]\nmechanism = \"oauthbearer\"\nusername = \"u\"",
+    ));
+    assert!(
+        p.iter()
+            .any(|l| l.contains("`username` does not apply to mechanism OAUTHBEARER")),
+        "{p:?}"
+    );
+    assert!(
+        p.iter().any(|l| l.contains("needs a token source")),
+        "{p:?}"
+    );
+    let p = problems(&with_security(
+        "[clusters.b.security]\nprotocol = \"sasl_ssl\"\n[clusters.b.security.sasl]\nmechanism = \"oauthbearer\"\ntoken_endpoint_url = \"http://idp/token\"\nclient_id = \"c\"\nclient_secret = \"s\"",
+    ));
+    assert!(
+        p.iter().any(|l| l.contains("is not an https:// URL")),
+        "{p:?}"
+    );
+    let ok = with_security(
+        "[clusters.b.security]\nprotocol = \"sasl_ssl\"\n[clusters.b.security.sasl]\nmechanism = \"oauthbearer\"\ntoken_endpoint_url = \"https://idp/token\"\nclient_id = \"c\"\nclient_secret = \"${S}\"\nscope = \"kafka\"\nextensions = { logicalCluster = \"lkc-1\" }",
+    );
+    let cfg = load_str(&ok, "t.toml", &|_| Some("oidc-secret-x".into())).expect("valid");
+    assert!(!format!("{cfg:?}").contains("oidc-secret-x"));
+}
+
+#[test]
+fn mutual_tls_needs_both_files_and_they_must_be_readable() {
+    let p = problems(&with_security(
+        "[clusters.b.security]\nprotocol = \"ssl\"\n[clusters.b.security.tls]\ncert_file = \"/nonexistent/c.pem\"",
+    ));
+    assert!(
+        p.iter().any(|l| l.contains(
+            "clusters.b.security.tls.key_file: mutual TLS needs both a certificate and a key"
+        )),
+        "{p:?}"
+    );
+    let p = problems(&with_security(
+        "[clusters.b.security]\nprotocol = \"ssl\"\n[clusters.b.security.tls]\nca_file = \"/nonexistent/ca.pem\"",
+    ));
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(
+        p[0].contains("clusters.b.security.tls.ca_file: cannot read /nonexistent/ca.pem"),
         "{p:?}"
     );
 }

@@ -62,3 +62,20 @@ requests! {
     IncrementalAlterConfigsRequest => IncrementalAlterConfigsResponse: IncrementalAlterConfigs,
     DescribeClusterRequest => DescribeClusterResponse: DescribeCluster,
 }
+
+macro_rules! unthrottled_requests {
+    ($($req:ident => $resp:ident : $key:ident),* $(,)?) => {
+        $(impl Request for $req {
+            const KEY: ApiKey = ApiKey::$key;
+            type Response = $resp;
+            fn throttle_ms(_: &$resp) -> i32 {
+                0
+            }
+        })*
+    };
+}
+
+unthrottled_requests! {
+    SaslHandshakeRequest => SaslHandshakeResponse: SaslHandshake,
+    SaslAuthenticateRequest => SaslAuthenticateResponse: SaslAuthenticate,
+}

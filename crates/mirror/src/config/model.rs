@@ -67,17 +67,17 @@ fn metadata_refresh_interval() -> HumanDuration {
     d::METADATA_REFRESH_INTERVAL
 }
 
-/// Connection security. Parsed in full so configs can be written ahead of time; only
-/// `protocol = "plaintext"` without `tls`/`sasl` passes validation today.
+/// Connection security (`[clusters.<name>.security]`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SecuritySpec {
     /// Kafka's `security.protocol`.
     pub protocol: SecurityProtocol,
-    /// TLS settings (`[clusters.<name>.security.tls]`).
+    /// TLS settings (`[clusters.<name>.security.tls]`); with `ssl`/`sasl_ssl` and no table,
+    /// the system's CA roots are used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSpec>,
-    /// SASL settings (`[clusters.<name>.security.sasl]`).
+    /// SASL settings (`[clusters.<name>.security.sasl]`); required by `sasl_*` protocols.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sasl: Option<SaslSpec>,
 }
@@ -101,6 +101,18 @@ pub enum SecurityProtocol {
     SaslSsl,
 }
 
+impl SecurityProtocol {
+    /// Whether connections use TLS.
+    pub fn uses_tls(self) -> bool {
+        matches!(self, Self::Ssl | Self::SaslSsl)
+    }
+
+    /// Whether connections authenticate with SASL.
+    pub fn uses_sasl(self) -> bool {
+        matches!(self, Self::SaslPlaintext | Self::SaslSsl)
+    }
+}
+
 impl fmt::Display for SecurityProtocol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -116,26 +128,77 @@ impl fmt::Display for SecurityProtocol {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TlsSpec {
-    /// CA bundle used to verify the brokers.
+    /// CA bundle (PEM) used to verify the brokers; unset: the system's roots.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<PathBuf>,
-    /// Client certificate, for mutual TLS.
+    /// Client certificate chain (PEM), for mutual TLS.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cert_file: Option<PathBuf>,
-    /// Client private key, for mutual TLS.
+    /// Client private key (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC), for mutual TLS.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub key_file: Option<PathBuf>,
     /// Name to verify instead of the broker host name.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_name: Option<String>,
+    /// How long a TLS handshake may take; default 10s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handshake_timeout: Option<HumanDuration>,
 }
 
-/// SASL settings.
+/// SASL settings. Which keys apply depends on `mechanism`: `username` + `password` for
+/// PLAIN and SCRAM; for OAUTHBEARER either `token_file`, or `token_endpoint_url` +
+/// `client_id` + `client_secret` (OIDC client credentials, KIP-768).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SaslSpec {
     /// The SASL mechanism.
     pub mechanism: SaslMechanism,
-    /// User name.
-    pub username: String,
-    /// Password; write `"${ENV_VAR}"` to keep it out of the file.
-    pub password: String,
+    /// User name (PLAIN, SCRAM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// Password (PLAIN, SCRAM); write `"${ENV_VAR}"` to keep it out of the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// OAUTHBEARER: a file holding the token (a JWT), re-read when the token nears expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    /// OAUTHBEARER: the OAuth 2.0 token endpoint (`https://…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_url: Option<String>,
+    /// OAUTHBEARER: the client id sent to the token endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// OAUTHBEARER: the client secret; write `"${ENV_VAR}"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// OAUTHBEARER: the scope asked of the token endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// OAUTHBEARER: CA bundle (PEM) for the token endpoint; unset: the system's roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_ca_file: Option<PathBuf>,
+    /// OAUTHBEARER: SASL extensions sent with the token (KIP-342), such as Confluent
+    /// Cloud's `logicalCluster` and `identityPoolId`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extensions: BTreeMap<String, String>,
+}
+
+impl SaslSpec {
+    /// A spec for `mechanism` with every optional key unset.
+    pub fn new(mechanism: SaslMechanism) -> Self {
+        SaslSpec {
+            mechanism,
+            username: None,
+            password: None,
+            token_file: None,
+            token_endpoint_url: None,
+            client_id: None,
+            client_secret: None,
+            scope: None,
+            token_endpoint_ca_file: None,
+            extensions: BTreeMap::new(),
+        }
+    }
 }
 
 /// SASL mechanisms.
@@ -150,6 +213,20 @@ pub enum SaslMechanism {
     /// `SCRAM-SHA-512`.
     #[serde(rename = "scram-sha-512", alias = "SCRAM-SHA-512")]
     ScramSha512,
+    /// `OAUTHBEARER`.
+    #[serde(rename = "oauthbearer", alias = "OAUTHBEARER")]
+    OAuthBearer,
+}
+
+impl fmt::Display for SaslMechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Plain => "PLAIN",
+            Self::ScramSha256 => "SCRAM-SHA-256",
+            Self::ScramSha512 => "SCRAM-SHA-512",
+            Self::OAuthBearer => "OAUTHBEARER",
+        })
+    }
 }
 
 /// One replication flow: `source` → `target`.

@@ -263,11 +263,10 @@ impl Props {
             "<redacted>",
             &format!("username imported; the password is read from the environment variable {var}"),
         );
-        Some(SaslSpec {
-            mechanism,
-            username: literal(&username),
-            password: format!("${{{var}}}"),
-        })
+        let mut spec = SaslSpec::new(mechanism);
+        spec.username = Some(literal(&username));
+        spec.password = Some(format!("${{{var}}}"));
+        Some(spec)
     }
 
     /// Ordered pairs that have any `A->B.*` key, in order of first appearance.

@@ -1,0 +1,429 @@
+//! OAUTHBEARER token providers (RFC 7628 / KIP-255): a token file (re-read whenever a
+//! token is needed, so any sidecar that refreshes the file works) and OIDC client
+//! credentials against a token endpoint (KIP-768), cached until 80 % of its lifetime.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD as B64, URL_SAFE_NO_PAD as B64URL};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use tokio::net::TcpStream;
+
+use super::{CaRoots, Secret, TlsConfig, tls};
+use crate::error::{Error, ErrorKind, Result};
+
+/// A bearer token.
+#[derive(Debug, Clone)]
+pub struct Token {
+    /// The token (usually a JWT).
+    pub value: Secret,
+    /// When it stops being valid, if known.
+    pub expires_at: Option<SystemTime>,
+    /// The principal it names (`sub`), if known.
+    pub principal: Option<String>,
+}
+
+/// A boxed future returned by [`TokenProvider::token`].
+pub type TokenFuture<'a> = Pin<Box<dyn Future<Output = Result<Token>> + Send + 'a>>;
+
+/// Supplies bearer tokens for OAUTHBEARER. Called for every authentication (each new
+/// connection and each re-authentication).
+pub trait TokenProvider: Send + Sync {
+    /// A currently valid token.
+    fn token(&self) -> TokenFuture<'_>;
+    /// A description for errors and logs (never the token).
+    fn describe(&self) -> String;
+}
+
+fn auth_err(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Authentication(msg.into()))
+}
+
+/// The `exp` and `sub` claims of a JWT, read without verifying it (the broker verifies).
+pub fn jwt_claims(token: &str) -> (Option<SystemTime>, Option<String>) {
+    let Some(payload) = token.split('.').nth(1) else {
+        return (None, None);
+    };
+    let Ok(raw) = B64URL.decode(payload.trim_end_matches('=')) else {
+        return (None, None);
+    };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&raw) else {
+        return (None, None);
+    };
+    let exp = v
+        .get("exp")
+        .and_then(|e| e.as_f64())
+        .filter(|e| e.is_finite() && *e >= 0.0)
+        .map(|e| UNIX_EPOCH + Duration::from_secs_f64(e.min(1e12)));
+    let sub = v.get("sub").and_then(|s| s.as_str()).map(str::to_owned);
+    (exp, sub)
+}
+
+/// Reads the token from a file each time one is needed.
+#[derive(Debug, Clone)]
+pub struct FileTokenProvider {
+    path: PathBuf,
+}
+
+impl FileTokenProvider {
+    /// A provider reading `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        FileTokenProvider { path: path.into() }
+    }
+
+    fn read(&self) -> Result<Token> {
+        let raw = std::fs::read_to_string(&self.path).map_err(|e| {
+            auth_err(format!(
+                "cannot read the OAUTHBEARER token file {}: {e}",
+                self.path.display()
+            ))
+        })?;
+        let value = raw.trim();
+        if value.is_empty() || value.contains(char::is_whitespace) {
+            return Err(auth_err(format!(
+                "the OAUTHBEARER token file {} does not hold one token",
+                self.path.display()
+            )));
+        }
+        let (expires_at, principal) = jwt_claims(value);
+        if let Some(exp) = expires_at
+            && exp <= SystemTime::now()
+        {
+            return Err(auth_err(format!(
+                "the token in {} has expired (its refresher may have stopped)",
+                self.path.display()
+            )));
+        }
+        Ok(Token {
+            value: Secret::new(value),
+            expires_at,
+            principal,
+        })
+    }
+}
+
+impl TokenProvider for FileTokenProvider {
+    fn token(&self) -> TokenFuture<'_> {
+        Box::pin(async move { self.read() })
+    }
+
+    fn describe(&self) -> String {
+        format!("token file {}", self.path.display())
+    }
+}
+
+/// OIDC client credentials (RFC 6749 §4.4) against an `https://` token endpoint.
+pub struct OidcTokenProvider {
+    url: hyper::Uri,
+    client_id: String,
+    client_secret: Secret,
+    scope: Option<String>,
+    tls: TlsConfig,
+    timeout: Duration,
+    cached: Mutex<Option<(Token, SystemTime)>>,
+    fetch_lock: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for OidcTokenProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcTokenProvider")
+            .field("url", &self.url)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
+/// Largest token endpoint response accepted.
+const MAX_TOKEN_RESPONSE: usize = 64 * 1024;
+
+impl OidcTokenProvider {
+    /// A provider for `url` (must be `https://`), verifying the endpoint against `ca`.
+    pub fn new(
+        url: &str,
+        client_id: impl Into<String>,
+        client_secret: Secret,
+        scope: Option<String>,
+        ca: CaRoots,
+    ) -> Result<Self> {
+        let uri: hyper::Uri = url
+            .parse()
+            .map_err(|e| Error::invalid(format!("token endpoint URL {url:?}: {e}")))?;
+        if uri.scheme_str() != Some("https") || uri.host().is_none() {
+            return Err(Error::invalid(format!(
+                "token endpoint URL {url:?} must be an https:// URL (client secrets never \
+                 travel in clear)"
+            )));
+        }
+        Ok(OidcTokenProvider {
+            url: uri,
+            client_id: client_id.into(),
+            client_secret,
+            scope,
+            tls: TlsConfig {
+                ca,
+                ..TlsConfig::default()
+            },
+            timeout: Duration::from_secs(30),
+            cached: Mutex::new(None),
+            fetch_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn cached(&self) -> Option<Token> {
+        let g = self.cached.lock();
+        g.as_ref()
+            .filter(|(_, refresh_at)| SystemTime::now() < *refresh_at)
+            .map(|(t, _)| t.clone())
+    }
+
+    async fn fetch(&self) -> Result<Token> {
+        let host = self.url.host().unwrap_or_default().to_owned();
+        let port = self.url.port_u16().unwrap_or(443);
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let connector = tls::Connector::new(&self.tls)?;
+        let endpoint = format!("the token endpoint {}", self.url);
+        let tcp = tokio::time::timeout(self.timeout, TcpStream::connect(&addr))
+            .await
+            .map_err(|_| {
+                Error::new(ErrorKind::Timeout).message(format!("connecting to {endpoint}"))
+            })?
+            .map_err(|e| Error::from(e).message(format!("connecting to {endpoint}")))?;
+        let stream = connector.connect(tcp, &addr).await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| auth_err(format!("{endpoint}: {e}")))?;
+        let conn_task = tokio::spawn(conn);
+        let body = {
+            let mut form = form_urlencoded::Serializer::new(String::new());
+            form.append_pair("grant_type", "client_credentials");
+            if let Some(s) = &self.scope {
+                form.append_pair("scope", s);
+            }
+            form.finish()
+        };
+        // RFC 6749 §2.3.1: the id and secret are form-encoded before Basic encoding.
+        let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+        let basic = B64.encode(format!(
+            "{}:{}",
+            enc(&self.client_id),
+            enc(self.client_secret.expose())
+        ));
+        let path = self
+            .url
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/")
+            .to_owned();
+        let req = hyper::Request::post(path)
+            .header(
+                hyper::header::HOST,
+                self.url.authority().map(|a| a.as_str()).unwrap_or(&host),
+            )
+            .header(hyper::header::AUTHORIZATION, format!("Basic {basic}"))
+            .header(
+                hyper::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .header(hyper::header::ACCEPT, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| Error::invalid(format!("{endpoint}: {e}")))?;
+        let exchange = async {
+            let resp = sender
+                .send_request(req)
+                .await
+                .map_err(|e| auth_err(format!("{endpoint}: {e}")))?;
+            let status = resp.status();
+            let body = Limited::new(resp.into_body(), MAX_TOKEN_RESPONSE)
+                .collect()
+                .await
+                .map_err(|e| auth_err(format!("{endpoint}: reading the response: {e}")))?
+                .to_bytes();
+            Ok::<_, Error>((status, body))
+        };
+        let res = tokio::time::timeout(self.timeout, exchange).await;
+        conn_task.abort();
+        let (status, body) = res.map_err(|_| {
+            Error::new(ErrorKind::Timeout).message(format!("{endpoint} did not answer"))
+        })??;
+        let json: serde_json::Value = serde_json::from_slice(&body).map_err(|_| {
+            auth_err(format!(
+                "{endpoint} answered HTTP {status} with a body that is not JSON"
+            ))
+        })?;
+        if !status.is_success() {
+            let err = json.get("error").and_then(|e| e.as_str()).unwrap_or("?");
+            return Err(auth_err(format!(
+                "{endpoint} refused client id {:?}: HTTP {status}, error {err:?}",
+                self.client_id
+            )));
+        }
+        let value = json
+            .get("access_token")
+            .and_then(|t| t.as_str())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| auth_err(format!("{endpoint}: the response has no access_token")))?;
+        let (jwt_exp, principal) = jwt_claims(value);
+        let now = SystemTime::now();
+        let expires_at = json
+            .get("expires_in")
+            .and_then(|e| e.as_f64())
+            .filter(|e| e.is_finite() && *e > 0.0)
+            .map(|e| now + Duration::from_secs_f64(e.min(1e9)))
+            .or(jwt_exp);
+        Ok(Token {
+            value: Secret::new(value),
+            expires_at,
+            principal,
+        })
+    }
+}
+
+/// When a token fetched now with this expiry should be refreshed: at 80 % of its life.
+fn refresh_at(now: SystemTime, expires_at: Option<SystemTime>) -> SystemTime {
+    match expires_at
+        .and_then(|e| e.duration_since(now).ok())
+        .filter(|d| !d.is_zero())
+    {
+        Some(life) => now + life.mul_f64(0.8),
+        None => now + Duration::from_secs(60),
+    }
+}
+
+impl TokenProvider for OidcTokenProvider {
+    fn token(&self) -> TokenFuture<'_> {
+        Box::pin(async move {
+            if let Some(t) = self.cached() {
+                return Ok(t);
+            }
+            let _one = self.fetch_lock.lock().await;
+            if let Some(t) = self.cached() {
+                return Ok(t);
+            }
+            let t = self.fetch().await?;
+            *self.cached.lock() = Some((t.clone(), refresh_at(SystemTime::now(), t.expires_at)));
+            Ok(t)
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("client id {:?} at {}", self.client_id, self.url)
+    }
+}
+
+/// The OAUTHBEARER initial client response (RFC 7628 §3.1, KIP-342 extensions).
+pub(crate) fn client_first(token: &Token, extensions: &[(String, String)]) -> Vec<u8> {
+    let mut s = format!("n,,\x01auth=Bearer {}", token.value.expose());
+    for (k, v) in extensions {
+        s.push('\x01');
+        s.push_str(k);
+        s.push('=');
+        s.push_str(v);
+    }
+    s.push_str("\x01\x01");
+    s.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jwt(claims: &str) -> String {
+        format!(
+            "{}.{}.sig",
+            B64URL.encode(br#"{"alg":"none"}"#),
+            B64URL.encode(claims)
+        )
+    }
+
+    #[test]
+    fn jwt_claims_are_read_without_verification() {
+        let (exp, sub) = jwt_claims(&jwt(r#"{"sub":"svc-strait","exp":2000000000}"#));
+        assert_eq!(sub.as_deref(), Some("svc-strait"));
+        assert_eq!(exp, Some(UNIX_EPOCH + Duration::from_secs(2_000_000_000)));
+        assert_eq!(jwt_claims("opaque-token"), (None, None));
+        assert_eq!(jwt_claims("a.!!!.c"), (None, None));
+        assert_eq!(jwt_claims(&jwt(r#"{"exp":-5}"#)).0, None);
+    }
+
+    #[test]
+    fn client_first_follows_rfc7628() {
+        let t = Token {
+            value: Secret::new("tok"),
+            expires_at: None,
+            principal: None,
+        };
+        assert_eq!(client_first(&t, &[]), b"n,,\x01auth=Bearer tok\x01\x01");
+        let ext = [("logicalCluster".to_owned(), "lkc-1".to_owned())];
+        assert_eq!(
+            client_first(&t, &ext),
+            b"n,,\x01auth=Bearer tok\x01logicalCluster=lkc-1\x01\x01"
+        );
+    }
+
+    #[test]
+    fn token_file_is_re_read_and_expiry_checked() {
+        let dir = std::env::temp_dir().join(format!("strait-oauth-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("tmp");
+        let p = dir.join("token");
+        let provider = FileTokenProvider::new(&p);
+        assert!(provider.read().is_err(), "missing file");
+        std::fs::write(&p, format!("{}\n", jwt(r#"{"sub":"a","exp":4000000000}"#))).expect("w");
+        assert_eq!(
+            provider.read().expect("token").principal.as_deref(),
+            Some("a")
+        );
+        std::fs::write(&p, jwt(r#"{"sub":"b","exp":4000000000}"#)).expect("w");
+        assert_eq!(
+            provider.read().expect("token").principal.as_deref(),
+            Some("b")
+        );
+        std::fs::write(&p, jwt(r#"{"sub":"b","exp":1000}"#)).expect("w");
+        let e = provider.read().expect_err("expired");
+        assert!(e.to_string().contains("expired"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn oidc_requires_https_and_hides_the_secret() {
+        let e = OidcTokenProvider::new(
+            "http://idp/token",
+            "id",
+            Secret::new("s3cr3t"),
+            None,
+            CaRoots::System,
+        )
+        .expect_err("http refused");
+        assert!(e.to_string().contains("https://"), "{e}");
+        let p = OidcTokenProvider::new(
+            "https://idp.example/token",
+            "id",
+            Secret::new("s3cr3t"),
+            Some("kafka".into()),
+            CaRoots::System,
+        )
+        .expect("https ok");
+        assert!(!format!("{p:?}").contains("s3cr3t"));
+        assert!(!p.describe().contains("s3cr3t"));
+    }
+
+    #[test]
+    fn refresh_happens_at_80_percent() {
+        let now = UNIX_EPOCH + Duration::from_secs(1000);
+        let at = refresh_at(now, Some(now + Duration::from_secs(100)));
+        assert_eq!(at, now + Duration::from_secs(80));
+        assert_eq!(refresh_at(now, None), now + Duration::from_secs(60));
+        assert_eq!(refresh_at(now, Some(now)), now + Duration::from_secs(60));
+    }
+}

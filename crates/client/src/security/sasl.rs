@@ -1,0 +1,175 @@
+//! The SASL exchange on one connection (KIP-152): SaslHandshake v1 naming the mechanism,
+//! then SaslAuthenticate rounds carrying the mechanism's messages. Used at connect time
+//! and for re-authentication (KIP-368).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::scram::ScramClient;
+use super::{SaslConfig, oauth};
+use crate::connection::{Connection, Gate};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Who is authenticating where, for messages (never a secret).
+pub(crate) struct Who<'a> {
+    pub(crate) broker: i32,
+    pub(crate) addr: &'a str,
+}
+
+fn fail(sasl: &SaslConfig, who: &Who<'_>, reason: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Authentication(format!(
+        "SASL {} authentication of {:?} at {} failed: {reason}",
+        sasl.mechanism(),
+        sasl.user(),
+        who.addr
+    )))
+    .broker(who.broker)
+}
+
+/// Runs the whole exchange. Returns the session lifetime the broker granted, if any.
+pub(crate) async fn authenticate(
+    conn: &Connection,
+    sasl: &SaslConfig,
+    who: &Who<'_>,
+    timeout: Duration,
+    gate: Gate,
+) -> Result<Option<Duration>> {
+    let versions = conn.versions();
+    let hs_version = versions.pick(ApiKey::SaslHandshake).map_err(|_| {
+        fail(
+            sasl,
+            who,
+            "the broker does not offer SaslHandshake v1 (is this a SASL listener?)",
+        )
+    })?;
+    let auth_version = versions
+        .pick(ApiKey::SaslAuthenticate)
+        .map_err(|_| fail(sasl, who, "the broker does not offer SaslAuthenticate"))?;
+    let hs =
+        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(sasl.mechanism()));
+    let resp = conn
+        .call_gated(&hs, hs_version, timeout, gate)
+        .await
+        .map_err(|e| transport(sasl, who, e))?;
+    if resp.error_code != 0 {
+        let offered: Vec<&str> = resp.mechanisms.iter().map(|m| m.as_str()).collect();
+        return Err(fail(
+            sasl,
+            who,
+            format!(
+                "the broker does not enable {} (it offers: {})",
+                sasl.mechanism(),
+                if offered.is_empty() {
+                    "none".to_owned()
+                } else {
+                    offered.join(", ")
+                }
+            ),
+        ));
+    }
+    let round = |bytes: Vec<u8>| {
+        let req = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(bytes));
+        async move {
+            let r: SaslAuthenticateResponse = conn
+                .call_gated(&req, auth_version, timeout, gate)
+                .await
+                .map_err(|e| transport(sasl, who, e))?;
+            if r.error_code != 0 {
+                let msg = r
+                    .error_message
+                    .as_ref()
+                    .map(|m| m.as_str().to_owned())
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or_else(|| format!("error code {}", r.error_code));
+                return Err(fail(sasl, who, format!("the broker refused it: {msg}")));
+            }
+            Ok(r)
+        }
+    };
+    let last = match sasl {
+        SaslConfig::Plain { username, password } => {
+            let mut msg = Vec::with_capacity(username.len() + password.expose().len() + 2);
+            msg.push(0);
+            msg.extend_from_slice(username.as_bytes());
+            msg.push(0);
+            msg.extend_from_slice(password.expose().as_bytes());
+            round(msg).await?
+        }
+        SaslConfig::Scram {
+            hash,
+            username,
+            password,
+        } => {
+            let mut scram = ScramClient::new(*hash, username, password.clone());
+            let first = round(scram.client_first()).await?;
+            let fin = scram
+                .server_first(&first.auth_bytes)
+                .map_err(|e| fail(sasl, who, e))?;
+            let last = round(fin).await?;
+            scram
+                .server_final(&last.auth_bytes)
+                .map_err(|e| fail(sasl, who, e))?;
+            last
+        }
+        SaslConfig::OAuthBearer {
+            provider,
+            extensions,
+        } => {
+            let token = provider.token().await.map_err(|e| fail(sasl, who, e))?;
+            let r = round(oauth::client_first(&token, extensions)).await?;
+            if !r.auth_bytes.is_empty() {
+                // RFC 7628 §3.2.2: an error challenge; answer with %x01 and the broker
+                // then fails the exchange. Report the server's status either way.
+                let status = String::from_utf8_lossy(&r.auth_bytes).into_owned();
+                let _ = round(vec![1]).await;
+                return Err(fail(
+                    sasl,
+                    who,
+                    format!("the broker refused the token: {status}"),
+                ));
+            }
+            r
+        }
+    };
+    Ok((last.session_lifetime_ms > 0)
+        .then(|| Duration::from_millis(last.session_lifetime_ms as u64)))
+}
+
+/// A network or protocol failure in the middle of the exchange keeps its kind (a dropped
+/// connection is retriable), with the mechanism and user added.
+fn transport(sasl: &SaslConfig, who: &Who<'_>, e: Error) -> Error {
+    if matches!(e.kind(), ErrorKind::Kafka(_)) {
+        return fail(sasl, who, e);
+    }
+    e.message(format!(
+        "during SASL {} authentication of {:?} at {}",
+        sasl.mechanism(),
+        sasl.user(),
+        who.addr
+    ))
+}
+
+/// When to re-authenticate a session of `lifetime`: at 85–95 % of it (as the Java client),
+/// jittered so that many connections do not re-authenticate at once.
+pub(crate) fn reauth_after(lifetime: Duration, jitter: f64) -> Duration {
+    lifetime.mul_f64(0.85 + 0.10 * jitter.clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reauthentication_happens_before_expiry() {
+        let l = Duration::from_secs(100);
+        assert_eq!(reauth_after(l, 0.0), Duration::from_secs(85));
+        assert_eq!(reauth_after(l, 1.0), Duration::from_secs(95));
+        assert_eq!(reauth_after(l, 7.0), Duration::from_secs(95));
+        assert!(reauth_after(l, 0.5) < l);
+    }
+}
