@@ -14,6 +14,10 @@ pub struct BenchArgs {
     /// Target broker, `HOST:PORT`.
     #[arg(long, value_name = "HOST:PORT")]
     pub target: String,
+    /// Connect to both brokers over TLS, verifying them against this CA bundle (PEM);
+    /// the engine and the bench's own clients alike (`protocol = "ssl"`).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<std::path::PathBuf>,
     /// Source topic to create and load (default `strait-bench-<mode>-<pid>`).
     #[arg(long, value_name = "T")]
     pub topic: Option<String>,

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use strait_client::{Client, ClientConfig};
+use strait_client::Client;
 
 pub use args::BenchArgs;
 use args::Mode;
@@ -34,6 +34,16 @@ use report::{Cpu, LiveReport, LoadReport, MemoryReport, ReplicationReport, Repor
 
 /// Default engine fetch max wait in live mode (see [`BenchArgs::fetch_max_wait`]).
 pub const LIVE_FETCH_MAX_WAIT: Duration = Duration::from_millis(20);
+
+/// A client for one of the generated config's clusters (with its security settings).
+async fn connect(config: &strait_mirror::config::Config, alias: &str) -> Result<Client> {
+    let cluster = config
+        .cluster(alias)
+        .with_context(|| format!("no cluster {alias}"))?;
+    let cfg =
+        strait_mirror::connect::client_config(cluster).with_security(cluster.security.to_client()?);
+    Ok(Client::connect(cfg).await?)
+}
 
 /// Runs `strait bench`.
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
@@ -57,6 +67,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         &topic,
         fetch_max_wait,
         &args.engine,
+        args.tls_ca.as_deref(),
     )?;
     let target_topic = replicate::target_topic(&config, &topic)?;
     // The bench's own runtime: load generator, verifier, live producer and tailer.
@@ -67,10 +78,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         .build()
         .context("starting the bench runtime")?;
     let (source, target) = rt.block_on(async {
-        let s = Client::connect(ClientConfig::new([args.source.as_str()]))
+        let s = connect(&config, replicate::SOURCE_ALIAS)
             .await
             .with_context(|| format!("connecting to the source {}", args.source))?;
-        let t = Client::connect(ClientConfig::new([args.target.as_str()]))
+        let t = connect(&config, replicate::TARGET_ALIAS)
             .await
             .with_context(|| format!("connecting to the target {}", args.target))?;
         anyhow::Ok((s, t))
