@@ -8,7 +8,8 @@ in strait-testkit (module `rdkafka`) call this; it can also be used by hand:
         [--config cleanup.policy=compact ...] [--if-not-exists]
     rdkafka_tool.py --bootstrap ... produce --topic t [--codec none|gzip|snappy|lz4|zstd] \
         [--idempotence] [--transaction none|commit|abort] [--transactional-id ID] \
-        [--no-flush-before-end] [--linger-ms 5] [--batch-num-messages N] [--acks all]  < records.json
+        [--no-flush-before-end] [--linger-ms 5] [--batch-num-messages N] [--acks all] \
+        [--pace-ms N]  < records.json
     rdkafka_tool.py --bootstrap ... consume --topic t [--partitions 0,1] [--from-offset N|beginning] \
         [--count N] [--idle-seconds S] [--max-seconds S] [--isolation read_uncommitted|read_committed]
     rdkafka_tool.py --bootstrap ... commit-group-offsets --group g --topic t --offset 0=42 [--offset 1=7]
@@ -19,7 +20,8 @@ Global options (before the command) add librdkafka configuration to every client
     --client-config KEY=VALUE   repeatable; e.g. security.protocol=SASL_SSL,
                                 ssl.ca.location=ca.pem, sasl.mechanism=SCRAM-SHA-512, ...
     --oauth-token-file FILE     an oauth_cb that reads the (JWT) token from FILE on every
-                                refresh; the expiry comes from the token's `exp` claim
+                                refresh; the expiry comes from the token's `exp` claim (but
+                                is at least a minute ahead, so expired tokens get sent)
     $STRAIT_RDKAFKA_CLIENT_CONFIG  a JSON object of the same (keeps secrets out of argv)
     --fail-fast                 abort on the first authentication, SSL or all-brokers-down
                                 error librdkafka reports (instead of retrying until timeout)
@@ -77,7 +79,7 @@ def b64d(v):
     return None if v is None else base64.b64decode(v)
 
 
-# Errors librdkafka reported through error_cb, in order (code name, text).
+# Distinct errors librdkafka reported through error_cb, in order (code name, text).
 SEEN_ERRORS = []
 FAIL_FAST_CODES = {"_AUTHENTICATION", "_SSL", "_ALL_BROKERS_DOWN",
                    "SASL_AUTHENTICATION_FAILED", "_INVALID_ARG"}
@@ -85,7 +87,9 @@ FAIL_FAST_CODES = {"_AUTHENTICATION", "_SSL", "_ALL_BROKERS_DOWN",
 
 def on_error(args):
     def cb(err):
-        SEEN_ERRORS.append({"code": err.name(), "reason": err.str()})
+        e = {"code": err.name(), "reason": err.str()}
+        if e not in SEEN_ERRORS:  # librdkafka repeats itself on every reconnect
+            SEEN_ERRORS.append(e)
         print(f"rdkafka_tool: librdkafka error {err.name()}: {err.str()}", file=sys.stderr)
         if args.fail_fast and err.name() in FAIL_FAST_CODES:
             raise ToolError(f"librdkafka reported {err.name()}: {err.str()}")
@@ -98,7 +102,10 @@ def token_file_cb(path):
             token = f.read().strip()
         payload = token.split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        return token, float(claims["exp"])
+        # librdkafka refuses a token whose expiry has passed (the client then never
+        # connects); tell it at least a minute so an expired token reaches the broker,
+        # which must refuse it.
+        return token, max(float(claims["exp"]), time.time() + 60)
     return cb
 
 
@@ -187,6 +194,9 @@ def cmd_produce(args):
                 except BufferError:
                     p.poll(0.1)  # local queue full: let deliveries drain
             p.poll(0)
+            pause_until = time.monotonic() + args.pace_ms / 1000.0
+            while time.monotonic() < pause_until:
+                p.poll(max(0.0, pause_until - time.monotonic()))
         if transactional:
             if args.flush_before_end:
                 p.flush(args.timeout)
@@ -296,7 +306,7 @@ def cmd_list_group_offsets(args):
 
 def cmd_check_connect(args):
     """Metadata in short attempts, serving error_cb in between, until it works, an
-    authentication/SSL error is reported, or --timeout passes."""
+    authentication, SSL or all-brokers-down error is reported, or --timeout passes."""
     admin = AdminClient(common_config(args))
     deadline = time.monotonic() + args.timeout
     ok, brokers = False, 0
@@ -313,7 +323,14 @@ def cmd_check_connect(args):
             admin.poll(0.1)
         except ToolError:
             break
-        if any(e["code"] in FAIL_FAST_CODES - {"_ALL_BROKERS_DOWN"} for e in SEEN_ERRORS):
+        if any(e["code"] in FAIL_FAST_CODES for e in SEEN_ERRORS):
+            # Refused: collect what else librdkafka says about it for a moment, then stop.
+            grace = time.monotonic() + 0.3
+            while time.monotonic() < grace:
+                try:
+                    admin.poll(0.05)
+                except ToolError:
+                    pass
             break
     return {"ok": ok, "brokers": brokers, "errors": SEEN_ERRORS}
 
@@ -358,6 +375,8 @@ def main(argv=None):
     s.add_argument("--linger-ms", type=int, default=5)
     s.add_argument("--batch-num-messages", type=int)
     s.add_argument("--acks", default="all")
+    s.add_argument("--pace-ms", type=int, default=0,
+                   help="poll this long after each record (a producer kept busy over time)")
     s.set_defaults(fn=cmd_produce)
 
     s = sub.add_parser("consume")

@@ -105,6 +105,9 @@ pub struct ProduceOptions {
     pub batch_num_messages: Option<u32>,
     /// Deadline for the whole call (default 60 s).
     pub timeout: Duration,
+    /// Wait this long between records (polling meanwhile), to keep one producer busy
+    /// over a span of time (re-authentication tests). Default: no pause.
+    pub pace: Option<Duration>,
     /// Extra librdkafka configuration (security, SASL, ...); default none.
     pub client: ClientConfig,
 }
@@ -120,6 +123,7 @@ impl Default for ProduceOptions {
             linger_ms: 5,
             batch_num_messages: None,
             timeout: Duration::from_secs(60),
+            pace: None,
             client: ClientConfig::default(),
         }
     }
@@ -489,6 +493,10 @@ pub fn produce(
     if let Some(n) = options.batch_num_messages {
         args.push("--batch-num-messages".into());
         args.push(n.to_string());
+    }
+    if let Some(pace) = options.pace {
+        args.push("--pace-ms".into());
+        args.push(pace.as_millis().to_string());
     }
     let wire: Vec<WireRecord> = records.iter().map(WireRecord::from).collect();
     let input =
