@@ -103,12 +103,38 @@
 //!   HTTPS client (libcurl); the endpoint's CA is given by `https.ca.location` (the
 //!   `ssl.ca.location` of the Kafka connection is not used for it). librdkafka does not
 //!   verify the JWT's signature; it reads `exp` and `sub` from it.
-//! * librdkafka re-authenticates (KIP-368) at about 90% of `session_lifetime_ms` (with
-//!   jitter), on connections that are in use; idle connections may simply be closed at
-//!   expiry on their next request, after which librdkafka reconnects.
+//! * librdkafka re-authenticates (KIP-368) ahead of `session_lifetime_ms` on each
+//!   connection; a connection that does not is closed at its next request after expiry
+//!   (event `session_expired`), after which librdkafka reconnects.
 //! * A refused connection is retried forever by default: tests use
 //!   [`rdkafka::check_connect`](crate::rdkafka::check_connect), which stops at the first
-//!   `_AUTHENTICATION` / `_SSL` error librdkafka reports.
+//!   `_AUTHENTICATION` / `_SSL` / `_ALL_BROKERS_DOWN` error librdkafka reports (within a
+//!   second here).
+//! * librdkafka **forgets the bootstrap address** once Metadata has named the brokers
+//!   (the `.../bootstrap` broker is decommissioned), so a front end in front of a broker
+//!   that advertises itself only works for the first request: use [`SecureBroker`].
+//! * Its TLS error text is the same for an untrusted CA, an expired certificate and a
+//!   wrong host name ("certificate verify failed: broker certificate could not be
+//!   verified"). The alert it sends does say which; the front end logs it in
+//!   `tls_failed`: `UNKNOWN_CA`, `CERTIFICATE_EXPIRED`, `BAD_CERTIFICATE` (wrong host).
+//! * Host names are checked by default (`ssl.endpoint.identification.algorithm=https`);
+//!   `127.0.0.1` matches the IP SAN of the server cert.
+//! * Mutual TLS refusal over TLS 1.3: the server's alert arrives after the client
+//!   considers the handshake done, so librdkafka reports no `_SSL` error, only
+//!   `_ALL_BROKERS_DOWN`; the front end logs `PEER_DID_NOT_RETURN_A_CERTIFICATE` or
+//!   `CERTIFICATE_VERIFY_FAILED`.
+//! * It reads RSA PKCS#1, RSA PKCS#8, EC SEC1 and EC PKCS#8 client keys alike.
+//! * SaslAuthenticate: librdkafka 2.16 uses v1 (so it gets `session_lifetime_ms`).
+//! * With an `oauth_cb` (the token-file mode of the helper), librdkafka will not set a
+//!   token whose expiry has passed, and the client constructor then fails after 10 s
+//!   ("OAuth token not set within 10 seconds timeout"): the helper reports at least a
+//!   minute of lifetime so an expired token reaches the front end, which refuses it.
+//! * A wrong OIDC client secret: the endpoint answers 401 and librdkafka reports
+//!   `_AUTHENTICATION: Failed to acquire SASL OAUTHBEARER token: {"error":
+//!   "invalid_client"}`; it never offers the front end a token (no `auth_failed` there).
+//! * Re-authentication seen in `tests/secure.rs` (2.5 s sessions, ~8 s of traffic on one
+//!   producer and one consumer): 11 re-authentications over 7 connections, no session
+//!   expiry closes, nothing lost.
 
 use std::ffi::OsString;
 use std::fs;

@@ -258,6 +258,7 @@ fn untrusted_ca_expired_cert_and_wrong_host_are_refused() {
         c.describe()
     );
     let why = tls_failures(&wrong_host.front);
+    eprintln!("wrong host, the front end saw: {why}");
     assert!(why.contains("ALERT"), "{why}");
     // ...and with host name checking off the same cert is accepted: the CA is right.
     let lax = ssl_client(&pki).set("ssl.endpoint.identification.algorithm", "none");
@@ -401,6 +402,15 @@ fn oauthbearer_oidc_client_credentials() {
     let check = rdkafka::check_connect(&bs, &oidc("wrong"), Duration::from_secs(6)).unwrap();
     assert!(!check.ok, "{}", check.describe());
     assert!(endpoint.count("token_refused") >= 1);
+    // librdkafka: "_AUTHENTICATION: Failed to acquire SASL OAUTHBEARER token:
+    // {"error": "invalid_client"}", and it never offers the front end a token.
+    assert!(check.has("_AUTHENTICATION"), "{}", check.describe());
+    assert!(
+        check.describe().contains("invalid_client"),
+        "{}",
+        check.describe()
+    );
+    assert_eq!(secure.front.count("auth_failed"), 0);
 }
 
 #[test]
@@ -516,6 +526,11 @@ fn reauthentication_keeps_traffic_flowing() {
     assert_same(&records, &got.expect("consume across re-authentications"));
 
     let reauths = secure.front.count("reauth_ok");
+    eprintln!(
+        "re-authentications: {reauths}, sessions expired: {}, connections: {}",
+        secure.front.count("session_expired"),
+        secure.front.count("accepted")
+    );
     assert!(reauths >= 2, "only {reauths} re-authentications");
     assert_eq!(secure.front.count("reauth_failed"), 0);
     assert_eq!(secure.front.count("auth_failed"), 0);
