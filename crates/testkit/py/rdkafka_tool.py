@@ -8,11 +8,23 @@ in strait-testkit (module `rdkafka`) call this; it can also be used by hand:
         [--config cleanup.policy=compact ...] [--if-not-exists]
     rdkafka_tool.py --bootstrap ... produce --topic t [--codec none|gzip|snappy|lz4|zstd] \
         [--idempotence] [--transaction none|commit|abort] [--transactional-id ID] \
-        [--no-flush-before-end] [--linger-ms 5] [--batch-num-messages N] [--acks all]  < records.json
+        [--no-flush-before-end] [--linger-ms 5] [--batch-num-messages N] [--acks all] \
+        [--pace-ms N]  < records.json
     rdkafka_tool.py --bootstrap ... consume --topic t [--partitions 0,1] [--from-offset N|beginning] \
         [--count N] [--idle-seconds S] [--max-seconds S] [--isolation read_uncommitted|read_committed]
     rdkafka_tool.py --bootstrap ... commit-group-offsets --group g --topic t --offset 0=42 [--offset 1=7]
     rdkafka_tool.py --bootstrap ... list-group-offsets --group g [--topic t]
+    rdkafka_tool.py --bootstrap ... check-connect [--topic t]
+
+Global options (before the command) add librdkafka configuration to every client:
+    --client-config KEY=VALUE   repeatable; e.g. security.protocol=SASL_SSL,
+                                ssl.ca.location=ca.pem, sasl.mechanism=SCRAM-SHA-512, ...
+    --oauth-token-file FILE     an oauth_cb that reads the (JWT) token from FILE on every
+                                refresh; the expiry comes from the token's `exp` claim (but
+                                is at least a minute ahead, so expired tokens get sent)
+    $STRAIT_RDKAFKA_CLIENT_CONFIG  a JSON object of the same (keeps secrets out of argv)
+    --fail-fast                 abort on the first authentication, SSL or all-brokers-down
+                                error librdkafka reports (instead of retrying until timeout)
 
 Records are JSON; bytes are base64 and null stays null:
     {"partition": int|null, "key": b64|null, "value": b64|null,
@@ -22,6 +34,10 @@ consume prints {"records": [...]} (adding "topic", "offset", "timestamp_type":
 {"delivered": [{"partition", "offset", "error"}...]} in input order. Errors print
 {"error": "..."} on stdout and exit with status 1; librdkafka's logs go to stderr.
 
+check-connect asks for metadata and prints {"ok": bool, "brokers": n, "errors": [{"code":
+name, "reason": text}, ...]} with every error librdkafka reported through error_cb: it
+exits 0 either way, so a test can assert on why a connection was refused.
+
 Consume stops at --count records, after --idle-seconds without data, or at --max-seconds.
 It does NOT use the watermark offsets: on Tansu, ListOffsets(latest) under-reports (see
 /work/shared/reference/tansu.md). librdkafka never returns control records.
@@ -30,6 +46,7 @@ It does NOT use the watermark offsets: on Tansu, ListOffsets(latest) under-repor
 import argparse
 import base64
 import json
+import os
 import sys
 import time
 import uuid
@@ -62,8 +79,49 @@ def b64d(v):
     return None if v is None else base64.b64decode(v)
 
 
+# Distinct errors librdkafka reported through error_cb, in order (code name, text).
+SEEN_ERRORS = []
+FAIL_FAST_CODES = {"_AUTHENTICATION", "_SSL", "_ALL_BROKERS_DOWN",
+                   "SASL_AUTHENTICATION_FAILED", "_INVALID_ARG"}
+
+
+def on_error(args):
+    def cb(err):
+        e = {"code": err.name(), "reason": err.str()}
+        if e not in SEEN_ERRORS:  # librdkafka repeats itself on every reconnect
+            SEEN_ERRORS.append(e)
+        print(f"rdkafka_tool: librdkafka error {err.name()}: {err.str()}", file=sys.stderr)
+        if args.fail_fast and err.name() in FAIL_FAST_CODES:
+            raise ToolError(f"librdkafka reported {err.name()}: {err.str()}")
+    return cb
+
+
+def token_file_cb(path):
+    def cb(_config_str):
+        with open(path) as f:
+            token = f.read().strip()
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        # librdkafka refuses a token whose expiry has passed (the client then never
+        # connects); tell it at least a minute so an expired token reaches the broker,
+        # which must refuse it.
+        return token, max(float(claims["exp"]), time.time() + 60)
+    return cb
+
+
 def common_config(args):
-    return {"bootstrap.servers": args.bootstrap, "client.id": "strait-testkit-rdkafka"}
+    conf = {"bootstrap.servers": args.bootstrap, "client.id": "strait-testkit-rdkafka",
+            "error_cb": on_error(args)}
+    # $STRAIT_RDKAFKA_CLIENT_CONFIG: a JSON object of extra configuration (the Rust side
+    # passes it so, to keep passwords off the command line); --client-config wins.
+    env = os.environ.get("STRAIT_RDKAFKA_CLIENT_CONFIG")
+    if env:
+        conf.update({str(k): str(v) for k, v in json.loads(env).items()})
+    conf.update(dict(parse_pair(c, "=") for c in args.client_config))
+    if args.oauth_token_file:
+        conf.setdefault("sasl.mechanism", "OAUTHBEARER")
+        conf["oauth_cb"] = token_file_cb(args.oauth_token_file)
+    return conf
 
 
 # --------------------------------------------------------------------------- commands
@@ -136,6 +194,9 @@ def cmd_produce(args):
                 except BufferError:
                     p.poll(0.1)  # local queue full: let deliveries drain
             p.poll(0)
+            pause_until = time.monotonic() + args.pace_ms / 1000.0
+            while time.monotonic() < pause_until:
+                p.poll(max(0.0, pause_until - time.monotonic()))
         if transactional:
             if args.flush_before_end:
                 p.flush(args.timeout)
@@ -243,6 +304,37 @@ def cmd_list_group_offsets(args):
     return {"offsets": out}
 
 
+def cmd_check_connect(args):
+    """Metadata in short attempts, serving error_cb in between, until it works, an
+    authentication, SSL or all-brokers-down error is reported, or --timeout passes."""
+    admin = AdminClient(common_config(args))
+    deadline = time.monotonic() + args.timeout
+    ok, brokers = False, 0
+    while time.monotonic() < deadline:
+        try:
+            md = admin.list_topics(args.topic, timeout=0.5)
+            ok, brokers = True, len(md.brokers)
+            break
+        except KafkaException:
+            pass  # timed out this round; librdkafka's reasons arrive through error_cb
+        except ToolError:
+            break  # --fail-fast: the error is in SEEN_ERRORS
+        try:
+            admin.poll(0.1)
+        except ToolError:
+            break
+        if any(e["code"] in FAIL_FAST_CODES for e in SEEN_ERRORS):
+            # Refused: collect what else librdkafka says about it for a moment, then stop.
+            grace = time.monotonic() + 0.3
+            while time.monotonic() < grace:
+                try:
+                    admin.poll(0.05)
+                except ToolError:
+                    pass
+            break
+    return {"ok": ok, "brokers": brokers, "errors": SEEN_ERRORS}
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -257,6 +349,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--timeout", type=float, default=30.0, help="per-operation timeout, seconds")
+    ap.add_argument("--client-config", action="append", default=[],
+                    help="KEY=VALUE librdkafka configuration for every client, repeatable")
+    ap.add_argument("--oauth-token-file", help="OAUTHBEARER token from this file (oauth_cb)")
+    ap.add_argument("--fail-fast", action="store_true",
+                    help="fail on the first authentication/SSL/all-brokers-down error")
     sub = ap.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("create-topic")
@@ -278,6 +375,8 @@ def main(argv=None):
     s.add_argument("--linger-ms", type=int, default=5)
     s.add_argument("--batch-num-messages", type=int)
     s.add_argument("--acks", default="all")
+    s.add_argument("--pace-ms", type=int, default=0,
+                   help="poll this long after each record (a producer kept busy over time)")
     s.set_defaults(fn=cmd_produce)
 
     s = sub.add_parser("consume")
@@ -302,6 +401,10 @@ def main(argv=None):
     s.add_argument("--group", required=True)
     s.add_argument("--topic")
     s.set_defaults(fn=cmd_list_group_offsets)
+
+    s = sub.add_parser("check-connect")
+    s.add_argument("--topic", help="ask metadata for this topic only")
+    s.set_defaults(fn=cmd_check_connect)
 
     args = ap.parse_args(argv)
     try:

@@ -46,6 +46,16 @@ pub enum Error {
         /// The last lines of the log.
         log_tail: String,
     },
+    /// A helper server (TLS/SASL front end, token endpoint, PKI generator) did not start.
+    #[error("{what} did not start: {reason}\n--- stderr ---\n{stderr}")]
+    ServerStart {
+        /// Which helper.
+        what: String,
+        /// What happened.
+        reason: String,
+        /// The tail of its stderr.
+        stderr: String,
+    },
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {

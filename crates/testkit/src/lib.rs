@@ -10,13 +10,15 @@
 //! | [`probe`] | a raw ApiVersions v0 request over `std::net::TcpStream` ([`probe::api_versions`]) |
 //! | [`rdkafka`] | librdkafka (Python confluent-kafka) as an independent client: create topics, produce, consume, group offsets |
 //! | [`proxy`] | [`FaultProxy`]: TCP proxy with delay, stall, cut and corrupt; [`TansuBroker::start_behind_proxy`] puts all of a client's traffic through one |
+//! | [`secure`] | [`TestPki`] (per-run certificates), [`SecureFront`] (TLS / SASL PLAIN, SCRAM, OAUTHBEARER / KIP-368 re-auth front end for Tansu), [`SecureBroker`] (a broker advertising its front end), [`TokenEndpoint`] (HTTPS OAuth client-credentials) |
 //! | [`data`] | [`TestRecord`] and the seeded generator [`DataGen`] |
 //! | [`config`] | the text of a two-cluster, one-flow Strait config ([`config::two_cluster_flow`]) |
 //! | [`paths`] | where the workspace, the Tansu binary, Python and the helper script are |
 //! | [`error`] | the [`Error`] type |
 //!
 //! Tools come from `scripts/install-brokers`: the Tansu binary (`$STRAIT_TANSU_BIN`, default
-//! `<workspace>/.tools/tansu/tansu`) and a Python venv with confluent-kafka
+//! `<workspace>/.tools/tansu/tansu`) and a Python venv with confluent-kafka, scramp and
+//! cryptography
 //! (`$STRAIT_PYTHON`, default `<workspace>/.tools/venv/bin/python`). Errors say so when
 //! they are missing.
 //!
@@ -49,8 +51,13 @@ pub mod paths;
 pub mod probe;
 pub mod proxy;
 pub mod rdkafka;
+pub mod secure;
 
 pub use broker::{BrokerOptions, TansuBroker, TansuCluster};
 pub use data::{DataGen, RecordHeader, RecordSpec, TestRecord};
 pub use error::{Error, Result};
 pub use proxy::{Direction, FaultProxy};
+pub use secure::{
+    FrontOptions, SaslMechanism, SaslOptions, SecureBroker, SecureFront, TestPki, TlsOptions,
+    TokenEndpoint, TokenEndpointOptions,
+};

@@ -60,3 +60,9 @@ pub fn rdkafka_tool_script() -> PathBuf {
         .join("py")
         .join("rdkafka_tool.py")
 }
+
+/// A helper script in `crates/testkit/py/` by file name (`secure_front.py`,
+/// `token_endpoint.py`, `test_pki.py`, ...).
+pub fn testkit_script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("py").join(name)
+}

@@ -20,6 +20,7 @@
 //! ```
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -104,6 +105,11 @@ pub struct ProduceOptions {
     pub batch_num_messages: Option<u32>,
     /// Deadline for the whole call (default 60 s).
     pub timeout: Duration,
+    /// Wait this long between records (polling meanwhile), to keep one producer busy
+    /// over a span of time (re-authentication tests). Default: no pause.
+    pub pace: Option<Duration>,
+    /// Extra librdkafka configuration (security, SASL, ...); default none.
+    pub client: ClientConfig,
 }
 
 impl Default for ProduceOptions {
@@ -117,7 +123,109 @@ impl Default for ProduceOptions {
             linger_ms: 5,
             batch_num_messages: None,
             timeout: Duration::from_secs(60),
+            pace: None,
+            client: ClientConfig::default(),
         }
+    }
+}
+
+/// Extra librdkafka configuration for one call: `security.protocol`, `ssl.*`, `sasl.*`,
+/// `sasl.oauthbearer.*`, `https.ca.location`, or anything else librdkafka accepts. Passed
+/// to the helper in an environment variable (not on its command line), so passwords do not
+/// show up in process listings; they are never logged by the Rust side.
+///
+/// ```
+/// use strait_testkit::rdkafka::ClientConfig;
+///
+/// let client = ClientConfig::new()
+///     .set("security.protocol", "SASL_SSL")
+///     .set("ssl.ca.location", "/tmp/pki/ca.pem")
+///     .set("sasl.mechanism", "SCRAM-SHA-512")
+///     .set("sasl.username", "alice")
+///     .set("sasl.password", "alice-secret");
+/// assert_eq!(client.get("sasl.mechanism"), Some("SCRAM-SHA-512"));
+/// ```
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct ClientConfig {
+    /// `(key, value)` librdkafka properties, applied in order (a later key wins).
+    pub properties: Vec<(String, String)>,
+    /// Authenticate with OAUTHBEARER using the token in this file, re-read on every
+    /// refresh (an `oauth_cb`; the expiry is the token's `exp` claim). Sets
+    /// `sasl.mechanism=OAUTHBEARER` unless a property does.
+    pub oauth_token_file: Option<PathBuf>,
+    /// Fail the call at the first authentication, SSL or all-brokers-down error librdkafka
+    /// reports, instead of retrying until the timeout.
+    pub fail_fast: bool,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print secrets: values of keys that look like one are masked.
+        let props: Vec<(&str, &str)> = self
+            .properties
+            .iter()
+            .map(|(k, v)| {
+                let secret = k.contains("password") || k.contains("secret") || k.contains("token");
+                (k.as_str(), if secret { "***" } else { v.as_str() })
+            })
+            .collect();
+        f.debug_struct("ClientConfig")
+            .field("properties", &props)
+            .field("oauth_token_file", &self.oauth_token_file)
+            .field("fail_fast", &self.fail_fast)
+            .finish()
+    }
+}
+
+impl ClientConfig {
+    /// No extra configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or overrides) one librdkafka property.
+    pub fn set(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        let key = key.into();
+        self.properties.retain(|(k, _)| *k != key);
+        self.properties.push((key, value.into()));
+        self
+    }
+
+    /// The value of a property, if set.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.properties
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Appends all of `other`'s properties (they win) and its token file / fail-fast.
+    pub fn merge(mut self, other: &ClientConfig) -> Self {
+        for (k, v) in &other.properties {
+            self = self.set(k.clone(), v.clone());
+        }
+        if other.oauth_token_file.is_some() {
+            self.oauth_token_file = other.oauth_token_file.clone();
+        }
+        self.fail_fast |= other.fail_fast;
+        self
+    }
+
+    /// OAUTHBEARER with the token read from `path` (see [`oauth_token_file`](Self::oauth_token_file)).
+    pub fn oauth_token_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.oauth_token_file = Some(path.into());
+        self
+    }
+
+    /// Fail at the first authentication/SSL error (see [`fail_fast`](Self::fail_fast)).
+    pub fn fail_fast(mut self) -> Self {
+        self.fail_fast = true;
+        self
+    }
+
+    fn is_empty(&self) -> bool {
+        self.properties.is_empty() && self.oauth_token_file.is_none() && !self.fail_fast
     }
 }
 
@@ -172,6 +280,8 @@ pub struct ConsumeOptions {
     pub isolation: Isolation,
     /// `group.id` (nothing is committed); default a random one.
     pub group: Option<String>,
+    /// Extra librdkafka configuration (security, SASL, ...); default none.
+    pub client: ClientConfig,
 }
 
 impl Default for ConsumeOptions {
@@ -184,6 +294,7 @@ impl Default for ConsumeOptions {
             max_time: Duration::from_secs(60),
             isolation: Isolation::ReadCommitted,
             group: None,
+            client: ClientConfig::default(),
         }
     }
 }
@@ -275,7 +386,26 @@ pub fn create_topic(
     partitions: i32,
     configs: &[(&str, &str)],
 ) -> Result<()> {
-    create(bootstrap, topic, partitions, configs, false)
+    create(
+        bootstrap,
+        topic,
+        partitions,
+        configs,
+        false,
+        &ClientConfig::default(),
+    )
+}
+
+/// Like [`create_topic_if_missing`], with extra librdkafka configuration (to create a
+/// topic through a TLS/SASL front end, say).
+pub fn create_topic_with(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+    client: &ClientConfig,
+) -> Result<()> {
+    create(bootstrap, topic, partitions, configs, true, client)
 }
 
 /// Like [`create_topic`], but an existing topic is fine.
@@ -285,7 +415,14 @@ pub fn create_topic_if_missing(
     partitions: i32,
     configs: &[(&str, &str)],
 ) -> Result<()> {
-    create(bootstrap, topic, partitions, configs, true)
+    create(
+        bootstrap,
+        topic,
+        partitions,
+        configs,
+        true,
+        &ClientConfig::default(),
+    )
 }
 
 fn create(
@@ -294,6 +431,7 @@ fn create(
     partitions: i32,
     configs: &[(&str, &str)],
     if_not_exists: bool,
+    client: &ClientConfig,
 ) -> Result<()> {
     let mut args = vec![
         "--topic".to_string(),
@@ -314,6 +452,7 @@ fn create(
         &args,
         None,
         Duration::from_secs(60),
+        client,
     )?;
     Ok(())
 }
@@ -355,10 +494,21 @@ pub fn produce(
         args.push("--batch-num-messages".into());
         args.push(n.to_string());
     }
+    if let Some(pace) = options.pace {
+        args.push("--pace-ms".into());
+        args.push(pace.as_millis().to_string());
+    }
     let wire: Vec<WireRecord> = records.iter().map(WireRecord::from).collect();
     let input =
         serde_json::to_vec(&wire).map_err(|e| Error::Protocol(format!("encoding records: {e}")))?;
-    let out: ProduceOut = run(bootstrap, "produce", &args, Some(input), options.timeout)?;
+    let out: ProduceOut = run(
+        bootstrap,
+        "produce",
+        &args,
+        Some(input),
+        options.timeout,
+        &options.client,
+    )?;
     if out.delivered.len() != records.len() {
         return Err(Error::ToolOutput {
             command: "produce".into(),
@@ -427,7 +577,7 @@ pub fn consume(
         args.push(g.clone());
     }
     let timeout = options.max_time + Duration::from_secs(30);
-    let out: ConsumeOut = run(bootstrap, "consume", &args, None, timeout)?;
+    let out: ConsumeOut = run(bootstrap, "consume", &args, None, timeout, &options.client)?;
     out.records
         .into_iter()
         .map(ConsumedRecord::try_from)
@@ -458,6 +608,7 @@ pub fn commit_group_offsets(
         &args,
         None,
         Duration::from_secs(60),
+        &ClientConfig::default(),
     )?;
     Ok(())
 }
@@ -472,6 +623,7 @@ pub fn list_group_offsets(bootstrap: &str, group: &str) -> Result<Vec<GroupOffse
         &args,
         None,
         Duration::from_secs(60),
+        &ClientConfig::default(),
     )?;
     Ok(out
         .offsets
@@ -482,6 +634,54 @@ pub fn list_group_offsets(bootstrap: &str, group: &str) -> Result<Vec<GroupOffse
             offset: o.offset,
         })
         .collect())
+}
+
+/// An error librdkafka reported through its error callback.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ClientError {
+    /// librdkafka's name for the code: `_AUTHENTICATION`, `_SSL`, `_TRANSPORT`,
+    /// `_ALL_BROKERS_DOWN`, ...
+    pub code: String,
+    /// librdkafka's text.
+    pub reason: String,
+}
+
+/// What [`check_connect`] saw.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ConnectCheck {
+    /// Metadata came back.
+    pub ok: bool,
+    /// How many brokers the metadata listed.
+    pub brokers: usize,
+    /// Every error librdkafka reported meanwhile, in order.
+    pub errors: Vec<ClientError>,
+}
+
+impl ConnectCheck {
+    /// Whether an error with this code (e.g. `"_AUTHENTICATION"`) was reported.
+    pub fn has(&self, code: &str) -> bool {
+        self.errors.iter().any(|e| e.code == code)
+    }
+
+    /// The errors as one line each, `CODE: reason`, for assertion messages.
+    pub fn describe(&self) -> String {
+        self.errors
+            .iter()
+            .map(|e| format!("{}: {}", e.code, e.reason))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Asks for metadata with librdkafka, retrying in short rounds until it works, an
+/// authentication or SSL error is reported, or `timeout` passes. A refused connection is
+/// `Ok` with `ok: false` and the errors: assert on them (`check.has("_SSL")`).
+pub fn check_connect(
+    bootstrap: &str,
+    client: &ClientConfig,
+    timeout: Duration,
+) -> Result<ConnectCheck> {
+    run(bootstrap, "check-connect", &[], None, timeout, client)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -629,6 +829,9 @@ fn tail(s: &str, max: usize) -> String {
     format!("...{}", &s[start..])
 }
 
+/// The environment variable carrying [`ClientConfig::properties`] to the helper, as JSON.
+const CLIENT_CONFIG_ENV: &str = "STRAIT_RDKAFKA_CLIENT_CONFIG";
+
 /// Runs one tool command and parses its stdout as `T`.
 fn run<T: DeserializeOwned>(
     bootstrap: &str,
@@ -636,12 +839,33 @@ fn run<T: DeserializeOwned>(
     args: &[String],
     stdin: Option<Vec<u8>>,
     timeout: Duration,
+    client: &ClientConfig,
 ) -> Result<T> {
     let python = paths::python()?;
-    let mut child = Command::new(&python)
-        .arg(paths::rdkafka_tool_script())
+    let mut cmd = Command::new(&python);
+    cmd.arg(paths::rdkafka_tool_script())
         .args(["--bootstrap", bootstrap])
-        .args(["--timeout", &timeout.as_secs().max(1).to_string()])
+        .args(["--timeout", &timeout.as_secs().max(1).to_string()]);
+    if !client.is_empty() {
+        let props: serde_json::Map<String, serde_json::Value> = client
+            .properties
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        cmd.env(
+            CLIENT_CONFIG_ENV,
+            serde_json::Value::Object(props).to_string(),
+        );
+        if let Some(path) = &client.oauth_token_file {
+            cmd.arg("--oauth-token-file").arg(path);
+        }
+        if client.fail_fast {
+            cmd.arg("--fail-fast");
+        }
+    } else {
+        cmd.env_remove(CLIENT_CONFIG_ENV);
+    }
+    let mut child = cmd
         .arg(command)
         .args(args)
         .env("PYTHONDONTWRITEBYTECODE", "1")
