@@ -98,17 +98,16 @@ impl Broker {
         stream.set_nodelay(true)?;
         let sasl = s.security.sasl.as_ref().map(|c| (c, self.addr.as_str()));
         let (conn, lifetime) = match &s.security.tls {
-            None => {
-                Connection::handshake(
-                    stream,
-                    self.id,
-                    s.client_id.clone(),
-                    s.max_frame,
-                    s.request_timeout,
-                    sasl,
-                )
-                .await?
-            }
+            None => Connection::handshake(
+                stream,
+                self.id,
+                s.client_id.clone(),
+                s.max_frame,
+                s.request_timeout,
+                sasl,
+            )
+            .await
+            .map_err(|e| closed_before_answering(e, &self.addr))?,
             Some(tls) => {
                 let stream = tls
                     .connect(stream, &self.addr)
@@ -122,7 +121,8 @@ impl Broker {
                     s.request_timeout,
                     sasl,
                 )
-                .await?
+                .await
+                .map_err(|e| refused_after_handshake(e, &self.addr))?
             }
         };
         tracing::debug!(broker = self.id, addr = %self.addr, ?purpose, "connected");
@@ -177,6 +177,38 @@ impl Broker {
     pub(crate) fn request_timeout(&self) -> Duration {
         self.settings.request_timeout
     }
+}
+
+/// A plaintext connection closed before ApiVersions was answered is what a TLS listener
+/// does with a plaintext client (OpenSSL closes without an alert; Java's engine sends one,
+/// which the frame reader recognises). Kept retriable — a restarting broker does the same
+/// — but the message says what to check.
+fn closed_before_answering(e: Error, addr: &str) -> Error {
+    let first_call = e.api_key() == Some(kafka_protocol::messages::ApiKey::ApiVersions);
+    if first_call && matches!(e.kind(), ErrorKind::ConnectionClosed) {
+        return e.message(format!(
+            "{addr} closed the connection before answering ApiVersions: if it is a TLS \
+             listener, set protocol = \"ssl\" or \"sasl_ssl\""
+        ));
+    }
+    e
+}
+
+/// A broker that closes a TLS connection right after the handshake, before answering
+/// ApiVersions, has refused our client certificate: with TLS 1.3 the server checks it after
+/// the client's handshake is done, and many servers close without an alert. Retrying
+/// cannot help, so this becomes a TLS error that says so.
+fn refused_after_handshake(e: Error, addr: &str) -> Error {
+    let first_call = e.api_key() == Some(kafka_protocol::messages::ApiKey::ApiVersions);
+    if first_call && matches!(e.kind(), ErrorKind::ConnectionClosed | ErrorKind::Io(_)) {
+        return Error::new(ErrorKind::Tls(format!(
+            "{addr} closed the TLS connection right after the handshake, before answering: \
+             a broker requiring mutual TLS does this when the client certificate is missing \
+             or not signed by a CA it trusts (set `tls.cert_file` and `tls.key_file`)"
+        )))
+        .broker(e.broker_id().unwrap_or(-1));
+    }
+    e
 }
 
 /// Re-authenticates `conn` before each session expires (KIP-368), until the connection is

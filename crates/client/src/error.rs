@@ -399,6 +399,13 @@ impl std::error::Error for Error {
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
+        // A TLS failure after the handshake (TLS 1.3 reports a refused client certificate
+        // with an alert on the first read) is a TLS error, not a flaky network.
+        if let Some(t) = e.get_ref().and_then(|r| r.downcast_ref::<rustls::Error>()) {
+            return Error::new(ErrorKind::Tls(
+                crate::security::tls::describe_after_handshake(t),
+            ));
+        }
         let kind = match e.kind() {
             std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
             std::io::ErrorKind::UnexpectedEof => ErrorKind::ConnectionClosed,

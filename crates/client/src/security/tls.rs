@@ -140,7 +140,8 @@ impl Connector {
             Ok(Ok(s)) => Ok(s),
             Ok(Err(e)) => Err(handshake_error(addr, &host, e)),
             Err(_) => Err(Error::new(ErrorKind::Timeout).message(format!(
-                "TLS handshake with {addr} did not finish within {:?}",
+                "TLS handshake with {addr} did not finish within {:?} (is this a TLS \
+                 listener? A plaintext listener may wait for more bytes instead of answering)",
                 self.handshake_timeout
             ))),
         }
@@ -173,6 +174,14 @@ fn handshake_error(addr: &str, host: &str, e: std::io::Error) -> Error {
         e.to_string()
     };
     tls_err(format!("TLS handshake with {addr} failed: {reason}"))
+}
+
+/// A TLS error that surfaced on a read or write after the handshake.
+pub(crate) fn describe_after_handshake(e: &rustls::Error) -> String {
+    format!(
+        "the TLS session failed: {}",
+        describe_rustls(e, "the broker")
+    )
 }
 
 fn describe_rustls(e: &rustls::Error, host: &str) -> String {
