@@ -109,13 +109,13 @@ fn import_mm2_warns_when_the_result_needs_editing() {
     let props = write(
         dir.path(),
         "mm2.properties",
-        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na.security.protocol = SSL\na->b.enabled = true\n",
+        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na.security.protocol = SASL_SSL\na->b.enabled = true\n",
     );
     let out = strait(&["config", "import-mm2", props.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "it converted");
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("needs editing") && stderr.contains("\"ssl\" is not supported yet"),
+        stderr.contains("needs editing") && stderr.contains("needs SASL settings"),
         "{stderr}"
     );
 }

@@ -592,6 +592,17 @@ pub fn commit_group_offsets(
     topic: &str,
     offsets: &[(i32, i64)],
 ) -> Result<()> {
+    commit_group_offsets_with(bootstrap, group, topic, offsets, &ClientConfig::default())
+}
+
+/// [`commit_group_offsets`] with extra librdkafka configuration (security).
+pub fn commit_group_offsets_with(
+    bootstrap: &str,
+    group: &str,
+    topic: &str,
+    offsets: &[(i32, i64)],
+    client: &ClientConfig,
+) -> Result<()> {
     let mut args = vec![
         "--group".to_string(),
         group.to_string(),
@@ -608,7 +619,7 @@ pub fn commit_group_offsets(
         &args,
         None,
         Duration::from_secs(60),
-        &ClientConfig::default(),
+        client,
     )?;
     Ok(())
 }
@@ -616,6 +627,15 @@ pub fn commit_group_offsets(
 /// The offsets `group` has committed (partitions without one are left out), sorted by
 /// topic and partition.
 pub fn list_group_offsets(bootstrap: &str, group: &str) -> Result<Vec<GroupOffset>> {
+    list_group_offsets_with(bootstrap, group, &ClientConfig::default())
+}
+
+/// [`list_group_offsets`] with extra librdkafka configuration (security).
+pub fn list_group_offsets_with(
+    bootstrap: &str,
+    group: &str,
+    client: &ClientConfig,
+) -> Result<Vec<GroupOffset>> {
     let args = vec!["--group".to_string(), group.to_string()];
     let out: ListOffsetsOut = run(
         bootstrap,
@@ -623,7 +643,7 @@ pub fn list_group_offsets(bootstrap: &str, group: &str) -> Result<Vec<GroupOffse
         &args,
         None,
         Duration::from_secs(60),
-        &ClientConfig::default(),
+        client,
     )?;
     Ok(out
         .offsets
