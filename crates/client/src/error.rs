@@ -49,6 +49,9 @@ pub enum ErrorKind {
     NoBrokerAvailable,
     /// The producer has to be re-initialised; the batch was not written.
     ProducerFenced(String),
+    /// The batch was not sent because an earlier batch of the same partition failed for
+    /// good (the idempotent producer never writes past a hole). Not retriable.
+    NotSent(String),
     /// TLS could not be set up: a certificate or key file, or the handshake (untrusted CA,
     /// expired certificate, host name mismatch, a plaintext peer). Not retriable.
     Tls(String),
@@ -347,6 +350,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::InvalidInput(m) => write!(f, "invalid input: {m}"),
             ErrorKind::NoBrokerAvailable => f.write_str("no broker available"),
             ErrorKind::ProducerFenced(m) => write!(f, "producer must be re-initialised: {m}"),
+            ErrorKind::NotSent(m) => write!(f, "not sent: {m}"),
             ErrorKind::Tls(m) => write!(f, "TLS error: {m}"),
             ErrorKind::Authentication(m) => write!(f, "authentication failed: {m}"),
         }

@@ -217,9 +217,21 @@ impl IdempotentProducer {
         }
     }
 
+    /// Lets a partition take batches again after one of its batches failed for good (see
+    /// the sequencer's rules: until then every send to it fails). Call once the caller has
+    /// recovered the partition's position from what the target holds.
+    pub fn reset_partition(&self, topic: &str, partition: i32) {
+        let inner = self.inner();
+        let mut st = inner.state.lock();
+        let tp = (intern(&mut st.topics, topic), partition);
+        st.seq.reset_partition(&tp);
+    }
+
     /// Queues `batch` for `topic`/`partition`. Waits while the partition has 5 unresolved
     /// batches. The batch's CRC is verified (`Err` if corrupt, nothing queued). Call `send`
     /// for one partition from one task at a time: the call order is the sequence order.
+    /// After a batch of the partition failed for good, `Err` until
+    /// [`IdempotentProducer::reset_partition`].
     pub async fn send(&self, topic: &str, partition: i32, batch: Batch) -> Result<AckFuture> {
         let inner = self.inner();
         let count = batch.header().last_offset_delta.saturating_add(1);
@@ -237,6 +249,11 @@ impl IdempotentProducer {
             {
                 let mut st = inner.state.lock();
                 let tp = tp.get_or_insert_with(|| (intern(&mut st.topics, topic), partition));
+                if let Some(e) = st.seq.partition_failure(tp) {
+                    // An earlier batch failed for good: nothing is written past it until
+                    // the caller resets the partition.
+                    return Err(e.clone().topic(topic).partition(partition));
+                }
                 if st.seq.has_room(tp) {
                     let (id, seq) = (st.seq.identity(), st.seq.peek_sequence(tp));
                     drop(st);
@@ -270,6 +287,8 @@ impl IdempotentProducer {
                     deadline: Instant::now() + inner.cfg.delivery_timeout,
                 },
             );
+            // A partition that failed meanwhile resolves the batch at once.
+            deliver(&mut st, &tp);
             !std::mem::replace(&mut st.driver, true)
         };
         if start {

@@ -15,6 +15,13 @@
 //!   UNKNOWN_PRODUCER_ID, a fenced epoch or a batch failing for good — needs a new epoch: sending stops,
 //!   in-flight requests drain, the driver bumps the epoch, and every unresolved batch is
 //!   renumbered from sequence 0.
+//! - a batch that fails for good (a permanent error, or its delivery deadline) takes every
+//!   later unresolved batch of its partition with it, and every batch enqueued for that
+//!   partition afterwards fails at once, until the caller calls
+//!   [`Sequencer::reset_partition`]: later batches are never renumbered and written past a
+//!   hole, so the target never holds batch N+1 without batch N. (A batch whose deadline
+//!   passed may still have been written; failing it is the conservative answer, and the
+//!   caller's recovery checks what the target holds.)
 //!
 //! It also assembles Produce requests for the per-broker sink ([`Sequencer::assemble`]):
 //! partitions with a batch ready to (re)send are queued oldest-ready first, and one request
@@ -89,6 +96,26 @@ struct Partition {
     entries: VecDeque<Entry>,
     /// In [`Sequencer::ready`] (each partition is queued at most once).
     queued: bool,
+    /// A batch failed for good: later batches fail with it until reset.
+    failed: Option<Error>,
+}
+
+impl Partition {
+    /// Batch `idx` failed for good with `err`: it and every later unresolved batch fail.
+    fn fail_from(&mut self, idx: usize, err: Error) {
+        let cascade = Error::new(crate::error::ErrorKind::NotSent(format!(
+            "an earlier batch of this partition failed for good ({err}); later batches are \
+             not written past it"
+        )));
+        for (i, e) in self.entries.iter_mut().enumerate().skip(idx) {
+            if i == idx {
+                e.state = State::Done(Err(err.clone()));
+            } else if !matches!(e.state, State::Done(_)) {
+                e.state = State::Done(Err(cascade.clone()));
+            }
+        }
+        self.failed = Some(cascade);
+    }
 }
 
 impl Partition {
@@ -282,6 +309,20 @@ impl Sequencer {
             Some(p) => p,
             None => self.partitions.entry(tp.clone()).or_default(),
         };
+        if let Some(err) = &p.failed {
+            // Never written past a hole: the batch fails at once, taking no sequence.
+            let state = State::Done(Err(err.clone()));
+            p.entries.push_back(Entry {
+                token,
+                seq: p.next_seq,
+                count,
+                bytes,
+                attempt: 0,
+                in_flight: 0,
+                state,
+            });
+            return (token, p.next_seq);
+        }
         let seq = p.next_seq;
         p.next_seq = increment_sequence(seq, count);
         p.entries.push_back(Entry {
@@ -397,8 +438,8 @@ impl Sequencer {
             }
             _ => {
                 // The batch failed for good: its sequence numbers were never written, so
-                // the sequence must restart under a new epoch.
-                e.state = State::Done(Err(err));
+                // the sequence must restart under a new epoch; later batches fail with it.
+                p.fail_from(idx, err);
                 self.needs_new_epoch = true;
             }
         }
@@ -407,14 +448,25 @@ impl Sequencer {
     /// Fails batch `token` for good (its delivery deadline passed). Like any permanent
     /// failure this forces a new epoch.
     pub fn fail(&mut self, tp: &TopicPartition, token: Token, err: Error) {
-        if let Some(e) = self
-            .partitions
-            .get_mut(tp)
-            .and_then(|p| p.entries.iter_mut().find(|e| e.token == token))
-            && !matches!(e.state, State::Done(_))
+        if let Some(p) = self.partitions.get_mut(tp)
+            && let Some(idx) = p.entries.iter().position(|e| e.token == token)
+            && !matches!(p.entries[idx].state, State::Done(_))
         {
-            e.state = State::Done(Err(err));
+            p.fail_from(idx, err);
             self.needs_new_epoch = true;
+        }
+    }
+
+    /// The error later batches of `tp` fail with, if a batch of it failed for good.
+    pub fn partition_failure(&self, tp: &TopicPartition) -> Option<&Error> {
+        self.partitions.get(tp).and_then(|p| p.failed.as_ref())
+    }
+
+    /// Lets `tp` take batches again after a failure (the caller has dealt with it, e.g.
+    /// restarted the partition from recovered state).
+    pub fn reset_partition(&mut self, tp: &TopicPartition) {
+        if let Some(p) = self.partitions.get_mut(tp) {
+            p.failed = None;
         }
     }
 
@@ -579,10 +631,76 @@ mod tests {
         s.on_result(&tp(), a, 1, code(10)); // MESSAGE_TOO_LARGE
         let d = s.take_delivered(&tp());
         assert_eq!(d[0].1.as_ref().unwrap_err().kafka_code(), Some(10));
+        assert_eq!(d[1].0, b);
+        assert!(
+            d[1].1.is_err(),
+            "b is not renumbered and written past the hole"
+        );
         assert!(s.needs_identity());
         s.set_identity(id(1));
-        let rb = s.next_transmit(&tp()).unwrap();
-        assert_eq!((rb.token, rb.base_sequence), (b, 0));
+        s.reset_partition(&tp());
+        let (c, seq) = s.enqueue(&tp(), 1, 100);
+        let rc = s.next_transmit(&tp()).unwrap();
+        assert_eq!((rc.token, rc.base_sequence, seq), (c, 0, 0));
+    }
+
+    #[test]
+    fn a_batch_failing_for_good_fails_every_later_batch_of_its_partition() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        let other: TopicPartition = (Arc::from("t"), 1);
+        let (a, _) = s.enqueue(&tp(), 2, 100);
+        let (b, _) = s.enqueue(&tp(), 2, 100);
+        let (c, _) = s.enqueue(&tp(), 2, 100);
+        let (o, _) = s.enqueue(&other, 1, 100);
+        let ta = s.next_transmit(&tp()).unwrap();
+        let tb = s.next_transmit(&tp()).unwrap();
+        s.next_transmit(&other).unwrap();
+        s.on_result(&tp(), a, ta.attempt, code(10)); // MESSAGE_TOO_LARGE
+        // b is still in flight: its (stale) answer arrives later and changes nothing.
+        s.on_result(&tp(), b, tb.attempt, ok(2));
+        let d = s.take_delivered(&tp());
+        let tokens: Vec<Token> = d.iter().map(|(t, _)| *t).collect();
+        assert_eq!(tokens, vec![a, b, c]);
+        assert!(
+            d.iter().all(|(_, r)| r.is_err()),
+            "no batch lands past the hole"
+        );
+        // A batch enqueued afterwards fails at once and is never sent.
+        let (late, _) = s.enqueue(&tp(), 1, 100);
+        s.set_identity(id(1));
+        assert_eq!(s.peek_transmit(&tp()), None);
+        let d = s.take_delivered(&tp());
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].0, late);
+        assert!(d[0].1.is_err());
+        // Other partitions go on under the new epoch, renumbered from 0.
+        let t = s.next_transmit(&other).unwrap();
+        assert_eq!((t.token, t.base_sequence), (o, 0));
+        // After a reset the partition takes batches again, from sequence 0.
+        s.reset_partition(&tp());
+        let (n, seq) = s.enqueue(&tp(), 1, 100);
+        assert_eq!(seq, 0);
+        assert_eq!(s.next_transmit(&tp()).unwrap().token, n);
+    }
+
+    #[test]
+    fn a_delivery_deadline_fails_later_batches_too() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        let (a, _) = s.enqueue(&tp(), 1, 100);
+        let (b, _) = s.enqueue(&tp(), 1, 100);
+        s.next_transmit(&tp()).unwrap();
+        s.next_transmit(&tp()).unwrap();
+        s.fail(&tp(), a, Error::new(crate::error::ErrorKind::Timeout));
+        assert!(s.partition_failure(&tp()).is_some());
+        // Both requests are still in flight: nothing is delivered until they drain.
+        assert!(s.take_delivered(&tp()).is_empty());
+        s.on_result(&tp(), a, 1, code(7));
+        s.on_result(&tp(), b, 1, ok(1));
+        let d = s.take_delivered(&tp());
+        assert_eq!(d.iter().map(|(t, _)| *t).collect::<Vec<_>>(), vec![a, b]);
+        assert!(d.iter().all(|(_, r)| r.is_err()));
     }
 
     #[test]
