@@ -68,6 +68,7 @@
 //! | [`producer`] | the pure sequencing state machine, the idempotent raw-batch producer, the record producer |
 //! | [`consumer`] | the record-level partition consumer |
 //! | [`error`] | [`Error`], [`ErrorKind`] |
+//! | `decode` | (hidden) every response decoder behind one entry point, for fuzzing and hostile-input tests |
 //!
 //! Versions, Tansu differences and what was tested are in `docs/compatibility.md`; the
 //! connection model is described in `docs/architecture.md`.
@@ -77,6 +78,8 @@ mod broker;
 mod client;
 mod connection;
 pub mod consumer;
+#[doc(hidden)]
+pub mod decode;
 pub mod error;
 mod frame;
 pub mod metadata;

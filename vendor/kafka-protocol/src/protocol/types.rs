@@ -10,6 +10,26 @@ use anyhow::{bail, Result};
 use std::convert::TryFrom;
 use std::string::String as StdString;
 
+// strait: bounded decoding (see STRAIT-PATCH.md). A length or count read off the wire is
+// checked against the bytes left in the buffer before it sizes an allocation: every array
+// element takes at least one byte (the rule Apache Kafka's generated Java readers apply), and
+// a string or byte field takes exactly its length.
+pub(crate) fn strait_check_len<B: ByteBuf>(buf: &B, what: &str, n: usize) -> Result<usize> {
+    if n > buf.remaining() {
+        bail!(
+            "{what} length {n} exceeds the {} bytes left in the buffer",
+            buf.remaining()
+        );
+    }
+    Ok(n)
+}
+
+// strait: preallocate at most 1 MiB per array, whatever the element type (as serde's
+// `size_hint::cautious`); longer arrays grow as their elements actually decode.
+pub(crate) fn strait_capacity<T>(n: usize) -> usize {
+    n.min((1 << 20) / std::mem::size_of::<T>().max(1))
+}
+
 macro_rules! define_copy_impl {
     ($e:ident, $t:ty) => (
         impl Encoder<$t> for $e {
@@ -359,7 +379,8 @@ impl Decoder<Option<StdString>> for String {
         match Int16.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
-                let mut strbuf = vec![0; n as usize];
+                // strait: bounded
+                let mut strbuf = vec![0; strait_check_len(buf, "String", n as usize)?];
                 buf.try_copy_to_slice(&mut strbuf)?;
                 Ok(Some(std::string::String::from_utf8(strbuf)?))
             }
@@ -511,7 +532,8 @@ impl Decoder<Option<StdString>> for CompactString {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
-                let mut strbuf = vec![0; (n - 1) as usize];
+                // strait: bounded
+                let mut strbuf = vec![0; strait_check_len(buf, "CompactString", (n - 1) as usize)?];
                 buf.try_copy_to_slice(&mut strbuf)?;
                 Ok(Some(std::string::String::from_utf8(strbuf)?))
             }
@@ -655,7 +677,8 @@ impl Decoder<Option<Vec<u8>>> for Bytes {
         match Int32.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
-                let mut data = vec![0; n as usize];
+                // strait: bounded
+                let mut data = vec![0; strait_check_len(buf, "Bytes", n as usize)?];
                 buf.try_copy_to_slice(&mut data)?;
                 Ok(Some(data))
             }
@@ -804,7 +827,8 @@ impl Decoder<Option<Vec<u8>>> for CompactBytes {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
-                let mut data = vec![0; (n - 1) as usize];
+                // strait: bounded
+                let mut data = vec![0; strait_check_len(buf, "CompactBytes", (n - 1) as usize)?];
                 buf.try_copy_to_slice(&mut data)?;
                 Ok(Some(data))
             }
@@ -985,7 +1009,9 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
         match Int32.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
-                let mut result = Vec::with_capacity(n as usize);
+                // strait: bounded
+                let n = strait_check_len(buf, "Array", n as usize)?;
+                let mut result = Vec::with_capacity(strait_capacity::<T>(n));
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
                 }
@@ -1093,7 +1119,9 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
-                let mut result = Vec::with_capacity((n - 1) as usize);
+                // strait: bounded
+                let len = strait_check_len(buf, "CompactArray", (n - 1) as usize)?;
+                let mut result = Vec::with_capacity(strait_capacity::<T>(len));
                 for _ in 1..n {
                     result.push(self.0.decode(buf)?);
                 }
