@@ -137,6 +137,24 @@ pub(crate) fn strip_response_header(api: ApiKey, version: i16, mut frame: Bytes)
 
 /// Decodes a response body; it must consume the body exactly (trailing bytes mean we and the
 /// broker disagree on the version's layout: a bug worth failing loudly on).
+///
+/// # Bounded decoding (invariant 9)
+///
+/// The body is at most [`DEFAULT_MAX_FRAME`] (or the configured cap) bytes, but the counts
+/// *inside* it are read off the wire too: upstream kafka-protocol 0.18 sized a
+/// `Vec::with_capacity(n)` (and `vec![0; n]` for owned strings/bytes) with them, so a 7-byte
+/// ApiVersions body asking for 2^31 elements aborted the process with a 64 GiB allocation.
+/// The workspace builds a patched copy instead (`vendor/kafka-protocol`, wired through
+/// `[patch.crates-io]`; spots listed in its `STRAIT-PATCH.md`): an array count or string/bytes
+/// length larger than the bytes left in the body is a decode error, and preallocation is
+/// capped at 1 MiB per array. The patch sits in the primitive array/string/bytes decoders
+/// that every generated message decoder calls, so it covers every response type and version
+/// (including nested arrays and ones added later) with a few lines; a pre-validation pass here
+/// would have to re-implement each message's schema, per version, and drift from it. Such a
+/// body comes back from here as [`ErrorKind::Protocol`](crate::ErrorKind::Protocol) naming the
+/// API (`cannot decode ApiVersions v3 response: CompactArray length … exceeds the 5 bytes left
+/// in the buffer`). `crate::decode` puts every decoder behind one entry point for the hostile-
+/// input tests and the fuzz targets.
 pub(crate) fn decode_body<R: Decodable>(api: ApiKey, version: i16, mut body: Bytes) -> Result<R> {
     let r = R::decode(&mut body, version).map_err(|e| Error::decode(api, version, &e))?;
     if body.has_remaining() {

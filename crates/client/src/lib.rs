@@ -69,6 +69,7 @@
 //! | [`consumer`] | the record-level partition consumer |
 //! | [`error`] | [`Error`], [`ErrorKind`] |
 //! | [`security`] | TLS (rustls), SASL PLAIN / SCRAM / OAUTHBEARER, re-authentication |
+//! | `decode` | (hidden) every response decoder behind one entry point, for fuzzing and hostile-input tests |
 //!
 //! Versions, Tansu differences and what was tested are in `docs/compatibility.md`; the
 //! connection model is described in `docs/architecture.md`.
@@ -78,6 +79,8 @@ mod broker;
 mod client;
 mod connection;
 pub mod consumer;
+#[doc(hidden)]
+pub mod decode;
 pub mod error;
 mod frame;
 pub mod metadata;
