@@ -41,6 +41,8 @@ pub const DECODED_APIS: &[ApiKey] = &[
     ApiKey::CreatePartitions,
     ApiKey::IncrementalAlterConfigs,
     ApiKey::DescribeCluster,
+    ApiKey::SaslHandshake,
+    ApiKey::SaslAuthenticate,
 ];
 
 /// The versions of `api` a connection can negotiate (ApiVersions also falls back to v0).
@@ -90,6 +92,8 @@ pub fn decode_response_body(api: ApiKey, version: i16, body: Bytes) -> Result<()
         CreatePartitions => CreatePartitionsResponse,
         IncrementalAlterConfigs => IncrementalAlterConfigsResponse,
         DescribeCluster => DescribeClusterResponse,
+        SaslHandshake => SaslHandshakeResponse,
+        SaslAuthenticate => SaslAuthenticateResponse,
     }
 }
 
@@ -437,6 +441,8 @@ mod tests {
             CreatePartitions => CreatePartitionsResponse,
             IncrementalAlterConfigs => IncrementalAlterConfigsResponse,
             DescribeCluster => DescribeClusterResponse,
+        SaslHandshake => SaslHandshakeResponse,
+        SaslAuthenticate => SaslAuthenticateResponse,
         }
     }
 

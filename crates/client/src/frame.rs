@@ -113,11 +113,25 @@ pub(crate) fn check_frame_len(raw: i32, max: usize) -> Result<usize> {
         return Err(Error::protocol(format!("frame length {len} < 4")));
     }
     if len > max {
+        if looks_like_tls_record(raw) {
+            return Err(Error::new(crate::error::ErrorKind::Tls(
+                "the broker answered with a TLS record: this is a TLS listener; set \
+                 protocol = \"ssl\" or \"sasl_ssl\""
+                    .into(),
+            )));
+        }
         return Err(Error::protocol(format!(
             "frame length {len} exceeds the cap of {max} bytes"
         )));
     }
     Ok(len)
+}
+
+/// True when a "size prefix" is the start of a TLS record (an alert or a handshake, TLS
+/// 1.0–1.3): what a TLS listener sends back to a plaintext client.
+fn looks_like_tls_record(raw: i32) -> bool {
+    let [content_type, major, minor, _] = raw.to_be_bytes();
+    matches!(content_type, 0x15 | 0x16) && major == 3 && minor <= 4
 }
 
 /// The correlation id at the start of a response frame (both header versions begin with it).
@@ -251,6 +265,18 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tls_alert_read_as_a_frame_size_says_tls() {
+        // A TLS 1.2 alert record (21, 3, 3, len 0x0002) where a frame size should be.
+        let e = check_frame_len(i32::from_be_bytes([0x15, 3, 3, 0]), 1 << 20).unwrap_err();
+        assert!(matches!(e.kind(), crate::ErrorKind::Tls(_)), "{e:?}");
+        assert!(!e.is_retriable());
+        let e = check_frame_len(i32::from_be_bytes([0x16, 3, 1, 0]), 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("TLS listener"), "{e}");
+        let e = check_frame_len(i32::from_be_bytes([0x7f, 3, 3, 0]), 1 << 20).unwrap_err();
+        assert!(matches!(e.kind(), crate::ErrorKind::Protocol(_)));
+    }
     use kafka_protocol::messages::ApiVersionsRequest;
 
     #[test]
