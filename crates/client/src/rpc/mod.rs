@@ -7,6 +7,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 pub mod admin;
+pub mod authz;
 pub mod fetch;
 pub mod groups;
 pub mod offsets;

@@ -4,13 +4,25 @@
 //! or stalled broker gives a `✗` line, never a hang. Writes nothing, except that a broker
 //! which ignores CreateTopics' `validate_only` gets a probe topic that is deleted at once
 //! (and the output says so).
+//!
+//! Per cluster, in order: the security protocol; a TLS handshake with every bootstrap
+//! address ([`security`]; a failure skips the rest of the cluster); connecting, which
+//! authenticates with SASL; Metadata; API versions; DescribeConfigs; CreateTopics
+//! (`validate_only`); the state topics; then authorization ([`access`] asks the brokers,
+//! [`authz`] decides).
+
+mod access;
+mod authz;
+mod security;
 
 use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
+use strait_client::metadata::ClusterMetadata;
 use strait_client::protocol::messages::create_topics_request::CreatableTopic;
 use strait_client::protocol::messages::{ApiKey, CreateTopicsRequest, TopicName};
 use strait_client::protocol::protocol::StrBytes;
@@ -53,7 +65,7 @@ const OPTIONAL_TARGET_APIS: &[(ApiKey, &str)] = &[(
 
 /// The outcome of the checks so far.
 #[derive(Default)]
-struct Report {
+pub(crate) struct Report {
     failed: usize,
     warned: usize,
 }
@@ -119,8 +131,19 @@ async fn check_all(config: &Config, report: &mut Report) {
         t.target = true;
         t.state_topics.push(flow.state_topic.clone());
     }
+    let mut cache = access::Cache::default();
     for (name, role) in roles {
-        check_cluster(config, name, &role, report).await;
+        let Some((client, meta)) = check_cluster(config, name, &role, report).await else {
+            cache.failed(name, "its checks failed above");
+            continue;
+        };
+        cache.reached(name, access::Seen::new(client, meta));
+        if role.source {
+            access::check_source(config, name, &mut cache, report).await;
+        }
+        if role.target {
+            access::check_target(config, name, &mut cache, report).await;
+        }
     }
 }
 
@@ -143,10 +166,15 @@ async fn timed<T, E: Display>(
     }
 }
 
-async fn check_cluster(config: &Config, name: &str, role: &Roles, report: &mut Report) {
-    let Some(cluster) = config.cluster(name) else {
-        return;
-    };
+/// The checks of one cluster up to authorization; the client and metadata when the
+/// cluster was reached (authorization is checked next).
+async fn check_cluster(
+    config: &Config,
+    name: &str,
+    role: &Roles,
+    report: &mut Report,
+) -> Option<(Client, Arc<ClusterMetadata>)> {
+    let cluster = config.cluster(name)?;
     let what = match (role.source, role.target) {
         (true, true) => "source and target",
         (true, false) => "source",
@@ -156,19 +184,28 @@ async fn check_cluster(config: &Config, name: &str, role: &Roles, report: &mut R
         "cluster {name} ({}), {what}:",
         cluster.bootstrap_servers.join(",")
     );
+    security::protocol(cluster, report);
+    if !security::tls(cluster, report).await {
+        return None;
+    }
     let limit = deadline(config, name);
-    let client = match timed(limit, crate::plan::connect(config, name)).await {
-        Ok(c) => c,
-        Err(e) => {
-            report.fail(format!("reachable: {e}"));
-            return;
+    let client = match tokio::time::timeout(limit, crate::plan::connect(config, name)).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            security::connect_failure(&e, report);
+            return None;
+        }
+        Err(_) => {
+            report.fail(format!("reachable: no answer within {limit:?}"));
+            return None;
         }
     };
+    security::sasl_ok(cluster, report);
     let meta = match timed(limit, client.metadata(None)).await {
         Ok(m) => m,
         Err(e) => {
             report.fail(format!("metadata: {e}"));
-            return;
+            return None;
         }
     };
     report.ok(format!(
@@ -180,7 +217,7 @@ async fn check_cluster(config: &Config, name: &str, role: &Roles, report: &mut R
     ));
     let Some(&broker) = meta.brokers.keys().next() else {
         report.fail("metadata lists no broker");
-        return;
+        return None;
     };
     let mut needed: Vec<ApiKey> = Vec::new();
     if role.source {
@@ -235,7 +272,7 @@ async fn check_cluster(config: &Config, name: &str, role: &Roles, report: &mut R
         None => report.warn("describe configs: not verified (the cluster has no topic yet)"),
     }
     if !role.target {
-        return;
+        return Some((client, meta));
     }
     let can_create = check_create(&client, meta.controller_id, broker, limit, report).await;
     for state in &role.state_topics {
@@ -252,6 +289,7 @@ async fn check_cluster(config: &Config, name: &str, role: &Roles, report: &mut R
             )),
         }
     }
+    Some((client, meta))
 }
 
 /// CreateTopics with `validate_only`: may Strait create topics here? Returns whether it can.
