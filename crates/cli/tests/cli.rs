@@ -467,7 +467,7 @@ fn plan_reports_an_unreachable_cluster() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty());
     assert!(
-        text(&out.stderr).contains("cannot connect to cluster a (127.0.0.1:1)"),
+        text(&out.stderr).contains("cannot connect to cluster a (127.0.0.1:1, PLAINTEXT)"),
         "{}",
         text(&out.stderr)
     );

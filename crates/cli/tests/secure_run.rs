@@ -310,3 +310,31 @@ fn no_secret_in_any_output_of_any_command_at_any_log_level() {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     }
 }
+
+#[test]
+fn check_shows_the_tls_handshake_the_sasl_result_and_authorization() {
+    let c = clusters();
+    let dir = tempfile::tempdir().expect("tmp");
+    load_source(&c, 10);
+    let cfg = c.config(dir.path(), &c.pki.ca_cert);
+    let out = strait(&["check", "-c", &p(&cfg)], PASSWORD);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("✓ security: SASL_SSL"), "{all}");
+    assert!(all.contains("✓ security: SSL"), "{all}");
+    assert!(
+        all.contains("TLSv1."),
+        "the handshake's protocol version: {all}"
+    );
+    assert!(
+        all.contains("expires in"),
+        "the certificate's expiry: {all}"
+    );
+    assert!(
+        all.contains("✓ SASL: mechanism SCRAM-SHA-512 accepted, authenticated as \"replicator\""),
+        "{all}"
+    );
+    // The front ends have no authorizer, like a Kafka broker without one.
+    assert!(all.contains("authorization"), "{all}");
+    assert!(!all.contains(PASSWORD));
+}
