@@ -425,8 +425,8 @@ fn stop_and_restart(before: &str, stop: impl FnOnce(&mut Strait)) -> Restarted {
 #[test]
 fn kill_9_mid_stream_then_restart_loses_nothing_and_duplicates_stay_bounded() {
     let run = stop_and_restart("records replicated before the crash", |strait| {
-        // Past at least one checkpoint, so the restart recovers from a saved map and the D
-        // rule.
+        // Past at least one checkpoint, so the restart recovers from a saved map and reads
+        // back what was written after it.
         std::thread::sleep(Duration::from_millis(1200));
         strait.kill9();
     });

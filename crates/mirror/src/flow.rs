@@ -37,6 +37,14 @@ const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
 /// Record sets a fetcher may queue per partition ahead of its pipeline.
 const FEED_DEPTH: usize = 4;
 
+/// Target offsets `from..end` that recovery reads back and checks.
+type TargetRange = (i64, i64);
+
+/// A partition pipeline not yet spawned: it starts once the partition's birth state is
+/// written.
+type Pipeline =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), MirrorError>> + Send>>;
+
 /// What a flow did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlowSummary {
@@ -266,6 +274,7 @@ impl FlowRun {
     /// Starts the partitions of `topics` that are not running yet.
     async fn start_topics(&mut self, topics: &[ReplicatedTopic]) -> Result<(), MirrorError> {
         let mut births = Vec::new();
+        let mut pipelines = Vec::new();
         for t in topics {
             let new: Vec<i32> = (0..t.partitions)
                 .filter(|p| !self.running.contains_key(&(t.source_topic.clone(), *p)))
@@ -316,13 +325,19 @@ impl FlowRun {
             if new.is_empty() {
                 continue;
             }
-            births.extend(self.start_partitions(t, &new).await?);
+            let (b, p) = self.start_partitions(t, &new).await?;
+            births.extend(b);
+            pipelines.extend(p);
         }
-        // New and reset partitions are saved before anything is produced, so a crash
-        // before the first checkpoint can still tell our records from older ones.
+        // New and reset partitions are saved before their pipelines start (nothing is
+        // produced before), so a crash before the first checkpoint can still tell our
+        // records from older ones.
         self.state_writer.write(&births).await?;
         self.metrics
             .state_records_written(&self.flow.name, births.len() as u64);
+        for p in pipelines {
+            self.tasks.spawn(p);
+        }
         Ok(())
     }
 
@@ -330,8 +345,9 @@ impl FlowRun {
         &mut self,
         t: &ReplicatedTopic,
         partitions: &[i32],
-    ) -> Result<Vec<((String, i32), PartitionState)>, MirrorError> {
+    ) -> Result<(Vec<((String, i32), PartitionState)>, Vec<Pipeline>), MirrorError> {
         let flow = &self.flow;
+        let mut pipelines: Vec<Pipeline> = Vec::new();
         let src = bounds(
             &self.source,
             &t.source_topic,
@@ -363,7 +379,31 @@ impl FlowRun {
             let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
                 continue;
             };
-            let (map, recovery, birth) = self.initial_map(t, p, *s, *d)?;
+            let (map, tail, birth) = self.initial_map(t, p, *s, *d)?;
+            let recovery = match tail {
+                None => Recovery::none(),
+                Some((from, end)) => {
+                    let limits = Limits::default();
+                    let batches = crate::datapath::tail::read_tail(
+                        &self.target,
+                        &t.target_topic,
+                        p,
+                        from,
+                        end,
+                        &limits,
+                    )
+                    .await
+                    .map_err(|e| e.flow(&flow.name).cluster(&flow.target))?;
+                    Recovery::from_target(&batches, from as u64, end as u64, limits).map_err(
+                        |e| {
+                            MirrorError::records("recovery: decoding the target's tail", e)
+                                .flow(&flow.name)
+                                .topic(&t.target_topic)
+                                .partition(p)
+                        },
+                    )?
+                }
+            };
             let map_for_state = if birth {
                 let mut m = map;
                 let snapshot = m.snapshot().bytes;
@@ -411,11 +451,12 @@ impl FlowRun {
             if recovery.remaining() > 0 {
                 tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
                     records = recovery.remaining(),
-                    "recovery: records written after the last state write will be skipped");
+                    "recovery: records on the target past the last state write will be \
+                     matched to the source by content before anything is produced");
             }
             self.router.assign(Arc::clone(&feed));
             let feed_for_pipeline = Arc::clone(&feed);
-            self.tasks.spawn(partition::run(
+            pipelines.push(Box::pin(partition::run(
                 spec,
                 feed_for_pipeline,
                 rx,
@@ -425,7 +466,7 @@ impl FlowRun {
                 self.source.clone(),
                 recovery,
                 self.partition_stop.subscribe(),
-            ));
+            )));
             self.running.insert(
                 key,
                 Running {
@@ -438,18 +479,19 @@ impl FlowRun {
                 },
             );
         }
-        Ok(births)
+        Ok((births, pipelines))
     }
 
-    /// The map a partition starts with, what recovery must skip, and whether the state
-    /// must be written before producing (new or reset partitions).
+    /// The map a partition starts with, the target range recovery must check (records past
+    /// the last state write: `map.next(Target)..end`), and whether the state must be
+    /// written before producing (new or reset partitions).
     fn initial_map(
         &self,
         t: &ReplicatedTopic,
         p: i32,
         src: Bounds,
         dst: Bounds,
-    ) -> Result<(OffsetMap, Recovery, bool), MirrorError> {
+    ) -> Result<(OffsetMap, Option<TargetRange>, bool), MirrorError> {
         let flow = &self.flow;
         let ctx = |e: MirrorError| e.topic(&t.source_topic).partition(p);
         let fresh = |source_start: i64| -> Result<OffsetMap, MirrorError> {
@@ -463,13 +505,13 @@ impl FlowRun {
             StartPosition::Latest => src.end,
         };
         let Some(saved) = self.saved.get(&(t.source_topic.clone(), p)) else {
-            return Ok((fresh(start)?, Recovery::none(), true));
+            return Ok((fresh(start)?, None, true));
         };
         if saved.target_topic != t.target_topic {
             tracing::warn!(flow = %flow.name, topic = %t.source_topic, partition = p,
                 old = %saved.target_topic, new = %t.target_topic,
                 "the target topic name changed (naming policy?); starting a new map");
-            return Ok((fresh(start)?, Recovery::none(), true));
+            return Ok((fresh(start)?, None, true));
         }
         let mut map = state::decode_map(saved).map_err(ctx)?;
         if !saved.topic_id.is_nil() && !t.topic_id.is_nil() && saved.topic_id != t.topic_id {
@@ -496,11 +538,13 @@ impl FlowRun {
             let target_next = map.next(Side::Target).max(dst.end.max(0) as u64);
             map.source_recreated(src.log_start.max(0) as u64, target_next)
                 .map_err(|e| ctx(MirrorError::offset_map(e)))?;
-            return Ok((map, Recovery::none(), true));
+            return Ok((map, None, true));
         }
-        match Recovery::new(dst.end, map.next(Side::Target) as i64) {
-            Ok(r) => Ok((map, r, false)),
-            Err(d) => {
+        let written = map.next(Side::Target) as i64;
+        match dst.end - written {
+            0 => Ok((map, None, false)),
+            d if d > 0 => Ok((map, Some((written, dst.end)), false)),
+            d => {
                 let message = format!(
                     "the target partition ends at {} but {} records were written to it \
                      ({} missing): it was truncated or re-created",
@@ -525,7 +569,7 @@ impl FlowRun {
                 let resume = map.next(Side::Source);
                 map.target_recreated(dst.end.max(0) as u64, resume)
                     .map_err(|e| ctx(MirrorError::offset_map(e)))?;
-                Ok((map, Recovery::none(), true))
+                Ok((map, None, true))
             }
         }
     }

@@ -21,3 +21,4 @@ pub mod partition;
 pub mod plan;
 pub mod probe;
 pub mod recovery;
+pub mod tail;

@@ -115,17 +115,18 @@ enum Record {
         /// Fetch-buffer reservations (or a merged batch's own) held until acknowledged.
         _pins: Vec<Arc<Reservation>>,
     },
-    AlreadyWritten(Written),
+    /// Found on the target by recovery, its first record at this target offset.
+    AlreadyWritten(Written, u64),
     Advance(u64),
     /// `--once`: everything up to the end seen at start was fetched and every step
     /// released from it is queued before this (transactions still open stay unreplicated).
     ReachedEnd,
     SourceLogStart(u64),
     SourceRecreated(u64),
-    /// The target holds `extra` records past the map we cannot match: restart the map's
-    /// target side after them, resuming the source at `resume_source`.
+    /// The target holds records past the map that are not the source's: restart the map's
+    /// target side at the target's end, resuming the source at `resume_source`.
     TargetReset {
-        extra: u64,
+        target_end: u64,
         resume_source: u64,
     },
 }
@@ -266,30 +267,40 @@ async fn send_loop(
                 check_held(spec, &planner)?;
                 let fetched_to = plan.next_position;
                 for (step, reservation) in plan.steps {
+                    let recovering = recovery.remaining() > 0;
                     let mut decision = recovery.decide(&step);
-                    if let Decision::Mismatch {
-                        remaining,
-                        step_records,
-                    } = decision
-                    {
+                    if recovering && recovery.remaining() == 0 {
+                        tracing::info!(flow = %spec.flow, topic = %spec.source_topic,
+                            partition = spec.partition, duplicates = recovery.duplicates(),
+                            "recovery: every record found on the target past the last state \
+                             write was matched to the source by content");
+                        for _ in 0..recovery.duplicates() {
+                            feed.metrics.dropped("duplicate_on_target");
+                        }
+                    }
+                    if let Decision::Mismatch { at, reason } = &decision {
                         let message = format!(
-                            "recovery expected {remaining} more record(s) already on the target \
-                             but the next batch holds {step_records}: the target partition of \
-                             {} was written by someone else or truncated",
+                            "recovery: the target partition of {} does not hold the source's \
+                             data at offset {at}: {reason}; it was written by someone else, \
+                             truncated, or a batch is missing",
                             spec.target_topic
                         );
                         feed.metrics.incident(IncidentKind::TargetTruncation);
                         if spec.on_target_mismatch == IncidentPolicy::Fail {
                             return Err(MirrorError::incident(
                                 IncidentKind::TargetTruncation,
-                                message,
+                                format!(
+                                    "{message}; policy fail (on_topic_recreation = \"skip\" \
+                                     restarts the map's target side at the target end and \
+                                     writes from there)"
+                                ),
                             ));
                         }
                         tracing::error!(flow = %spec.flow, topic = %spec.source_topic,
                             partition = spec.partition, "{message}; policy skip: the map restarts at the target end");
                         let resume_source = written_of(&step).map_or(0, |w| w.first_source());
                         queue.push_other(Record::TargetReset {
-                            extra: u64::try_from(remaining).unwrap_or(0),
+                            target_end: recovery.target_end(),
                             resume_source,
                         });
                         recovery = Recovery::none();
@@ -299,8 +310,8 @@ async fn send_loop(
                     match (decision, step, written) {
                         (_, Step::Skip { source_next }, _) => queue
                             .push_other(Record::Advance(u64::try_from(source_next).unwrap_or(0))),
-                        (Decision::AlreadyWritten, _, Some(w)) => {
-                            queue.push_other(Record::AlreadyWritten(w))
+                        (Decision::AlreadyWritten { target_base }, _, Some(w)) => {
+                            queue.push_other(Record::AlreadyWritten(w, target_base))
                         }
                         (_, Step::Forward { batch, .. }, Some(written)) => {
                             let mergeable = queue.mergeable(&batch);
@@ -572,9 +583,8 @@ async fn record_loop(
                 feed.metrics.acked(written.records(), bytes, latency);
                 newest_ts = Some(max_timestamp);
             }
-            Record::AlreadyWritten(written) => {
+            Record::AlreadyWritten(written, base) => {
                 let mut m = lock();
-                let base = m.read(|m| m.next(Side::Target));
                 append(&mut m, &written, base)?;
             }
             Record::ReachedEnd => mark_done(progress),
@@ -597,11 +607,11 @@ async fn record_loop(
                 })
                 .map_err(MirrorError::offset_map)?,
             Record::TargetReset {
-                extra,
+                target_end,
                 resume_source,
             } => lock()
                 .update(|m| {
-                    let end = m.next(Side::Target) + extra;
+                    let end = target_end.max(m.next(Side::Target));
                     m.target_recreated(end, resume_source)
                 })
                 .map_err(MirrorError::offset_map)?,

@@ -1,129 +1,465 @@
-//! Recovery after an unclean stop: which re-fetched records are already on the target.
+//! Recovery after an unclean stop: which re-fetched records are already on the target,
+//! proven record by record. Pure: the target's tail is read by the caller.
 //!
-//! Strait is the only writer of its target partitions and writes them in source order,
-//! so the records past the position saved in the state topic (`map.next(Target)`) are
-//! exactly the first `D = target_end − map.next(Target)` records the data path forwards
-//! from the saved source position. Re-fetching from there with the same filtering and
-//! planning, the first `D` records are recorded in the map without being produced. A `D`
-//! that is negative, or that ends inside a batch, means someone else truncated or wrote
-//! the target partition: the re-creation/truncation policy decides.
+//! After a restart the map ends at the last state write (`map.next(Target)`); the target
+//! may hold more of our records past it (written, not yet checkpointed). The caller reads
+//! the target from `map.next(Target)` to its end and hands the batches here; the data path
+//! re-plans the source from the map's source position and asks, step by step, whether the
+//! step's records are what the target holds next.
+//!
+//! Rules:
+//! - A step is [`Decision::AlreadyWritten`] only when each of its records equals the next
+//!   target record — timestamp, key, value and headers, whatever the batch boundaries
+//!   (forwarded, merged and re-encoded batches alike) — at consecutive target offsets. The
+//!   map then records it where the target holds it. Never on a count alone.
+//! - A block of target records that repeats the records matched just before it (a request
+//!   of the killed process appended twice, or after its retry) is a duplicate: skipped,
+//!   counted, and the map stays exact (the duplicate's offsets are mapped to nothing).
+//! - Anything else — a record that differs, a step that runs past the target's end, a hole
+//!   where a batch is missing — is [`Decision::Mismatch`], an incident for the policy;
+//!   never absorbed.
+//! - Once every target record is matched, every step is [`Decision::Produce`].
+
+use std::collections::VecDeque;
+
+use strait_records::{Batch, Limits, Record};
 
 use super::plan::Step;
 
+/// How many matched records are kept to recognise duplicates (a killed process had at
+/// most 5 batches per partition in flight).
+const DUPLICATE_WINDOW: usize = 50_000;
+
 /// What to do with a planned step while recovering.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Produce it (recovery is over, or the step writes nothing).
     Produce,
-    /// It is already on the target: record it at the current target position.
-    AlreadyWritten,
-    /// Only part of it is on the target: the target does not hold what we wrote.
+    /// The target already holds exactly its records, starting at `target_base`.
+    AlreadyWritten {
+        /// Target offset of the step's first record.
+        target_base: u64,
+    },
+    /// The target does not hold the step's records next: not our data, or a hole.
     Mismatch {
-        /// Records left to skip.
-        remaining: i64,
-        /// Records in the step.
-        step_records: i64,
+        /// Target offset where the comparison failed.
+        at: u64,
+        /// What differs, for the incident message.
+        reason: String,
     },
 }
 
-/// The skip counter of one partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The record as compared: what a consumer sees, without offsets.
+fn same(a: &Record, b: &Record) -> bool {
+    a.timestamp == b.timestamp && a.key == b.key && a.value == b.value && a.headers == b.headers
+}
+
+/// One partition's recovery state.
+#[derive(Debug, Default)]
 pub struct Recovery {
-    remaining: i64,
+    /// Target records past the map, not matched yet: (target offset, record).
+    pending: VecDeque<(u64, Record)>,
+    /// Where the target ends.
+    end: u64,
+    /// Recently matched records (for duplicate detection), oldest first.
+    matched: VecDeque<Record>,
+    /// Duplicate records skipped so far.
+    duplicates: u64,
+    limits: Limits,
 }
 
 impl Recovery {
-    /// Nothing to skip.
+    /// Nothing to recover: the target holds nothing past the map.
     pub fn none() -> Self {
-        Recovery { remaining: 0 }
+        Recovery::default()
     }
 
-    /// From the target partition's end and the map's target position; `Err(D)` when the
-    /// target holds fewer records than the map says were written (`D < 0`).
-    pub fn new(target_end: i64, map_target_next: i64) -> Result<Self, i64> {
-        let d = target_end - map_target_next;
-        if d < 0 {
-            Err(d)
-        } else {
-            Ok(Recovery { remaining: d })
+    /// From the target's batches covering `from..end` (`from` = `map.next(Target)`;
+    /// batches may start before `from`, records below it are ignored). Control batches
+    /// (transaction markers) hold no data and are skipped.
+    pub fn from_target(
+        batches: &[Batch],
+        from: u64,
+        end: u64,
+        limits: Limits,
+    ) -> Result<Self, strait_records::Error> {
+        let mut pending = VecDeque::new();
+        for b in batches {
+            if b.header().attributes.is_control() {
+                continue;
+            }
+            for r in b.records(&limits)? {
+                let r = r?;
+                let Ok(off) = u64::try_from(r.offset) else {
+                    continue;
+                };
+                if off >= from && off < end {
+                    pending.push_back((off, r));
+                }
+            }
         }
+        Ok(Recovery {
+            pending,
+            end,
+            matched: VecDeque::new(),
+            duplicates: 0,
+            limits,
+        })
     }
 
-    /// Records still to skip.
+    /// Target records not matched yet.
     pub fn remaining(&self) -> i64 {
-        self.remaining
+        self.pending.len() as i64
+    }
+
+    /// Where the target ends (the map restarts here if the policy skips a mismatch).
+    pub fn target_end(&self) -> u64 {
+        self.end
+    }
+
+    /// Duplicate records found and skipped.
+    pub fn duplicates(&self) -> u64 {
+        self.duplicates
     }
 
     /// Decides for the next step (call once per step, in order).
     pub fn decide(&mut self, step: &Step) -> Decision {
-        let n = step.records();
-        if self.remaining == 0 || n == 0 {
-            Decision::Produce
-        } else if n <= self.remaining {
-            self.remaining -= n;
-            Decision::AlreadyWritten
-        } else {
-            Decision::Mismatch {
-                remaining: self.remaining,
-                step_records: n,
+        if self.pending.is_empty() || step.records() == 0 {
+            return Decision::Produce;
+        }
+        let batch = match step {
+            Step::Forward { batch, .. } | Step::Reencoded { batch, .. } => batch,
+            Step::Skip { .. } => return Decision::Produce,
+        };
+        let records = match batch.decode_records(&self.limits) {
+            Ok(r) => r,
+            Err(e) => {
+                return Decision::Mismatch {
+                    at: self.pending.front().map_or(self.end, |(o, _)| *o),
+                    reason: format!("the source batch cannot be decoded to compare: {e}"),
+                };
+            }
+        };
+        loop {
+            match self.compare(&records) {
+                Ok(base) => {
+                    for _ in 0..records.len() {
+                        if let Some((_, r)) = self.pending.pop_front() {
+                            self.remember(r);
+                        }
+                    }
+                    return Decision::AlreadyWritten { target_base: base };
+                }
+                Err(mismatch) => {
+                    let dup = self.duplicate_len();
+                    if dup == 0 {
+                        return mismatch;
+                    }
+                    self.duplicates += dup as u64;
+                    self.pending.drain(..dup);
+                    if self.pending.is_empty() {
+                        return Decision::Produce;
+                    }
+                }
             }
         }
+    }
+
+    /// `Ok(first target offset)` when the pending records start with `records` at
+    /// consecutive offsets.
+    fn compare(&self, records: &[Record]) -> Result<u64, Decision> {
+        let base = self.pending.front().map_or(self.end, |(o, _)| *o);
+        for (i, r) in records.iter().enumerate() {
+            let want = base + i as u64;
+            let Some((off, t)) = self.pending.get(i) else {
+                return Err(Decision::Mismatch {
+                    at: want,
+                    reason: format!(
+                        "the target ends at {} inside a batch of {} record(s) starting at {base}",
+                        self.end,
+                        records.len()
+                    ),
+                });
+            };
+            if *off != want {
+                return Err(Decision::Mismatch {
+                    at: want,
+                    reason: format!("the target has no record at offset {want} (next is {off})"),
+                });
+            }
+            if !same(r, t) {
+                return Err(Decision::Mismatch {
+                    at: want,
+                    reason: format!(
+                        "the target record at offset {want} is not the source record at \
+                         offset {} (it differs in timestamp, key, value or headers)",
+                        r.offset
+                    ),
+                });
+            }
+        }
+        Ok(base)
+    }
+
+    /// The length of the longest block at the front of the pending records that repeats
+    /// the most recently matched records (their suffix), at consecutive offsets; 0 if none.
+    fn duplicate_len(&self) -> usize {
+        let max = self.matched.len().min(self.pending.len());
+        'k: for k in (1..=max).rev() {
+            let start = self.matched.len() - k;
+            let base = self.pending[0].0;
+            for i in 0..k {
+                let (off, t) = &self.pending[i];
+                if *off != base + i as u64 || !same(&self.matched[start + i], t) {
+                    continue 'k;
+                }
+            }
+            return k;
+        }
+        0
+    }
+
+    fn remember(&mut self, r: Record) {
+        if self.matched.len() == DUPLICATE_WINDOW {
+            self.matched.pop_front();
+        }
+        self.matched.push_back(r);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use strait_records::{BatchBuilder, Compression};
 
-    fn skip(next: i64) -> Step {
-        Step::Skip { source_next: next }
+    /// A source batch of the given record values (timestamp = value).
+    fn batch(values: &[u32], base_offset: i64, codec: Compression) -> Batch {
+        let mut b = BatchBuilder::new(codec);
+        for v in values {
+            b.push(i64::from(*v), Some(b"k"), Some(&v.to_be_bytes()), &[])
+                .expect("push");
+        }
+        let built = b.build().expect("build");
+        if base_offset == 0 {
+            return built;
+        }
+        let mut bytes = built.into_bytes().to_vec();
+        bytes[..8].copy_from_slice(&base_offset.to_be_bytes());
+        strait_records::split(bytes::Bytes::from(bytes), &Limits::default())
+            .expect("split")
+            .batches
+            .remove(0)
     }
 
-    fn records(offsets: Vec<i64>) -> Step {
-        let mut b = strait_records::BatchBuilder::new(strait_records::Compression::None);
-        for _ in &offsets {
-            b.push(0, None, Some(b"v"), &[]).unwrap();
+    fn step(values: &[u32], source_first: i64) -> Step {
+        Step::Forward {
+            batch: batch(values, source_first, Compression::None),
+            source_first,
+            count: values.len() as i64,
         }
-        Step::Reencoded {
-            batch: b.build().unwrap(),
-            source_offsets: offsets,
+    }
+
+    /// The target as a list of batches of values, laid out from offset `from`.
+    fn target(batches: &[&[u32]], from: u64, codec: Compression) -> (Vec<Batch>, u64) {
+        let mut out = Vec::new();
+        let mut off = from;
+        for b in batches {
+            out.push(batch(b, off as i64, codec));
+            off += b.len() as u64;
         }
+        (out, off)
+    }
+
+    fn recovery(batches: &[&[u32]], from: u64) -> Recovery {
+        let (t, end) = target(batches, from, Compression::Lz4);
+        Recovery::from_target(&t, from, end, Limits::default()).expect("decode")
     }
 
     #[test]
-    fn skips_exactly_d_records_on_batch_boundaries_then_produces() {
-        let mut r = Recovery::new(105, 100).unwrap();
-        assert_eq!(r.remaining(), 5);
-        assert_eq!(r.decide(&records(vec![0, 1, 2])), Decision::AlreadyWritten);
+    fn records_on_the_target_are_matched_by_content_whatever_the_batch_boundaries() {
+        // The target holds one merged batch of what the source had as two.
+        let mut r = recovery(&[&[1, 2, 3, 4]], 100);
         assert_eq!(
-            r.decide(&skip(4)),
+            r.decide(&step(&[1, 2], 10)),
+            Decision::AlreadyWritten { target_base: 100 }
+        );
+        assert_eq!(
+            r.decide(&Step::Skip { source_next: 13 }),
             Decision::Produce,
             "markers write nothing"
         );
-        assert_eq!(r.decide(&records(vec![4, 6])), Decision::AlreadyWritten);
+        assert_eq!(
+            r.decide(&step(&[3, 4], 13)),
+            Decision::AlreadyWritten { target_base: 102 }
+        );
         assert_eq!(r.remaining(), 0);
-        assert_eq!(r.decide(&records(vec![7])), Decision::Produce);
+        assert_eq!(r.decide(&step(&[5], 15)), Decision::Produce);
     }
 
     #[test]
-    fn a_boundary_inside_a_batch_is_a_mismatch() {
-        let mut r = Recovery::new(2, 0).unwrap();
+    fn a_missing_batch_is_a_mismatch_never_counted_as_written() {
+        // Batch [1, 2] failed for good; [3, 4] was written after it (the traced loss path).
+        let mut r = recovery(&[&[3, 4]], 0);
+        let d = r.decide(&step(&[1, 2], 0));
+        assert!(matches!(d, Decision::Mismatch { at: 0, .. }), "{d:?}");
+    }
+
+    #[test]
+    fn other_data_with_the_same_count_is_a_mismatch() {
+        let mut r = recovery(&[&[7, 8]], 0);
+        assert!(matches!(
+            r.decide(&step(&[1, 2], 0)),
+            Decision::Mismatch { .. }
+        ));
+    }
+
+    #[test]
+    fn a_target_ending_inside_a_step_is_a_mismatch() {
+        let mut r = recovery(&[&[1, 2]], 0);
+        let d = r.decide(&step(&[1, 2, 3], 0));
+        assert!(matches!(d, Decision::Mismatch { at: 2, .. }), "{d:?}");
+    }
+
+    #[test]
+    fn a_duplicate_block_is_skipped_counted_and_the_map_stays_exact() {
+        // [3, 4] was appended twice (a request of the killed process landed again).
+        let mut r = recovery(&[&[1, 2], &[3, 4], &[3, 4], &[5]], 0);
         assert_eq!(
-            r.decide(&records(vec![0, 1, 2])),
-            Decision::Mismatch {
-                remaining: 2,
-                step_records: 3
+            r.decide(&step(&[1, 2], 0)),
+            Decision::AlreadyWritten { target_base: 0 }
+        );
+        assert_eq!(
+            r.decide(&step(&[3, 4], 2)),
+            Decision::AlreadyWritten { target_base: 2 }
+        );
+        assert_eq!(
+            r.decide(&step(&[5], 4)),
+            Decision::AlreadyWritten { target_base: 6 }
+        );
+        assert_eq!(r.duplicates(), 2);
+        assert_eq!(r.remaining(), 0);
+    }
+
+    #[test]
+    fn a_trailing_duplicate_ends_recovery() {
+        let mut r = recovery(&[&[1, 2], &[1, 2]], 0);
+        assert_eq!(
+            r.decide(&step(&[1, 2], 0)),
+            Decision::AlreadyWritten { target_base: 0 }
+        );
+        assert_eq!(r.decide(&step(&[3], 2)), Decision::Produce);
+        assert_eq!(r.duplicates(), 2);
+    }
+
+    #[test]
+    fn records_below_the_map_position_are_ignored() {
+        // The fetch returned the whole batch holding `from`.
+        let (t, end) = target(&[&[9, 1, 2]], 99, Compression::None);
+        let mut r = Recovery::from_target(&t, 100, end, Limits::default()).expect("decode");
+        assert_eq!(r.remaining(), 2);
+        assert_eq!(
+            r.decide(&step(&[1, 2], 0)),
+            Decision::AlreadyWritten { target_base: 100 }
+        );
+    }
+
+    #[test]
+    fn nothing_to_recover_produces_everything() {
+        let mut r = Recovery::none();
+        assert_eq!(r.remaining(), 0);
+        assert_eq!(r.decide(&step(&[1], 0)), Decision::Produce);
+    }
+
+    /// What the target can hold past the map after a crash, built from the source's
+    /// batches: a prefix of them in order, maybe with one batch missing (a hole), maybe
+    /// with a duplicated batch, maybe with a foreign record.
+    #[derive(Debug, Clone)]
+    struct Case {
+        source: Vec<Vec<u32>>,
+        written: usize,
+        hole: Option<usize>,
+        dup: Option<usize>,
+        foreign: Option<usize>,
+    }
+
+    fn case() -> impl Strategy<Value = Case> {
+        (1usize..8).prop_flat_map(|n| {
+            (
+                proptest::collection::vec(proptest::collection::vec(0u32..3, 1..4), n),
+                0..=n,
+                proptest::option::of(0..n),
+                proptest::option::of(0..n),
+                proptest::option::of(0..n),
+            )
+                .prop_map(|(mut source, written, hole, dup, foreign)| {
+                    // Distinct records (timestamps increase), as real data has.
+                    let mut t = 0;
+                    for b in &mut source {
+                        for v in b.iter_mut() {
+                            t += 1;
+                            *v = *v * 1000 + t;
+                        }
+                    }
+                    Case {
+                        source,
+                        written,
+                        hole,
+                        dup,
+                        foreign,
+                    }
+                })
+        })
+    }
+
+    proptest! {
+        /// For any target tail, the map never claims a record the target does not hold in
+        /// order: every AlreadyWritten step's records are exactly the target's records at
+        /// the offsets given, each target offset is claimed at most once, and a hole is
+        /// never skipped over.
+        #[test]
+        fn the_map_never_claims_a_record_the_target_does_not_hold(c in case()) {
+            let mut tail: Vec<Vec<u32>> = Vec::new();
+            for (i, b) in c.source.iter().take(c.written).enumerate() {
+                if c.hole == Some(i) {
+                    continue;
+                }
+                if c.foreign == Some(i) {
+                    tail.push(vec![999_999]);
+                }
+                tail.push(b.clone());
+                if c.dup == Some(i) {
+                    tail.push(b.clone());
+                }
             }
-        );
-    }
-
-    #[test]
-    fn a_target_behind_the_map_is_truncation() {
-        assert_eq!(Recovery::new(90, 100), Err(-10));
-        assert_eq!(Recovery::none().remaining(), 0);
-        assert_eq!(
-            Recovery::new(7, 7).unwrap().decide(&records(vec![1])),
-            Decision::Produce
-        );
+            let flat: Vec<u32> = tail.iter().flatten().copied().collect();
+            let refs: Vec<&[u32]> = tail.iter().map(Vec::as_slice).collect();
+            let mut r = recovery(&refs, 0);
+            let mut claimed = std::collections::BTreeSet::new();
+            let mut last_end = 0u64;
+            let mut source_first = 0i64;
+            for b in &c.source {
+                match r.decide(&step(b, source_first)) {
+                    Decision::AlreadyWritten { target_base } => {
+                        prop_assert!(target_base >= last_end, "target offsets only move forward");
+                        for (i, v) in b.iter().enumerate() {
+                            let off = target_base as usize + i;
+                            prop_assert_eq!(flat.get(off), Some(v), "claimed a record the target lacks");
+                            prop_assert!(claimed.insert(off));
+                        }
+                        last_end = target_base + b.len() as u64;
+                    }
+                    Decision::Produce => {}
+                    Decision::Mismatch { .. } => break,
+                }
+                source_first += b.len() as i64;
+            }
+            // A hole before the end of what was written is always caught.
+            if let Some(h) = c.hole && h + 1 < c.written && c.foreign.is_none() {
+                let before: usize = c.source[..h].iter().map(Vec::len).sum();
+                prop_assert!(claimed.iter().all(|o| *o < before + c.dup.filter(|d| *d < h).map_or(0, |d| c.source[d].len())),
+                    "nothing past the hole was claimed: {:?}", claimed);
+            }
+        }
     }
 }
