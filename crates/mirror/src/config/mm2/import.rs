@@ -96,7 +96,8 @@ pub fn import_mm2(properties_text: &str) -> Result<(String, Vec<UnmappedKey>), I
     let comments: String = props
         .comments
         .iter()
-        .map(|c| format!("#\n# {c}\n"))
+        // A value with a newline escape must not end the comment.
+        .map(|c| format!("#\n# {}\n", c.replace(|ch: char| ch.is_control(), " ")))
         .collect();
     Ok((format!("{HEADER}{comments}\n{body}"), props.finish()))
 }
