@@ -127,6 +127,12 @@ fn realistic_fixture_converts_and_validates() {
         .find(|u| u.key == "analytics.ssl.truststore.password")
         .unwrap();
     assert_eq!(pw.value, "<redacted>");
+    // analytics has no `security.protocol`: PLAINTEXT, so Kafka ignores its ssl.* keys too.
+    assert!(
+        pw.reason
+            .contains("ignored, as Kafka does: `security.protocol` is PLAINTEXT"),
+        "{pw:?}"
+    );
     let tasks = unmapped.iter().find(|u| u.key == "tasks.max").unwrap();
     assert!(tasks.reason.contains("no Connect tasks"), "{tasks:?}");
     assert_eq!(tasks.line, 20);

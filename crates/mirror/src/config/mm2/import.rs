@@ -10,9 +10,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::properties::{self, PropertiesError, Property};
 use crate::config::model::{
-    ClusterSpec, ConfigFile, FlowSpec, NamingPolicy, SaslMechanism, SaslSpec, SecurityProtocol,
-    SecuritySpec, StartPosition, split_list,
+    ClusterSpec, ConfigFile, FlowSpec, NamingPolicy, SecurityProtocol, SecuritySpec, StartPosition,
+    split_list,
 };
+
+mod security;
 use crate::config::units::HumanDuration;
 
 /// An MM2 key that is not (fully) represented in the generated TOML.
@@ -50,7 +52,6 @@ const HEADER: &str = "\
 # `strait config validate -c <this file>`. MM2 defaults that change what is written
 # (sync.group_offsets = false, topics.replication_factor = 2) are kept as MM2 had them.
 # Keys that could not be converted were listed on stderr by the importer.
-
 ";
 
 const DEFAULT_POLICY: &str = "DefaultReplicationPolicy";
@@ -92,7 +93,13 @@ pub fn import_mm2(properties_text: &str) -> Result<(String, Vec<UnmappedKey>), I
         table.remove(section);
     }
     let body = toml::to_string_pretty(&table).map_err(|e| ImportError::Write(e.to_string()))?;
-    Ok((format!("{HEADER}{body}"), props.finish()))
+    let comments: String = props
+        .comments
+        .iter()
+        // A value with a newline escape must not end the comment.
+        .map(|c| format!("#\n# {}\n", c.replace(|ch: char| ch.is_control(), " ")))
+        .collect();
+    Ok((format!("{HEADER}{comments}\n{body}"), props.finish()))
 }
 
 /// The properties, with a record of which were used.
@@ -101,6 +108,10 @@ struct Props {
     order: Vec<String>,
     used: HashSet<String>,
     unmapped: Vec<UnmappedKey>,
+    /// `${VAR}` placeholders written into the TOML, with what each one holds.
+    env: Vec<(String, String)>,
+    /// Lines for the TOML's header comment (no secrets: paths and names only).
+    comments: Vec<String>,
 }
 
 impl Props {
@@ -110,6 +121,8 @@ impl Props {
             order: Vec::new(),
             used: HashSet::new(),
             unmapped: Vec::new(),
+            env: Vec::new(),
+            comments: Vec::new(),
         };
         for p in entries {
             // MM2 config providers (`${file:/path:key}`) cannot be resolved here.
@@ -132,7 +145,7 @@ impl Props {
 
     /// The value of `key`, marking it used.
     fn take(&mut self, key: &str) -> Option<String> {
-        if self.used.contains(key) && self.unmapped.iter().any(|u| u.key == key) {
+        if self.is_provider(key) {
             return None;
         }
         let p = self.map.get(key)?;
@@ -152,9 +165,37 @@ impl Props {
         self.map.get(key).is_some_and(|p| p.value.contains("${"))
     }
 
-    /// Records an unmapped key (or a note about a missing one).
+    /// `A.<k>`, else the global `<k>` (MM2 applies unprefixed client keys to every
+    /// cluster). A set global key counts as used once a cluster has consulted it.
+    fn cluster_value(&mut self, alias: &str, k: &str) -> Option<(String, String)> {
+        let found = self.first(&[format!("{alias}.{k}"), k.to_owned()]);
+        if self.map.contains_key(k) && !self.is_provider(k) {
+            self.used.insert(k.to_owned());
+        }
+        found
+    }
+
+    /// A `${VAR}` placeholder for `what`, remembered for the list of variables to export.
+    fn env_placeholder(&mut self, alias: &str, what: &str, holds: &str) -> String {
+        let var = env_name(alias, what);
+        if !self.env.iter().any(|(v, _)| *v == var) {
+            self.env.push((var.clone(), holds.to_owned()));
+        }
+        format!("${{{var}}}")
+    }
+
+    /// Records an unmapped key (or a note about a missing one); the same key with the same
+    /// reason (a global key consulted by several clusters) is listed once.
     fn unmapped(&mut self, key: &str, reason: impl Into<String>) {
+        let reason = reason.into();
         self.used.insert(key.to_owned());
+        if self
+            .unmapped
+            .iter()
+            .any(|u| u.key == key && u.reason == reason)
+        {
+            return;
+        }
         let (value, line) = self
             .map
             .get(key)
@@ -163,7 +204,7 @@ impl Props {
             key: key.to_owned(),
             value,
             line,
-            reason: reason.into(),
+            reason,
         });
     }
 
@@ -192,7 +233,8 @@ impl Props {
             }
             _ => {
                 let var = env_name(alias, "BOOTSTRAP_SERVERS");
-                spec.bootstrap_servers = vec![format!("${{{var}}}")];
+                spec.bootstrap_servers =
+                    vec![self.env_placeholder(alias, "BOOTSTRAP_SERVERS", "bootstrap servers")];
                 self.note(
                     &key("bootstrap.servers"),
                     "",
@@ -215,58 +257,18 @@ impl Props {
                 *slot = d;
             }
         }
-        if let Some(v) = self.take(&key("security.protocol")) {
+        if let Some((k, v)) = self.cluster_value(alias, "security.protocol") {
             match v.to_ascii_uppercase().as_str() {
                 "PLAINTEXT" => {}
                 "SSL" => spec.security.protocol = SecurityProtocol::Ssl,
                 "SASL_PLAINTEXT" => spec.security.protocol = SecurityProtocol::SaslPlaintext,
                 "SASL_SSL" => spec.security.protocol = SecurityProtocol::SaslSsl,
-                _ => self.unmapped(&key("security.protocol"), "unknown security protocol"),
+                _ => self.unmapped(&k, "unknown security protocol; PLAINTEXT was used"),
             }
         }
-        spec.security.sasl = self.sasl(alias);
+        spec.security.tls = self.tls(alias, spec.security.protocol);
+        spec.security.sasl = self.sasl(alias, spec.security.protocol);
         spec
-    }
-
-    /// `A.sasl.mechanism` + `A.sasl.jaas.config` → a SASL table whose password comes from
-    /// the environment (never copied into the TOML).
-    fn sasl(&mut self, alias: &str) -> Option<SaslSpec> {
-        let mech_key = format!("{alias}.sasl.mechanism");
-        let jaas_key = format!("{alias}.sasl.jaas.config");
-        let jaas = self.map.get(&jaas_key).map(|p| p.value.clone())?;
-        let mechanism = match self
-            .take(&mech_key)
-            .unwrap_or_else(|| "GSSAPI".to_owned())
-            .to_ascii_uppercase()
-            .as_str()
-        {
-            "PLAIN" => SaslMechanism::Plain,
-            "SCRAM-SHA-256" => SaslMechanism::ScramSha256,
-            "SCRAM-SHA-512" => SaslMechanism::ScramSha512,
-            _ => {
-                self.unmapped(
-                    &mech_key,
-                    "only PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are planned",
-                );
-                self.unmapped(&jaas_key, "its SASL mechanism is not supported");
-                return None;
-            }
-        };
-        let Some(username) = jaas_option(&jaas, "username") else {
-            self.unmapped(&jaas_key, "no username=\"...\" option found");
-            return None;
-        };
-        self.used.insert(jaas_key.clone());
-        let var = env_name(alias, "SASL_PASSWORD");
-        self.note(
-            &jaas_key,
-            "<redacted>",
-            &format!("username imported; the password is read from the environment variable {var}"),
-        );
-        let mut spec = SaslSpec::new(mechanism);
-        spec.username = Some(literal(&username));
-        spec.password = Some(format!("${{{var}}}"));
-        Some(spec)
     }
 
     /// Ordered pairs that have any `A->B.*` key, in order of first appearance.
@@ -465,6 +467,22 @@ impl Props {
         }
         self.unmapped.extend(reasons.into_values());
         self.unmapped.sort_by_key(|u| (u.line == 0, u.line));
+        if !self.env.is_empty() {
+            let vars: Vec<String> = self
+                .env
+                .iter()
+                .map(|(var, holds)| format!("{var} ({holds})"))
+                .collect();
+            self.unmapped.push(UnmappedKey {
+                key: "environment".to_owned(),
+                value: String::new(),
+                line: 0,
+                reason: format!(
+                    "the TOML reads these variables; export them before `strait config validate` or a run: {}",
+                    vars.join(", ")
+                ),
+            });
+        }
         self.unmapped
     }
 }
@@ -540,11 +558,8 @@ fn reason(key: &str) -> &'static str {
     if suffix.starts_with("config.providers") {
         return "config providers are not supported; use `${ENV_VAR}` substitution in the TOML";
     }
-    if cluster_suffix.starts_with("ssl.") {
-        return "TLS settings are not supported yet (`[clusters.<name>.security.tls]` will take PEM files)";
-    }
-    if cluster_suffix.starts_with("sasl.") {
-        return "SASL settings other than PLAIN/SCRAM username/password are not supported";
+    if let Some(r) = security::reason(suffix, cluster_suffix) {
+        return r;
     }
     if cluster_suffix.starts_with("producer.") {
         return "the forwarder sends source batches as they are (compression included); producer tuning does not apply";
@@ -558,9 +573,12 @@ fn reason(key: &str) -> &'static str {
 /// Values of secret-looking keys are never echoed.
 fn shown(key: &str, value: &str) -> String {
     let k = key.to_ascii_lowercase();
-    if ["password", "jaas", "secret", "token", "credential"]
+    if ["password", "jaas", "secret", "token", "credential", "private"]
         .iter()
         .any(|s| k.contains(s))
+        // `ssl.keystore.key` (inline PEM key, KIP-651) and the like.
+        || k.ends_with(".key")
+        || value.contains("PRIVATE KEY")
     {
         "<redacted>".to_owned()
     } else {
@@ -599,13 +617,6 @@ fn env_name(alias: &str, what: &str) -> String {
     format!("{lead}{alias}_{what}")
 }
 
-/// `username="x"` out of a JAAS line such as `...PlainLoginModule required username="x" password="y";`.
-fn jaas_option(jaas: &str, name: &str) -> Option<String> {
-    let start = jaas.find(&format!("{name}=\""))? + name.len() + 2;
-    let len = jaas[start..].find('"')?;
-    Some(jaas[start..start + len].to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -614,23 +625,28 @@ mod tests {
     fn reasons_cover_prefixed_keys() {
         assert!(reason("tasks.max").contains("Connect tasks"));
         assert!(reason("a->b.tasks.max").contains("Connect tasks"));
-        assert!(reason("a.ssl.truststore.location").contains("TLS"));
+        assert!(reason("a.ssl.cipher.suites").contains("TLS"));
+        assert!(reason("ssl.truststore.location").contains("no cluster"));
+        assert!(reason("a.sasl.kerberos.service.name").contains("Kerberos"));
+        assert!(reason("a.consumer.ssl.keystore.location").contains("one security setting"));
+        assert!(reason("consumer.sasl.jaas.config").contains("one security setting"));
         assert!(reason("b.producer.compression.type").contains("compression"));
         assert!(reason("offset.storage.topic").contains("Kafka Connect"));
         assert!(reason("something.else").contains("not a MirrorMaker 2 key"));
     }
 
     #[test]
-    fn jaas_username() {
-        let jaas = r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="mm2" password="s3cret";"#;
-        assert_eq!(jaas_option(jaas, "username").as_deref(), Some("mm2"));
-        assert_eq!(jaas_option("nothing", "username"), None);
-    }
-
-    #[test]
     fn secrets_are_redacted() {
         assert_eq!(shown("a.ssl.key.password", "hunter2"), "<redacted>");
         assert_eq!(shown("a.sasl.jaas.config", "x"), "<redacted>");
+        assert_eq!(shown("a.ssl.keystore.key", "x"), "<redacted>");
+        assert_eq!(
+            shown(
+                "a.ssl.keystore.certificate.chain",
+                "-----BEGIN PRIVATE KEY-----"
+            ),
+            "<redacted>"
+        );
         assert_eq!(shown("tasks.max", " 4 "), "4");
     }
 
