@@ -388,7 +388,7 @@ impl FlowRun {
                         &self.target,
                         &t.target_topic,
                         p,
-                        from,
+                        (from - crate::datapath::tail::LOOKBACK).max(d.log_start),
                         end,
                         &limits,
                     )

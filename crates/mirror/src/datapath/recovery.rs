@@ -74,9 +74,11 @@ impl Recovery {
         Recovery::default()
     }
 
-    /// From the target's batches covering `from..end` (`from` = `map.next(Target)`;
-    /// batches may start before `from`, records below it are ignored). Control batches
-    /// (transaction markers) hold no data and are skipped.
+    /// From the target's batches covering `from..end` (`from` = `map.next(Target)`).
+    /// Records below `from` (the batches may start earlier; the caller reads a little
+    /// before `from` on purpose) are what was written before the state: they seed the
+    /// duplicate window, so a duplicate of them appended after the state is recognised.
+    /// Control batches (transaction markers) hold no data and are skipped.
     pub fn from_target(
         batches: &[Batch],
         from: u64,
@@ -84,6 +86,7 @@ impl Recovery {
         limits: Limits,
     ) -> Result<Self, strait_records::Error> {
         let mut pending = VecDeque::new();
+        let mut matched = VecDeque::new();
         for b in batches {
             if b.header().attributes.is_control() {
                 continue;
@@ -95,13 +98,18 @@ impl Recovery {
                 };
                 if off >= from && off < end {
                     pending.push_back((off, r));
+                } else if off < from {
+                    if matched.len() == DUPLICATE_WINDOW {
+                        matched.pop_front();
+                    }
+                    matched.push_back(r);
                 }
             }
         }
         Ok(Recovery {
             pending,
             end,
-            matched: VecDeque::new(),
+            matched,
             duplicates: 0,
             limits,
         })
@@ -353,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn records_below_the_map_position_are_ignored() {
+    fn records_below_the_map_position_are_not_matched_again() {
         // The fetch returned the whole batch holding `from`.
         let (t, end) = target(&[&[9, 1, 2]], 99, Compression::None);
         let mut r = Recovery::from_target(&t, 100, end, Limits::default()).expect("decode");
@@ -362,6 +370,20 @@ mod tests {
             r.decide(&step(&[1, 2], 0)),
             Decision::AlreadyWritten { target_base: 100 }
         );
+    }
+
+    #[test]
+    fn a_duplicate_of_records_written_before_the_state_is_recognised() {
+        // [3, 4] was recorded and checkpointed; a request of the dead process appended it
+        // again after the state was written, then [5] followed.
+        let (t, end) = target(&[&[1, 2], &[3, 4], &[3, 4], &[5]], 0, Compression::None);
+        let mut r = Recovery::from_target(&t, 4, end, Limits::default()).expect("decode");
+        assert_eq!(r.remaining(), 3);
+        assert_eq!(
+            r.decide(&step(&[5], 4)),
+            Decision::AlreadyWritten { target_base: 6 }
+        );
+        assert_eq!(r.duplicates(), 2);
     }
 
     #[test]

@@ -11,6 +11,10 @@ use crate::error::MirrorError;
 /// Largest tail recovery reads: what a crashed process wrote past its last state write is
 /// bounded by its in-flight budget, far below this.
 const MAX_TAIL_BYTES: usize = 1 << 30;
+/// Offsets read before the map's target position, to recognise duplicates of records
+/// written just before the last state write (a killed process had at most 5 batches per
+/// partition in flight).
+pub const LOOKBACK: i64 = 10_000;
 /// Fetches that return no batch before giving up (the broker answers at once when data
 /// is there; this bounds a broker that reports an end it cannot serve).
 const MAX_EMPTY_FETCHES: u32 = 20;
