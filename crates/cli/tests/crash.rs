@@ -433,10 +433,15 @@ fn kill_9_mid_stream_then_restart_loses_nothing_and_duplicates_stay_bounded() {
     let (produced, at_kill, dups) = (run.produced, run.at_stop, &run.dups);
     let total: usize = dups.values().sum();
     let bound = (MAX_IN_FLIGHT * u64::from(BATCH_RECORDS)) as usize;
+    let log = std::fs::read_to_string(&run.strait.log).unwrap_or_default();
+    let checked = log
+        .matches("write was matched to the source by content")
+        .count();
     println!(
         "kill -9: {produced} records produced, {at_kill} on the target at the kill; \
          duplicates per partition {dups:?} (total {total}); bound {bound} per partition \
-         ({MAX_IN_FLIGHT} batches of <= {BATCH_RECORDS} records)"
+         ({MAX_IN_FLIGHT} batches of <= {BATCH_RECORDS} records); partitions whose \
+         target tail recovery checked by content: {checked}"
     );
     for (p, d) in dups {
         assert!(
