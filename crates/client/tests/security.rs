@@ -597,3 +597,36 @@ async fn reauthentication_keeps_producing_and_fetching_with_nothing_lost() {
     assert_eq!(s.front.count("reauth_failed"), 0);
     assert_eq!(s.front.count("session_expired"), 0, "no session ran out");
 }
+
+#[tokio::test]
+async fn tls_1_2_and_tls_1_3_both_connect() {
+    use strait_testkit::secure::TlsVersion;
+    let pki = pki();
+    for v in [TlsVersion::V1_2, TlsVersion::V1_3] {
+        let s = SecureBroker::start(FrontOptions {
+            tls: Some(TlsOptions::server(&pki).only(v)),
+            ..FrontOptions::default()
+        })
+        .expect("front");
+        let info = security::tls::probe(&s.bootstrap(), &tls(&pki.ca_cert), Duration::from_secs(5))
+            .await
+            .expect("handshake");
+        let want = match v {
+            TlsVersion::V1_2 => "TLSv1.2",
+            TlsVersion::V1_3 => "TLSv1.3",
+        };
+        assert_eq!(info.protocol, want);
+        assert!(info.subject.contains("127.0.0.1") || !info.subject.is_empty());
+        assert!(info.days_until_expiry() > 0);
+        let c = Client::connect(config(
+            s.bootstrap(),
+            Security {
+                tls: Some(tls(&pki.ca_cert)),
+                sasl: None,
+            },
+        ))
+        .await
+        .expect("connect");
+        c.metadata(None).await.expect("metadata");
+    }
+}
