@@ -630,3 +630,45 @@ async fn tls_1_2_and_tls_1_3_both_connect() {
         c.metadata(None).await.expect("metadata");
     }
 }
+
+#[tokio::test]
+async fn server_name_verifies_a_broker_reached_under_another_name() {
+    let pki = pki();
+    let s = SecureBroker::start(FrontOptions {
+        tls: Some(TlsOptions::with_cert(
+            &pki.wrong_host_cert,
+            &pki.wrong_host_key,
+        )),
+        ..FrontOptions::default()
+    })
+    .expect("front");
+    // The certificate names only wrong.example: verified as that name, it is accepted.
+    let mut t = tls(&pki.ca_cert);
+    t.server_name = Some("wrong.example".into());
+    let c = Client::connect(config(
+        s.bootstrap(),
+        Security {
+            tls: Some(t),
+            sasl: None,
+        },
+    ))
+    .await
+    .expect("server_name override");
+    c.metadata(None).await.expect("metadata");
+    // Any other name still fails: verification is never off.
+    let mut t = tls(&pki.ca_cert);
+    t.server_name = Some("other.example".into());
+    let e = Client::connect(config(
+        s.bootstrap(),
+        Security {
+            tls: Some(t),
+            sasl: None,
+        },
+    ))
+    .await
+    .expect_err("wrong name");
+    assert!(
+        e.to_string().contains("is not valid for \"other.example\""),
+        "{e}"
+    );
+}
