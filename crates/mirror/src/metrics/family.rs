@@ -168,8 +168,16 @@ impl<T: Series> Family<T> {
     pub(crate) fn render(&self, out: &mut String) {
         let _ = writeln!(out, "# HELP {} {}", self.name, self.help);
         let _ = writeln!(out, "# TYPE {} {}", self.name, T::TYPE);
-        let series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-        for (values, s) in series.iter() {
+        // Copy the handles and let go of the lock before formatting: the data path takes
+        // it to create series, and must not wait for a whole family to be written out.
+        let series: Vec<(Vec<String>, Arc<T>)> = self
+            .series
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect();
+        for (values, s) in &series {
             let labels = self
                 .labels
                 .iter()

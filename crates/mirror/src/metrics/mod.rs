@@ -9,8 +9,10 @@
 //! `partition`; the latency histogram carries `flow` and `topic` only (a histogram per
 //! partition would multiply the series by 17). Health is per flow: [`FlowState`].
 
+mod auth;
 mod family;
 pub mod http;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,6 +21,9 @@ pub use family::{Counter, Gauge, Histogram, LATENCY_BUCKETS};
 use family::{Family, Series};
 
 use crate::error::IncidentKind;
+
+/// The `Content-Type` of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// What a flow is doing, for `/health` and the `strait_flow_up` gauge.
 #[derive(Debug, Clone, PartialEq, Eq)]
