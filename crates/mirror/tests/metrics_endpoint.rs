@@ -404,3 +404,73 @@ fn metrics_defaults_and_bad_values() {
     }
     assert!(!err.contains("topsecret"), "{err}");
 }
+
+/// Replication runs to completion while the endpoint is flooded with idle and
+/// non-reading connections, and a scrape during the flood reports its progress.
+#[test]
+fn replication_completes_while_the_metrics_endpoint_is_flooded() {
+    use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
+    use strait_testkit::rdkafka::{self, ProduceOptions};
+    use strait_testkit::{DataGen, RecordSpec, TansuCluster};
+
+    const RECORDS: usize = 2000;
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, "flood", 3, &[]).expect("topic");
+    let mut data = DataGen::new(11);
+    let mut records = Vec::new();
+    for p in 0..3 {
+        let spec = RecordSpec {
+            partition: Some(p),
+            ..RecordSpec::default()
+        };
+        records.extend(data.records(RECORDS / 3 + usize::from(p < 2), &spec));
+    }
+    records.truncate(RECORDS);
+    rdkafka::produce(&src, "flood", &records, &ProduceOptions::default()).expect("produce");
+
+    let text = format!(
+        "{}[flows.topics]\ninclude = [\"flood\"]\n{SYNC_OFF}[engine]\nfetch_max_wait = \"100ms\"\n",
+        two_cluster_flow(&src, &dst, "5s")
+    );
+    let cfg = load_str(&text, "test config", &|_| None).expect("valid config");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = strait_mirror::Engine::new(cfg);
+    runtime.block_on(async {
+        let endpoint = MetricsEndpoint {
+            max_connections: 8,
+            ..MetricsEndpoint::plain(local())
+        };
+        let server = MetricsServer::start(endpoint, engine.metrics().clone())
+            .await
+            .expect("start");
+        let addr = server.local_addr();
+        let mut hostile = Vec::new();
+        for _ in 0..10 {
+            let mut s = TcpStream::connect(addr).await.expect("connect");
+            let _ = s.write_all(http_get("/metrics", None).as_bytes()).await;
+            hostile.push(s);
+        }
+        for _ in 0..300 {
+            hostile.push(TcpStream::connect(addr).await.expect("connect"));
+        }
+        let summary = tokio::time::timeout(GUARD * 3, engine.run_once())
+            .await
+            .expect("replication finishes during the flood")
+            .expect("run_once");
+        assert_eq!(summary.records(), RECORDS as u64);
+        // The hostile sockets are still open; a scrape still gets through.
+        let r = scrape_until_ok(addr).await;
+        let total: f64 = r
+            .lines()
+            .filter(|l| l.starts_with("strait_records_replicated_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        assert_eq!(total, RECORDS as f64, "{r}");
+        drop(hostile);
+    });
+}
