@@ -48,7 +48,7 @@ pub fn run_cmd(
 }
 
 async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
-    let listen = config.metrics_listen;
+    let listen = config.metrics.clone();
     let engine = Engine::new(config);
     let _server = match listen {
         Some(addr) => {

@@ -36,6 +36,12 @@ pub const REPLICATION_FACTOR: i64 = -1;
 
 /// Where the Prometheus endpoint listens.
 pub const METRICS_LISTEN: &str = "127.0.0.1:9464";
+/// Most connections the metrics endpoint serves at once (Prometheus needs one per scrape).
+pub const METRICS_MAX_CONNECTIONS: usize = 64;
+/// Time a metrics client has for the TLS handshake and its request head.
+pub const METRICS_READ_TIMEOUT: HumanDuration = HumanDuration::secs(5);
+/// Time the metrics endpoint spends writing one response before dropping the client.
+pub const METRICS_WRITE_TIMEOUT: HumanDuration = HumanDuration::secs(10);
 
 /// Log level (a `tracing` filter directive list such as `info,strait_mirror=debug`).
 pub const LOG_LEVEL: &str = "info";

@@ -1,86 +1,50 @@
-//! Metric families and series (counter, gauge, histogram) and their Prometheus text
-//! rendering. Hand-written: the engine needs a dozen families with string labels, and a
-//! series handle that the hot path can keep (one atomic add per batch, no lookup).
+//! Metric families on top of `prometheus-client`: its counter and gauge types and its
+//! OpenMetrics text encoder, with a family type of our own and a lock-free histogram.
+//!
+//! Why not `prometheus_client::metrics::family::Family` and `Histogram`: its family holds
+//! its read lock while the whole family is encoded (the data path creating a series would
+//! wait for that), cannot drop series by label prefix, and its histogram takes a lock on
+//! every observation. Here a family is locked only to create a series or to copy the
+//! handles before encoding, and the hot path keeps series handles (`Arc` clones) and
+//! updates atomics only.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// A series type: how it renders.
-pub(crate) trait Series: Default + Send + Sync {
-    /// The `# TYPE` word.
-    const TYPE: &'static str;
-    /// Appends the sample lines; `labels` is `k="v",…` (possibly empty).
-    fn render(&self, name: &str, labels: &str, out: &mut String);
-}
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::{MetricType, TypedMetric};
 
-/// A monotonically increasing integer.
-#[derive(Debug, Default)]
-pub struct Counter(AtomicU64);
-
-impl Counter {
-    /// Adds `n`.
-    pub fn add(&self, n: u64) {
-        self.0.fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// The current value.
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-impl Series for Counter {
-    const TYPE: &'static str = "counter";
-    fn render(&self, name: &str, labels: &str, out: &mut String) {
-        let _ = writeln!(out, "{name}{} {}", braces(labels), self.get());
-    }
-}
-
-/// A value that goes up and down (an `f64`).
-#[derive(Debug, Default)]
-pub struct Gauge(AtomicU64);
-
-impl Gauge {
-    /// Sets the value.
-    pub fn set(&self, v: f64) {
-        self.0.store(v.to_bits(), Ordering::Relaxed);
-    }
-
-    /// The current value.
-    pub fn get(&self) -> f64 {
-        f64::from_bits(self.0.load(Ordering::Relaxed))
-    }
-}
-
-impl Series for Gauge {
-    const TYPE: &'static str = "gauge";
-    fn render(&self, name: &str, labels: &str, out: &mut String) {
-        let _ = writeln!(out, "{name}{} {}", braces(labels), number(self.get()));
-    }
-}
+/// A monotonically increasing integer (`inc_by`, `get`).
+pub type Counter = prometheus_client::metrics::counter::Counter<u64, AtomicU64>;
+/// A value that goes up and down, an `f64` (`set`, `get`).
+pub type Gauge = prometheus_client::metrics::gauge::Gauge<f64, AtomicU64>;
+/// An integer gauge (rendered without a decimal point).
+pub type IntGauge = prometheus_client::metrics::gauge::Gauge<i64, AtomicI64>;
 
 /// Upper bounds of the latency histogram buckets, in seconds.
 pub const LATENCY_BUCKETS: [f64; 16] = [
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
-/// A histogram over [`LATENCY_BUCKETS`].
 #[derive(Debug)]
-pub struct Histogram {
+struct HistogramInner {
     buckets: [AtomicU64; LATENCY_BUCKETS.len()],
     count: AtomicU64,
     sum: AtomicU64,
 }
 
+/// A histogram over [`LATENCY_BUCKETS`], atomics only. Clones share the series.
+#[derive(Debug, Clone)]
+pub struct Histogram(Arc<HistogramInner>);
+
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram {
+        Histogram(Arc::new(HistogramInner {
             buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             count: AtomicU64::new(0),
             sum: AtomicU64::new(0f64.to_bits()),
-        }
+        }))
     }
 }
 
@@ -89,10 +53,11 @@ impl Histogram {
     pub fn observe(&self, v: f64) {
         let v = if v.is_finite() { v.max(0.0) } else { 0.0 };
         if let Some(i) = LATENCY_BUCKETS.iter().position(|b| v <= *b) {
-            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+            self.0.buckets[i].fetch_add(1, Ordering::Relaxed);
         }
-        self.count.fetch_add(1, Ordering::Relaxed);
+        self.0.count.fetch_add(1, Ordering::Relaxed);
         let _ = self
+            .0
             .sum
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
                 Some((f64::from_bits(bits) + v).to_bits())
@@ -101,59 +66,74 @@ impl Histogram {
 
     /// Number of observations.
     pub fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
+        self.0.count.load(Ordering::Relaxed)
     }
 }
 
-impl Series for Histogram {
-    const TYPE: &'static str = "histogram";
-    fn render(&self, name: &str, labels: &str, out: &mut String) {
-        let sep = if labels.is_empty() { "" } else { "," };
-        let mut cumulative = 0;
-        for (bound, n) in LATENCY_BUCKETS.iter().zip(&self.buckets) {
-            cumulative += n.load(Ordering::Relaxed);
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{{labels}{sep}le=\"{}\"}} {cumulative}",
-                number(*bound)
-            );
-        }
+impl TypedMetric for Histogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Histogram {
+    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
         let count = self.count();
-        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {count}");
-        let sum = f64::from_bits(self.sum.load(Ordering::Relaxed));
-        let _ = writeln!(out, "{name}_sum{} {}", braces(labels), number(sum));
-        let _ = writeln!(out, "{name}_count{} {count}", braces(labels));
+        let mut buckets: Vec<(f64, u64)> = Vec::with_capacity(LATENCY_BUCKETS.len() + 1);
+        let mut seen = 0;
+        for (bound, n) in LATENCY_BUCKETS.iter().zip(&self.0.buckets) {
+            let n = n.load(Ordering::Relaxed);
+            seen += n;
+            buckets.push((*bound, n));
+        }
+        // Per bucket, not cumulative (the encoder sums); the rest falls in +Inf.
+        buckets.push((f64::INFINITY, count.saturating_sub(seen)));
+        let sum = f64::from_bits(self.0.sum.load(Ordering::Relaxed));
+        encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
     }
 }
 
-/// All series of one metric name, by label values.
-pub(crate) struct Family<T> {
-    name: &'static str,
-    help: &'static str,
+/// All series of one metric, by label values. Clones share the series (one clone is
+/// registered for encoding, the engine keeps the other).
+pub(crate) struct Family<M> {
     labels: &'static [&'static str],
-    series: Mutex<BTreeMap<Vec<String>, Arc<T>>>,
+    series: Arc<Mutex<BTreeMap<Vec<String>, M>>>,
 }
 
-impl<T: Series> Family<T> {
-    pub(crate) fn new(
-        name: &'static str,
-        help: &'static str,
-        labels: &'static [&'static str],
-    ) -> Self {
+impl<M> Clone for Family<M> {
+    fn clone(&self) -> Self {
         Family {
-            name,
-            help,
+            labels: self.labels,
+            series: Arc::clone(&self.series),
+        }
+    }
+}
+
+impl<M> std::fmt::Debug for Family<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Family")
+            .field("labels", &self.labels)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: Default + Clone> Family<M> {
+    pub(crate) fn new(labels: &'static [&'static str]) -> Self {
+        Family {
             labels,
-            series: Mutex::new(BTreeMap::new()),
+            series: Arc::new(Mutex::new(BTreeMap::new())),
         }
     }
 
-    /// The series for `values` (one per label, in order), created on first use.
-    pub(crate) fn get(&self, values: &[&str]) -> Arc<T> {
-        debug_assert_eq!(values.len(), self.labels.len(), "{}", self.name);
+    /// The series for `values` (one per label, in order), created on first use. The
+    /// handle is a clone sharing the series: keep it rather than looking it up again.
+    pub(crate) fn get(&self, values: &[&str]) -> M {
+        debug_assert_eq!(values.len(), self.labels.len(), "{:?}", self.labels);
         let key: Vec<String> = values.iter().map(|v| (*v).to_owned()).collect();
         let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(series.entry(key).or_default())
+        series.entry(key).or_default().clone()
     }
 
     /// Drops every series whose label values start with `prefix`.
@@ -163,127 +143,40 @@ impl<T: Series> Family<T> {
             k.len() < prefix.len() || k.iter().zip(prefix).any(|(a, b)| a.as_str() != *b)
         });
     }
+}
 
-    /// Appends `# HELP`, `# TYPE` and every series.
-    pub(crate) fn render(&self, out: &mut String) {
-        let _ = writeln!(out, "# HELP {} {}", self.name, self.help);
-        let _ = writeln!(out, "# TYPE {} {}", self.name, T::TYPE);
-        let series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-        for (values, s) in series.iter() {
-            let labels = self
+impl<M> EncodeMetric for Family<M>
+where
+    M: EncodeMetric + TypedMetric + Clone,
+{
+    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        // Copy the handles and let go of the lock before encoding: the data path takes it
+        // to create series, and must not wait for a whole family to be written out.
+        let series: Vec<(Vec<String>, M)> = self
+            .series
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (values, m) in &series {
+            let labels: Vec<(&str, &str)> = self
                 .labels
                 .iter()
-                .zip(values)
-                .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-                .collect::<Vec<_>>()
-                .join(",");
-            s.render(self.name, &labels, out);
+                .copied()
+                .zip(values.iter().map(String::as_str))
+                .collect();
+            m.encode(encoder.encode_family(&labels)?)?;
         }
-    }
-}
-
-fn braces(labels: &str) -> String {
-    if labels.is_empty() {
-        String::new()
-    } else {
-        format!("{{{labels}}}")
-    }
-}
-
-/// A sample value in Prometheus' float syntax.
-fn number(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".to_owned()
-    } else if v == f64::INFINITY {
-        "+Inf".to_owned()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".to_owned()
-    } else {
-        format!("{v}")
-    }
-}
-
-/// Label value escaping: backslash, double quote and line feed.
-fn escape(v: &str) -> String {
-    let mut s = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '\\' => s.push_str("\\\\"),
-            '"' => s.push_str("\\\""),
-            '\n' => s.push_str("\\n"),
-            c => s.push(c),
-        }
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counter_family_renders_escaped_labels() {
-        let f: Family<Counter> = Family::new("x_total", "Things.", &["flow", "topic"]);
-        f.get(&["a", "q\"uo\\te\n"]).add(3);
-        f.get(&["a", "plain"]).add(1);
-        f.get(&["a", "plain"]).add(1);
-        let mut out = String::new();
-        f.render(&mut out);
-        assert_eq!(
-            out,
-            "# HELP x_total Things.\n# TYPE x_total counter\n\
-             x_total{flow=\"a\",topic=\"plain\"} 2\n\
-             x_total{flow=\"a\",topic=\"q\\\"uo\\\\te\\n\"} 3\n"
-        );
+        Ok(())
     }
 
-    #[test]
-    fn histogram_buckets_are_cumulative() {
-        let h = Histogram::default();
-        h.observe(0.003);
-        h.observe(0.2);
-        h.observe(1000.0);
-        h.observe(-1.0);
-        let mut out = String::new();
-        h.render("lat", "flow=\"f\"", &mut out);
-        assert!(
-            out.contains("lat_bucket{flow=\"f\",le=\"0.001\"} 1\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("lat_bucket{flow=\"f\",le=\"0.005\"} 2\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("lat_bucket{flow=\"f\",le=\"0.25\"} 3\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("lat_bucket{flow=\"f\",le=\"300\"} 3\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("lat_bucket{flow=\"f\",le=\"+Inf\"} 4\n"),
-            "{out}"
-        );
-        assert!(out.contains("lat_sum{flow=\"f\"} 1000.203\n"), "{out}");
-        assert!(out.contains("lat_count{flow=\"f\"} 4\n"), "{out}");
+    fn metric_type(&self) -> MetricType {
+        M::TYPE
     }
 
-    #[test]
-    fn gauge_renders_special_values_and_remove_prefix_drops_series() {
-        let f: Family<Gauge> = Family::new("g", "G.", &["flow", "topic"]);
-        f.get(&["a", "t"]).set(f64::INFINITY);
-        f.get(&["b", "t"]).set(1.5);
-        f.remove_prefix(&["a"]);
-        let mut out = String::new();
-        f.render(&mut out);
-        assert!(out.contains("g{flow=\"b\",topic=\"t\"} 1.5\n"), "{out}");
-        assert!(!out.contains("flow=\"a\""), "{out}");
-        let g = Gauge::default();
-        g.set(f64::INFINITY);
-        let mut out = String::new();
-        g.render("g", "", &mut out);
-        assert_eq!(out, "g +Inf\n");
+    // Families without series still get their HELP and TYPE lines (as before).
+    fn is_empty(&self) -> bool {
+        false
     }
 }

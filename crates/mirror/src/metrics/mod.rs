@@ -1,4 +1,5 @@
-//! The engine's metrics and health, served in Prometheus text format by [`http`].
+//! The engine's metrics and health, served in OpenMetrics text format (the
+//! `prometheus-client` registry and encoder) by [`http`].
 //!
 //! [`Metrics`] is a cheap-to-clone registry with one plain method per event
 //! (`metrics.records_replicated(flow, topic, partition, n)`). The data path resolves a
@@ -9,16 +10,24 @@
 //! `partition`; the latency histogram carries `flow` and `topic` only (a histogram per
 //! partition would multiply the series by 17). Health is per flow: [`FlowState`].
 
+mod auth;
 mod family;
 pub mod http;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-pub use family::{Counter, Gauge, Histogram, LATENCY_BUCKETS};
-use family::{Family, Series};
+use family::Family;
+pub use family::{Counter, Gauge, Histogram, IntGauge, LATENCY_BUCKETS};
+use prometheus_client::encoding::EncodeMetric;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::Registry;
 
 use crate::error::IncidentKind;
+
+/// The `Content-Type` of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// What a flow is doing, for `/health` and the `strait_flow_up` gauge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +59,7 @@ const FLOW: &[&str] = &["flow"];
 struct Families {
     records: Family<Counter>,
     bytes: Family<Counter>,
-    lag_offsets: Family<Gauge>,
+    lag_offsets: Family<IntGauge>,
     lag_seconds: Family<Gauge>,
     latency: Family<Histogram>,
     fetch_errors: Family<Counter>,
@@ -61,10 +70,10 @@ struct Families {
     coalesce_inputs: Family<Counter>,
     coalesce_outputs: Family<Counter>,
     coalesce_bytes: Family<Counter>,
-    map_runs: Family<Gauge>,
+    map_runs: Family<IntGauge>,
     dropped: Family<Counter>,
     incidents: Family<Counter>,
-    in_flight_bytes: Family<Gauge>,
+    in_flight_bytes: Family<IntGauge>,
     topics_created: Family<Counter>,
     config_updates: Family<Counter>,
     topic_failures: Family<Counter>,
@@ -74,143 +83,185 @@ struct Families {
     checkpoints: Family<Counter>,
     heartbeats: Family<Counter>,
     state_writes: Family<Counter>,
-    flow_up: Family<Gauge>,
+    flow_up: Family<IntGauge>,
+}
+
+/// Registers a family. Counters are registered without `_total` (the OpenMetrics encoder
+/// appends it to the samples), and the encoder appends the final `.` to the help text.
+fn reg<M>(r: &mut Registry, name: &str, help: &str, labels: &'static [&'static str]) -> Family<M>
+where
+    M: EncodeMetric + TypedMetric + Default + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    let family = Family::new(labels);
+    let name = match M::TYPE {
+        MetricType::Counter => name.strip_suffix("_total").unwrap_or(name),
+        _ => name,
+    };
+    r.register(name, help.strip_suffix('.').unwrap_or(help), family.clone());
+    family
 }
 
 impl Families {
-    fn new() -> Self {
+    fn new(r: &mut Registry) -> Self {
         Families {
-            records: Family::new(
+            records: reg(
+                r,
                 "strait_records_replicated_total",
                 "Records acknowledged by the target.",
                 FTP,
             ),
-            bytes: Family::new(
+            bytes: reg(
+                r,
                 "strait_bytes_replicated_total",
                 "Record batch bytes acknowledged by the target.",
                 FTP,
             ),
-            lag_offsets: Family::new(
+            lag_offsets: reg(
+                r,
                 "strait_lag_offsets",
                 "Source high watermark minus the next source offset to replicate.",
                 FTP,
             ),
-            lag_seconds: Family::new(
+            lag_seconds: reg(
+                r,
                 "strait_lag_seconds",
                 "Age of the newest acknowledged record when the partition is behind; 0 when caught up.",
                 FTP,
             ),
-            latency: Family::new(
+            latency: reg(
+                r,
                 "strait_replication_latency_seconds",
                 "Source record timestamp (max of the batch) to target acknowledgement.",
                 &["flow", "topic"],
             ),
-            fetch_errors: Family::new(
+            fetch_errors: reg(
+                r,
                 "strait_fetch_errors_total",
                 "Fetch failures affecting a partition.",
                 FTP,
             ),
-            fetch_retries: Family::new(
+            fetch_retries: reg(
+                r,
                 "strait_fetch_retries_total",
                 "Fetches of a partition retried after an error or a leader change.",
                 FTP,
             ),
-            produce_errors: Family::new(
+            produce_errors: reg(
+                r,
                 "strait_produce_errors_total",
                 "Batches the producer gave up on (after its own retries).",
                 FTP,
             ),
-            produce_retries: Family::new(
+            produce_retries: reg(
+                r,
                 "strait_produce_retries_total",
                 "Restarts of a partition's pipeline after a produce error (data is re-fetched).",
                 FTP,
             ),
-            slow_path: Family::new(
+            slow_path: reg(
+                r,
                 "strait_slow_path_batches_total",
                 "Source batches re-encoded instead of forwarded, by reason.",
                 &["flow", "topic", "partition", "reason"],
             ),
-            coalesce_inputs: Family::new(
+            coalesce_inputs: reg(
+                r,
                 "strait_coalesced_input_batches_total",
                 "Batches merged into larger ones while the partition's in-flight window was full.",
                 FTP,
             ),
-            coalesce_outputs: Family::new(
+            coalesce_outputs: reg(
+                r,
                 "strait_coalesced_output_batches_total",
                 "Merged batches produced by coalescing.",
                 FTP,
             ),
-            coalesce_bytes: Family::new(
+            coalesce_bytes: reg(
+                r,
                 "strait_coalesced_bytes_copied_total",
                 "Bytes written into merged batches by coalescing (copies of the inputs).",
                 FTP,
             ),
-            map_runs: Family::new(
+            map_runs: reg(
+                r,
                 "strait_offset_map_runs",
                 "Runs in the partition's offset map (1 for a topic without gaps).",
                 FTP,
             ),
-            dropped: Family::new(
+            dropped: reg(
+                r,
                 "strait_dropped_batches_total",
                 "Source batches not forwarded: control markers and aborted transactions.",
                 &["flow", "topic", "partition", "kind"],
             ),
-            incidents: Family::new(
+            incidents: reg(
+                r,
                 "strait_incidents_total",
                 "Source truncation, topic re-creation, target truncation, unsupported partition growth.",
                 &["flow", "topic", "partition", "kind"],
             ),
-            in_flight_bytes: Family::new(
+            in_flight_bytes: reg(
+                r,
                 "strait_in_flight_bytes",
                 "Fetched bytes held by batches not yet acknowledged.",
                 FLOW,
             ),
-            topics_created: Family::new(
+            topics_created: reg(
+                r,
                 "strait_topics_created_total",
                 "Target topics created.",
                 FLOW,
             ),
-            config_updates: Family::new(
+            config_updates: reg(
+                r,
                 "strait_topic_config_updates_total",
                 "Target topic config changes applied.",
                 FLOW,
             ),
-            topic_failures: Family::new(
+            topic_failures: reg(
+                r,
                 "strait_topic_sync_failures_total",
                 "Topic creations, config updates or growths that failed.",
                 FLOW,
             ),
-            groups_translated: Family::new(
+            groups_translated: reg(
+                r,
                 "strait_group_sync_groups_translated_total",
                 "Consumer groups whose offsets were translated.",
                 FLOW,
             ),
-            offsets_committed: Family::new(
+            offsets_committed: reg(
+                r,
                 "strait_group_offsets_committed_total",
                 "Translated offsets committed on the target.",
                 &["flow", "group"],
             ),
-            staleness: Family::new(
+            staleness: reg(
+                r,
                 "strait_group_translation_staleness_seconds",
                 "Seconds since the group's offsets were last translated.",
                 &["flow", "group"],
             ),
-            checkpoints: Family::new(
+            checkpoints: reg(
+                r,
                 "strait_checkpoint_records_written_total",
                 "MM2-compatible checkpoint records written.",
                 FLOW,
             ),
-            heartbeats: Family::new(
+            heartbeats: reg(
+                r,
                 "strait_heartbeats_emitted_total",
                 "Heartbeat records written.",
                 FLOW,
             ),
-            state_writes: Family::new(
+            state_writes: reg(
+                r,
                 "strait_state_records_written_total",
                 "Offset-map records written to the state topic.",
                 FLOW,
             ),
-            flow_up: Family::new(
+            flow_up: reg(
+                r,
                 "strait_flow_up",
                 "1 while the flow is replicating, 0 otherwise.",
                 FLOW,
@@ -221,6 +272,7 @@ impl Families {
 
 struct Inner {
     f: Families,
+    registry: Registry,
     flows: Mutex<BTreeMap<String, FlowState>>,
 }
 
@@ -249,15 +301,17 @@ fn p(partition: i32) -> String {
 impl Metrics {
     /// An empty registry.
     pub fn new() -> Self {
+        let mut registry = Registry::default();
         Metrics {
             inner: Arc::new(Inner {
-                f: Families::new(),
+                f: Families::new(&mut registry),
+                registry,
                 flows: Mutex::new(BTreeMap::new()),
             }),
         }
     }
 
-    fn ftp<T: Series>(fam: &Family<T>, flow: &str, topic: &str, partition: i32) -> Arc<T> {
+    fn ftp<T: Default + Clone>(fam: &Family<T>, flow: &str, topic: &str, partition: i32) -> T {
         fam.get(&[flow, topic, &p(partition)])
     }
 
@@ -280,17 +334,17 @@ impl Metrics {
 
     /// `n` records acknowledged by the target.
     pub fn records_replicated(&self, flow: &str, topic: &str, partition: i32, n: u64) {
-        Self::ftp(&self.inner.f.records, flow, topic, partition).add(n);
+        Self::ftp(&self.inner.f.records, flow, topic, partition).inc_by(n);
     }
 
     /// `n` bytes acknowledged by the target.
     pub fn bytes_replicated(&self, flow: &str, topic: &str, partition: i32, n: u64) {
-        Self::ftp(&self.inner.f.bytes, flow, topic, partition).add(n);
+        Self::ftp(&self.inner.f.bytes, flow, topic, partition).inc_by(n);
     }
 
     /// Sets the partition's lag in offsets.
     pub fn lag_offsets(&self, flow: &str, topic: &str, partition: i32, lag: i64) {
-        Self::ftp(&self.inner.f.lag_offsets, flow, topic, partition).set(lag as f64);
+        Self::ftp(&self.inner.f.lag_offsets, flow, topic, partition).set(lag);
     }
 
     /// Sets the partition's lag in seconds.
@@ -305,22 +359,22 @@ impl Metrics {
 
     /// A fetch failed for the partition.
     pub fn fetch_error(&self, flow: &str, topic: &str, partition: i32) {
-        Self::ftp(&self.inner.f.fetch_errors, flow, topic, partition).add(1);
+        Self::ftp(&self.inner.f.fetch_errors, flow, topic, partition).inc_by(1);
     }
 
     /// The partition's fetch is retried (after an error or leader change).
     pub fn fetch_retry(&self, flow: &str, topic: &str, partition: i32) {
-        Self::ftp(&self.inner.f.fetch_retries, flow, topic, partition).add(1);
+        Self::ftp(&self.inner.f.fetch_retries, flow, topic, partition).inc_by(1);
     }
 
     /// The producer gave up on a batch of the partition.
     pub fn produce_error(&self, flow: &str, topic: &str, partition: i32) {
-        Self::ftp(&self.inner.f.produce_errors, flow, topic, partition).add(1);
+        Self::ftp(&self.inner.f.produce_errors, flow, topic, partition).inc_by(1);
     }
 
     /// The partition's pipeline restarts after a produce error.
     pub fn produce_retry(&self, flow: &str, topic: &str, partition: i32) {
-        Self::ftp(&self.inner.f.produce_retries, flow, topic, partition).add(1);
+        Self::ftp(&self.inner.f.produce_retries, flow, topic, partition).inc_by(1);
     }
 
     /// A source batch went through the slow path (`reason`: `gapped`, `empty`, `too_large`).
@@ -330,26 +384,31 @@ impl Metrics {
             .f
             .slow_path
             .get(&[flow, topic, &pp, reason])
-            .add(1);
+            .inc_by(1);
     }
 
     /// `inputs` batches of the partition were merged into one batch of `bytes` bytes.
     pub fn coalesced(&self, flow: &str, topic: &str, partition: i32, inputs: u64, bytes: u64) {
         let f = &self.inner.f;
-        Self::ftp(&f.coalesce_inputs, flow, topic, partition).add(inputs);
-        Self::ftp(&f.coalesce_outputs, flow, topic, partition).add(1);
-        Self::ftp(&f.coalesce_bytes, flow, topic, partition).add(bytes);
+        Self::ftp(&f.coalesce_inputs, flow, topic, partition).inc_by(inputs);
+        Self::ftp(&f.coalesce_outputs, flow, topic, partition).inc_by(1);
+        Self::ftp(&f.coalesce_bytes, flow, topic, partition).inc_by(bytes);
     }
 
     /// Sets the number of runs in the partition's offset map.
     pub fn offset_map_runs(&self, flow: &str, topic: &str, partition: i32, runs: usize) {
-        Self::ftp(&self.inner.f.map_runs, flow, topic, partition).set(runs as f64);
+        Self::ftp(&self.inner.f.map_runs, flow, topic, partition)
+            .set(i64::try_from(runs).unwrap_or(i64::MAX));
     }
 
     /// A source batch was dropped (`kind`: `control` or `aborted`).
     pub fn dropped_batch(&self, flow: &str, topic: &str, partition: i32, kind: &str) {
         let pp = p(partition);
-        self.inner.f.dropped.get(&[flow, topic, &pp, kind]).add(1);
+        self.inner
+            .f
+            .dropped
+            .get(&[flow, topic, &pp, kind])
+            .inc_by(1);
     }
 
     /// An incident was detected (under either policy). `partition` is -1 for topic-wide
@@ -360,37 +419,41 @@ impl Metrics {
             .f
             .incidents
             .get(&[flow, topic, &pp, kind.as_str()])
-            .add(1);
+            .inc_by(1);
     }
 
     /// Sets the fetched bytes awaiting acknowledgement in the flow.
     pub fn in_flight_bytes(&self, flow: &str, bytes: u64) {
-        self.inner.f.in_flight_bytes.get(&[flow]).set(bytes as f64);
+        self.inner
+            .f
+            .in_flight_bytes
+            .get(&[flow])
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
 
     /// A target topic was created.
     pub fn topic_created(&self, flow: &str) {
-        self.inner.f.topics_created.get(&[flow]).add(1);
+        self.inner.f.topics_created.get(&[flow]).inc_by(1);
     }
 
     /// `n` target topic config changes were applied.
     pub fn topic_config_updates(&self, flow: &str, n: u64) {
-        self.inner.f.config_updates.get(&[flow]).add(n);
+        self.inner.f.config_updates.get(&[flow]).inc_by(n);
     }
 
     /// A topic creation, config update or growth failed.
     pub fn topic_sync_failure(&self, flow: &str) {
-        self.inner.f.topic_failures.get(&[flow]).add(1);
+        self.inner.f.topic_failures.get(&[flow]).inc_by(1);
     }
 
     /// `n` groups were translated in one group sync.
     pub fn groups_translated(&self, flow: &str, n: u64) {
-        self.inner.f.groups_translated.get(&[flow]).add(n);
+        self.inner.f.groups_translated.get(&[flow]).inc_by(n);
     }
 
     /// `n` translated offsets of `group` were committed on the target.
     pub fn group_offsets_committed(&self, flow: &str, group: &str, n: u64) {
-        self.inner.f.offsets_committed.get(&[flow, group]).add(n);
+        self.inner.f.offsets_committed.get(&[flow, group]).inc_by(n);
     }
 
     /// Sets the seconds since `group`'s offsets were last translated.
@@ -400,17 +463,17 @@ impl Metrics {
 
     /// `n` MM2 checkpoint records were written.
     pub fn checkpoints_written(&self, flow: &str, n: u64) {
-        self.inner.f.checkpoints.get(&[flow]).add(n);
+        self.inner.f.checkpoints.get(&[flow]).inc_by(n);
     }
 
     /// A heartbeat was written.
     pub fn heartbeat_emitted(&self, flow: &str) {
-        self.inner.f.heartbeats.get(&[flow]).add(1);
+        self.inner.f.heartbeats.get(&[flow]).inc_by(1);
     }
 
     /// `n` offset-map records were written to the state topic.
     pub fn state_records_written(&self, flow: &str, n: u64) {
-        self.inner.f.state_writes.get(&[flow]).add(n);
+        self.inner.f.state_writes.get(&[flow]).inc_by(n);
     }
 
     /// Drops a partition's series (e.g. its topic was deleted at the source).
@@ -429,9 +492,10 @@ impl Metrics {
         ] {
             fam.remove_prefix(&key);
         }
-        for fam in [&f.lag_offsets, &f.lag_seconds, &f.map_runs] {
+        for fam in [&f.lag_offsets, &f.map_runs] {
             fam.remove_prefix(&key);
         }
+        f.lag_seconds.remove_prefix(&key);
         for fam in [&f.coalesce_inputs, &f.coalesce_outputs, &f.coalesce_bytes] {
             fam.remove_prefix(&key);
         }
@@ -439,11 +503,7 @@ impl Metrics {
 
     /// Records a flow's state (for `/health` and `strait_flow_up`).
     pub fn set_flow_state(&self, flow: &str, state: FlowState) {
-        let up = if state == FlowState::Running {
-            1.0
-        } else {
-            0.0
-        };
+        let up = i64::from(state == FlowState::Running);
         self.inner.f.flow_up.get(&[flow]).set(up);
         self.inner
             .flows
@@ -485,38 +545,11 @@ impl Metrics {
         }
     }
 
-    /// Every metric in Prometheus text exposition format (version 0.0.4).
+    /// Every metric in OpenMetrics text format ([`CONTENT_TYPE`]), ending in `# EOF`.
     pub fn render(&self) -> String {
-        let f = &self.inner.f;
         let mut out = String::new();
-        for fam in [&f.records, &f.bytes] {
-            fam.render(&mut out);
-        }
-        for fam in [&f.lag_offsets, &f.lag_seconds] {
-            fam.render(&mut out);
-        }
-        f.latency.render(&mut out);
-        for fam in [&f.fetch_errors, &f.fetch_retries, &f.produce_errors] {
-            fam.render(&mut out);
-        }
-        for fam in [&f.produce_retries, &f.slow_path, &f.dropped, &f.incidents] {
-            fam.render(&mut out);
-        }
-        for fam in [&f.coalesce_inputs, &f.coalesce_outputs, &f.coalesce_bytes] {
-            fam.render(&mut out);
-        }
-        f.map_runs.render(&mut out);
-        f.in_flight_bytes.render(&mut out);
-        for fam in [&f.topics_created, &f.config_updates, &f.topic_failures] {
-            fam.render(&mut out);
-        }
-        f.groups_translated.render(&mut out);
-        f.offsets_committed.render(&mut out);
-        f.staleness.render(&mut out);
-        for fam in [&f.checkpoints, &f.heartbeats, &f.state_writes] {
-            fam.render(&mut out);
-        }
-        f.flow_up.render(&mut out);
+        // Writing to a String cannot fail; an encoder error would only truncate.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.inner.registry);
         out
     }
 }
@@ -528,12 +561,12 @@ pub struct PartitionMetrics {
     flow: String,
     topic: String,
     partition: i32,
-    records: Arc<Counter>,
-    bytes: Arc<Counter>,
-    lag_offsets: Arc<Gauge>,
-    lag_seconds: Arc<Gauge>,
-    latency: Arc<Histogram>,
-    map_runs: Arc<Gauge>,
+    records: Counter,
+    bytes: Counter,
+    lag_offsets: IntGauge,
+    lag_seconds: Gauge,
+    latency: Histogram,
+    map_runs: IntGauge,
 }
 
 impl std::fmt::Debug for PartitionMetrics {
@@ -549,20 +582,20 @@ impl std::fmt::Debug for PartitionMetrics {
 impl PartitionMetrics {
     /// An acknowledged batch: `records`, `bytes`, and its latency in seconds.
     pub fn acked(&self, records: u64, bytes: u64, latency_secs: f64) {
-        self.records.add(records);
-        self.bytes.add(bytes);
+        self.records.inc_by(records);
+        self.bytes.inc_by(bytes);
         self.latency.observe(latency_secs);
     }
 
     /// Sets the lag.
     pub fn lag(&self, offsets: i64, secs: f64) {
-        self.lag_offsets.set(offsets as f64);
+        self.lag_offsets.set(offsets);
         self.lag_seconds.set(secs);
     }
 
     /// Sets the offset map's run count.
     pub fn map_runs(&self, runs: usize) {
-        self.map_runs.set(runs as f64);
+        self.map_runs.set(i64::try_from(runs).unwrap_or(i64::MAX));
     }
 
     /// See [`Metrics::slow_path_batch`].
@@ -640,8 +673,10 @@ mod tests {
             "strait_checkpoint_records_written_total",
             "strait_flow_up",
         ] {
-            assert!(text.contains(&format!("# HELP {name} ")), "{name}");
-            assert!(text.contains(&format!("# TYPE {name} ")), "{name}");
+            // OpenMetrics: a counter family is named without its samples' `_total`.
+            let family = name.strip_suffix("_total").unwrap_or(name);
+            assert!(text.contains(&format!("# HELP {family} ")), "{name}");
+            assert!(text.contains(&format!("# TYPE {family} ")), "{name}");
         }
     }
 
@@ -666,7 +701,7 @@ mod tests {
             "strait_slow_path_batches_total{flow=\"f\",topic=\"t\",partition=\"0\",reason=\"gapped\"} 1",
             "strait_dropped_batches_total{flow=\"f\",topic=\"t\",partition=\"0\",kind=\"control\"} 1",
             "strait_incidents_total{flow=\"f\",topic=\"t\",partition=\"0\",kind=\"source_truncation\"} 1",
-            "strait_group_translation_staleness_seconds{flow=\"f\",group=\"g1\"} 4",
+            "strait_group_translation_staleness_seconds{flow=\"f\",group=\"g1\"} 4.0",
         ] {
             assert!(
                 text.contains(&format!("{line}\n")),
@@ -675,6 +710,39 @@ mod tests {
         }
         m.remove_partition("f", "t", 0);
         assert!(!m.render().contains("partition=\"0\"}"));
+    }
+
+    #[test]
+    fn histogram_is_cumulative_and_label_values_are_escaped() {
+        let m = Metrics::new();
+        for v in [0.003, 0.2, 1000.0, -1.0] {
+            m.replication_latency("f", "q\"uo\\te\n", v);
+        }
+        let text = m.render();
+        let labels = "flow=\"f\",topic=\"q\\\"uo\\\\te\\n\"";
+        for (le, n) in [
+            ("0.001", 1),
+            ("0.005", 2),
+            ("0.25", 3),
+            ("300.0", 3),
+            ("+Inf", 4),
+        ] {
+            let line =
+                format!("strait_replication_latency_seconds_bucket{{le=\"{le}\",{labels}}} {n}\n");
+            assert!(text.contains(&line), "{line}{text}");
+        }
+        assert!(
+            text.contains(&format!(
+                "strait_replication_latency_seconds_count{{{labels}}} 4\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "strait_replication_latency_seconds_sum{{{labels}}} 1000.203\n"
+            )),
+            "{text}"
+        );
     }
 
     #[test]
@@ -690,5 +758,141 @@ mod tests {
         assert_eq!(m.health().unwrap_err(), "flow a: failed: source truncation");
         assert!(m.render().contains("strait_flow_up{flow=\"a\"} 0\n"));
         assert!(m.render().contains("strait_flow_up{flow=\"b\"} 1\n"));
+    }
+}
+#[cfg(test)]
+mod names {
+    /// Every sample name with its label names, as rendered by the hand-written registry
+    /// before the move to prometheus-client: what Prometheus stores must not change.
+    const BEFORE: &[&str] = &[
+        "strait_bytes_replicated_total{flow,partition,topic}",
+        "strait_checkpoint_records_written_total{flow}",
+        "strait_coalesced_bytes_copied_total{flow,partition,topic}",
+        "strait_coalesced_input_batches_total{flow,partition,topic}",
+        "strait_coalesced_output_batches_total{flow,partition,topic}",
+        "strait_dropped_batches_total{flow,kind,partition,topic}",
+        "strait_fetch_errors_total{flow,partition,topic}",
+        "strait_fetch_retries_total{flow,partition,topic}",
+        "strait_flow_up{flow}",
+        "strait_group_offsets_committed_total{flow,group}",
+        "strait_group_sync_groups_translated_total{flow}",
+        "strait_group_translation_staleness_seconds{flow,group}",
+        "strait_heartbeats_emitted_total{flow}",
+        "strait_in_flight_bytes{flow}",
+        "strait_incidents_total{flow,kind,partition,topic}",
+        "strait_lag_offsets{flow,partition,topic}",
+        "strait_lag_seconds{flow,partition,topic}",
+        "strait_offset_map_runs{flow,partition,topic}",
+        "strait_produce_errors_total{flow,partition,topic}",
+        "strait_produce_retries_total{flow,partition,topic}",
+        "strait_records_replicated_total{flow,partition,topic}",
+        "strait_replication_latency_seconds_bucket{flow,le,topic}",
+        "strait_replication_latency_seconds_count{flow,topic}",
+        "strait_replication_latency_seconds_sum{flow,topic}",
+        "strait_slow_path_batches_total{flow,partition,reason,topic}",
+        "strait_state_records_written_total{flow}",
+        "strait_topic_config_updates_total{flow}",
+        "strait_topic_sync_failures_total{flow}",
+        "strait_topics_created_total{flow}",
+    ];
+
+    /// `# HELP` lines of the hand-written registry (family name, help text).
+    const HELP_BEFORE: &[&str] = &[
+        "# HELP strait_records_replicated_total Records acknowledged by the target.",
+        "# HELP strait_bytes_replicated_total Record batch bytes acknowledged by the target.",
+        "# HELP strait_lag_offsets Source high watermark minus the next source offset to replicate.",
+        "# HELP strait_lag_seconds Age of the newest acknowledged record when the partition is behind; 0 when caught up.",
+        "# HELP strait_replication_latency_seconds Source record timestamp (max of the batch) to target acknowledgement.",
+        "# HELP strait_fetch_errors_total Fetch failures affecting a partition.",
+        "# HELP strait_fetch_retries_total Fetches of a partition retried after an error or a leader change.",
+        "# HELP strait_produce_errors_total Batches the producer gave up on (after its own retries).",
+        "# HELP strait_produce_retries_total Restarts of a partition's pipeline after a produce error (data is re-fetched).",
+        "# HELP strait_slow_path_batches_total Source batches re-encoded instead of forwarded, by reason.",
+        "# HELP strait_dropped_batches_total Source batches not forwarded: control markers and aborted transactions.",
+        "# HELP strait_incidents_total Source truncation, topic re-creation, target truncation, unsupported partition growth.",
+        "# HELP strait_coalesced_input_batches_total Batches merged into larger ones while the partition's in-flight window was full.",
+        "# HELP strait_coalesced_output_batches_total Merged batches produced by coalescing.",
+        "# HELP strait_coalesced_bytes_copied_total Bytes written into merged batches by coalescing (copies of the inputs).",
+        "# HELP strait_offset_map_runs Runs in the partition's offset map (1 for a topic without gaps).",
+        "# HELP strait_in_flight_bytes Fetched bytes held by batches not yet acknowledged.",
+        "# HELP strait_topics_created_total Target topics created.",
+        "# HELP strait_topic_config_updates_total Target topic config changes applied.",
+        "# HELP strait_topic_sync_failures_total Topic creations, config updates or growths that failed.",
+        "# HELP strait_group_sync_groups_translated_total Consumer groups whose offsets were translated.",
+        "# HELP strait_group_offsets_committed_total Translated offsets committed on the target.",
+        "# HELP strait_group_translation_staleness_seconds Seconds since the group's offsets were last translated.",
+        "# HELP strait_checkpoint_records_written_total MM2-compatible checkpoint records written.",
+        "# HELP strait_heartbeats_emitted_total Heartbeat records written.",
+        "# HELP strait_state_records_written_total Offset-map records written to the state topic.",
+        "# HELP strait_flow_up 1 while the flow is replicating, 0 otherwise.",
+    ];
+
+    #[test]
+    fn sample_names_labels_and_help_texts_are_unchanged() {
+        let text = super::tests_support::full().render();
+        assert_eq!(super::tests_support::shapes(&text), BEFORE, "{text}");
+        for before in HELP_BEFORE {
+            let rest = before.strip_prefix("# HELP ").expect("help line");
+            let (name, help) = rest.split_once(' ').expect("name and help");
+            // OpenMetrics names a counter family without the `_total` of its sample.
+            let family = name.strip_suffix("_total").unwrap_or(name);
+            assert!(
+                text.contains(&format!("# HELP {family} {help}\n")),
+                "{before}\n{text}"
+            );
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+    /// A registry with a series in every family.
+    pub(crate) fn full() -> Metrics {
+        let m = Metrics::new();
+        let h = m.partition("f", "t", 0);
+        h.acked(7, 100, 0.02);
+        h.lag(3, 1.5);
+        h.map_runs(1);
+        h.slow_path("gapped");
+        h.coalesced(2, 10);
+        h.dropped("control");
+        h.fetch_error();
+        h.produce_error();
+        h.incident(IncidentKind::SourceTruncation);
+        m.in_flight_bytes("all", 5);
+        m.topic_created("f");
+        m.topic_config_updates("f", 1);
+        m.topic_sync_failure("f");
+        m.groups_translated("f", 1);
+        m.group_offsets_committed("f", "g", 1);
+        m.group_translation_staleness("f", "g", 2.0);
+        m.checkpoints_written("f", 1);
+        m.heartbeat_emitted("f");
+        m.state_records_written("f", 1);
+        m.set_flow_state("f", FlowState::Running);
+        m
+    }
+    /// Every sample line's name and sorted label names, sorted and deduplicated.
+    pub(crate) fn shapes(text: &str) -> Vec<String> {
+        let mut v: Vec<String> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| {
+                let series = l.rsplit_once(' ').map_or(l, |(s, _)| s);
+                let (name, labels) = series.split_once('{').unwrap_or((series, ""));
+                let mut keys: Vec<&str> = labels
+                    .trim_end_matches('}')
+                    .split(',')
+                    .filter_map(|kv| kv.split_once('=').map(|(k, _)| k))
+                    .collect();
+                keys.sort_unstable();
+                format!("{name}{{{}}}", keys.join(","))
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
     }
 }
