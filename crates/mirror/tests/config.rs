@@ -587,3 +587,84 @@ fn no_clusters_no_flows() {
         ]
     );
 }
+
+fn msk_iam(keys: &str) -> String {
+    with_security(&format!(
+        "[clusters.b.security]\nprotocol = \"sasl_ssl\"\n[clusters.b.security.sasl]\n{keys}"
+    ))
+}
+
+#[cfg(not(feature = "msk-iam"))]
+#[test]
+fn aws_msk_iam_without_the_feature_is_a_clear_problem() {
+    for mechanism in ["aws-msk-iam", "AWS_MSK_IAM"] {
+        let p = one_problem(&msk_iam(&format!(
+            "mechanism = \"{mechanism}\"\nregion = \"eu-west-1\""
+        )));
+        assert!(
+            p.contains(
+                "clusters.b.security.sasl.mechanism: mechanism aws-msk-iam needs a strait built \
+                 with --features msk-iam"
+            ),
+            "{p}"
+        );
+    }
+}
+
+#[cfg(feature = "msk-iam")]
+#[test]
+fn aws_msk_iam_resolves_to_oauthbearer_with_the_feature() {
+    let cfg = load_str(
+        &msk_iam("mechanism = \"aws-msk-iam\"\nregion = \"eu-west-1\""),
+        "t.toml",
+        &no_env,
+    )
+    .expect("valid");
+    let sec = &cfg.clusters["b"].security;
+    let sasl = sec.sasl.as_ref().expect("sasl");
+    assert_eq!(sasl.mechanism(), "AWS_MSK_IAM");
+    assert_eq!(sasl.user(), "AWS MSK IAM (region eu-west-1)");
+    let client = sec.to_client().expect("client security");
+    let wire = client.sasl.expect("sasl");
+    assert_eq!(wire.mechanism(), "OAUTHBEARER");
+    assert_eq!(wire.user(), "AWS MSK IAM (region eu-west-1)");
+}
+
+#[test]
+fn aws_msk_iam_keys_are_checked() {
+    let has = |p: &[String], w: &str| {
+        assert!(p.iter().any(|l| l.contains(w)), "missing {w:?} in {p:#?}");
+    };
+    let p = problems(&msk_iam("mechanism = \"aws-msk-iam\""));
+    has(
+        &p,
+        "clusters.b.security.sasl.region: mechanism AWS_MSK_IAM needs `region`",
+    );
+    let p = problems(&msk_iam(
+        "mechanism = \"aws-msk-iam\"\nregion = \"eu-west-1\"\nusername = \"u\"\ntoken_file = \"/t\"",
+    ));
+    has(
+        &p,
+        "clusters.b.security.sasl.username: `username` does not apply to mechanism AWS_MSK_IAM",
+    );
+    has(
+        &p,
+        "clusters.b.security.sasl.token_file: `token_file` does not apply to mechanism AWS_MSK_IAM",
+    );
+    let p = problems(&msk_iam(
+        "mechanism = \"aws-msk-iam\"\nregion = \"EU West\"",
+    ));
+    has(
+        &p,
+        "clusters.b.security.sasl.region: \"EU West\" is not an AWS region name",
+    );
+    let p = one_problem(&msk_iam(
+        "mechanism = \"scram-sha-512\"\nusername = \"u\"\npassword = \"p\"\nregion = \"eu-west-1\"",
+    ));
+    assert!(
+        p.contains(
+            "clusters.b.security.sasl.region: `region` does not apply to mechanism SCRAM-SHA-512"
+        ),
+        "{p}"
+    );
+}

@@ -24,11 +24,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "msk-iam")]
+pub mod msk;
 pub mod oauth;
 pub(crate) mod sasl;
 pub mod scram;
 pub mod tls;
 
+#[cfg(feature = "msk-iam")]
+pub use msk::MskIamTokenProvider;
 pub use oauth::{FileTokenProvider, OidcTokenProvider, Token, TokenProvider};
 pub use tls::TlsInfo;
 

@@ -147,7 +147,8 @@ pub struct TlsSpec {
 
 /// SASL settings. Which keys apply depends on `mechanism`: `username` + `password` for
 /// PLAIN and SCRAM; for OAUTHBEARER either `token_file`, or `token_endpoint_url` +
-/// `client_id` + `client_secret` (OIDC client credentials, KIP-768).
+/// `client_id` + `client_secret` (OIDC client credentials, KIP-768); `region` for AWS MSK
+/// IAM.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SaslSpec {
@@ -181,6 +182,9 @@ pub struct SaslSpec {
     /// Cloud's `logicalCluster` and `identityPoolId`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, String>,
+    /// AWS MSK IAM: the cluster's AWS region, such as `eu-west-1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
 impl SaslSpec {
@@ -197,6 +201,7 @@ impl SaslSpec {
             scope: None,
             token_endpoint_ca_file: None,
             extensions: BTreeMap::new(),
+            region: None,
         }
     }
 }
@@ -216,6 +221,10 @@ pub enum SaslMechanism {
     /// `OAUTHBEARER`.
     #[serde(rename = "oauthbearer", alias = "OAUTHBEARER")]
     OAuthBearer,
+    /// AWS MSK IAM ("SASL/IAM"): a SigV4-signed token sent as OAUTHBEARER. Needs a strait
+    /// built with `--features msk-iam`.
+    #[serde(rename = "aws-msk-iam", alias = "AWS_MSK_IAM")]
+    AwsMskIam,
 }
 
 impl fmt::Display for SaslMechanism {
@@ -225,6 +234,7 @@ impl fmt::Display for SaslMechanism {
             Self::ScramSha256 => "SCRAM-SHA-256",
             Self::ScramSha512 => "SCRAM-SHA-512",
             Self::OAuthBearer => "OAUTHBEARER",
+            Self::AwsMskIam => "AWS_MSK_IAM",
         })
     }
 }

@@ -296,16 +296,19 @@ impl Validator {
             ),
             ("extensions", !spec.extensions.is_empty()),
         ];
-        let foreign: &[(&str, bool)] = match m {
-            SaslMechanism::OAuthBearer => &user_keys,
-            _ => &oauth_keys,
+        let region_keys = [("region", spec.region.is_some())];
+        let foreign: Vec<(&str, bool)> = match m {
+            SaslMechanism::OAuthBearer => [&user_keys[..], &region_keys].concat(),
+            SaslMechanism::AwsMskIam => [&user_keys[..], &oauth_keys].concat(),
+            _ => [&oauth_keys[..], &region_keys].concat(),
         };
         for (k, set) in foreign {
-            if *set {
+            if set {
                 self.push(
-                    Problem::new(at.key(*k), format!("`{k}` does not apply to mechanism {m}"))
+                    Problem::new(at.key(k), format!("`{k}` does not apply to mechanism {m}"))
                         .expected(match m {
                             SaslMechanism::OAuthBearer => "`token_file`, or `token_endpoint_url` + `client_id` + `client_secret`",
+                            SaslMechanism::AwsMskIam => "`region` (credentials come from the AWS default chain)",
                             _ => "`username` and `password`",
                         }),
                 );
@@ -329,6 +332,44 @@ impl Validator {
             }
         };
         let sasl = match m {
+            SaslMechanism::AwsMskIam => {
+                if !cfg!(feature = "msk-iam") {
+                    self.push(
+                        Problem::new(
+                            at.key("mechanism"),
+                            "mechanism aws-msk-iam needs a strait built with --features msk-iam",
+                        )
+                        .expected(
+                            "`cargo build --release --features msk-iam`, or another mechanism",
+                        ),
+                    );
+                }
+                let region = required(self, "region", &spec.region);
+                // What goes into `kafka.<region>.amazonaws.com` and the SigV4 scope:
+                // `eu-west-1`, `us-gov-west-1`, `ap-southeast-5`.
+                let part_ok = |p: &str| {
+                    !p.is_empty()
+                        && p.chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                };
+                let region_ok = region.split('-').count() >= 3 && region.split('-').all(part_ok);
+                if !region.is_empty() && !region_ok {
+                    self.push(
+                        Problem::new(
+                            at.key("region"),
+                            format!("{region:?} is not an AWS region name"),
+                        )
+                        .expected("a region such as \"eu-west-1\" (the cluster's region)"),
+                    );
+                }
+                if !tls {
+                    tracing::warn!(
+                        at = %at,
+                        "AWS MSK IAM without TLS sends a signed token in clear, and MSK's IAM listeners only accept TLS; use protocol = \"sasl_ssl\""
+                    );
+                }
+                Sasl::AwsMskIam { region }
+            }
             SaslMechanism::Plain | SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
                 let username = required(self, "username", &spec.username);
                 let password = Secret::new(required(self, "password", &spec.password));
