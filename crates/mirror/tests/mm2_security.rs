@@ -149,7 +149,7 @@ fn oauthbearer_file_url_becomes_token_file() {
 }
 
 #[test]
-fn aws_msk_iam_is_unmapped() {
+fn aws_msk_iam_maps_to_the_msk_iam_mechanism() {
     for extra in [
         "a.sasl.mechanism = AWS_MSK_IAM\n\
          a.sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule required;\n\
@@ -158,13 +158,15 @@ fn aws_msk_iam_is_unmapped() {
          a.sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n\
          a.sasl.login.callback.handler.class = software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n",
     ] {
-        let (_, unmapped, file) = import(&format!("a.security.protocol = SASL_SSL\n{extra}"));
-        assert!(file.clusters["a"].security.sasl.is_none());
+        let (toml, unmapped, file) = import(&format!("a.security.protocol = SASL_SSL\n{extra}"));
+        let sasl = file.clusters["a"].security.sasl.as_ref().expect("sasl");
+        assert_eq!(sasl.mechanism, SaslMechanism::AwsMskIam, "{toml}");
+        assert!(toml.contains("region = \"${A_AWS_REGION}\""), "{toml}");
+        assert!(sasl.region.is_some());
         for key in ["a.sasl.mechanism", "a.sasl.jaas.config"] {
-            assert_eq!(
-                reason(&unmapped, key),
-                "AWS MSK IAM is not supported yet; use SCRAM or mTLS on MSK",
-                "{key}"
+            assert!(
+                reason(&unmapped, key).contains("mechanism \"aws-msk-iam\""),
+                "{key}: {unmapped:?}"
             );
         }
     }

@@ -14,7 +14,9 @@ const INLINE_PEM: &str = "inline PEM: write it to a file and set ca_file/cert_fi
 const STORE_PASSWORD: &str = "not copied, and not needed: Strait reads unencrypted PEM files, so store and \
      key passwords have no use once the stores are converted (keep those files readable by Strait only)";
 const NO_HOSTNAME_CHECK: &str = "host name verification is always on in Strait; set `server_name` if brokers are reached under another name";
-const MSK_IAM: &str = "AWS MSK IAM is not supported yet; use SCRAM or mTLS on MSK";
+const MSK_IAM: &str = "AWS MSK IAM: mechanism \"aws-msk-iam\"; credentials come from the default \
+     AWS chain (environment, profile, web identity, ECS/EC2 metadata), the region from the \
+     environment; needs a strait built with --features msk-iam";
 const KERBEROS: &str = "Kerberos (GSSAPI) is not supported";
 const OAUTH_HANDLERS: [&str; 2] = [
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
@@ -246,7 +248,10 @@ impl Props {
             for k in &present {
                 self.unmapped(k, MSK_IAM);
             }
-            return None;
+            let mut spec = SaslSpec::new(SaslMechanism::AwsMskIam);
+            spec.region =
+                Some(self.env_placeholder(alias, "AWS_REGION", "AWS region of the MSK cluster"));
+            return Some(spec);
         }
         let mechanism = match mech_name.as_str() {
             "PLAIN" => SaslMechanism::Plain,
@@ -321,7 +326,7 @@ impl Props {
         let expected = match mechanism {
             SaslMechanism::Plain => PLAIN_MODULE,
             SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => SCRAM_MODULE,
-            SaslMechanism::OAuthBearer => OAUTH_MODULE,
+            SaslMechanism::OAuthBearer | SaslMechanism::AwsMskIam => OAUTH_MODULE,
         };
         let mut remarks: Vec<String> = Vec::new();
         if jaas.module != expected {
