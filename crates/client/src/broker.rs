@@ -96,33 +96,19 @@ impl Broker {
             }
         };
         stream.set_nodelay(true)?;
-        let sasl = s.security.sasl.as_ref().map(|c| (c, self.addr.as_str()));
         let (conn, lifetime) = match &s.security.tls {
-            None => Connection::handshake(
-                stream,
-                self.id,
-                s.client_id.clone(),
-                s.max_frame,
-                s.request_timeout,
-                sasl,
-            )
-            .await
-            .map_err(|e| closed_before_answering(e, &self.addr))?,
+            None => self
+                .handshake(stream)
+                .await
+                .map_err(|e| closed_before_answering(e, &self.addr))?,
             Some(tls) => {
                 let stream = tls
                     .connect(stream, &self.addr)
                     .await
                     .map_err(|e| e.broker(self.id))?;
-                Connection::handshake(
-                    stream,
-                    self.id,
-                    s.client_id.clone(),
-                    s.max_frame,
-                    s.request_timeout,
-                    sasl,
-                )
-                .await
-                .map_err(|e| refused_after_handshake(e, &self.addr))?
+                self.handshake(stream)
+                    .await
+                    .map_err(|e| refused_after_handshake(e, &self.addr))?
             }
         };
         tracing::debug!(broker = self.id, addr = %self.addr, ?purpose, "connected");
@@ -138,6 +124,24 @@ impl Broker {
         }
         *slot = Some(conn.clone());
         Ok(conn)
+    }
+
+    /// ApiVersions and SASL over an open stream (TCP or TLS).
+    async fn handshake<S>(&self, stream: S) -> Result<(Connection, Option<Duration>)>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+    {
+        let s = &self.settings;
+        let sasl = s.security.sasl.as_ref().map(|c| (c, self.addr.as_str()));
+        Connection::handshake(
+            stream,
+            self.id,
+            s.client_id.clone(),
+            s.max_frame,
+            s.request_timeout,
+            sasl,
+        )
+        .await
     }
 
     /// Closes every connection (used when the broker leaves the cluster metadata).

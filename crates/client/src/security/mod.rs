@@ -93,12 +93,17 @@ impl Security {
 
     /// Kafka's name for this combination (`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`).
     pub fn protocol_name(&self) -> &'static str {
-        match (self.tls.is_some(), self.sasl.is_some()) {
-            (false, false) => "PLAINTEXT",
-            (true, false) => "SSL",
-            (false, true) => "SASL_PLAINTEXT",
-            (true, true) => "SASL_SSL",
-        }
+        protocol_name(self.tls.is_some(), self.sasl.is_some())
+    }
+}
+
+/// Kafka's `security.protocol` name for a connection with or without TLS and SASL.
+pub fn protocol_name(tls: bool, sasl: bool) -> &'static str {
+    match (tls, sasl) {
+        (false, false) => "PLAINTEXT",
+        (true, false) => "SSL",
+        (false, true) => "SASL_PLAINTEXT",
+        (true, true) => "SASL_SSL",
     }
 }
 

@@ -21,7 +21,7 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use parking_lot::Mutex;
 
 use super::Secret;
-use super::oauth::{Token, TokenFuture, TokenProvider};
+use super::oauth::{Token, TokenCache, TokenFuture, TokenProvider};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How long loading credentials (IMDS, STS web identity, ECS endpoint…) may take.
@@ -44,8 +44,7 @@ enum Source {
 pub struct MskIamTokenProvider {
     region: String,
     source: Source,
-    cached: Mutex<Option<(Token, SystemTime)>>,
-    fetch_lock: tokio::sync::Mutex<()>,
+    cache: TokenCache,
 }
 
 impl fmt::Debug for MskIamTokenProvider {
@@ -86,8 +85,7 @@ impl MskIamTokenProvider {
         MskIamTokenProvider {
             region,
             source,
-            cached: Mutex::new(None),
-            fetch_lock: tokio::sync::Mutex::new(()),
+            cache: TokenCache::new(Duration::ZERO),
         }
     }
 
@@ -106,13 +104,6 @@ impl MskIamTokenProvider {
                 .await
             }
         }
-    }
-
-    fn cached(&self) -> Option<Token> {
-        let g = self.cached.lock();
-        g.as_ref()
-            .filter(|(_, refresh_at)| SystemTime::now() < *refresh_at)
-            .map(|(t, _)| t.clone())
     }
 
     async fn fetch(&self) -> Result<Token> {
@@ -190,31 +181,9 @@ fn credentials_err(region: &str, e: &CredentialsError) -> Error {
     }
 }
 
-/// When a token fetched now with this expiry should be refreshed: at 80 % of its life.
-fn refresh_at(now: SystemTime, expires_at: Option<SystemTime>) -> SystemTime {
-    match expires_at
-        .and_then(|e| e.duration_since(now).ok())
-        .filter(|d| !d.is_zero())
-    {
-        Some(life) => now + life.mul_f64(0.8),
-        None => now,
-    }
-}
-
 impl TokenProvider for MskIamTokenProvider {
     fn token(&self) -> TokenFuture<'_> {
-        Box::pin(async move {
-            if let Some(t) = self.cached() {
-                return Ok(t);
-            }
-            let _one = self.fetch_lock.lock().await;
-            if let Some(t) = self.cached() {
-                return Ok(t);
-            }
-            let t = self.fetch().await?;
-            *self.cached.lock() = Some((t.clone(), refresh_at(SystemTime::now(), t.expires_at)));
-            Ok(t)
-        })
+        Box::pin(self.cache.get(|| self.fetch()))
     }
 
     fn describe(&self) -> String {
@@ -225,6 +194,7 @@ impl TokenProvider for MskIamTokenProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::oauth::refresh_at;
     use aws_credential_types::Credentials;
     use aws_credential_types::provider::future;
     use base64::Engine;
@@ -351,10 +321,13 @@ mod tests {
     fn refresh_happens_at_80_percent() {
         let now = UNIX_EPOCH + Duration::from_secs(1_000_000);
         assert_eq!(
-            refresh_at(now, Some(now + Duration::from_secs(900))),
+            refresh_at(now, Some(now + Duration::from_secs(900)), Duration::ZERO),
             now + Duration::from_secs(720)
         );
-        assert_eq!(refresh_at(now, Some(now - Duration::from_secs(1))), now);
-        assert_eq!(refresh_at(now, None), now);
+        assert_eq!(
+            refresh_at(now, Some(now - Duration::from_secs(1)), Duration::ZERO),
+            now
+        );
+        assert_eq!(refresh_at(now, None, Duration::ZERO), now);
     }
 }

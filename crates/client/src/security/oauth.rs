@@ -126,8 +126,7 @@ pub struct OidcTokenProvider {
     scope: Option<String>,
     tls: TlsConfig,
     timeout: Duration,
-    cached: Mutex<Option<(Token, SystemTime)>>,
-    fetch_lock: tokio::sync::Mutex<()>,
+    cache: TokenCache,
 }
 
 impl std::fmt::Debug for OidcTokenProvider {
@@ -172,16 +171,8 @@ impl OidcTokenProvider {
                 ..TlsConfig::default()
             },
             timeout: Duration::from_secs(30),
-            cached: Mutex::new(None),
-            fetch_lock: tokio::sync::Mutex::new(()),
+            cache: TokenCache::new(Duration::from_secs(60)),
         })
-    }
-
-    fn cached(&self) -> Option<Token> {
-        let g = self.cached.lock();
-        g.as_ref()
-            .filter(|(_, refresh_at)| SystemTime::now() < *refresh_at)
-            .map(|(t, _)| t.clone())
     }
 
     async fn fetch(&self) -> Result<Token> {
@@ -290,31 +281,68 @@ impl OidcTokenProvider {
     }
 }
 
-/// When a token fetched now with this expiry should be refreshed: at 80 % of its life.
-fn refresh_at(now: SystemTime, expires_at: Option<SystemTime>) -> SystemTime {
+/// When a token fetched now with this expiry should be refreshed: at 80 % of its life;
+/// `unknown` after now when its expiry is unknown or already past.
+pub(crate) fn refresh_at(
+    now: SystemTime,
+    expires_at: Option<SystemTime>,
+    unknown: Duration,
+) -> SystemTime {
     match expires_at
         .and_then(|e| e.duration_since(now).ok())
         .filter(|d| !d.is_zero())
     {
         Some(life) => now + life.mul_f64(0.8),
-        None => now + Duration::from_secs(60),
+        None => now + unknown,
+    }
+}
+
+/// A token kept until 80 % of its lifetime; concurrent callers share one fetch.
+pub(crate) struct TokenCache {
+    cached: Mutex<Option<(Token, SystemTime)>>,
+    fetch_lock: tokio::sync::Mutex<()>,
+    /// How long a token of unknown expiry is kept.
+    unknown: Duration,
+}
+
+impl TokenCache {
+    pub(crate) fn new(unknown: Duration) -> Self {
+        TokenCache {
+            cached: Mutex::new(None),
+            fetch_lock: tokio::sync::Mutex::new(()),
+            unknown,
+        }
+    }
+
+    fn fresh(&self) -> Option<Token> {
+        let g = self.cached.lock();
+        g.as_ref()
+            .filter(|(_, refresh_at)| SystemTime::now() < *refresh_at)
+            .map(|(t, _)| t.clone())
+    }
+
+    /// The cached token, or a new one from `fetch`.
+    pub(crate) async fn get<F: Future<Output = Result<Token>>>(
+        &self,
+        fetch: impl FnOnce() -> F,
+    ) -> Result<Token> {
+        if let Some(t) = self.fresh() {
+            return Ok(t);
+        }
+        let _one = self.fetch_lock.lock().await;
+        if let Some(t) = self.fresh() {
+            return Ok(t);
+        }
+        let t = fetch().await?;
+        let at = refresh_at(SystemTime::now(), t.expires_at, self.unknown);
+        *self.cached.lock() = Some((t.clone(), at));
+        Ok(t)
     }
 }
 
 impl TokenProvider for OidcTokenProvider {
     fn token(&self) -> TokenFuture<'_> {
-        Box::pin(async move {
-            if let Some(t) = self.cached() {
-                return Ok(t);
-            }
-            let _one = self.fetch_lock.lock().await;
-            if let Some(t) = self.cached() {
-                return Ok(t);
-            }
-            let t = self.fetch().await?;
-            *self.cached.lock() = Some((t.clone(), refresh_at(SystemTime::now(), t.expires_at)));
-            Ok(t)
-        })
+        Box::pin(self.cache.get(|| self.fetch()))
     }
 
     fn describe(&self) -> String {
@@ -421,9 +449,10 @@ mod tests {
     #[test]
     fn refresh_happens_at_80_percent() {
         let now = UNIX_EPOCH + Duration::from_secs(1000);
-        let at = refresh_at(now, Some(now + Duration::from_secs(100)));
+        let minute = Duration::from_secs(60);
+        let at = refresh_at(now, Some(now + Duration::from_secs(100)), minute);
         assert_eq!(at, now + Duration::from_secs(80));
-        assert_eq!(refresh_at(now, None), now + Duration::from_secs(60));
-        assert_eq!(refresh_at(now, Some(now)), now + Duration::from_secs(60));
+        assert_eq!(refresh_at(now, None, minute), now + minute);
+        assert_eq!(refresh_at(now, Some(now), minute), now + minute);
     }
 }

@@ -226,12 +226,7 @@ impl Sasl {
 impl Security {
     /// Kafka's `security.protocol` name.
     pub fn protocol_name(&self) -> &'static str {
-        match (self.tls.is_some(), self.sasl.is_some()) {
-            (false, false) => "PLAINTEXT",
-            (true, false) => "SSL",
-            (false, true) => "SASL_PLAINTEXT",
-            (true, true) => "SASL_SSL",
-        }
+        strait_client::security::protocol_name(self.tls.is_some(), self.sasl.is_some())
     }
 
     /// The client's security settings (builds OAUTHBEARER token providers).
