@@ -24,6 +24,8 @@ pub mod datapath;
 pub mod engine;
 pub mod error;
 pub mod flow;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod groups;
 pub mod heartbeat;
 pub mod metrics;
