@@ -220,11 +220,11 @@ async fn run_inner(
         let mut groups = interval(flow.intervals.group_sync);
         let mut checkpoint = interval(flow.intervals.checkpoint);
         let mut heartbeat = interval(flow.intervals.heartbeat);
+        let mut stopping = stop.clone();
         loop {
             tokio::select! {
-                _ = stop.changed() => {
-                    if *stop.borrow() { return Ok(translated); }
-                }
+                // `wait_for`, not `changed`: a job `interruptible` cut short saw the change.
+                _ = until_true(&mut stopping) => return Ok(translated),
                 Some(done) = run.tasks.join_next() => {
                     flatten(done)?;
                 }
@@ -277,9 +277,15 @@ async fn interruptible<T>(
 ) -> Option<T> {
     tokio::select! {
         r = job => Some(r),
-        _ = stop.wait_for(|s| *s) => None,
-        _ = failed.wait_for(|f| *f) => None,
+        _ = until_true(stop) => None,
+        _ = until_true(failed) => None,
     }
+}
+
+/// Resolves once `flag` is true (or its sender is gone). Unlike `changed`, it also sees a
+/// change an earlier wait already marked seen.
+async fn until_true(flag: &mut watch::Receiver<bool>) {
+    let _ = flag.wait_for(|v| *v).await;
 }
 
 fn interval(every: Duration) -> tokio::time::Interval {
