@@ -262,3 +262,110 @@ fn a_stall_longer_than_the_delivery_timeout_stops_the_engine_and_a_restart_loses
     assert_eq!(foreign, 0, "nothing but source records on the target");
     assert_eq!(lost, 0, "every source record is on the target");
 }
+
+fn batch(i: usize) -> strait_records::Batch {
+    let mut b = strait_records::BatchBuilder::new(strait_records::Compression::None);
+    let value = format!("v{i:06}");
+    b.push(0, Some(b"k"), Some(value.as_bytes()), &[])
+        .expect("record");
+    b.build().expect("batch")
+}
+
+/// The client layer alone: batches queued while the target is stalled — the first sent
+/// and timing out, the later ones waiting behind it for a new epoch, which no response
+/// would ever check — all fail within their delivery timeout, and none is written after
+/// the stall (a later batch written without the failed one would leave a gap).
+#[test]
+fn batches_queued_behind_a_stalled_one_fail_at_their_deadline_and_are_never_written() {
+    use strait_client::{Client, ClientConfig, IdempotentProducer, ProducerConfig};
+    let (target, proxy) =
+        TansuBroker::start_behind_proxy(BrokerOptions::default()).expect("target broker");
+    rdkafka::create_topic(&target.bootstrap(), "gap", 1, &[]).expect("topic");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let timeout = Duration::from_secs(2);
+    let results = runtime.block_on(async {
+        let client = Client::connect(
+            ClientConfig::new([proxy.bootstrap()])
+                .with_request_timeout(Duration::from_secs(1))
+                .with_connect_timeout(Duration::from_secs(1))
+                .with_retry_timeout(Duration::from_secs(1)),
+        )
+        .await
+        .expect("connect");
+        let cfg = ProducerConfig {
+            delivery_timeout: timeout,
+            request_timeout: Duration::from_secs(1),
+            ..ProducerConfig::default()
+        };
+        let producer = IdempotentProducer::new(client, cfg)
+            .await
+            .expect("producer");
+        // One acknowledged batch first: the connection and metadata are warm.
+        let first = producer.send("gap", 0, batch(0)).await.expect("queued");
+        first.wait().await.expect("acknowledged before the stall");
+        proxy.stall();
+        let mut acks = Vec::new();
+        for i in 1..=4 {
+            acks.push(producer.send("gap", 0, batch(i)).await.expect("queued"));
+        }
+        let started = Instant::now();
+        let mut out = Vec::new();
+        for ack in acks {
+            let r = tokio::time::timeout(Duration::from_secs(60), ack.wait())
+                .await
+                .expect("every ack resolves (no silent wait)");
+            out.push((r.map(|_| ()).map_err(|e| e.to_string()), started.elapsed()));
+        }
+        proxy.unstall();
+        // Give anything still travelling the time to land.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        drop(producer);
+        out
+    });
+    for (r, at) in &results {
+        eprintln!("{at:?}: {r:?}");
+        assert!(r.is_err(), "stalled past the delivery timeout: {r:?}");
+    }
+    let first = results[0].0.as_ref().expect_err("failed");
+    assert!(first.contains("delivery timeout"), "{first}");
+    let on_target = rdkafka::consume(
+        &target.bootstrap(),
+        "gap",
+        &ConsumeOptions::until_idle(Duration::from_secs(2)),
+    )
+    .expect("consume");
+    let values: Vec<String> = on_target
+        .iter()
+        .filter_map(|r| r.value.as_ref())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    // What landed is a prefix of what was sent: the batch before the stall and, at most,
+    // the stalled requests the broker got once the stall ended — never a later batch
+    // without the ones before it.
+    let want: Vec<String> = (0..values.len()).map(|i| format!("v{i:06}")).collect();
+    assert_eq!(values, want, "a gap-free prefix on the target");
+}
+
+#[test]
+fn delivery_timeout_is_configurable_and_bounded() {
+    let load = |extra: &str| {
+        load_str(
+            &format!(
+                "{}[engine]\n{extra}\n[metrics]\nenabled = false\n",
+                strait_testkit::config::two_cluster_flow("a:9092", "b:9092", "3s")
+            ),
+            "test config",
+            &|_| None,
+        )
+    };
+    let default = load("").expect("valid");
+    assert_eq!(default.engine.delivery_timeout, Duration::from_secs(120));
+    let set = load("delivery_timeout = \"5s\"").expect("valid");
+    assert_eq!(set.engine.delivery_timeout, Duration::from_secs(5));
+    for bad in ["0s", "500ms", "25h"] {
+        let err = load(&format!("delivery_timeout = \"{bad}\""))
+            .expect_err("out of range")
+            .to_string();
+        assert!(err.contains("engine.delivery_timeout"), "{bad}: {err}");
+    }
+}
