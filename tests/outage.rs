@@ -25,6 +25,16 @@ const DELIVERY_TIMEOUT: Duration = Duration::from_secs(3);
 /// The stall: well past the delivery timeout and the request timeouts.
 const STALL: Duration = Duration::from_secs(10);
 
+/// `OUTAGE_SYNC=1` turns heartbeats and checkpoints on (more writers to the stalled
+/// target, as in the issue's setup).
+fn sync() -> &'static str {
+    if std::env::var_os("OUTAGE_SYNC").is_some() {
+        "heartbeats = true\ncheckpoints = true\n[flows.intervals]\ncheckpoint = \"1s\"\nheartbeat = \"1s\"\n"
+    } else {
+        "heartbeats = false\ncheckpoints = false\n[flows.intervals]\ncheckpoint = \"1s\"\n"
+    }
+}
+
 /// `OUTAGE_SCALE=N` multiplies the timeouts and the stall (N = 10: about the issue's
 /// 120 s delivery timeout and 30 s request timeouts).
 fn scale() -> u32 {
@@ -53,18 +63,15 @@ request_timeout = "{n}s"
 [[flows]]
 source = "src"
 target = "dst"
-[flows.intervals]
-checkpoint = "1s"
 [flows.sync]
 group_offsets = false
-heartbeats = false
-checkpoints = false
-[engine]
+{}[engine]
 fetch_max_wait = "100ms"
 delivery_timeout = "{}s"
 [metrics]
 enabled = false
 "#,
+        sync(),
         DELIVERY_TIMEOUT.as_secs() * u64::from(n)
     );
     load_str(&text, "test config", &|_| None).expect("valid config")
@@ -169,7 +176,12 @@ fn a_stall_longer_than_the_delivery_timeout_stops_the_engine_and_a_restart_loses
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let (stall, delivery_timeout) = (STALL * scale(), DELIVERY_TIMEOUT * scale());
+    // OUTAGE_STALL_SECS overrides the (scaled) stall.
+    let stall = std::env::var("OUTAGE_STALL_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(STALL * scale(), Duration::from_secs);
+    let delivery_timeout = DELIVERY_TIMEOUT * scale();
     let started = Instant::now();
     let source = TansuBroker::start().expect("source broker");
     let (target, proxy) =
