@@ -470,8 +470,12 @@ impl FlowRun {
                 let r = pipeline.await;
                 if let Err(e) = &r {
                     // Logged when it happens: the flow's own report comes after its stop.
-                    tracing::error!(flow = %flow_name, error = %e, "partition failed; stopping the flow");
-                    failed.send_replace(true);
+                    // The first failure only: the others follow from the stop.
+                    if failed.send_replace(true) {
+                        tracing::debug!(flow = %flow_name, error = %e, "partition failed");
+                    } else {
+                        tracing::error!(flow = %flow_name, error = %e, "partition failed; stopping the flow");
+                    }
                 }
                 r
             });
@@ -671,11 +675,10 @@ impl FlowRun {
             let mut more = 0;
             while let Some(done) = self.tasks.join_next().await {
                 if let Err(e) = flatten(done) {
+                    // Already logged by the partition's task.
                     if first_error.is_none() {
-                        tracing::error!(flow = %self.flow.name, error = %e, "partition stopped with an error");
                         first_error = Some(e);
                     } else {
-                        tracing::debug!(flow = %self.flow.name, error = %e, "partition stopped with an error");
                         more += 1;
                     }
                 }
