@@ -533,7 +533,8 @@ impl Driver {
                 self.aside.push(tp);
                 continue;
             }
-            match self.inner.client.leader_broker(&tp.0, tp.1).await {
+            let lookup = self.inner.client.leader_broker(&tp.0, tp.1);
+            match until_expiry(self.next_expiry, "leader lookup", lookup).await {
                 Ok(b) => match self.routed.iter_mut().find(|(x, _)| x.id == b.id) {
                     Some((_, q)) => q.push_back(tp),
                     None => self.routed.push((b, VecDeque::from([tp]))),
@@ -588,7 +589,8 @@ impl Driver {
             if batches.is_empty() {
                 return;
             }
-            match self.inner.client.submit_produce(broker, &req).await {
+            let submit = self.inner.client.submit_produce(broker, &req);
+            match until_expiry(self.next_expiry, "connecting", submit).await {
                 Ok((pending, _)) => {
                     self.inner.requests.fetch_add(1, Ordering::Relaxed);
                     self.inner
@@ -726,6 +728,25 @@ impl Driver {
             self.inner.client.invalidate_metadata();
         }
         self.inner.changed.notify_waiters();
+    }
+}
+
+/// Runs `fut` (a leader lookup, a connection to a broker: each may take a request timeout
+/// on a stalled network) until the earliest delivery deadline at most: the driver waits in
+/// it, and batches past their deadline must fail then, not a few request timeouts later.
+/// A cut-short step is a retriable timeout (nothing was queued: a request is queued
+/// without waiting, as the last step of a submit).
+async fn until_expiry<T>(
+    deadline: Option<Instant>,
+    what: &str,
+    fut: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    match deadline {
+        Some(t) => tokio::time::timeout_at(t, fut).await.unwrap_or_else(|_| {
+            Err(Error::new(ErrorKind::Timeout)
+                .message(format!("{what}: cut short at a delivery deadline")))
+        }),
+        None => fut.await,
     }
 }
 
