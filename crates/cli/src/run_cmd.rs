@@ -44,7 +44,11 @@ pub fn run_cmd(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(run(config, once))
+    let result = runtime.block_on(run(config, once));
+    // Tasks still parked on a stalled network (or a blocking DNS lookup) must not hold up
+    // the exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
 }
 
 async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {

@@ -138,12 +138,31 @@ impl Engine {
             return Err(MirrorError::other("no enabled flow in the config"));
         }
         let reporter = tokio::spawn(report_in_flight(budget, self.metrics.clone()));
-        tokio::pin!(shutdown);
+        let bound = self.stop_bound();
+        // Armed when the stop begins: a flow still running then is cancelled.
+        let stop_by = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(shutdown, stop_by);
+        let mut armed = false;
         let mut summaries = Vec::new();
         let mut first_error = None;
         let mut shutting_down = false;
         loop {
+            if shutting_down && !armed {
+                armed = true;
+                stop_by.as_mut().reset(tokio::time::Instant::now() + bound);
+            }
             tokio::select! {
+                _ = &mut stop_by, if armed => {
+                    tracing::error!(flows = flows.len(),
+                        "flows did not stop within {bound:?}; cancelling them (the next run \
+                         recovers from the last state written)");
+                    flows.abort_all();
+                    while flows.join_next().await.is_some() {}
+                    first_error.get_or_insert(MirrorError::other(format!(
+                        "flows did not stop within {bound:?} of the stop"
+                    )));
+                    break;
+                }
                 _ = &mut shutdown, if !shutting_down => {
                     tracing::info!("stopping: finishing in-flight batches and writing state");
                     shutting_down = true;
@@ -177,6 +196,21 @@ impl Engine {
                 })
             }
         }
+    }
+}
+
+impl Engine {
+    /// How long a stop may take: a flow gives its in-flight batches, then its final state
+    /// write, its target's request timeout each; a few seconds more for the rest.
+    pub fn stop_bound(&self) -> Duration {
+        let slowest = self
+            .config
+            .enabled_flows()
+            .filter_map(|f| self.config.cluster(&f.target))
+            .map(|c| c.request_timeout)
+            .max()
+            .unwrap_or(Duration::from_secs(30));
+        slowest * 2 + Duration::from_secs(5)
     }
 }
 

@@ -93,6 +93,11 @@ struct FlowRun {
     budget: Budget,
     /// Data-path settings handed to each partition pipeline.
     engine: crate::config::Engine,
+    /// Turned true by the first partition that fails (periodic jobs stop waiting).
+    failed: Arc<watch::Sender<bool>>,
+    /// How long a stop waits for in-flight acknowledgements, and then for the final state
+    /// write: the target's request timeout each.
+    stop_grace: Duration,
 }
 
 /// Runs `flow` until `stop` turns true (or, with `once`, until caught up with the ends
@@ -139,6 +144,9 @@ async fn run_inner(
         target.clone(),
         ProducerConfig {
             max_in_flight: usize::from(config.engine.max_in_flight_per_partition).clamp(1, 5),
+            delivery_timeout: config.engine.delivery_timeout,
+            // What the broker may hold a Produce for, as Kafka's request.timeout.ms.
+            request_timeout: cluster(&flow.target)?.request_timeout,
             ..ProducerConfig::default()
         },
     )
@@ -186,7 +194,10 @@ async fn run_inner(
         max_held_bytes,
         budget,
         engine: config.engine,
+        failed: Arc::new(watch::channel(false).0),
+        stop_grace: cluster(&flow.target)?.request_timeout,
     };
+    let mut failed = run.failed.subscribe();
     let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
     let mut group_sync = GroupSync::new(
         flow,
@@ -199,7 +210,7 @@ async fn run_inner(
 
     let topics = topic_sync.refresh().await.map_err(|e| e.flow(&flow.name))?;
     let started = Instant::now();
-    let result = async {
+    let result: Result<usize, MirrorError> = async {
         run.start_topics(&topics).await?;
         metrics.set_flow_state(&flow.name, FlowState::Running);
         tracing::info!(flow = %flow.name, topics = topics.len(), partitions = run.running.len(),
@@ -217,29 +228,33 @@ async fn run_inner(
         let mut groups = interval(flow.intervals.group_sync);
         let mut checkpoint = interval(flow.intervals.checkpoint);
         let mut heartbeat = interval(flow.intervals.heartbeat);
+        let mut stopping = stop.clone();
         loop {
             tokio::select! {
-                _ = stop.changed() => {
-                    if *stop.borrow() { return Ok(translated); }
-                }
+                // `wait_for`, not `changed`: a job `interruptible` cut short saw the change.
+                _ = until_true(&mut stopping) => return Ok(translated),
                 Some(done) = run.tasks.join_next() => {
                     flatten(done)?;
                 }
-                _ = refresh.tick() => match topic_sync.refresh().await {
-                    Ok(topics) => run.start_topics(&topics).await?,
-                    Err(e) => tracing::warn!(flow = %flow.name, error = %e, "topic refresh failed"),
+                // A periodic job waiting on a stalled cluster must not hold up a stop or a
+                // partition's failure: `None` when either came first.
+                _ = refresh.tick() => match interruptible(&mut stop, &mut failed, topic_sync.refresh()).await {
+                    None => {}
+                    Some(Ok(topics)) => run.start_topics(&topics).await?,
+                    Some(Err(e)) => tracing::warn!(flow = %flow.name, error = %e, "topic refresh failed"),
                 },
-                _ = groups.tick() => match group_sync.sync_once().await {
-                    Ok(r) => translated = r.groups_translated,
-                    Err(e) => tracing::warn!(flow = %flow.name, error = %e, "group sync failed"),
+                _ = groups.tick() => match interruptible(&mut stop, &mut failed, group_sync.sync_once()).await {
+                    None => {}
+                    Some(Ok(r)) => translated = r.groups_translated,
+                    Some(Err(e)) => tracing::warn!(flow = %flow.name, error = %e, "group sync failed"),
                 },
                 _ = checkpoint.tick() => {
-                    if let Err(e) = run.write_state(false).await {
+                    if let Some(Err(e)) = interruptible(&mut stop, &mut failed, run.write_state(false)).await {
                         tracing::warn!(flow = %flow.name, error = %e, "state checkpoint failed");
                     }
                 }
                 _ = heartbeat.tick() => {
-                    if let Err(e) = heartbeats.emit().await {
+                    if let Some(Err(e)) = interruptible(&mut stop, &mut failed, heartbeats.emit()).await {
                         tracing::warn!(flow = %flow.name, error = %e, "heartbeat failed");
                     }
                 }
@@ -247,6 +262,11 @@ async fn run_inner(
         }
     }
     .await;
+    if let Err(e) = &result {
+        // Nothing more is written once the flow fails: a batch renumbered under a new
+        // epoch after a failed one could duplicate a request whose fate is unknown.
+        run.producer.abort(&e.to_string());
+    }
     // Graceful stop (also after an error, to save what was acknowledged).
     let stopped = run.shutdown().await;
     let groups_translated = result.map_err(|e: MirrorError| e.flow(&flow.name))?;
@@ -255,6 +275,25 @@ async fn run_inner(
     tracing::info!(flow = %flow.name, records = summary.records, bytes = summary.bytes,
         elapsed = ?started.elapsed(), "flow stopped");
     Ok(summary)
+}
+
+/// Runs `job` unless `stop` or `failed` turns true first (then `None`).
+async fn interruptible<T>(
+    stop: &mut watch::Receiver<bool>,
+    failed: &mut watch::Receiver<bool>,
+    job: impl Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        r = job => Some(r),
+        _ = until_true(stop) => None,
+        _ = until_true(failed) => None,
+    }
+}
+
+/// Resolves once `flag` is true (or its sender is gone). Unlike `changed`, it also sees a
+/// change an earlier wait already marked seen.
+async fn until_true(flag: &mut watch::Receiver<bool>) {
+    let _ = flag.wait_for(|v| *v).await;
 }
 
 fn interval(every: Duration) -> tokio::time::Interval {
@@ -456,7 +495,7 @@ impl FlowRun {
             }
             self.router.assign(Arc::clone(&feed));
             let feed_for_pipeline = Arc::clone(&feed);
-            pipelines.push(Box::pin(partition::run(
+            let pipeline = partition::run(
                 spec,
                 feed_for_pipeline,
                 rx,
@@ -466,7 +505,22 @@ impl FlowRun {
                 self.source.clone(),
                 recovery,
                 self.partition_stop.subscribe(),
-            )));
+            );
+            let (failed, flow_name) = (Arc::clone(&self.failed), flow.name.clone());
+            // Spawned once the partition's birth state is written (`start_topics`).
+            pipelines.push(Box::pin(async move {
+                let r = pipeline.await;
+                if let Err(e) = &r {
+                    // Logged when it happens: the flow's own report comes after its stop.
+                    // The first failure only: the others follow from the stop.
+                    if failed.send_replace(true) {
+                        tracing::debug!(flow = %flow_name, error = %e, "partition failed");
+                    } else {
+                        tracing::error!(flow = %flow_name, error = %e, "partition failed; stopping the flow");
+                    }
+                }
+                r
+            }));
             self.running.insert(
                 key,
                 Running {
@@ -653,18 +707,50 @@ impl FlowRun {
     }
 
     /// Stops fetching, lets every pipeline record its in-flight batches, writes the state.
+    /// Bounded, whatever the target does: the acknowledgements get `stop_grace` (then the
+    /// pipelines are cancelled; what was not recorded is found again by the next run's
+    /// recovery, as after a crash), and so does the final state write.
     async fn shutdown(&mut self) -> Result<(), MirrorError> {
         let _ = self.fetch_stop.send(true);
         let _ = self.partition_stop.send(true);
-        self.router.join().await;
+        let grace = self.stop_grace;
         let mut first_error = None;
-        while let Some(done) = self.tasks.join_next().await {
-            if let Err(e) = flatten(done) {
-                tracing::error!(flow = %self.flow.name, error = %e, "partition stopped with an error");
-                first_error.get_or_insert(e);
+        let drained = tokio::time::timeout(grace, async {
+            self.router.join().await;
+            let mut more = 0;
+            while let Some(done) = self.tasks.join_next().await {
+                if let Err(e) = flatten(done) {
+                    // Already logged by the partition's task.
+                    if first_error.is_none() {
+                        first_error = Some(e);
+                    } else {
+                        more += 1;
+                    }
+                }
+            }
+            if more > 0 {
+                tracing::warn!(flow = %self.flow.name, partitions = more,
+                    "more partitions stopped with an error (debug logs each)");
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(flow = %self.flow.name, partitions = self.tasks.len(),
+                "in-flight batches not acknowledged within {grace:?} of the stop; stopping \
+                 without them (the next run finds what reached the target)");
+            self.producer.abort("stopping");
+            self.tasks.abort_all();
+            while self.tasks.join_next().await.is_some() {}
+        }
+        match tokio::time::timeout(grace, self.write_state(true)).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(MirrorError::state(format!(
+                    "the final state write was not acknowledged within {grace:?}; the next \
+                     run resumes from the last checkpoint"
+                )));
             }
         }
-        self.write_state(true).await?;
         first_error.map_or(Ok(()), Err)
     }
 

@@ -80,6 +80,8 @@ pub struct ProducerStats {
 }
 
 struct Slot {
+    /// Its partition (to fail the batches after one that failed for good).
+    tp: TopicPartition,
     batch: Batch,
     /// The batch as last stamped (re-stamped only when the stamp changes).
     patched: Option<(ProducerStamp, PatchedBatch)>,
@@ -94,6 +96,8 @@ struct State {
     topics: HashSet<Arc<str>>,
     /// The sink driver task is running (or about to).
     driver: bool,
+    /// Set by [`IdempotentProducer::abort`]: nothing is sent any more.
+    aborted: Option<Error>,
 }
 
 struct Inner {
@@ -185,6 +189,7 @@ impl IdempotentProducer {
                 slots: HashMap::new(),
                 topics: HashSet::new(),
                 driver: false,
+                aborted: None,
             }),
             changed: Notify::new(),
             wake: Notify::new(),
@@ -227,6 +232,28 @@ impl IdempotentProducer {
         st.seq.reset_partition(&tp);
     }
 
+    /// Stops sending for good: every batch not in flight fails now with `reason`, a batch
+    /// in flight gets the outcome of its request (and fails rather than being retried),
+    /// and later sends fail. For a caller that gives up on the batches it queued (its
+    /// process stops after an error): nothing is written after that, so no batch lands
+    /// after one that failed, nor is re-sent under a new epoch (a possible duplicate of a
+    /// request whose fate a timeout left unknown).
+    pub fn abort(&self, reason: &str) {
+        let inner = self.inner();
+        {
+            let mut st = inner.state.lock();
+            if st.aborted.is_some() {
+                return;
+            }
+            st.aborted = Some(
+                Error::new(ErrorKind::ConnectionClosed)
+                    .message(format!("the producer was aborted: {reason}")),
+            );
+        }
+        inner.wake.notify_one();
+        inner.changed.notify_waiters();
+    }
+
     /// Queues `batch` for `topic`/`partition`. Waits while the partition has 5 unresolved
     /// batches. The batch's CRC is verified (`Err` if corrupt, nothing queued). Call `send`
     /// for one partition from one task at a time: the call order is the sequence order.
@@ -248,6 +275,9 @@ impl IdempotentProducer {
             notified.as_mut().enable();
             {
                 let mut st = inner.state.lock();
+                if let Some(e) = &st.aborted {
+                    return Err(e.clone());
+                }
                 let tp = tp.get_or_insert_with(|| (intern(&mut st.topics, topic), partition));
                 if let Some(e) = st.seq.partition_failure(tp) {
                     // An earlier batch failed for good: nothing is written past it until
@@ -281,6 +311,7 @@ impl IdempotentProducer {
             st.slots.insert(
                 token,
                 Slot {
+                    tp: tp.clone(),
                     batch,
                     patched,
                     tx: Some(tx),
@@ -351,6 +382,9 @@ struct Driver {
     per_broker: HashMap<i32, usize>,
     retries: HashMap<TopicPartition, Retry>,
     linger_until: Option<Instant>,
+    /// When [`Driver::expire`] next has something to do: the earliest delivery deadline
+    /// it saw (batches enqueued later have later deadlines).
+    next_expiry: Option<Instant>,
     // Reused buffers.
     cands: VecDeque<TopicPartition>,
     routed: Vec<(Arc<Broker>, VecDeque<TopicPartition>)>,
@@ -373,6 +407,7 @@ impl Driver {
             per_broker: HashMap::new(),
             retries: HashMap::new(),
             linger_until: None,
+            next_expiry: None,
             cands: VecDeque::new(),
             routed: Vec::new(),
             aside: Vec::new(),
@@ -384,11 +419,18 @@ impl Driver {
     async fn run(mut self) {
         let _guard = DriverGuard(self.inner.clone());
         loop {
-            let (needs_identity, in_flight) = {
+            self.expire();
+            let (needs_identity, in_flight, aborted) = {
                 let st = self.inner.state.lock();
-                (st.seq.needs_identity(), st.seq.in_flight())
+                (
+                    st.seq.needs_identity(),
+                    st.seq.in_flight(),
+                    st.aborted.is_some(),
+                )
             };
-            if needs_identity {
+            if aborted {
+                // Only the answers to what is in flight are awaited.
+            } else if needs_identity {
                 // Sending stops; a new epoch goes in once every request is answered.
                 if in_flight == 0 && self.in_flight.is_empty() {
                     reinit(&self.inner).await;
@@ -416,6 +458,7 @@ impl Driver {
                 .map(|r| r.at)
                 .filter(|&t| t > now)
                 .chain(self.linger_until)
+                .chain(self.next_expiry)
                 .min();
             match next_event(&self.inner.wake, &mut self.in_flight, timer).await {
                 Event::Wake | Event::Timer => {}
@@ -430,6 +473,57 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Fails the batches whose delivery deadline passed while they were not in flight
+    /// (waiting for a retry, a leader or a new epoch: no response would ever check their
+    /// deadline), and notes when to look again. A batch in flight is left to its request,
+    /// which ends within the request timeout and is checked then.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        let aborted = self.inner.state.lock().aborted.clone();
+        if aborted.is_none() && self.next_expiry.is_some_and(|t| now < t) {
+            return;
+        }
+        let in_flight: HashSet<Token> = self
+            .in_flight
+            .iter()
+            .flat_map(|r| r.batches.iter().map(|(_, t)| t.token))
+            .collect();
+        let timeout = self.inner.cfg.delivery_timeout;
+        let mut expired = Vec::new();
+        let mut next = now + timeout;
+        {
+            let mut st = self.inner.state.lock();
+            let st = &mut *st;
+            for (token, slot) in &st.slots {
+                if aborted.is_none() && slot.deadline > now {
+                    next = next.min(slot.deadline);
+                } else if !in_flight.contains(token) {
+                    expired.push((slot.tp.clone(), *token));
+                }
+            }
+            if expired.is_empty() {
+                self.next_expiry = Some(next);
+                return;
+            }
+            expired.sort_by_key(|(_, t)| *t);
+            for (tp, token) in &expired {
+                let e = aborted.clone().unwrap_or_else(|| {
+                    Error::new(ErrorKind::Timeout).message(format!(
+                        "delivery timeout: not acknowledged within {timeout:?}"
+                    ))
+                });
+                st.seq.fail(tp, *token, e);
+            }
+            for (tp, _) in &expired {
+                deliver(st, tp);
+            }
+        }
+        // In flight or not, look again soon: the expired batches' partitions may have
+        // more to fail once their requests are answered.
+        self.next_expiry = Some(next.min(now + Duration::from_millis(100)));
+        self.inner.changed.notify_waiters();
     }
 
     /// Routes the ready partitions to their leaders and sends what each sink has room for.
@@ -458,7 +552,8 @@ impl Driver {
                 self.aside.push(tp);
                 continue;
             }
-            match self.inner.client.leader_broker(&tp.0, tp.1).await {
+            let lookup = self.inner.client.leader_broker(&tp.0, tp.1);
+            match until_expiry(self.next_expiry, "leader lookup", lookup).await {
                 Ok(b) => match self.routed.iter_mut().find(|(x, _)| x.id == b.id) {
                     Some((_, q)) => q.push_back(tp),
                     None => self.routed.push((b, VecDeque::from([tp]))),
@@ -513,7 +608,8 @@ impl Driver {
             if batches.is_empty() {
                 return;
             }
-            match self.inner.client.submit_produce(broker, &req).await {
+            let submit = self.inner.client.submit_produce(broker, &req);
+            match until_expiry(self.next_expiry, "connecting", submit).await {
                 Ok((pending, _)) => {
                     self.inner.requests.fetch_add(1, Ordering::Relaxed);
                     self.inner
@@ -615,12 +711,22 @@ impl Driver {
             let st = &mut *st;
             for (tp, t, result) in self.results.drain(..) {
                 let retry = result.as_ref().err().filter(|e| e.is_retriable()).cloned();
+                let failed = result.is_err();
                 st.seq.on_result(&tp, t.token, t.attempt, result);
+                if failed && let Some(abort) = &st.aborted {
+                    st.seq.fail(&tp, t.token, abort.clone());
+                }
                 match retry {
                     Some(e) => {
                         if st.slots.get(&t.token).is_some_and(|s| now >= s.deadline) {
-                            st.seq
-                                .fail(&tp, t.token, e.clone().message("delivery timeout"));
+                            let timeout = self.inner.cfg.delivery_timeout;
+                            st.seq.fail(
+                                &tp,
+                                t.token,
+                                e.clone().message(format!(
+                                    "delivery timeout: not acknowledged within {timeout:?}"
+                                )),
+                            );
                         }
                         invalidate |= e.is_stale_metadata() || e.is_network();
                         let backoff = self.inner.client.config().backoff;
@@ -641,6 +747,25 @@ impl Driver {
             self.inner.client.invalidate_metadata();
         }
         self.inner.changed.notify_waiters();
+    }
+}
+
+/// Runs `fut` (a leader lookup, a connection to a broker: each may take a request timeout
+/// on a stalled network) until the earliest delivery deadline at most: the driver waits in
+/// it, and batches past their deadline must fail then, not a few request timeouts later.
+/// A cut-short step is a retriable timeout (nothing was queued: a request is queued
+/// without waiting, as the last step of a submit).
+async fn until_expiry<T>(
+    deadline: Option<Instant>,
+    what: &str,
+    fut: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    match deadline {
+        Some(t) => tokio::time::timeout_at(t, fut).await.unwrap_or_else(|_| {
+            Err(Error::new(ErrorKind::Timeout)
+                .message(format!("{what}: cut short at a delivery deadline")))
+        }),
+        None => fut.await,
     }
 }
 
@@ -683,12 +808,39 @@ async fn ready_response(
     .await
 }
 
+/// Hands the resolved batches at the front of `tp` to their senders. After a batch that
+/// failed for good, every later batch of the partition fails too: written after it (under
+/// the new epoch, renumbered) they would leave a gap in the partition that its writer
+/// could not tell from a complete log.
 fn deliver(st: &mut State, tp: &TopicPartition) {
-    for (token, r) in st.seq.take_delivered(tp) {
-        if let Some(mut slot) = st.slots.remove(&token)
-            && let Some(tx) = slot.tx.take()
-        {
-            let _ = tx.send(r.map_err(|e| e.topic(tp.0.to_string()).partition(tp.1)));
+    loop {
+        let mut failed = None;
+        for (token, r) in st.seq.take_delivered(tp) {
+            if let Err(e) = &r {
+                failed = Some(e.clone());
+            }
+            if let Some(mut slot) = st.slots.remove(&token)
+                && let Some(tx) = slot.tx.take()
+            {
+                let _ = tx.send(r.map_err(|e| e.topic(tp.0.to_string()).partition(tp.1)));
+            }
+        }
+        let Some(cause) = failed else { return };
+        let mut later: Vec<Token> = st
+            .slots
+            .iter()
+            .filter(|(_, s)| s.tp == *tp)
+            .map(|(t, _)| *t)
+            .collect();
+        if later.is_empty() {
+            return;
+        }
+        later.sort_unstable();
+        for token in later {
+            let e = cause
+                .clone()
+                .message("an earlier batch of the partition failed (not sent after it)");
+            st.seq.fail(tp, token, e);
         }
     }
 }

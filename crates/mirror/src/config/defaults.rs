@@ -96,6 +96,9 @@ pub const FETCH_MAX_BYTES: ByteSize = ByteSize::mib(50);
 pub const FETCH_PARTITION_MAX_BYTES: ByteSize = ByteSize::mib(1);
 /// Largest batch coalescing builds (capped by the target topic's `max.message.bytes`).
 pub const COALESCE_MAX_BYTES: ByteSize = ByteSize::mib(1);
+/// How long the target may take to acknowledge a batch, retries included, before its
+/// produce fails (the Java producer's `delivery.timeout.ms` default).
+pub const DELIVERY_TIMEOUT: HumanDuration = HumanDuration::secs(120);
 
 /// `v` as owned strings (the model stores regex lists as `Vec<String>`).
 pub(crate) fn owned(v: &[&str]) -> Vec<String> {

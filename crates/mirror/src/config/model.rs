@@ -483,6 +483,9 @@ pub struct EngineSpec {
     pub recompress: RecompressPolicy,
     /// Worker threads of the async runtime (`strait run`).
     pub worker_threads: i64,
+    /// How long a batch may keep being retried before its produce fails (and the flow
+    /// with it).
+    pub delivery_timeout: HumanDuration,
 }
 
 /// Whether coalescing may recompress compressed batches (`engine.recompress`).
@@ -513,6 +516,7 @@ impl Default for EngineSpec {
             coalesce_max_bytes: d::COALESCE_MAX_BYTES,
             recompress: RecompressPolicy::default(),
             worker_threads: d::WORKER_THREADS,
+            delivery_timeout: d::DELIVERY_TIMEOUT,
         }
     }
 }

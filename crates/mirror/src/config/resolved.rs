@@ -432,6 +432,8 @@ pub struct Engine {
     pub recompress: RecompressPolicy,
     /// Worker threads of the async runtime (1..=256).
     pub worker_threads: usize,
+    /// How long a batch may keep being retried before its produce fails.
+    pub delivery_timeout: Duration,
 }
 
 /// Logging.

@@ -29,6 +29,10 @@ const INTERVAL_BOUNDS: (Duration, Duration) =
 /// Bounds of client timeouts.
 const TIMEOUT_BOUNDS: (Duration, Duration) =
     (Duration::from_millis(100), Duration::from_secs(3600));
+/// `engine.delivery_timeout`: long enough for a request and a retry, short enough that a
+/// dead target is reported within a day.
+const DELIVERY_TIMEOUT_BOUNDS: (Duration, Duration) =
+    (Duration::from_secs(1), Duration::from_secs(86_400));
 const LOG_LEVELS: &[&str] = &["trace", "debug", "info", "warn", "error", "off"];
 
 /// Validates `file`, returning the resolved config or every problem found.
@@ -882,6 +886,11 @@ impl Validator {
                 .expected("at most 30s"),
             );
         }
+        self.duration(
+            at.key("delivery_timeout"),
+            e.delivery_timeout,
+            DELIVERY_TIMEOUT_BOUNDS,
+        );
         let max_i32 = u64::try_from(i32::MAX).unwrap_or(u64::MAX);
         for (key, v) in [
             ("fetch_max_bytes", e.fetch_max_bytes),
@@ -932,6 +941,7 @@ impl Validator {
             coalesce_max_bytes: usize::try_from(e.coalesce_max_bytes.0).ok()?,
             recompress: e.recompress,
             worker_threads: usize::try_from(e.worker_threads).ok()?,
+            delivery_timeout: e.delivery_timeout.0,
         })
     }
 

@@ -365,8 +365,13 @@ async fn run_fetcher(
                     else {
                         continue;
                     };
-                    if let Some(drop) = deliver(&router, p, *c, fp, &mut upfront, &mut behind).await
-                    {
+                    let delivered = tokio::select! {
+                        d = deliver(&router, p, *c, fp, &mut upfront, &mut behind) => d,
+                        // Waiting for budget that pipelines blocked on the target hold: a
+                        // stop must not wait for it.
+                        _ = stop.changed() => return,
+                    };
+                    if let Some(drop) = delivered {
                         if drop {
                             parts.retain(|x| !Arc::ptr_eq(x, p));
                         }

@@ -1,0 +1,360 @@
+//! `strait run` against a target whose network stalls (connections open, no bytes moving;
+//! issue 12): the target sits behind a testkit `FaultProxy` it advertises, while
+//! librdkafka keeps writing the source.
+//!
+//! - SIGTERM during the stall: the process exits within its stated bound (docs/operations.md:
+//!   2 × the target's `request_timeout` + 5 s), with exit 0 or a clear error; a restart
+//!   after the stall recovers every record (duplicates counted and printed).
+//! - A stall longer than `engine.delivery_timeout`: the process stops by itself, non-zero,
+//!   naming the partition and the timeout; a restart recovers every record.
+//!
+//! Every process a test starts is stopped on drop, also when an assertion fails.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
+use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, ProduceOptions};
+use strait_testkit::{BrokerOptions, FaultProxy, TansuBroker, TestRecord};
+
+const TOPIC: &str = "stall";
+const PARTITIONS: i32 = 2;
+/// The target's (and source's) `request_timeout` in the test configs.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The documented stop bound: 2 × the target's request timeout + 5 s.
+fn stop_bound() -> Duration {
+    REQUEST_TIMEOUT * 2 + Duration::from_secs(5)
+}
+
+/// A running `strait run`, killed (SIGKILL) and reaped on drop.
+struct Strait {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Strait {
+    fn start(config: &Path, log: &Path) -> Strait {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("log file");
+        let err = out.try_clone().expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
+            .args(["run", "-c"])
+            .arg(config)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("start strait");
+        Strait {
+            child,
+            log: log.to_owned(),
+        }
+    }
+
+    /// SIGTERM; returns the exit status and how long the exit took (`None`: still running
+    /// after `deadline`).
+    fn terminate(&mut self, deadline: Duration) -> (Option<ExitStatus>, Duration) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success(), "kill -TERM failed");
+        self.wait_exit(deadline)
+    }
+
+    fn wait_exit(&mut self, deadline: Duration) -> (Option<ExitStatus>, Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return (Some(status), start.elapsed());
+            }
+            if start.elapsed() >= deadline {
+                return (None, start.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn assert_running(&mut self) {
+        if let Some(status) = self.child.try_wait().expect("wait") {
+            panic!("strait exited early ({status}):\n{}", self.log_text());
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Strait {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Brokers: the source direct, the target behind a proxy (dropped last: proxy first).
+struct Brokers {
+    proxy: FaultProxy,
+    target: TansuBroker,
+    source: TansuBroker,
+}
+
+impl Brokers {
+    fn start() -> Brokers {
+        let source = TansuBroker::start().expect("source broker");
+        let (target, proxy) =
+            TansuBroker::start_behind_proxy(BrokerOptions::default()).expect("target broker");
+        rdkafka::create_topic(&source.bootstrap(), TOPIC, PARTITIONS, &[]).expect("topic");
+        Brokers {
+            proxy,
+            target,
+            source,
+        }
+    }
+
+    fn config(&self, dir: &Path, delivery_timeout: &str) -> PathBuf {
+        // STALL_TEST_LOG=debug (or any directives) for a closer look.
+        let level = std::env::var("STALL_TEST_LOG").unwrap_or_else(|_| "info".into());
+        let text = format!(
+            r#"{}[flows.topics]
+include = ["{TOPIC}"]
+{SYNC_OFF}[flows.intervals]
+checkpoint = "1s"
+[engine]
+fetch_max_wait = "50ms"
+delivery_timeout = "{delivery_timeout}"
+[metrics]
+enabled = false
+[logging]
+level = "{level}"
+"#,
+            two_cluster_flow(
+                &self.source.bootstrap(),
+                &self.proxy.bootstrap(),
+                &format!("{}s", REQUEST_TIMEOUT.as_secs())
+            )
+        );
+        let path = dir.join(format!("strait-{delivery_timeout}.toml"));
+        std::fs::write(&path, text).expect("write config");
+        path
+    }
+}
+
+fn records(from: usize, n: usize) -> Vec<TestRecord> {
+    (from..from + n)
+        .map(|i| TestRecord::new(format!("k{i}"), format!("v{i:06}")).with_partition(i as i32 % 2))
+        .collect()
+}
+
+fn values(records: &[TestRecord]) -> BTreeSet<String> {
+    records
+        .iter()
+        .filter_map(|r| r.value.as_ref())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect()
+}
+
+/// Writes `records` to the source in the background, paced (librdkafka).
+fn write_paced(bootstrap: String, records: Vec<TestRecord>) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let opts = ProduceOptions {
+            pace: Some(Duration::from_millis(10)),
+            timeout: Duration::from_secs(120),
+            ..ProduceOptions::default()
+        };
+        let delivered = rdkafka::produce(&bootstrap, TOPIC, &records, &opts).expect("produce");
+        assert!(delivered.iter().all(|d| d.error.is_none()), "source writes");
+    })
+}
+
+/// Per value, how many times the target holds it (read directly, past the proxy).
+fn target_counts(target: &TansuBroker) -> BTreeMap<String, usize> {
+    let opts = ConsumeOptions {
+        isolation: Isolation::ReadUncommitted,
+        max_time: Duration::from_secs(30),
+        ..ConsumeOptions::until_idle(Duration::from_secs(2))
+    };
+    let mut counts = BTreeMap::new();
+    for r in
+        rdkafka::consume(&target.bootstrap(), &format!("src.{TOPIC}"), &opts).unwrap_or_default()
+    {
+        if let Some(v) = r.value {
+            *counts
+                .entry(String::from_utf8_lossy(&v).into_owned())
+                .or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// Waits until the target holds every value of `want`; returns the counts.
+fn wait_all(
+    target: &TansuBroker,
+    want: &BTreeSet<String>,
+    strait: &mut Strait,
+) -> BTreeMap<String, usize> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        strait.assert_running();
+        let counts = target_counts(target);
+        if want.iter().all(|v| counts.contains_key(v)) {
+            return counts;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the target holds {} of {} records after 60 s:\n{}",
+            want.iter().filter(|v| counts.contains_key(*v)).count(),
+            want.len(),
+            strait.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Restarts strait with the network back, waits for every record, stops it (exit 0) and
+/// returns (lost, duplicates).
+fn recover(brokers: &Brokers, config: &Path, log: &Path, all: &BTreeSet<String>) -> (usize, usize) {
+    let mut strait = Strait::start(config, log);
+    let counts = wait_all(&brokers.target, all, &mut strait);
+    let (status, _) = strait.terminate(stop_bound() * 3);
+    let status = status.expect("the restarted strait stops on SIGTERM");
+    assert!(
+        status.success(),
+        "clean stop when healthy: {status}\n{}",
+        strait.log_text()
+    );
+    let lost = all.iter().filter(|v| !counts.contains_key(*v)).count();
+    let duplicates = counts.values().map(|n| n - 1).sum();
+    let foreign: Vec<_> = counts.keys().filter(|v| !all.contains(*v)).collect();
+    assert!(
+        foreign.is_empty(),
+        "only source records on the target: {foreign:?}"
+    );
+    (lost, duplicates)
+}
+
+#[test]
+fn sigterm_during_a_target_stall_exits_within_the_bound_and_a_restart_loses_nothing() {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let brokers = Brokers::start();
+    let before = records(0, 100);
+    rdkafka::produce(
+        &brokers.source.bootstrap(),
+        TOPIC,
+        &before,
+        &ProduceOptions::default(),
+    )
+    .expect("produce");
+    // The delivery timeout is far away: only the stop can end this run.
+    let config = brokers.config(dir.path(), "120s");
+    let log = dir.path().join("strait.log");
+    let mut strait = Strait::start(&config, &log);
+    wait_all(&brokers.target, &values(&before), &mut strait);
+
+    let during = records(100, 200);
+    let writer = write_paced(brokers.source.bootstrap(), during.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    brokers.proxy.stall();
+    // Batches, a checkpoint and connection attempts now hang on the target.
+    std::thread::sleep(Duration::from_secs(4));
+    strait.assert_running();
+    // Generous margin over the documented bound: a correctness bound, not a speed one.
+    let margin = stop_bound() * 3;
+    let (status, took) = strait.terminate(margin);
+    let text = strait.log_text();
+    let status = status.unwrap_or_else(|| {
+        panic!("strait still running {margin:?} after SIGTERM during a stall:\n{text}")
+    });
+    eprintln!(
+        "SIGTERM during a stall: exit {status} after {took:?} (bound {:?})",
+        stop_bound()
+    );
+    if !status.success() {
+        assert!(
+            text.contains("not acknowledged within"),
+            "a non-zero exit says why: {status}\n{text}"
+        );
+    }
+    brokers.proxy.unstall();
+    writer.join().expect("writer");
+
+    let mut all = values(&before);
+    all.extend(values(&during));
+    let (lost, duplicates) = recover(&brokers, &config, &log, &all);
+    eprintln!(
+        "SIGTERM stall figures: {} source records, {lost} lost, {duplicates} duplicates \
+         ({:?} wall)",
+        all.len(),
+        started.elapsed()
+    );
+    assert_eq!(lost, 0, "every source record reached the target");
+}
+
+#[test]
+fn a_stall_past_the_delivery_timeout_stops_strait_with_a_clear_error() {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let brokers = Brokers::start();
+    let before = records(0, 100);
+    rdkafka::produce(
+        &brokers.source.bootstrap(),
+        TOPIC,
+        &before,
+        &ProduceOptions::default(),
+    )
+    .expect("produce");
+    let delivery_timeout = Duration::from_secs(4);
+    let config = brokers.config(dir.path(), "4s");
+    let log = dir.path().join("strait.log");
+    let mut strait = Strait::start(&config, &log);
+    wait_all(&brokers.target, &values(&before), &mut strait);
+
+    let during = records(100, 200);
+    let writer = write_paced(brokers.source.bootstrap(), during.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    brokers.proxy.stall();
+    let stalled_at = Instant::now();
+    // It stops by itself: the delivery timeout, then the bounded stop.
+    let within = (delivery_timeout + stop_bound()) * 3;
+    let (status, took) = strait.wait_exit(within);
+    let text = strait.log_text();
+    let status =
+        status.unwrap_or_else(|| panic!("strait still running {within:?} into the stall:\n{text}"));
+    assert!(
+        !status.success(),
+        "a failed produce is a failed run: {status}\n{text}"
+    );
+    assert!(
+        text.contains("delivery timeout") && text.contains("partition"),
+        "the log names the partition and the timeout:\n{text}"
+    );
+    eprintln!("strait stopped {took:?} into the stall ({status})");
+    std::thread::sleep(Duration::from_secs(12).saturating_sub(stalled_at.elapsed()));
+    brokers.proxy.unstall();
+    let stall = stalled_at.elapsed();
+    writer.join().expect("writer");
+
+    let mut all = values(&before);
+    all.extend(values(&during));
+    let (lost, duplicates) = recover(&brokers, &config, &log, &all);
+    eprintln!(
+        "delivery-timeout stall figures: stall {:?}, {} source records, {lost} lost, \
+         {duplicates} duplicates ({:?} wall)",
+        stall,
+        all.len(),
+        started.elapsed()
+    );
+    assert_eq!(lost, 0, "every source record reached the target");
+}

@@ -1,0 +1,383 @@
+//! A target outage longer than the producer's delivery timeout (issue 12, "A long outage
+//! hangs it"): the target's network stalls (connections open, no bytes moving) while the
+//! engine replicates a source being written. The produce error must surface promptly and
+//! stop the engine (never a silent hang), and a later run must recover every record.
+//!
+//! The engine runs in-process with small timeouts (`engine.delivery_timeout = "3s"`,
+//! request timeouts of 1 s); the target sits behind a [`FaultProxy`] it advertises, so
+//! every connection to it goes through the stall. librdkafka writes the source and reads
+//! both sides.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use strait_mirror::Engine;
+use strait_mirror::config::{Config, load_str};
+use strait_testkit::rdkafka::{self, ConsumeOptions, ProduceOptions};
+use strait_testkit::{BrokerOptions, TansuBroker, TestRecord};
+
+const TOPIC: &str = "outage";
+const PARTITIONS: i32 = 2;
+/// `engine.delivery_timeout` in the test config.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(3);
+/// The stall: well past the delivery timeout and the request timeouts.
+const STALL: Duration = Duration::from_secs(10);
+
+/// `OUTAGE_SYNC=1` turns heartbeats and checkpoints on (more writers to the stalled
+/// target, as in the issue's setup).
+fn sync() -> &'static str {
+    if std::env::var_os("OUTAGE_SYNC").is_some() {
+        "heartbeats = true\ncheckpoints = true\n[flows.intervals]\ncheckpoint = \"1s\"\nheartbeat = \"1s\"\n"
+    } else {
+        "heartbeats = false\ncheckpoints = false\n[flows.intervals]\ncheckpoint = \"1s\"\n"
+    }
+}
+
+/// `OUTAGE_SCALE=N` multiplies the timeouts and the stall (N = 10: about the issue's
+/// 120 s delivery timeout and 30 s request timeouts).
+fn scale() -> u32 {
+    std::env::var("OUTAGE_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+/// Generous bound on the engine stopping once its produce failed (correctness, not speed:
+/// before the fix it never stopped).
+const STOP_BOUND: Duration = Duration::from_secs(60);
+
+fn config(source: &str, target: &str) -> Config {
+    let n = scale();
+    let text = format!(
+        r#"
+[clusters.src]
+bootstrap_servers = "{source}"
+connect_timeout = "{n}s"
+request_timeout = "{n}s"
+[clusters.dst]
+bootstrap_servers = "{target}"
+connect_timeout = "{n}s"
+request_timeout = "{n}s"
+[[flows]]
+source = "src"
+target = "dst"
+[flows.sync]
+group_offsets = false
+{}[engine]
+fetch_max_wait = "100ms"
+delivery_timeout = "{}s"
+[metrics]
+enabled = false
+"#,
+        sync(),
+        DELIVERY_TIMEOUT.as_secs() * u64::from(n)
+    );
+    load_str(&text, "test config", &|_| None).expect("valid config")
+}
+
+fn records(from: usize, n: usize) -> Vec<TestRecord> {
+    (from..from + n)
+        .map(|i| {
+            TestRecord::new(
+                Bytes::from(format!("k{i}")),
+                Bytes::from(format!("v{i:06}")),
+            )
+            .with_partition(i as i32 % PARTITIONS)
+        })
+        .collect()
+}
+
+/// An engine running on its own runtime thread; the runtime (and every task on it) is shut
+/// down on drop, also when the engine hangs or an assertion fails.
+struct Running {
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    done: mpsc::Receiver<Result<(), String>>,
+}
+
+impl Running {
+    fn start(config: Config) -> Running {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (done_tx, done) = mpsc::channel();
+        runtime.spawn(async move {
+            let engine = Engine::new(config);
+            let r = engine
+                .run(async {
+                    let _ = stop_rx.await;
+                })
+                .await;
+            let _ = done_tx.send(r.map_err(|e| e.to_string()));
+        });
+        Running {
+            runtime: Some(runtime),
+            stop: Some(stop_tx),
+            done,
+        }
+    }
+
+    /// The engine's result if it stops within `bound`.
+    fn wait(&self, bound: Duration) -> Option<Result<(), String>> {
+        self.done.recv_timeout(bound).ok()
+    }
+
+    /// Asks for a graceful stop and returns the result (within `bound`).
+    fn stop(&mut self, bound: Duration) -> Option<Result<(), String>> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        self.wait(bound)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+/// What the target holds: values (one per record) of every partition.
+fn target_values(bootstrap: &str) -> Vec<Bytes> {
+    rdkafka::consume(
+        bootstrap,
+        &format!("src.{TOPIC}"),
+        &ConsumeOptions {
+            idle: Duration::from_secs(2),
+            max_time: Duration::from_secs(30),
+            ..ConsumeOptions::until_idle(Duration::from_secs(2))
+        },
+    )
+    .unwrap_or_default()
+    .into_iter()
+    .filter_map(|r| r.value)
+    .collect()
+}
+
+/// Waits (at most `bound`) until the target holds every value of `want`.
+fn wait_replicated(bootstrap: &str, want: &BTreeSet<Bytes>, bound: Duration) -> Vec<Bytes> {
+    let deadline = Instant::now() + bound;
+    loop {
+        let got = target_values(bootstrap);
+        let have: BTreeSet<&Bytes> = got.iter().collect();
+        if want.iter().all(|v| have.contains(v)) || Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn a_stall_longer_than_the_delivery_timeout_stops_the_engine_and_a_restart_loses_nothing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    // OUTAGE_STALL_SECS overrides the (scaled) stall.
+    let stall = std::env::var("OUTAGE_STALL_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(STALL * scale(), Duration::from_secs);
+    let delivery_timeout = DELIVERY_TIMEOUT * scale();
+    let started = Instant::now();
+    let source = TansuBroker::start().expect("source broker");
+    let (target, proxy) =
+        TansuBroker::start_behind_proxy(BrokerOptions::default()).expect("target broker");
+    let (src, dst_direct) = (source.bootstrap(), target.bootstrap());
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let before = records(0, 100);
+    rdkafka::produce(&src, TOPIC, &before, &ProduceOptions::default()).expect("produce");
+    let mut all: BTreeSet<Bytes> = before.iter().filter_map(|r| r.value.clone()).collect();
+
+    let cfg = config(&src, &proxy.bootstrap());
+    let engine = Running::start(cfg.clone());
+    let got = wait_replicated(&dst_direct, &all, Duration::from_secs(30));
+    assert!(
+        got.len() >= all.len(),
+        "replicating before the stall: {} of {}",
+        got.len(),
+        all.len()
+    );
+
+    // The source keeps being written through the stall (paced over ~6 s).
+    let during = records(100, 300);
+    all.extend(during.iter().filter_map(|r| r.value.clone()));
+    let writer = {
+        let src = src.clone();
+        let during = during.clone();
+        std::thread::spawn(move || {
+            rdkafka::produce(
+                &src,
+                TOPIC,
+                &during,
+                &ProduceOptions {
+                    pace: Some(Duration::from_millis(20) * scale()),
+                    timeout: Duration::from_secs(600),
+                    ..ProduceOptions::default()
+                },
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    proxy.stall();
+    let stalled_at = Instant::now();
+    // The produce error surfaces while the target is still stalled.
+    let early = engine.wait(stall);
+    let failed_after = early.is_some().then(|| stalled_at.elapsed());
+    // The stall lasts its full length either way.
+    std::thread::sleep(stall.saturating_sub(stalled_at.elapsed()));
+    proxy.unstall();
+    let result = early.or_else(|| engine.wait(STOP_BOUND));
+    writer.join().expect("writer").expect("source writes");
+    let result = result.unwrap_or_else(|| {
+        panic!(
+            "the engine neither failed nor stopped within {STOP_BOUND:?} after a {stall:?} \
+             stall ended (delivery timeout {delivery_timeout:?}): it hangs"
+        )
+    });
+    let err = result.expect_err("a produce past the delivery timeout fails the engine");
+    match failed_after {
+        Some(t) => eprintln!("the engine failed {t:?} into the stall: {err}"),
+        None => eprintln!("the engine failed only after the stall ended: {err}"),
+    }
+    assert!(
+        err.contains("delivery timeout") && err.contains(TOPIC),
+        "the error names the timeout and the partition: {err}"
+    );
+    drop(engine);
+
+    // A restart (the network is back) recovers every record.
+    let mut engine = Running::start(cfg);
+    let got = wait_replicated(&dst_direct, &all, Duration::from_secs(60));
+    let stopped = engine.stop(Duration::from_secs(30));
+    assert!(
+        matches!(stopped, Some(Ok(()))),
+        "the restarted engine stops cleanly: {stopped:?}"
+    );
+    let mut counts: BTreeMap<&Bytes, usize> = BTreeMap::new();
+    for v in &got {
+        *counts.entry(v).or_default() += 1;
+    }
+    let lost = all.iter().filter(|v| !counts.contains_key(v)).count();
+    let duplicates: usize = counts.values().map(|n| n - 1).sum();
+    let foreign = counts.keys().filter(|v| !all.contains(**v)).count();
+    eprintln!(
+        "outage figures: stall {stall:?}, delivery timeout {delivery_timeout:?}, {} source \
+         records, {} on the target, {lost} lost, {duplicates} duplicates ({:?} wall)",
+        all.len(),
+        got.len(),
+        started.elapsed()
+    );
+    assert_eq!(foreign, 0, "nothing but source records on the target");
+    assert_eq!(lost, 0, "every source record is on the target");
+}
+
+fn batch(i: usize) -> strait_records::Batch {
+    let mut b = strait_records::BatchBuilder::new(strait_records::Compression::None);
+    let value = format!("v{i:06}");
+    b.push(0, Some(b"k"), Some(value.as_bytes()), &[])
+        .expect("record");
+    b.build().expect("batch")
+}
+
+/// The client layer alone: batches queued while the target is stalled — the first sent
+/// and timing out, the later ones waiting behind it for a new epoch, which no response
+/// would ever check — all fail within their delivery timeout, and none is written after
+/// the stall (a later batch written without the failed one would leave a gap).
+#[test]
+fn batches_queued_behind_a_stalled_one_fail_at_their_deadline_and_are_never_written() {
+    use strait_client::{Client, ClientConfig, IdempotentProducer, ProducerConfig};
+    let (target, proxy) =
+        TansuBroker::start_behind_proxy(BrokerOptions::default()).expect("target broker");
+    rdkafka::create_topic(&target.bootstrap(), "gap", 1, &[]).expect("topic");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let timeout = Duration::from_secs(2);
+    let results = runtime.block_on(async {
+        let client = Client::connect(
+            ClientConfig::new([proxy.bootstrap()])
+                .with_request_timeout(Duration::from_secs(1))
+                .with_connect_timeout(Duration::from_secs(1))
+                .with_retry_timeout(Duration::from_secs(1)),
+        )
+        .await
+        .expect("connect");
+        let cfg = ProducerConfig {
+            delivery_timeout: timeout,
+            request_timeout: Duration::from_secs(1),
+            ..ProducerConfig::default()
+        };
+        let producer = IdempotentProducer::new(client, cfg)
+            .await
+            .expect("producer");
+        // One acknowledged batch first: the connection and metadata are warm.
+        let first = producer.send("gap", 0, batch(0)).await.expect("queued");
+        first.wait().await.expect("acknowledged before the stall");
+        proxy.stall();
+        let mut acks = Vec::new();
+        for i in 1..=4 {
+            acks.push(producer.send("gap", 0, batch(i)).await.expect("queued"));
+        }
+        let started = Instant::now();
+        let mut out = Vec::new();
+        for ack in acks {
+            let r = tokio::time::timeout(Duration::from_secs(60), ack.wait())
+                .await
+                .expect("every ack resolves (no silent wait)");
+            out.push((r.map(|_| ()).map_err(|e| e.to_string()), started.elapsed()));
+        }
+        proxy.unstall();
+        // Give anything still travelling the time to land.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        drop(producer);
+        out
+    });
+    for (r, at) in &results {
+        eprintln!("{at:?}: {r:?}");
+        assert!(r.is_err(), "stalled past the delivery timeout: {r:?}");
+    }
+    let first = results[0].0.as_ref().expect_err("failed");
+    assert!(first.contains("delivery timeout"), "{first}");
+    let on_target = rdkafka::consume(
+        &target.bootstrap(),
+        "gap",
+        &ConsumeOptions::until_idle(Duration::from_secs(2)),
+    )
+    .expect("consume");
+    let values: Vec<String> = on_target
+        .iter()
+        .filter_map(|r| r.value.as_ref())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    // What landed is a prefix of what was sent: the batch before the stall and, at most,
+    // the stalled requests the broker got once the stall ended — never a later batch
+    // without the ones before it.
+    let want: Vec<String> = (0..values.len()).map(|i| format!("v{i:06}")).collect();
+    assert_eq!(values, want, "a gap-free prefix on the target");
+}
+
+#[test]
+fn delivery_timeout_is_configurable_and_bounded() {
+    let load = |extra: &str| {
+        load_str(
+            &format!(
+                "{}[engine]\n{extra}\n[metrics]\nenabled = false\n",
+                strait_testkit::config::two_cluster_flow("a:9092", "b:9092", "3s")
+            ),
+            "test config",
+            &|_| None,
+        )
+    };
+    let default = load("").expect("valid");
+    assert_eq!(default.engine.delivery_timeout, Duration::from_secs(120));
+    let set = load("delivery_timeout = \"5s\"").expect("valid");
+    assert_eq!(set.engine.delivery_timeout, Duration::from_secs(5));
+    for bad in ["0s", "500ms", "25h"] {
+        let err = load(&format!("delivery_timeout = \"{bad}\""))
+            .expect_err("out of range")
+            .to_string();
+        assert!(err.contains("engine.delivery_timeout"), "{bad}: {err}");
+    }
+}
