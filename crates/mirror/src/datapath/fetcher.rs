@@ -80,6 +80,8 @@ pub struct PartitionFeed {
     cursor: Mutex<Cursor>,
     tx: mpsc::Sender<Feed>,
     last_end: Mutex<i64>,
+    /// Consecutive responses that held only part of the next batch (see [`partial`]).
+    partial: std::sync::atomic::AtomicU32,
     /// The partition's metrics.
     pub metrics: PartitionMetrics,
 }
@@ -105,6 +107,7 @@ impl PartitionFeed {
             }),
             tx,
             last_end: Mutex::new(-1),
+            partial: std::sync::atomic::AtomicU32::new(0),
             metrics,
         })
     }
@@ -320,7 +323,8 @@ async fn run_fetcher(
             .iter()
             .map(|(p, c)| {
                 let mut pos = FetchPosition::new(p.topic.clone(), p.partition, c.position);
-                pos.max_bytes = router.partition_max_bytes.min(room);
+                let partial = p.partial.load(std::sync::atomic::Ordering::Relaxed);
+                pos.max_bytes = partition_limit(router.partition_max_bytes, partial, room);
                 pos
             })
             .collect();
@@ -385,6 +389,39 @@ async fn run_fetcher(
     }
 }
 
+/// The most a partition may bring in one fetch: the configured limit, doubled for each
+/// consecutive response that held only part of its next batch, within the fetch's room.
+fn partition_limit(configured: i32, partial_streak: u32, room: i32) -> i32 {
+    configured
+        .saturating_mul(1i32 << partial_streak.min(16))
+        .min(room.max(configured))
+        .max(1)
+}
+
+/// What to do about a response that held only the start of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Partial {
+    /// Ask for more next time.
+    Grow,
+    /// The batch (this many bytes, from its header) can never fit in the budget.
+    TooLarge(u64),
+}
+
+/// Decides on a record set that holds no whole batch: the batch's length is in its first
+/// 12 bytes (offset, length), when they came.
+fn partial(records: &[u8], budget: u64) -> Partial {
+    let size = records
+        .get(8..12)
+        .and_then(|b| b.try_into().ok())
+        .map(i32::from_be_bytes)
+        .and_then(|len| u64::try_from(len).ok())
+        .map(|len| len + 12);
+    match size {
+        Some(n) if n > budget => Partial::TooLarge(n),
+        _ => Partial::Grow,
+    }
+}
+
 /// Handles one partition of a response, taking its share of the fetch's `upfront`
 /// reservation, and sets `behind` when data is left past what was returned; `Some(true)`
 /// when the fetcher must forget the partition.
@@ -403,13 +440,47 @@ async fn deliver(
             } else {
                 fp.high_watermark
             };
-            let next = match split(fp.records.clone(), &router.limits) {
+            let split = split(fp.records.clone(), &router.limits);
+            let next = match &split {
                 Ok(s) => s.batches.last().map_or(asked.position, |b| {
                     b.header().next_offset().max(asked.position)
                 }),
                 // The pipeline reports the error with context.
                 Err(_) => asked.position,
             };
+            if let Ok(s) = &split
+                && s.batches.is_empty()
+                && !fp.records.is_empty()
+            {
+                // Only the start of a batch came back (it is larger than what this
+                // partition may bring): ask for more next time instead of re-fetching the
+                // same piece in a loop, or fail clearly if it can never fit.
+                let streak = p.partial.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                match partial(&fp.records, router.budget.total()) {
+                    Partial::Grow => {
+                        tokio::time::sleep(Duration::from_millis(u64::from(streak.min(10)) * 5))
+                            .await;
+                        return None;
+                    }
+                    Partial::TooLarge(bytes) => {
+                        let err = MirrorError::other(format!(
+                            "the batch at source offset {} is {bytes} bytes, more than the whole \
+                             in-flight budget (engine.in_flight_memory = {} bytes) can hold: \
+                             raise engine.in_flight_memory above it",
+                            asked.position,
+                            router.budget.total()
+                        ))
+                        .flow(&router.flow)
+                        .cluster(&router.cluster)
+                        .topic(&p.topic)
+                        .partition(p.partition);
+                        p.with_cursor(|c| c.paused = true);
+                        let _ = p.tx.try_send(Feed::Failed(err));
+                        return Some(true);
+                    }
+                }
+            }
+            p.partial.store(0, std::sync::atomic::Ordering::Relaxed);
             // Behind: more is waiting than this response brought (at the end of a busy log a
             // few records always arrive during the response; that is not falling behind).
             *behind |= end.saturating_sub(next) > next.saturating_sub(asked.position).max(1);
@@ -481,5 +552,46 @@ async fn deliver(
             let _ = p.tx.try_send(Feed::Failed(err));
             Some(true)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partial_batch_doubles_the_partition_limit_within_the_room() {
+        assert_eq!(partition_limit(1 << 20, 0, 8 << 20), 1 << 20);
+        assert_eq!(partition_limit(1 << 20, 1, 8 << 20), 2 << 20);
+        assert_eq!(partition_limit(1 << 20, 3, 8 << 20), 8 << 20);
+        assert_eq!(
+            partition_limit(1 << 20, 9, 8 << 20),
+            8 << 20,
+            "capped by the room"
+        );
+        assert_eq!(
+            partition_limit(1 << 20, 40, i32::MAX),
+            i32::MAX,
+            "no overflow"
+        );
+        assert_eq!(
+            partition_limit(1 << 20, 0, 1),
+            1 << 20,
+            "never below the configured limit"
+        );
+    }
+
+    #[test]
+    fn a_batch_larger_than_the_whole_budget_is_a_clear_error_not_a_loop() {
+        let mut head = vec![0u8; 12];
+        head[8..12].copy_from_slice(&(100_000_000i32).to_be_bytes());
+        assert_eq!(partial(&head, 24 << 20), Partial::TooLarge(100_000_012));
+        head[8..12].copy_from_slice(&(3_000_000i32).to_be_bytes());
+        assert_eq!(partial(&head, 24 << 20), Partial::Grow);
+        // Fewer than 12 bytes: the length is unknown yet; ask for more.
+        assert_eq!(partial(&head[..5], 24 << 20), Partial::Grow);
+        // A negative length is the split's error to report; no loop either way.
+        head[8..12].copy_from_slice(&(-1i32).to_be_bytes());
+        assert_eq!(partial(&head, 24 << 20), Partial::Grow);
     }
 }
