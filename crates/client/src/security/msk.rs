@@ -12,13 +12,12 @@
 //! cached until 80 % of that, so connections opened together share one signature.
 
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use aws_config::Region;
 use aws_config::default_provider::credentials::DefaultCredentialsChain;
 use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
-use parking_lot::Mutex;
 
 use super::Secret;
 use super::oauth::{Token, TokenCache, TokenFuture, TokenProvider};
@@ -199,6 +198,7 @@ mod tests {
     use aws_credential_types::provider::future;
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
+    use std::time::SystemTime;
 
     const KEY_ID: &str = "AKIDEXAMPLE";
     const SECRET_KEY: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
