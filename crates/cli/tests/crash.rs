@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -23,6 +23,20 @@ use strait_testkit::TestRecord;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, ProduceOptions};
 
+mod common;
+use common::{Strait, log_tail};
+
+/// SIGTERM, then the exit status within `deadline` (a test failure if it does not stop).
+fn terminated(strait: &mut Strait, deadline: Duration) -> ExitStatus {
+    let (status, _) = strait.terminate(deadline);
+    status.unwrap_or_else(|| {
+        panic!(
+            "strait did not stop within {deadline:?} of SIGTERM:\n{}",
+            strait.log_tail()
+        )
+    })
+}
+
 const TOPIC: &str = "crash";
 const PARTITIONS: i32 = 3;
 /// librdkafka `batch.num.messages`: no source batch (so no forwarded batch) holds more.
@@ -31,82 +45,6 @@ const BATCH_RECORDS: u32 = 10;
 const PER_CALL: u64 = 25;
 /// Strait's default `engine.max_in_flight_per_partition`.
 const MAX_IN_FLIGHT: u64 = 5;
-
-/// A running `strait run`, killed (SIGKILL) and reaped on drop.
-struct Strait {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Strait {
-    fn start(config: &Path, log: &Path) -> Strait {
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .expect("log file");
-        let err = out.try_clone().expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
-            .args(["run", "-c"])
-            .arg(config)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .expect("start strait");
-        Strait {
-            child,
-            log: log.to_owned(),
-        }
-    }
-
-    /// kill -9.
-    fn kill9(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reap");
-    }
-
-    /// SIGTERM, then waits (at most `deadline`) for the exit.
-    fn terminate(&mut self, deadline: Duration) -> ExitStatus {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill -TERM");
-        assert!(status.success(), "kill -TERM failed");
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
-            }
-            assert!(
-                start.elapsed() < deadline,
-                "strait did not stop within {deadline:?} of SIGTERM:\n{}",
-                self.log_tail()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn assert_running(&mut self) {
-        if let Some(status) = self.child.try_wait().expect("wait") {
-            panic!("strait exited early ({status}):\n{}", self.log_tail());
-        }
-    }
-
-    fn log_tail(&self) -> String {
-        log_tail(&self.log)
-    }
-}
-
-impl Drop for Strait {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
-}
 
 /// A background producer of numbered records (`"<partition>:<sequence>"`), stopped and
 /// joined on drop.
@@ -275,13 +213,6 @@ fn wait_caught_up(rt: &tokio::runtime::Runtime, src: &str, dst: &str, strait: &m
             )
         },
     );
-}
-
-/// The last lines of a strait log file.
-fn log_tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
 /// Values per partition in offset order.
@@ -455,7 +386,7 @@ fn kill_9_mid_stream_then_restart_loses_nothing_and_duplicates_stay_bounded() {
 #[test]
 fn sigterm_mid_stream_then_restart_loses_nothing_and_duplicates_nothing() {
     let mut run = stop_and_restart("records replicated before the stop", |strait| {
-        let status = strait.terminate(Duration::from_secs(15));
+        let status = terminated(strait, Duration::from_secs(15));
         assert_eq!(
             status.code(),
             Some(0),
@@ -475,7 +406,7 @@ fn sigterm_mid_stream_then_restart_loses_nothing_and_duplicates_nothing() {
         "duplicates per partition {dups:?}:\n{}",
         run.strait.log_tail()
     );
-    let status = run.strait.terminate(Duration::from_secs(15));
+    let status = terminated(&mut run.strait, Duration::from_secs(15));
     assert_eq!(status.code(), Some(0), "second graceful stop");
 }
 

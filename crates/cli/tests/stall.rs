@@ -12,13 +12,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, ProduceOptions};
 use strait_testkit::{BrokerOptions, FaultProxy, TansuBroker, TestRecord};
+
+mod common;
+use common::Strait;
 
 const TOPIC: &str = "stall";
 const PARTITIONS: i32 = 2;
@@ -28,79 +30,6 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// The documented stop bound: 2 × the target's request timeout + 5 s.
 fn stop_bound() -> Duration {
     REQUEST_TIMEOUT * 2 + Duration::from_secs(5)
-}
-
-/// A running `strait run`, killed (SIGKILL) and reaped on drop.
-struct Strait {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Strait {
-    fn start(config: &Path, log: &Path) -> Strait {
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .expect("log file");
-        let err = out.try_clone().expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
-            .args(["run", "-c"])
-            .arg(config)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .expect("start strait");
-        Strait {
-            child,
-            log: log.to_owned(),
-        }
-    }
-
-    /// SIGTERM; returns the exit status and how long the exit took (`None`: still running
-    /// after `deadline`).
-    fn terminate(&mut self, deadline: Duration) -> (Option<ExitStatus>, Duration) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill -TERM");
-        assert!(status.success(), "kill -TERM failed");
-        self.wait_exit(deadline)
-    }
-
-    fn wait_exit(&mut self, deadline: Duration) -> (Option<ExitStatus>, Duration) {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return (Some(status), start.elapsed());
-            }
-            if start.elapsed() >= deadline {
-                return (None, start.elapsed());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn assert_running(&mut self) {
-        if let Some(status) = self.child.try_wait().expect("wait") {
-            panic!("strait exited early ({status}):\n{}", self.log_text());
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Strait {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
 }
 
 /// Brokers: the source direct, the target behind a proxy (dropped last: proxy first).
