@@ -56,6 +56,7 @@ async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
     let engine = Engine::new(config);
     let _server = match listen {
         Some(addr) => {
+            engine.metrics().set_stalled_after(addr.stalled_after);
             let s = MetricsServer::start(addr, engine.metrics().clone()).await?;
             tracing::info!(addr = %s.local_addr(), "serving /metrics and /health");
             Some(s)

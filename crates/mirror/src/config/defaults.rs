@@ -42,6 +42,8 @@ pub const METRICS_MAX_CONNECTIONS: usize = 64;
 pub const METRICS_READ_TIMEOUT: HumanDuration = HumanDuration::secs(5);
 /// Time the metrics endpoint spends writing one response before dropping the client.
 pub const METRICS_WRITE_TIMEOUT: HumanDuration = HumanDuration::secs(10);
+/// `[metrics] stalled_after`: five minutes behind with nothing acknowledged.
+pub const METRICS_STALLED_AFTER: HumanDuration = HumanDuration::secs(300);
 
 /// Log level (a `tracing` filter directive list such as `info,strait_mirror=debug`).
 pub const LOG_LEVEL: &str = "info";

@@ -539,6 +539,9 @@ pub struct MetricsSpec {
     /// Time the response may take to be written once the request is read (a client that
     /// does not read is dropped after it).
     pub write_timeout: HumanDuration,
+    /// `/health` reports a partition that is behind its source end with nothing
+    /// acknowledged for this long as stalled.
+    pub stalled_after: HumanDuration,
     /// PEM certificate chain: serve HTTPS (with `tls_key_file`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_cert_file: Option<PathBuf>,
@@ -561,6 +564,7 @@ impl fmt::Debug for MetricsSpec {
             .field("max_connections", &self.max_connections)
             .field("read_timeout", &self.read_timeout)
             .field("write_timeout", &self.write_timeout)
+            .field("stalled_after", &self.stalled_after)
             .field("tls_cert_file", &self.tls_cert_file)
             .field("tls_key_file", &self.tls_key_file)
             .field("basic_auth_username", &self.basic_auth_username)
@@ -580,6 +584,7 @@ impl Default for MetricsSpec {
             max_connections: d::METRICS_MAX_CONNECTIONS,
             read_timeout: d::METRICS_READ_TIMEOUT,
             write_timeout: d::METRICS_WRITE_TIMEOUT,
+            stalled_after: d::METRICS_STALLED_AFTER,
             tls_cert_file: None,
             tls_key_file: None,
             basic_auth_username: None,

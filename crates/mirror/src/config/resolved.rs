@@ -51,6 +51,8 @@ pub struct MetricsEndpoint {
     pub read_timeout: Duration,
     /// Deadline for writing the response once the request is read.
     pub write_timeout: Duration,
+    /// `/health` reports a partition behind with nothing acknowledged for this long.
+    pub stalled_after: Duration,
     /// Serve HTTPS with this certificate.
     pub tls: Option<MetricsTls>,
     /// Require HTTP basic auth on `/metrics`.
@@ -66,6 +68,7 @@ impl MetricsEndpoint {
             max_connections: d::METRICS_MAX_CONNECTIONS,
             read_timeout: d::METRICS_READ_TIMEOUT.0,
             write_timeout: d::METRICS_WRITE_TIMEOUT.0,
+            stalled_after: d::METRICS_STALLED_AFTER.0,
             tls: None,
             basic_auth: None,
         }

@@ -790,6 +790,11 @@ impl Validator {
                 );
             }
         }
+        self.duration(
+            at.key("stalled_after"),
+            m.stalled_after,
+            (Duration::from_secs(1), Duration::from_secs(24 * 3600)),
+        );
         let tls = match (&m.tls_cert_file, &m.tls_key_file) {
             (Some(cert), Some(key)) => Some(MetricsTls {
                 cert_file: cert.clone(),
@@ -850,6 +855,7 @@ impl Validator {
             max_connections: m.max_connections,
             read_timeout: m.read_timeout.0,
             write_timeout: m.write_timeout.0,
+            stalled_after: m.stalled_after.0,
             tls,
             basic_auth,
         })

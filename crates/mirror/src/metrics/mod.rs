@@ -16,6 +16,7 @@ pub mod http;
 mod tls;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use family::Family;
@@ -274,6 +275,51 @@ struct Inner {
     f: Families,
     registry: Registry,
     flows: Mutex<BTreeMap<String, FlowState>>,
+    /// Every partition's progress, for `/health`'s stall check.
+    partitions: Mutex<Vec<Watched>>,
+    /// A partition behind its source end with no acknowledgement for this long is stalled.
+    stalled_after_ms: std::sync::atomic::AtomicU64,
+}
+
+/// A partition `/health` watches: flow, topic, partition and its progress (gone when the
+/// partition stops).
+type Watched = (String, String, i32, std::sync::Weak<Progress>);
+
+/// Default of [`Metrics::set_stalled_after`]: five minutes.
+pub const DEFAULT_STALLED_AFTER: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// A partition's progress as `/health` sees it: its lag, and when it last moved (an
+/// acknowledgement, or being caught up).
+#[derive(Debug)]
+struct Progress {
+    lag: std::sync::atomic::AtomicI64,
+    moved_ms: std::sync::atomic::AtomicI64,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The `/health` line for a stalled partition, if it is one (pure: `now` is given).
+fn stall_line(
+    flow: &str,
+    topic: &str,
+    partition: i32,
+    lag: i64,
+    moved_ms: i64,
+    now_ms: i64,
+    stalled_after_ms: u64,
+) -> Option<String> {
+    let idle = now_ms.saturating_sub(moved_ms);
+    (lag > 0 && u64::try_from(idle).unwrap_or(0) > stalled_after_ms).then(|| {
+        format!(
+            "flow {flow}: partition {topic}-{partition} stalled: {lag} record(s) behind, \
+             nothing acknowledged for {}s",
+            idle / 1000
+        )
+    })
 }
 
 /// The metrics registry and flow health. Cheap to clone; clones share everything.
@@ -307,8 +353,21 @@ impl Metrics {
                 f: Families::new(&mut registry),
                 registry,
                 flows: Mutex::new(BTreeMap::new()),
+                partitions: Mutex::new(Vec::new()),
+                stalled_after_ms: std::sync::atomic::AtomicU64::new(
+                    DEFAULT_STALLED_AFTER.as_millis() as u64,
+                ),
             }),
         }
+    }
+
+    /// How long a partition may be behind with nothing acknowledged before `/health`
+    /// reports it stalled.
+    pub fn set_stalled_after(&self, after: std::time::Duration) {
+        self.inner.stalled_after_ms.store(
+            u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
     }
 
     fn ftp<T: Default + Clone>(fam: &Family<T>, flow: &str, topic: &str, partition: i32) -> T {
@@ -318,7 +377,26 @@ impl Metrics {
     /// Handles for one partition's data-path series, resolved once.
     pub fn partition(&self, flow: &str, topic: &str, partition: i32) -> PartitionMetrics {
         let f = &self.inner.f;
+        let progress = Arc::new(Progress {
+            lag: std::sync::atomic::AtomicI64::new(0),
+            moved_ms: std::sync::atomic::AtomicI64::new(now_ms()),
+        });
+        {
+            let mut all = self
+                .inner
+                .partitions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            all.retain(|(_, _, _, w)| w.strong_count() > 0);
+            all.push((
+                flow.to_owned(),
+                topic.to_owned(),
+                partition,
+                Arc::downgrade(&progress),
+            ));
+        }
         PartitionMetrics {
+            progress,
             metrics: self.clone(),
             flow: flow.to_owned(),
             topic: topic.to_owned(),
@@ -533,11 +611,36 @@ impl Metrics {
         if flows.is_empty() {
             return Err("no flow started yet".to_owned());
         }
-        let bad: Vec<String> = flows
+        let mut bad: Vec<String> = flows
             .iter()
             .filter(|(_, s)| **s != FlowState::Running)
             .map(|(name, s)| format!("flow {name}: {}", s.describe()))
             .collect();
+        let (now, after) = (
+            now_ms(),
+            self.inner.stalled_after_ms.load(Ordering::Relaxed),
+        );
+        for (flow, topic, partition, w) in self
+            .inner
+            .partitions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            if let Some(p) = w.upgrade()
+                && let Some(line) = stall_line(
+                    flow,
+                    topic,
+                    *partition,
+                    p.lag.load(Ordering::Relaxed),
+                    p.moved_ms.load(Ordering::Relaxed),
+                    now,
+                    after,
+                )
+            {
+                bad.push(line);
+            }
+        }
         if bad.is_empty() {
             Ok(format!("ok: {} flow(s) running", flows.len()))
         } else {
@@ -557,6 +660,7 @@ impl Metrics {
 /// One partition's hot-path series, resolved once (updates are atomic operations only).
 #[derive(Clone)]
 pub struct PartitionMetrics {
+    progress: Arc<Progress>,
     metrics: Metrics,
     flow: String,
     topic: String,
@@ -582,6 +686,7 @@ impl std::fmt::Debug for PartitionMetrics {
 impl PartitionMetrics {
     /// An acknowledged batch: `records`, `bytes`, and its latency in seconds.
     pub fn acked(&self, records: u64, bytes: u64, latency_secs: f64) {
+        self.progress.moved_ms.store(now_ms(), Ordering::Relaxed);
         self.records.inc_by(records);
         self.bytes.inc_by(bytes);
         self.latency.observe(latency_secs);
@@ -589,6 +694,10 @@ impl PartitionMetrics {
 
     /// Sets the lag.
     pub fn lag(&self, offsets: i64, secs: f64) {
+        self.progress.lag.store(offsets, Ordering::Relaxed);
+        if offsets <= 0 {
+            self.progress.moved_ms.store(now_ms(), Ordering::Relaxed);
+        }
         self.lag_offsets.set(offsets);
         self.lag_seconds.set(secs);
     }
@@ -743,6 +852,43 @@ mod tests {
             )),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_partition_behind_with_nothing_acknowledged_past_the_threshold_is_stalled() {
+        let min: i64 = 60_000;
+        assert_eq!(stall_line("f", "t", 3, 10, 0, min, 60_000), None, "not yet");
+        assert_eq!(
+            stall_line("f", "t", 3, 0, 0, 10 * min, 60_000),
+            None,
+            "caught up"
+        );
+        assert_eq!(
+            stall_line("f", "t", 3, 10, 0, min + 1000, 60_000).as_deref(),
+            Some(
+                "flow f: partition t-3 stalled: 10 record(s) behind, nothing acknowledged for 61s"
+            )
+        );
+        // Through the registry: a fresh partition that lags is not stalled at once, and one
+        // that is gone is forgotten.
+        let m = Metrics::new();
+        m.set_flow_state("f", FlowState::Running);
+        let p = m.partition("f", "t", 0);
+        p.lag(5, 1.0);
+        assert!(m.health().is_ok());
+        m.set_stalled_after(std::time::Duration::ZERO);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let e = m.health().unwrap_err();
+        assert!(
+            e.contains("partition t-0 stalled: 5 record(s) behind"),
+            "{e}"
+        );
+        p.acked(1, 1, 0.0);
+        p.lag(0, 0.0);
+        assert!(m.health().is_ok());
+        p.lag(5, 1.0);
+        drop(p);
+        assert!(m.health().is_ok(), "a stopped partition is not reported");
     }
 
     #[test]
