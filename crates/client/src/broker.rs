@@ -16,6 +16,9 @@ use crate::connection::Connection;
 use crate::error::{Error, ErrorKind, Result};
 use crate::security::{self, SaslConfig};
 
+/// The read buffer under a TLS connection (rustls itself reads 4 KiB at a time).
+const TLS_READ_BUFFER: usize = 64 * 1024;
+
 /// What a connection is used for; each purpose gets its own TCP connection per broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Purpose {
@@ -102,6 +105,9 @@ impl Broker {
                 .await
                 .map_err(|e| closed_before_answering(e, &self.addr))?,
             Some(tls) => {
+                // rustls reads the socket 4 KiB at a time; a buffer under it turns those
+                // into one read syscall per TLS_READ_BUFFER bytes.
+                let stream = tokio::io::BufReader::with_capacity(TLS_READ_BUFFER, stream);
                 let stream = tls
                     .connect(stream, &self.addr)
                     .await
