@@ -14,36 +14,51 @@ use crate::error::Result;
 use crate::frame;
 use crate::versions::supported_range;
 
+/// Calls `$m!` with every API whose responses this crate decodes and its response type
+/// (the [`crate::rpc::Request`] impls): the one list the decoder, [`DECODED_APIS`] and the
+/// tests use.
+macro_rules! with_responses {
+    ($m:ident) => {
+        $m! {
+            Produce => ProduceResponse,
+            Fetch => FetchResponse,
+            ListOffsets => ListOffsetsResponse,
+            Metadata => MetadataResponse,
+            OffsetCommit => OffsetCommitResponse,
+            OffsetFetch => OffsetFetchResponse,
+            FindCoordinator => FindCoordinatorResponse,
+            JoinGroup => JoinGroupResponse,
+            Heartbeat => HeartbeatResponse,
+            LeaveGroup => LeaveGroupResponse,
+            SyncGroup => SyncGroupResponse,
+            DescribeGroups => DescribeGroupsResponse,
+            ListGroups => ListGroupsResponse,
+            ApiVersions => ApiVersionsResponse,
+            CreateTopics => CreateTopicsResponse,
+            DeleteTopics => DeleteTopicsResponse,
+            InitProducerId => InitProducerIdResponse,
+            AddPartitionsToTxn => AddPartitionsToTxnResponse,
+            AddOffsetsToTxn => AddOffsetsToTxnResponse,
+            EndTxn => EndTxnResponse,
+            TxnOffsetCommit => TxnOffsetCommitResponse,
+            DescribeConfigs => DescribeConfigsResponse,
+            CreatePartitions => CreatePartitionsResponse,
+            IncrementalAlterConfigs => IncrementalAlterConfigsResponse,
+            DescribeCluster => DescribeClusterResponse,
+            SaslHandshake => SaslHandshakeResponse,
+            SaslAuthenticate => SaslAuthenticateResponse,
+        }
+    };
+}
+
+macro_rules! api_list {
+    ($($key:ident => $resp:ident),* $(,)?) => {
+        &[$(ApiKey::$key),*]
+    };
+}
+
 /// Every API whose responses this crate decodes (the [`crate::rpc::Request`] impls).
-pub const DECODED_APIS: &[ApiKey] = &[
-    ApiKey::Produce,
-    ApiKey::Fetch,
-    ApiKey::ListOffsets,
-    ApiKey::Metadata,
-    ApiKey::OffsetCommit,
-    ApiKey::OffsetFetch,
-    ApiKey::FindCoordinator,
-    ApiKey::JoinGroup,
-    ApiKey::Heartbeat,
-    ApiKey::LeaveGroup,
-    ApiKey::SyncGroup,
-    ApiKey::DescribeGroups,
-    ApiKey::ListGroups,
-    ApiKey::ApiVersions,
-    ApiKey::CreateTopics,
-    ApiKey::DeleteTopics,
-    ApiKey::InitProducerId,
-    ApiKey::AddPartitionsToTxn,
-    ApiKey::AddOffsetsToTxn,
-    ApiKey::EndTxn,
-    ApiKey::TxnOffsetCommit,
-    ApiKey::DescribeConfigs,
-    ApiKey::CreatePartitions,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::DescribeCluster,
-    ApiKey::SaslHandshake,
-    ApiKey::SaslAuthenticate,
-];
+pub const DECODED_APIS: &[ApiKey] = with_responses!(api_list);
 
 /// The versions of `api` a connection can negotiate (ApiVersions also falls back to v0).
 pub fn negotiable_versions(api: ApiKey) -> std::ops::RangeInclusive<i16> {
@@ -66,35 +81,7 @@ pub fn decode_response_body(api: ApiKey, version: i16, body: Bytes) -> Result<()
             }
         };
     }
-    decode! {
-        Produce => ProduceResponse,
-        Fetch => FetchResponse,
-        ListOffsets => ListOffsetsResponse,
-        Metadata => MetadataResponse,
-        OffsetCommit => OffsetCommitResponse,
-        OffsetFetch => OffsetFetchResponse,
-        FindCoordinator => FindCoordinatorResponse,
-        JoinGroup => JoinGroupResponse,
-        Heartbeat => HeartbeatResponse,
-        LeaveGroup => LeaveGroupResponse,
-        SyncGroup => SyncGroupResponse,
-        DescribeGroups => DescribeGroupsResponse,
-        ListGroups => ListGroupsResponse,
-        ApiVersions => ApiVersionsResponse,
-        CreateTopics => CreateTopicsResponse,
-        DeleteTopics => DeleteTopicsResponse,
-        InitProducerId => InitProducerIdResponse,
-        AddPartitionsToTxn => AddPartitionsToTxnResponse,
-        AddOffsetsToTxn => AddOffsetsToTxnResponse,
-        EndTxn => EndTxnResponse,
-        TxnOffsetCommit => TxnOffsetCommitResponse,
-        DescribeConfigs => DescribeConfigsResponse,
-        CreatePartitions => CreatePartitionsResponse,
-        IncrementalAlterConfigs => IncrementalAlterConfigsResponse,
-        DescribeCluster => DescribeClusterResponse,
-        SaslHandshake => SaslHandshakeResponse,
-        SaslAuthenticate => SaslAuthenticateResponse,
-    }
+    with_responses!(decode)
 }
 
 /// Decodes a whole response frame (without its size prefix): correlation id, response header
@@ -415,35 +402,7 @@ mod tests {
                 }
             };
         }
-        by_api! {
-            Produce => ProduceResponse,
-            Fetch => FetchResponse,
-            ListOffsets => ListOffsetsResponse,
-            Metadata => MetadataResponse,
-            OffsetCommit => OffsetCommitResponse,
-            OffsetFetch => OffsetFetchResponse,
-            FindCoordinator => FindCoordinatorResponse,
-            JoinGroup => JoinGroupResponse,
-            Heartbeat => HeartbeatResponse,
-            LeaveGroup => LeaveGroupResponse,
-            SyncGroup => SyncGroupResponse,
-            DescribeGroups => DescribeGroupsResponse,
-            ListGroups => ListGroupsResponse,
-            ApiVersions => ApiVersionsResponse,
-            CreateTopics => CreateTopicsResponse,
-            DeleteTopics => DeleteTopicsResponse,
-            InitProducerId => InitProducerIdResponse,
-            AddPartitionsToTxn => AddPartitionsToTxnResponse,
-            AddOffsetsToTxn => AddOffsetsToTxnResponse,
-            EndTxn => EndTxnResponse,
-            TxnOffsetCommit => TxnOffsetCommitResponse,
-            DescribeConfigs => DescribeConfigsResponse,
-            CreatePartitions => CreatePartitionsResponse,
-            IncrementalAlterConfigs => IncrementalAlterConfigsResponse,
-            DescribeCluster => DescribeClusterResponse,
-        SaslHandshake => SaslHandshakeResponse,
-        SaslAuthenticate => SaslAuthenticateResponse,
-        }
+        with_responses!(by_api)
     }
 
     #[test]
