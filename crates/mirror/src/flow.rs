@@ -140,22 +140,20 @@ async fn run_inner(
     let saved = state::read_state(&target, flow).await?;
     tracing::info!(flow = %flow.name, partitions = saved.len(), "state loaded");
 
-    let producer = IdempotentProducer::new(
-        target.clone(),
-        ProducerConfig {
-            max_in_flight: usize::from(config.engine.max_in_flight_per_partition).clamp(1, 5),
-            delivery_timeout: config.engine.delivery_timeout,
-            // What the broker may hold a Produce for, as Kafka's request.timeout.ms.
-            request_timeout: cluster(&flow.target)?.request_timeout,
-            ..ProducerConfig::default()
-        },
-    )
-    .await
-    .map_err(|e| {
-        MirrorError::kafka("InitProducerId", e)
-            .flow(&flow.name)
-            .cluster(&flow.target)
-    })?;
+    let producer_config = ProducerConfig {
+        max_in_flight: usize::from(config.engine.max_in_flight_per_partition).clamp(1, 5),
+        delivery_timeout: config.engine.delivery_timeout,
+        // What the broker may hold a Produce for, as Kafka's request.timeout.ms.
+        request_timeout: cluster(&flow.target)?.request_timeout,
+        ..ProducerConfig::default()
+    };
+    let producer = IdempotentProducer::new(target.clone(), producer_config)
+        .await
+        .map_err(|e| {
+            MirrorError::kafka("InitProducerId", e)
+                .flow(&flow.name)
+                .cluster(&flow.target)
+        })?;
     let (fetch_stop, fetch_stop_rx) = watch::channel(false);
     let (partition_stop, _) = watch::channel(false);
     let opts = FetchOptions {
@@ -178,7 +176,7 @@ async fn run_inner(
     let registry = Arc::new(Registry::new());
     let mut run = FlowRun {
         flow: flow.clone(),
-        state_writer: StateWriter::new(target.clone(), flow),
+        state_writer: StateWriter::new(target.clone(), flow).with_producer_config(producer_config),
         source: source.clone(),
         target: target.clone(),
         metrics: metrics.clone(),

@@ -62,8 +62,17 @@ fn now_ms() -> i64 {
 impl RecordProducer {
     /// A producer writing `compression` batches of at most ~1 MiB of uncompressed records.
     pub async fn new(client: Client, compression: Compression) -> Result<Self> {
+        Self::with_config(client, compression, ProducerConfig::default()).await
+    }
+
+    /// As [`RecordProducer::new`], with the producer's timeouts and limits from `config`.
+    pub async fn with_config(
+        client: Client,
+        compression: Compression,
+        config: ProducerConfig,
+    ) -> Result<Self> {
         Ok(RecordProducer {
-            producer: IdempotentProducer::new(client, ProducerConfig::default()).await?,
+            producer: IdempotentProducer::new(client, config).await?,
             compression,
             max_batch_bytes: 1024 * 1024,
         })

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use strait_client::{
-    Client, FetchOptions, IsolationLevel, NewTopic, OffsetSpec, PartitionConsumer, ProducerRecord,
-    RecordProducer,
+    Client, FetchOptions, IsolationLevel, NewTopic, OffsetSpec, PartitionConsumer, ProducerConfig,
+    ProducerRecord, RecordProducer,
 };
 use strait_records::Compression;
 
@@ -125,6 +125,9 @@ pub struct StateWriter {
     cluster: String,
     topic: String,
     producer: Option<RecordProducer>,
+    /// Timeouts of the producer (created on first write): the flow's delivery and request
+    /// timeouts, so a state write gives up on the same schedule as the data it describes.
+    producer_config: ProducerConfig,
 }
 
 impl std::fmt::Debug for StateWriter {
@@ -144,7 +147,14 @@ impl StateWriter {
             cluster: flow.target.clone(),
             topic: flow.state_topic.clone(),
             producer: None,
+            producer_config: ProducerConfig::default(),
         }
+    }
+
+    /// Sets the timeouts of the producer the writer starts on its first write.
+    pub fn with_producer_config(mut self, config: ProducerConfig) -> Self {
+        self.producer_config = config;
+        self
     }
 
     /// Appends the states and waits until the target acknowledged them.
@@ -167,9 +177,13 @@ impl StateWriter {
         let producer = match &self.producer {
             Some(p) => p,
             None => {
-                let p = RecordProducer::new(self.target.clone(), Compression::Lz4)
-                    .await
-                    .map_err(|e| self.err("start producer", e))?;
+                let p = RecordProducer::with_config(
+                    self.target.clone(),
+                    Compression::Lz4,
+                    self.producer_config,
+                )
+                .await
+                .map_err(|e| self.err("start producer", e))?;
                 self.producer.insert(p)
             }
         };
