@@ -57,6 +57,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Move a consumer group from a flow's source to its target: commit the exact
+    /// translation of its source positions on the target (a dry run unless --execute).
+    Failover(SwitchArgs),
+    /// Move a consumer group back from a flow's target to its source through the same
+    /// offset maps, reversed (a dry run unless --execute).
+    Failback(SwitchArgs),
     /// Consumer-group offset tools.
     Offsets {
         #[command(subcommand)]
@@ -86,6 +92,45 @@ pub enum OffsetsCommand {
         #[arg(long, value_name = "T")]
         topic: Option<String>,
     },
+}
+
+/// `strait failover` / `strait failback`.
+#[derive(Args, Debug)]
+pub struct SwitchArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// The consumer group to move.
+    #[arg(long, value_name = "G")]
+    pub group: String,
+    /// Only this topic (its source or target name).
+    #[arg(long, value_name = "T")]
+    pub topic: Option<String>,
+    /// Only this flow (default: every enabled flow).
+    #[arg(long, value_name = "NAME")]
+    pub flow: Option<String>,
+    /// Commit the plan (default: print it and commit nothing).
+    #[arg(long)]
+    pub execute: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Proceed although the group still has active members on the side it leaves.
+    #[arg(long)]
+    pub force: bool,
+    /// Commit positions in coarsened history, rounded down (re-reads a bounded number).
+    #[arg(long)]
+    pub allow_rounded: bool,
+    /// Commit below what the group already has on the side it moves to.
+    #[arg(long)]
+    pub allow_backwards: bool,
+    /// Failback: for a group that also read records produced on the target, commit the
+    /// source position after every replicated record.
+    #[arg(long)]
+    pub allow_target_only: bool,
+    /// Failover: how long to wait for replication to pass the group's positions.
+    #[arg(long, value_name = "DURATION", default_value = "30s",
+          value_parser = crate::bench::args::parse_duration)]
+    pub wait: std::time::Duration,
 }
 
 /// `strait config ...`.

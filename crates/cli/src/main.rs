@@ -3,7 +3,7 @@
 //! Layout: [`cli`] defines the command line; [`config_cmd`] implements the config tools,
 //! which need only `strait_mirror::config`; [`logging`] sets up tracing; [`run_cmd`] runs
 //! the engine; [`check`], [`plan`], [`status`] and [`offsets`] inspect the clusters and the
-//! flows' state topics; [`bench`] measures replication.
+//! flows' state topics; [`runbook`] moves consumer groups between clusters; [`bench`] measures replication.
 
 mod bench;
 mod check;
@@ -13,6 +13,7 @@ mod logging;
 mod offsets;
 mod plan;
 mod run_cmd;
+mod runbook;
 mod status;
 
 use std::process::ExitCode;
@@ -54,6 +55,12 @@ fn main() -> ExitCode {
         Command::Plan { config } => plan::plan_cmd(&config.path),
         Command::Check { config } => check::check_cmd(&config.path),
         Command::Status { config, json } => status::status_cmd(&config.path, *json),
+        Command::Failover(args) => {
+            runbook::switch_cmd(strait_mirror::runbook::Direction::Failover, args)
+        }
+        Command::Failback(args) => {
+            runbook::switch_cmd(strait_mirror::runbook::Direction::Failback, args)
+        }
         Command::Offsets {
             command:
                 OffsetsCommand::Translate {

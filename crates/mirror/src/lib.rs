@@ -29,6 +29,7 @@ pub mod fuzzing;
 pub mod groups;
 pub mod heartbeat;
 pub mod metrics;
+pub mod runbook;
 pub mod state;
 pub mod topics;
 
