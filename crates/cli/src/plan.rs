@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use strait_client::Client;
+use strait_mirror::acls::{self, AclError};
 use strait_mirror::config::{Cluster, Config, Flow, load};
 use strait_mirror::topics::{TopicPlan, current_plan};
 
@@ -20,9 +21,41 @@ pub fn plan_cmd(path: &Path) -> anyhow::Result<ExitCode> {
             let (source, target) = clients(&config, flow).await?;
             let (plan, _) = current_plan(flow, &source, &target, true).await?;
             print!("{}", render(flow, &plan));
+            print!("{}", render_acls(flow, &source, &target).await?);
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The ACL part of the plan: what `sync.topic_acls` would create and what it skips.
+async fn render_acls(flow: &Flow, source: &Client, target: &Client) -> anyhow::Result<String> {
+    let mut out = String::new();
+    if !flow.sync.topic_acls {
+        let _ = writeln!(out, "  acls: sync.topic_acls = false");
+        return Ok(out);
+    }
+    match acls::plan_sync(source, target, flow).await {
+        Err(AclError::Unsupported(why)) => {
+            let _ = writeln!(out, "  acls: ! {why}");
+        }
+        Err(AclError::Failed(e)) => return Err(e.into()),
+        Ok((plan, _)) => {
+            for b in &plan.create {
+                let _ = writeln!(out, "  acl     create {b}");
+            }
+            for (b, why) in &plan.skipped {
+                let _ = writeln!(out, "  acl     skip   {b}: {why}");
+            }
+            let _ = writeln!(
+                out,
+                "  acls: {} to create, {} present, {} not copied",
+                plan.create.len(),
+                plan.present,
+                plan.skipped.len()
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// A small current-thread runtime: these commands make a handful of calls.

@@ -45,6 +45,9 @@ macro_rules! with_responses {
             CreatePartitions => CreatePartitionsResponse,
             IncrementalAlterConfigs => IncrementalAlterConfigsResponse,
             DescribeCluster => DescribeClusterResponse,
+            DescribeAcls => DescribeAclsResponse,
+            CreateAcls => CreateAclsResponse,
+            DeleteAcls => DeleteAclsResponse,
             SaslHandshake => SaslHandshakeResponse,
             SaslAuthenticate => SaslAuthenticateResponse,
         }

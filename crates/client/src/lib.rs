@@ -98,6 +98,7 @@ pub use producer::{
     RecordProducer,
 };
 pub use rpc::Request;
+pub use rpc::acls::{AclBinding, AclBindingOp, AclPattern, AclPermission, AclResource};
 pub use rpc::admin::{
     AlterConfigOp, ConfigEntry, NewTopic, ResourceConfigs, ResourceType, TopicResult,
 };

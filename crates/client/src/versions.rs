@@ -40,6 +40,10 @@ pub fn supported_range(api: ApiKey) -> Option<(i16, i16)> {
         CreatePartitions => (0, 3),
         IncrementalAlterConfigs => (0, 1),
         DescribeCluster => (0, 1),
+        // v1+: pattern types (KIP-290).
+        DescribeAcls => (1, 3),
+        CreateAcls => (1, 3),
+        DeleteAcls => (1, 3),
         // KIP-152: v1 frames SASL tokens as SaslAuthenticate requests (v0 sent them raw).
         SaslHandshake => (1, 1),
         SaslAuthenticate => (0, 2),

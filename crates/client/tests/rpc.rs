@@ -449,3 +449,26 @@ fn crc32c(data: &[u8]) -> u32 {
     }
     !crc
 }
+
+/// Tansu 0.6 has no authorizer: DescribeAcls answers an empty list, and its CreateAcls
+/// answer cannot be decoded (librdkafka cannot parse it either, docs/compatibility.md).
+/// Both come back as values or typed errors, never a panic or a hang.
+#[tokio::test]
+async fn acl_apis_on_tansu_answer_empty_or_a_typed_error() {
+    let b = broker();
+    let c = client(&b).await;
+    let described = c.describe_acls(AclResource::Topic).await;
+    let binding = AclBinding {
+        resource: AclResource::Topic,
+        name: "orders".into(),
+        pattern: AclPattern::Literal,
+        principal: "User:alice".into(),
+        host: "*".into(),
+        operation: AclBindingOp::All,
+        permission: AclPermission::Allow,
+    };
+    let created = c.create_acls(&[binding]).await;
+    assert_eq!(described.expect("describe ACLs"), Vec::new());
+    let e = created.expect_err("Tansu's CreateAcls answer");
+    assert!(matches!(e.kind(), ErrorKind::Protocol(_)), "{e}");
+}

@@ -18,6 +18,7 @@
 //!   (continuously or `--once`, with a [`RunSummary`]); [`connect`]: clients with a
 //!   deadline.
 
+pub mod acls;
 pub mod config;
 pub mod connect;
 pub mod datapath;

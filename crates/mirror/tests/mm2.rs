@@ -98,6 +98,8 @@ fn realistic_fixture_converts_and_validates() {
         TopicDecision::Filtered
     );
     assert!(!analytics.sync.group_offsets && !analytics.sync.checkpoints);
+    // `sync.topic.acls.enabled = false` in the fixture maps to `sync.topic_acls`.
+    assert!(!analytics.sync.topic_acls);
     assert_eq!(analytics.start_position, StartPosition::Latest);
 
     let keys: Vec<&str> = unmapped.iter().map(|u| u.key.as_str()).collect();
@@ -109,7 +111,6 @@ fn realistic_fixture_converts_and_validates() {
             "value.converter",
             "offset.flush.interval.ms",
             "tasks.max",
-            "sync.topic.acls.enabled",
             "offset-syncs.topic.location",
             "offset.lag.max",
             "us-east->analytics.tasks.max",

@@ -6,6 +6,7 @@
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
+pub mod acls;
 pub mod admin;
 pub mod authz;
 pub mod fetch;
@@ -62,6 +63,9 @@ requests! {
     CreatePartitionsRequest => CreatePartitionsResponse: CreatePartitions,
     IncrementalAlterConfigsRequest => IncrementalAlterConfigsResponse: IncrementalAlterConfigs,
     DescribeClusterRequest => DescribeClusterResponse: DescribeCluster,
+    DescribeAclsRequest => DescribeAclsResponse: DescribeAcls,
+    CreateAclsRequest => CreateAclsResponse: CreateAcls,
+    DeleteAclsRequest => DeleteAclsResponse: DeleteAcls,
 }
 
 macro_rules! unthrottled_requests {

@@ -71,6 +71,8 @@ pub const METADATA_REFRESH_INTERVAL: HumanDuration = HumanDuration::secs(300);
 pub const TOPIC_REFRESH: HumanDuration = HumanDuration::secs(30);
 /// How often topic configs are compared (MM2: `sync.topic.configs.interval.seconds` = 600).
 pub const TOPIC_CONFIG_SYNC: HumanDuration = HumanDuration::secs(300);
+/// MM2's `sync.topic.acls.interval.seconds` (600).
+pub const TOPIC_ACL_SYNC: HumanDuration = HumanDuration::secs(600);
 /// How often group offsets are read, translated and committed
 /// (MM2: `sync.group.offsets.interval.seconds` = 60).
 pub const GROUP_SYNC: HumanDuration = HumanDuration::secs(10);

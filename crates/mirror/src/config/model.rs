@@ -420,6 +420,9 @@ pub struct SyncSpec {
     pub heartbeats: bool,
     /// Emit MM2-compatible checkpoints (`<source>.checkpoints.internal`) on the target.
     pub checkpoints: bool,
+    /// Copy topic ACLs to the target (MM2's `sync.topic.acls.enabled`: WRITE dropped,
+    /// ALL downgraded to READ).
+    pub topic_acls: bool,
 }
 
 impl Default for SyncSpec {
@@ -429,6 +432,7 @@ impl Default for SyncSpec {
             group_offsets: true,
             heartbeats: true,
             checkpoints: true,
+            topic_acls: true,
         }
     }
 }
@@ -441,6 +445,8 @@ pub struct IntervalsSpec {
     pub topic_refresh: HumanDuration,
     /// Topic config comparison.
     pub topic_config_sync: HumanDuration,
+    /// Topic ACL sync.
+    pub topic_acl_sync: HumanDuration,
     /// Group discovery, offset translation and commit.
     pub group_sync: HumanDuration,
     /// Writing positions and offset maps to the state topic, and emitting checkpoints.
@@ -454,6 +460,7 @@ impl Default for IntervalsSpec {
         Self {
             topic_refresh: d::TOPIC_REFRESH,
             topic_config_sync: d::TOPIC_CONFIG_SYNC,
+            topic_acl_sync: d::TOPIC_ACL_SYNC,
             group_sync: d::GROUP_SYNC,
             checkpoint: d::CHECKPOINT,
             heartbeat: d::HEARTBEAT,

@@ -399,6 +399,8 @@ pub struct Sync {
     pub heartbeats: bool,
     /// MM2-compatible checkpoints.
     pub checkpoints: bool,
+    /// Topic ACLs.
+    pub topic_acls: bool,
 }
 
 /// Control-plane cadences.
@@ -408,6 +410,8 @@ pub struct Intervals {
     pub topic_refresh: Duration,
     /// Topic config comparison.
     pub topic_config_sync: Duration,
+    /// Topic ACL sync.
+    pub topic_acl_sync: Duration,
     /// Group offset sync.
     pub group_sync: Duration,
     /// State checkpoints.

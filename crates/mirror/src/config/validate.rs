@@ -603,6 +603,7 @@ impl Validator {
         for (key, d) in [
             ("topic_refresh", iv.topic_refresh),
             ("topic_config_sync", iv.topic_config_sync),
+            ("topic_acl_sync", iv.topic_acl_sync),
             ("group_sync", iv.group_sync),
             ("checkpoint", iv.checkpoint),
             ("heartbeat", iv.heartbeat),
@@ -640,10 +641,12 @@ impl Validator {
                 group_offsets: spec.sync.group_offsets,
                 heartbeats: spec.sync.heartbeats,
                 checkpoints: spec.sync.checkpoints,
+                topic_acls: spec.sync.topic_acls,
             },
             intervals: Intervals {
                 topic_refresh: iv.topic_refresh.0,
                 topic_config_sync: iv.topic_config_sync.0,
+                topic_acl_sync: iv.topic_acl_sync.0,
                 group_sync: iv.group_sync.0,
                 checkpoint: iv.checkpoint.0,
                 heartbeat: iv.heartbeat.0,

@@ -381,6 +381,7 @@ impl Props {
         flow.sync.checkpoints = self
             .boolean(&fk("emit.checkpoints.enabled"))
             .unwrap_or(true);
+        flow.sync.topic_acls = self.boolean(&fk("sync.topic.acls.enabled")).unwrap_or(true);
 
         let iv = &mut flow.intervals;
         for (mm2, slot) in [
@@ -390,6 +391,7 @@ impl Props {
                 &mut iv.topic_config_sync,
             ),
             ("emit.checkpoints.interval.seconds", &mut iv.checkpoint),
+            ("sync.topic.acls.interval.seconds", &mut iv.topic_acl_sync),
             ("emit.heartbeats.interval.seconds", &mut iv.heartbeat),
         ] {
             if let Some(d) = self.seconds(&fk(mm2)) {
@@ -509,9 +511,6 @@ fn reason(key: &str) -> &'static str {
         }
         "heartbeats.topic.replication.factor" | "checkpoints.topic.replication.factor" => {
             return "Strait creates its own topics with the flow's `topics.replication_factor`";
-        }
-        "sync.topic.acls.enabled" | "sync.topic.acls.interval.seconds" => {
-            return "ACL sync is not supported yet";
         }
         "refresh.topics.enabled" | "refresh.groups.enabled" => {
             return "Strait always discovers new topics and groups; tune `intervals.topic_refresh` / `intervals.group_sync`";
