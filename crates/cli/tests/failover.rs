@@ -36,11 +36,18 @@ fn text(o: &Output) -> String {
 }
 
 fn config(dir: &Path, source: &str, target: &str) -> PathBuf {
+    config_with(dir, source, target, "")
+}
+
+fn config_with(dir: &Path, source: &str, target: &str, extra: &str) -> PathBuf {
     let mut cfg = two_cluster_flow(source, target, "5s");
     cfg.push_str(
         "[flows.topics]\ninclude = [\"orders\"]\n[flows.sync]\ngroup_offsets = false\n\
          heartbeats = false\ncheckpoints = false\n",
     );
+    cfg.push_str(extra);
+    // Tests run in parallel: no two on the default metrics port.
+    cfg.push_str("[metrics]\nenabled = false\n");
     let path = dir.join("strait.toml");
     std::fs::write(&path, cfg).expect("write config");
     path
@@ -202,4 +209,38 @@ fn failover_refuses_a_position_replication_has_not_reached_and_commits_nothing()
     assert!(stdout.contains("not replicated yet"), "{}", text(&out));
     assert!(stdout.contains("nothing committed"), "{}", text(&out));
     assert_eq!(committed(&dst, TARGET_TOPIC), None);
+}
+
+#[test]
+fn a_renamed_topic_is_replicated_under_its_new_name_and_fails_over_there() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let renamed = "src.orders-v2";
+    let cfg = config_with(
+        dir.path(),
+        &src,
+        &dst,
+        "[flows.naming.rename]\norders = \"orders-v2\"\n",
+    );
+    let cfg = cfg.to_str().expect("utf-8 path");
+    rdkafka::create_topic(&src, TOPIC, 1, &[]).expect("topic");
+    produce(&src, 0, 25, Transaction::None);
+    let out = strait(&["run", "--once", "-c", cfg]);
+    assert!(out.status.success(), "{}", text(&out));
+    let values = |rs: Vec<ConsumedRecord>| -> Vec<_> { rs.into_iter().map(|r| r.value).collect() };
+    assert_eq!(
+        values(read_all(&dst, renamed)),
+        values(read_all(&src, TOPIC)),
+        "every record, in order, under the new name"
+    );
+    let source = read_all(&src, TOPIC);
+    rdkafka::commit_group_offsets(&src, GROUP, TOPIC, &[(0, source[10].offset)]).expect("commit");
+    let out = strait(&["failover", "-c", cfg, "--group", GROUP, "--execute"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let on_target = committed(&dst, renamed).expect("committed on the renamed topic");
+    assert_eq!(
+        record_at(&dst, renamed, on_target).value.as_deref(),
+        Some(&b"v10"[..])
+    );
 }

@@ -668,3 +668,36 @@ fn aws_msk_iam_keys_are_checked() {
         "{p}"
     );
 }
+
+#[test]
+fn renames_must_be_topic_names_one_each_and_not_heartbeats() {
+    let p = problems(&format!(
+        "{BASE}[flows.naming.rename]\n\"bad name\" = \"x\"\na = \"shared\"\nb = \"shared\"\nheartbeats = \"hb\"\n"
+    ));
+    let text = p.join("\n");
+    assert!(text.contains("invalid topic name \"bad name\""), "{text}");
+    assert!(
+        text.contains("\"a\" and \"b\" are both renamed to \"shared\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("heartbeats topics cannot be renamed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_rename_applies_before_the_policy() {
+    let cfg = load_str(
+        &format!("{BASE}[flows.naming]\nrename = {{ orders = \"orders-v2\" }}\n"),
+        "test.toml",
+        &no_env,
+    )
+    .expect("valid");
+    assert_eq!(
+        cfg.flows[0].topic_decision("orders"),
+        TopicDecision::Replicate {
+            target_topic: "a.orders-v2".into()
+        }
+    );
+}

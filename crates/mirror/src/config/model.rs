@@ -342,6 +342,9 @@ pub struct NamingSpec {
     pub policy: NamingPolicy,
     /// Between the source alias and the topic name (MM2's `replication.policy.separator`).
     pub separator: String,
+    /// Exact source topic names replicated under another name (applied before the
+    /// policy): `rename = { "orders" = "orders-v2" }`.
+    pub rename: BTreeMap<String, String>,
 }
 
 impl Default for NamingSpec {
@@ -349,6 +352,7 @@ impl Default for NamingSpec {
         Self {
             policy: NamingPolicy::default(),
             separator: d::SEPARATOR.to_owned(),
+            rename: BTreeMap::new(),
         }
     }
 }

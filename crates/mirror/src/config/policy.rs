@@ -1,4 +1,7 @@
-//! Target topic naming and cycle detection, after MM2's `ReplicationPolicy`.
+//! Target topic naming and cycle detection, after MM2's `ReplicationPolicy`, with exact
+//! renames applied before the policy (`naming.rename`).
+
+use std::collections::BTreeMap;
 
 use super::model::NamingPolicy;
 
@@ -11,6 +14,7 @@ pub struct ReplicationPolicy {
     kind: NamingPolicy,
     separator: String,
     source_alias: String,
+    renames: BTreeMap<String, String>,
 }
 
 impl ReplicationPolicy {
@@ -24,7 +28,20 @@ impl ReplicationPolicy {
             kind,
             separator: separator.into(),
             source_alias: source_alias.into(),
+            renames: BTreeMap::new(),
         }
+    }
+
+    /// With exact renames: source topic `k` is replicated as if it were named `v` (the
+    /// policy still applies: `<alias><sep>v` with `prefix`).
+    pub fn with_renames(mut self, renames: BTreeMap<String, String>) -> Self {
+        self.renames = renames;
+        self
+    }
+
+    /// The renames.
+    pub fn renames(&self) -> &BTreeMap<String, String> {
+        &self.renames
     }
 
     /// `prefix` or `identity`.
@@ -37,12 +54,14 @@ impl ReplicationPolicy {
         &self.separator
     }
 
-    /// The target name of source topic `topic`.
+    /// The target name of source topic `topic`: its rename if it has one, through the
+    /// policy.
     ///
     /// With `identity`, heartbeats topics are still prefixed (as MM2's
     /// IdentityReplicationPolicy does), so heartbeats of both directions of an
-    /// active/active pair never collide.
+    /// active/active pair never collide (validation keeps them out of the renames).
     pub fn remote_topic(&self, topic: &str) -> String {
+        let topic = self.renames.get(topic).map_or(topic, String::as_str);
         match self.kind {
             NamingPolicy::Identity if !self.is_heartbeats_topic(topic) => topic.to_owned(),
             _ => format!("{}{}{topic}", self.source_alias, self.separator),
@@ -154,6 +173,19 @@ mod tests {
             "identity names carry no origin"
         );
         assert!(p.is_cycle("eu.heartbeats", "eu"));
+    }
+
+    #[test]
+    fn renames_apply_before_the_policy_and_cycles_still_hold() {
+        let renames = BTreeMap::from([("orders".to_owned(), "orders-v2".to_owned())]);
+        let p = prefix("us").with_renames(renames.clone());
+        assert_eq!(p.remote_topic("orders"), "us.orders-v2");
+        assert_eq!(p.remote_topic("payments"), "us.payments");
+        // What this flow wrote is still recognised as coming from the source.
+        assert!(p.is_cycle("us.orders-v2", "us"));
+        let i = ReplicationPolicy::new(NamingPolicy::Identity, ".", "us").with_renames(renames);
+        assert_eq!(i.remote_topic("orders"), "orders-v2");
+        assert_eq!(i.remote_topic("heartbeats"), "us.heartbeats");
     }
 
     #[test]

@@ -563,6 +563,9 @@ impl Validator {
                 .expected("a separator that does not occur in the cluster name"),
             );
         }
+        let plain =
+            ReplicationPolicy::new(naming.policy, naming.separator.clone(), spec.source.clone());
+        self.renames(&at.key("naming").key("rename"), &naming.rename, &plain);
         if spec.enabled && spec.source == spec.target && naming.policy == NamingPolicy::Identity {
             self.push(
                 Problem::new(at.clone(), format!("flow from \"{0}\" to \"{0}\" with identity naming replicates every topic onto itself (a cycle)", spec.source))
@@ -629,7 +632,8 @@ impl Validator {
                 naming.policy,
                 naming.separator.clone(),
                 spec.source.clone(),
-            ),
+            )
+            .with_renames(naming.rename.clone()),
             groups,
             topic_configs,
             replication_factor,
@@ -652,6 +656,43 @@ impl Validator {
                 heartbeat: iv.heartbeat.0,
             },
         })
+    }
+
+    /// `naming.rename`: legal topic names on both sides, no heartbeats topic, and no two
+    /// sources given one name (they would be written into one target topic).
+    fn renames(
+        &mut self,
+        at: &KeyPath,
+        renames: &BTreeMap<String, String>,
+        policy: &ReplicationPolicy,
+    ) {
+        let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+        for (from, to) in renames {
+            let here = at.key(from.clone());
+            for name in [from, to] {
+                if !is_topic_name(name) {
+                    self.push(
+                        Problem::new(here.clone(), format!("invalid topic name \"{name}\""))
+                            .expected("1 to 249 of `.`, `_`, `-`, letters or digits"),
+                    );
+                }
+            }
+            if policy.is_heartbeats_topic(from) || policy.is_heartbeats_topic(to) {
+                self.push(
+                    Problem::new(here.clone(), "heartbeats topics cannot be renamed")
+                        .expected("renames of data topics only"),
+                );
+            }
+            if let Some(other) = seen.insert(to.as_str(), from.as_str()) {
+                self.push(
+                    Problem::new(
+                        here,
+                        format!("\"{other}\" and \"{from}\" are both renamed to \"{to}\": two topics would be written into one"),
+                    )
+                    .expected("a different target name for each renamed topic"),
+                );
+            }
+        }
     }
 
     /// Checks each pattern on its own so every bad one is reported with its index.

@@ -36,6 +36,9 @@ pub enum SkipReason {
     Mm2Internal,
     /// A heartbeats topic while `sync.heartbeats` is off.
     HeartbeatsDisabled,
+    /// Another source topic gets the same target name (a rename onto an existing name):
+    /// neither is replicated, rather than two written into one.
+    NameCollision,
 }
 
 impl fmt::Display for SkipReason {
@@ -47,6 +50,9 @@ impl fmt::Display for SkipReason {
             SkipReason::StraitState => "a Strait state topic",
             SkipReason::Mm2Internal => "a MirrorMaker 2 internal topic",
             SkipReason::HeartbeatsDisabled => "heartbeats topic and sync.heartbeats is off",
+            SkipReason::NameCollision => {
+                "another source topic gets the same target name (naming.rename): neither is replicated"
+            }
         })
     }
 }
@@ -142,9 +148,26 @@ pub fn plan(source: &[TopicState], target: &[TopicState], flow: &Flow) -> TopicP
         target.iter().map(|t| (t.name.as_str(), t)).collect();
     let mut sources: Vec<&TopicState> = source.iter().collect();
     sources.sort_by(|a, b| a.name.cmp(&b.name));
+    let decided: Vec<(&TopicState, Result<String, SkipReason>)> =
+        sources.into_iter().map(|s| (s, decide(s, flow))).collect();
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, d) in &decided {
+        if let Ok(t) = d {
+            *names.entry(t.as_str()).or_default() += 1;
+        }
+    }
+    let collided: Vec<bool> = decided
+        .iter()
+        .map(|(_, d)| d.as_ref().is_ok_and(|t| names[t.as_str()] > 1))
+        .collect();
     let mut out = TopicPlan::default();
-    for s in sources {
-        let target_topic = match decide(s, flow) {
+    for ((s, decision), collided) in decided.into_iter().zip(collided) {
+        let decision = if collided {
+            Err(SkipReason::NameCollision)
+        } else {
+            decision
+        };
+        let target_topic = match decision {
             Ok(t) => t,
             Err(reason) => {
                 out.skipped.push((s.name.clone(), reason));
@@ -267,6 +290,44 @@ target = "dst"
 
     fn skipped(p: &TopicPlan, name: &str) -> Option<SkipReason> {
         p.skipped.iter().find(|(n, _)| n == name).map(|(_, r)| *r)
+    }
+
+    #[test]
+    fn renamed_topics_get_their_new_name_through_the_policy() {
+        let f = flow("[flows.naming.rename]\norders = \"orders-v2\"\n");
+        let p = plan(
+            &[topic("orders", 2, &[]), topic("payments", 1, &[])],
+            &[],
+            &f,
+        );
+        let names: Vec<(&str, &str)> = p
+            .create
+            .iter()
+            .map(|c| (c.source_topic.as_str(), c.target_topic.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [("orders", "src.orders-v2"), ("payments", "src.payments")]
+        );
+    }
+
+    #[test]
+    fn two_sources_onto_one_target_name_replicate_neither() {
+        // `orders` renamed onto the name `legacy` already has: never one target for both.
+        let f = flow("[flows.naming]\npolicy = \"identity\"\nrename = { orders = \"legacy\" }\n");
+        let p = plan(
+            &[
+                topic("orders", 1, &[]),
+                topic("legacy", 1, &[]),
+                topic("other", 1, &[]),
+            ],
+            &[],
+            &f,
+        );
+        assert_eq!(skipped(&p, "orders"), Some(SkipReason::NameCollision));
+        assert_eq!(skipped(&p, "legacy"), Some(SkipReason::NameCollision));
+        assert_eq!(p.create.len(), 1);
+        assert_eq!(p.create[0].target_topic, "other");
     }
 
     #[test]
