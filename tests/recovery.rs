@@ -19,7 +19,7 @@ const TARGET: &str = "src.rec";
 
 fn config(source: &str, target: &str, policy: &str) -> Config {
     let text = format!(
-        "{}{SYNC_OFF}\n[flows.topics]\ninclude = [\"{TOPIC}\"]\non_topic_recreation = \"{policy}\"\n\
+        "{}{SYNC_OFF}\n[flows.topics]\ninclude = [\"{TOPIC}\"]\non_target_mismatch = \"{policy}\"\n\
          [engine]\nfetch_max_wait = \"100ms\"\n[metrics]\nenabled = false\n",
         two_cluster_flow(source, target, "3s")
     );
