@@ -131,3 +131,25 @@ fn other_records_past_the_state_are_an_incident_never_absorbed() {
     want.extend((40..70).map(|i| format!("v-{i}")));
     assert_eq!(got, want);
 }
+
+#[test]
+fn a_duplicate_at_the_end_of_the_tail_is_skipped_and_the_next_batch_lands_after_it() {
+    // The crashed run wrote the next three source batches, then the last of them again (a
+    // request re-sent under a new epoch landing after the original). Recovery matches the
+    // three and skips the copy; the next batch then lands after the copy, where the map
+    // must expect it (it expected it on the copy, and stopped with an ack mismatch).
+    let mut tail = records("v", 40, 21);
+    tail.extend(records("v", 54, 7));
+    let cluster = crashed_with_tail(&tail);
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(Engine::new(config(&src, &dst, "fail")).run_once())
+        .expect("recovering run: no incident");
+    let mut want: Vec<String> = (0..61).map(|i| format!("v-{i}")).collect();
+    want.extend((54..70).map(|i| format!("v-{i}")));
+    assert_eq!(
+        values(&dst, TARGET, want.len()),
+        want,
+        "every source record, the one duplicate block, nothing lost"
+    );
+}

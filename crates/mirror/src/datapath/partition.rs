@@ -30,7 +30,7 @@ use crate::config::model::RecompressPolicy;
 use crate::error::MirrorError;
 use crate::incident::Policies;
 
-/// A partition's map, shared by its recorder and the state checkpointer.
+/// A partition's map, shared by its pipeline (the only writer) and the state checkpointer.
 pub type SharedMap = Arc<Mutex<MapWriter>>;
 
 /// What the pipeline needs to know about its partition.
