@@ -1,9 +1,10 @@
 //! The pipeline against a model of the target: for any interleaving of fetched record
 //! sets, acknowledgements (some without an offset), batches failing for good (with every
 //! later unresolved batch, a prefix of them possibly written anyway), kills (from the last
-//! checkpoint) and restarts (from the map so far), and batches appended twice, the map
-//! never claims a source record the target does not hold at that offset, in order, and
-//! claims each at most once. After the faults, a clean run copies every source record.
+//! checkpoint) and restarts (from the map so far), batches appended twice, and the source
+//! deleting records (out of range, then the log start), the map never claims a source
+//! record the target does not hold at that offset, in order, and claims each at most
+//! once. After the faults, a clean run copies every source record still in the source.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -34,6 +35,9 @@ enum Op {
     Kill { written: usize, twice: bool },
     /// The state is written (the map as it is now).
     Checkpoint,
+    /// The source log start moves to the start of batch `n` (retention): fetching below
+    /// it is answered OFFSET_OUT_OF_RANGE.
+    Truncate(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -45,6 +49,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0usize..3, prop::bool::weighted(0.3))
             .prop_map(|(written, twice)| Op::Kill { written, twice }),
         2 => Just(Op::Checkpoint),
+        1 => (0usize..10).prop_map(Op::Truncate),
     ]
 }
 
@@ -108,6 +113,7 @@ struct World {
     policy: IncidentPolicy,
     run: Run,
     incidents: u32,
+    log_start: i64,
 }
 
 impl World {
@@ -122,6 +128,7 @@ impl World {
             policy,
             run,
             incidents: 0,
+            log_start: 0,
         }
     }
 
@@ -141,13 +148,13 @@ impl World {
         let from = self.map.next(Side::Target);
         let recovery = self.target.recovery(from);
         // The feed starts at the map's source position.
-        let source_next = self.map.next(Side::Source) as i64;
-        let fetch = self
-            .source
-            .iter()
-            .take_while(|(b, _)| *b < source_next)
-            .count();
+        let fetch = self.batch_at(self.map.next(Side::Source) as i64);
         self.run = Self::start(&self.map, recovery, self.policy, fetch);
+    }
+
+    /// The index of the first source batch at or past `offset`.
+    fn batch_at(&self, offset: i64) -> usize {
+        self.source.iter().take_while(|(b, _)| *b < offset).count()
     }
 
     /// Does what the pipeline asks until it waits; an error restarts from the map so far
@@ -164,6 +171,11 @@ impl World {
                 Some(Action::Record) => self.run.p.record(&mut self.map).map(|_| ()),
                 Some(Action::Skipped(_)) => {
                     self.incidents += 1;
+                    Ok(())
+                }
+                Some(Action::NeedLogStart) => self.run.p.log_start(self.log_start),
+                Some(Action::Reposition { position, .. }) => {
+                    self.run.fetch_next = self.batch_at(position);
                     Ok(())
                 }
                 Some(_) => Ok(()),
@@ -191,6 +203,11 @@ impl World {
                     return;
                 }
                 let set = &self.source[from..to];
+                if set[0].0 < self.log_start {
+                    self.run.p.out_of_range(self.run.p.generation(), set[0].0);
+                    self.settle();
+                    return;
+                }
                 self.run.fetch_next = to;
                 let r = self.run.p.fetched(Fetched {
                     generation: self.run.p.generation(),
@@ -238,6 +255,10 @@ impl World {
                 self.restart(self.checkpoint.clone());
             }
             Op::Checkpoint => self.checkpoint = self.map.clone(),
+            Op::Truncate(n) => {
+                let start = self.source[n.min(self.source.len() - 1)].0;
+                self.log_start = self.log_start.max(start);
+            }
         }
         self.settle();
     }
@@ -298,7 +319,7 @@ proptest! {
         w.check()?;
         let end: i64 = sizes.iter().sum();
         prop_assert_eq!(w.map.next(Side::Source), end as u64, "replication reaches the source end");
-        for s in 0..end {
+        for s in w.log_start..end {
             let want = source_record(s);
             prop_assert!(
                 w.target.records.iter().any(|r| r.value == want.value),
