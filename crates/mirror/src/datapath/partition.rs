@@ -22,7 +22,6 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use super::budget::{Budget, Reservation};
 use super::fetcher::{Feed, PartitionFeed};
-pub use super::pipeline::record::{AckBase, ack_base};
 use super::pipeline::{Action, Fetched, Pipeline, Recorded, Settings};
 use super::plan::Planner;
 use super::recovery::Recovery;
