@@ -3,6 +3,8 @@
 //! last state write are recorded only when they are the source's records, one by one; a
 //! target that holds other records past the state is an incident, never absorbed — the
 //! count-based rule this replaces skipped as many source records as it found, silently.
+//! Also the incidents found at start, each governed by its own key: a target that lost what
+//! was written (`on_target_mismatch`) and a source topic re-created (`on_topic_recreation`).
 
 use std::time::Duration;
 
@@ -18,8 +20,17 @@ const TOPIC: &str = "rec";
 const TARGET: &str = "src.rec";
 
 fn config(source: &str, target: &str, policy: &str) -> Config {
+    config_with(
+        source,
+        target,
+        &format!("on_target_mismatch = \"{policy}\""),
+    )
+}
+
+/// The flow with `policies` (lines of `[flows.topics]`).
+fn config_with(source: &str, target: &str, policies: &str) -> Config {
     let text = format!(
-        "{}{SYNC_OFF}\n[flows.topics]\ninclude = [\"{TOPIC}\"]\non_topic_recreation = \"{policy}\"\n\
+        "{}{SYNC_OFF}\n[flows.topics]\ninclude = [\"{TOPIC}\"]\n{policies}\n\
          [engine]\nfetch_max_wait = \"100ms\"\n[metrics]\nenabled = false\n",
         two_cluster_flow(source, target, "3s")
     );
@@ -130,4 +141,138 @@ fn other_records_past_the_state_are_an_incident_never_absorbed() {
     want.extend((40..61).map(|i| format!("foreign-{i}")));
     want.extend((40..70).map(|i| format!("v-{i}")));
     assert_eq!(got, want);
+}
+
+#[test]
+fn a_duplicate_at_the_end_of_the_tail_is_skipped_and_the_next_batch_lands_after_it() {
+    // The crashed run wrote the next three source batches, then the last of them again (a
+    // request re-sent under a new epoch landing after the original). Recovery matches the
+    // three and skips the copy; the next batch then lands after the copy, where the map
+    // must expect it (it expected it on the copy, and stopped with an ack mismatch).
+    let mut tail = records("v", 40, 21);
+    tail.extend(records("v", 54, 7));
+    let cluster = crashed_with_tail(&tail);
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(Engine::new(config(&src, &dst, "fail")).run_once())
+        .expect("recovering run: no incident");
+    let mut want: Vec<String> = (0..61).map(|i| format!("v-{i}")).collect();
+    want.extend((54..70).map(|i| format!("v-{i}")));
+    assert_eq!(
+        values(&dst, TARGET, want.len()),
+        want,
+        "every source record, the one duplicate block, nothing lost"
+    );
+}
+
+#[test]
+fn a_target_that_lost_what_was_written_is_a_target_mismatch_and_skip_continues_at_its_end() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, TOPIC, 1, &[]).expect("topic");
+    produce(&src, TOPIC, &records("v", 0, 40), 7);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(Engine::new(config(&src, &dst, "fail")).run_once())
+        .expect("first run");
+    // The target topic is deleted and created again, empty: the 40 records written are gone.
+    rt.block_on(async {
+        let client = strait_client::Client::connect(
+            strait_client::ClientConfig::new([dst.clone()])
+                .with_request_timeout(Duration::from_secs(3))
+                .with_connect_timeout(Duration::from_secs(2)),
+        )
+        .await
+        .expect("connect");
+        client
+            .delete_topics(&[TARGET], Duration::from_secs(3))
+            .await
+            .expect("delete");
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while rdkafka::create_topic(&dst, TARGET, 1, &[]).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "target topic not re-created"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    produce(&src, TOPIC, &records("v", 40, 30), 7);
+
+    let err = rt
+        .block_on(Engine::new(config(&src, &dst, "fail")).run_once())
+        .expect_err("policy fail stops the flow");
+    let text = err.to_string();
+    assert_eq!(
+        err.incident_kind(),
+        Some(strait_mirror::error::IncidentKind::TargetMismatch),
+        "{text}"
+    );
+    assert!(
+        text.contains("ends at 0 but 40 records were written"),
+        "{text}"
+    );
+    assert!(text.contains("on_target_mismatch = \"skip\""), "{text}");
+    assert!(!text.contains("on_topic_recreation"), "{text}");
+
+    // Skip: the map's target side restarts at the target's end and replication continues
+    // from the map's source position (the lost records are not copied again).
+    rt.block_on(Engine::new(config(&src, &dst, "skip")).run_once())
+        .expect("skip run");
+    let want: Vec<String> = (40..70).map(|i| format!("v-{i}")).collect();
+    assert_eq!(values(&dst, TARGET, 30), want);
+}
+
+#[test]
+fn a_source_topic_recreated_since_the_last_run_is_governed_by_on_topic_recreation_only() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, TOPIC, 1, &[]).expect("topic");
+    produce(&src, TOPIC, &records("v", 0, 40), 7);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(Engine::new(config(&src, &dst, "fail")).run_once())
+        .expect("first run");
+    rt.block_on(async {
+        let client = strait_client::Client::connect(
+            strait_client::ClientConfig::new([src.clone()])
+                .with_request_timeout(Duration::from_secs(3))
+                .with_connect_timeout(Duration::from_secs(2)),
+        )
+        .await
+        .expect("connect");
+        client
+            .delete_topics(&[TOPIC], Duration::from_secs(3))
+            .await
+            .expect("delete");
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while rdkafka::create_topic(&src, TOPIC, 1, &[]).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "source topic not re-created"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    produce(&src, TOPIC, &records("new", 0, 10), 7);
+
+    // on_target_mismatch = "skip" does not cover the source: on_topic_recreation (default
+    // fail) stops the flow.
+    let err = rt
+        .block_on(Engine::new(config(&src, &dst, "skip")).run_once())
+        .expect_err("on_topic_recreation = fail stops the flow");
+    let text = err.to_string();
+    assert_eq!(
+        err.incident_kind(),
+        Some(strait_mirror::error::IncidentKind::TopicRecreation),
+        "{text}"
+    );
+    assert!(text.contains("since the last run"), "{text}");
+    assert!(text.contains("on_topic_recreation = \"skip\""), "{text}");
+
+    // on_topic_recreation = "skip": the map restarts and the new topic is copied from its
+    // start, after what was copied of the old one.
+    rt.block_on(Engine::new(config_with(&src, &dst, "on_topic_recreation = \"skip\"")).run_once())
+        .expect("skip run");
+    let mut want: Vec<String> = (0..40).map(|i| format!("v-{i}")).collect();
+    want.extend((0..10).map(|i| format!("new-{i}")));
+    assert_eq!(values(&dst, TARGET, 50), want);
 }

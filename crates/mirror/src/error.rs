@@ -48,7 +48,8 @@ impl fmt::Display for Context {
 }
 
 /// The kinds of incident that stop a partition (policy `fail`) or are skipped with a log
-/// line and a metric (policy `skip`). Never silent (DESIGN invariant 10).
+/// line and a metric (policy `skip`). Never silent (DESIGN invariant 10). Which config key
+/// governs which kind, and the messages: [`crate::incident`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IncidentKind {
     /// The source log start moved past our position: records were deleted before we copied
@@ -56,9 +57,10 @@ pub enum IncidentKind {
     SourceTruncation,
     /// The source topic was deleted and re-created (its topic id changed).
     TopicRecreation,
-    /// The target partition holds fewer records than our state says we wrote (or more than
-    /// we can account for): it was truncated, re-created or written by someone else.
-    TargetTruncation,
+    /// The target partition does not hold what the map says: it ends before what was
+    /// written (truncated or re-created), a batch landed elsewhere than expected, or records
+    /// past the map are not the source's (written by someone else, or a batch is missing).
+    TargetMismatch,
     /// The source grew partitions and the target cannot (no CreatePartitions).
     PartitionGrowthUnsupported,
 }
@@ -69,7 +71,7 @@ impl IncidentKind {
         match self {
             IncidentKind::SourceTruncation => "source_truncation",
             IncidentKind::TopicRecreation => "topic_recreation",
-            IncidentKind::TargetTruncation => "target_truncation",
+            IncidentKind::TargetMismatch => "target_mismatch",
             IncidentKind::PartitionGrowthUnsupported => "partition_growth_unsupported",
         }
     }
@@ -80,7 +82,7 @@ impl fmt::Display for IncidentKind {
         f.write_str(match self {
             IncidentKind::SourceTruncation => "source truncation",
             IncidentKind::TopicRecreation => "topic re-creation",
-            IncidentKind::TargetTruncation => "target truncation",
+            IncidentKind::TargetMismatch => "target mismatch",
             IncidentKind::PartitionGrowthUnsupported => "partition growth unsupported",
         })
     }

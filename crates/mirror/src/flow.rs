@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
-use crate::config::model::{IncidentPolicy, StartPosition};
+use crate::config::model::StartPosition;
 use crate::config::{Config, Flow};
 use crate::connect::connect;
 use crate::datapath::budget::Budget;
@@ -25,9 +25,10 @@ use crate::datapath::fetcher::{PartitionFeed, Router};
 use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap};
 use crate::datapath::probe::{Bounds, bounds};
 use crate::datapath::recovery::Recovery;
-use crate::error::{IncidentKind, MirrorError};
+use crate::error::MirrorError;
 use crate::groups::GroupSync;
 use crate::heartbeat::Heartbeats;
+use crate::incident::{Incident, Noticed, Policies};
 use crate::metrics::{FlowState, Metrics, PartitionMetrics};
 use crate::state::{self, PartitionState, SavedState, StateWriter};
 use crate::topics::{ReplicatedTopic, TopicSync};
@@ -321,29 +322,15 @@ impl FlowRun {
                 && !r.topic_id.is_nil()
                 && !t.topic_id.is_nil()
             {
-                self.metrics.incident(
-                    &self.flow.name,
-                    &t.source_topic,
-                    -1,
-                    IncidentKind::TopicRecreation,
-                );
-                let message = format!(
-                    "the source topic id changed from {} to {} while replicating",
-                    r.topic_id, t.topic_id
-                );
-                if self.flow.on_topic_recreation == IncidentPolicy::Fail {
-                    return Err(MirrorError::incident(
-                        IncidentKind::TopicRecreation,
-                        format!(
-                            "{message}; policy fail (set on_topic_recreation = \"skip\" to \
-                             replicate the new topic from its start)"
-                        ),
-                    )
-                    .topic(&t.source_topic));
-                }
-                tracing::error!(flow = %self.flow.name, topic = %t.source_topic,
-                    "topic re-creation: {message}; policy skip: every partition restarts its \
-                     map and replicates the new topic from its log start");
+                let incident =
+                    Incident::topic_recreated(r.topic_id, t.topic_id, Noticed::WhileRunning);
+                self.metrics
+                    .incident(&self.flow.name, &t.source_topic, -1, incident.kind());
+                let skipped = incident
+                    .decide(&Policies::of(&self.flow))
+                    .into_result()
+                    .map_err(|e| e.topic(&t.source_topic))?;
+                tracing::error!(flow = %self.flow.name, topic = %t.source_topic, "{skipped}");
                 let restarted: Vec<_> = self
                     .running
                     .iter_mut()
@@ -477,8 +464,7 @@ impl FlowRun {
                 partition: p,
                 max_batch_bytes,
                 until: self.once.then_some(s.end),
-                on_source_truncation: flow.on_source_truncation,
-                on_target_mismatch: flow.on_topic_recreation,
+                policies: Policies::of(flow),
                 max_held_bytes: self.max_held_bytes,
                 max_in_flight: usize::from(self.engine.max_in_flight_per_partition).clamp(1, 5),
                 coalesce_max_bytes: self.engine.coalesce_max_bytes,
@@ -566,27 +552,19 @@ impl FlowRun {
             return Ok((fresh(start)?, None, true));
         }
         let mut map = state::decode_map(saved).map_err(ctx)?;
+        let policies = Policies::of(flow);
+        let count = |kind| self.metrics.incident(&flow.name, &t.source_topic, p, kind);
         if !saved.topic_id.is_nil() && !t.topic_id.is_nil() && saved.topic_id != t.topic_id {
-            let message = format!(
-                "the source topic id changed from {} to {} since the last run",
-                saved.topic_id, t.topic_id
+            let incident = Incident::topic_recreated(
+                saved.topic_id,
+                t.topic_id,
+                Noticed::SinceLastRun {
+                    log_start: src.log_start,
+                },
             );
-            self.metrics.incident(
-                &flow.name,
-                &t.source_topic,
-                p,
-                IncidentKind::TopicRecreation,
-            );
-            if flow.on_topic_recreation == IncidentPolicy::Fail {
-                return Err(ctx(MirrorError::incident(
-                    IncidentKind::TopicRecreation,
-                    format!(
-                        "{message}; policy fail (set on_topic_recreation = \"skip\" to replicate the new topic from its start)"
-                    ),
-                )));
-            }
-            tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p,
-                "topic re-creation: {message}; policy skip: replicating the new topic from offset {}", src.log_start);
+            count(incident.kind());
+            let skipped = incident.decide(&policies).into_result().map_err(ctx)?;
+            tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p, "{skipped}");
             let target_next = map.next(Side::Target).max(dst.end.max(0) as u64);
             map.source_recreated(src.log_start.max(0) as u64, target_next)
                 .map_err(|e| ctx(MirrorError::offset_map(e)))?;
@@ -596,28 +574,12 @@ impl FlowRun {
         match dst.end - written {
             0 => Ok((map, None, false)),
             d if d > 0 => Ok((map, Some((written, dst.end)), false)),
-            d => {
-                let message = format!(
-                    "the target partition ends at {} but {} records were written to it \
-                     ({} missing): it was truncated or re-created",
-                    dst.end,
-                    map.next(Side::Target),
-                    -d
-                );
-                self.metrics.incident(
-                    &flow.name,
-                    &t.source_topic,
-                    p,
-                    IncidentKind::TargetTruncation,
-                );
-                if flow.on_topic_recreation == IncidentPolicy::Fail {
-                    return Err(ctx(MirrorError::incident(
-                        IncidentKind::TargetTruncation,
-                        format!("{message}; policy fail"),
-                    )));
-                }
-                tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p,
-                    "target truncation: {message}; policy skip: continuing at the target end");
+            _ => {
+                let incident =
+                    Incident::target_shorter(&t.target_topic, dst.end, map.next(Side::Target));
+                count(incident.kind());
+                let skipped = incident.decide(&policies).into_result().map_err(ctx)?;
+                tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p, "{skipped}");
                 let resume = map.next(Side::Source);
                 map.target_recreated(dst.end.max(0) as u64, resume)
                     .map_err(|e| ctx(MirrorError::offset_map(e)))?;

@@ -9,6 +9,7 @@
 //! - [`topics`]: topic discovery, creation, config sync and partition growth on the target.
 //! - [`groups`]: consumer-group offset translation, MM2 checkpoints, target commits.
 //! - [`heartbeat`]: MM2-compatible heartbeats.
+//! - [`incident`]: incident kind × policy → what to do, and the messages (pure).
 //! - [`metrics`]: the Prometheus registry, flow health and the `/metrics` + `/health`
 //!   endpoint.
 //! - [`datapath`]: fetchers, batch planning, the produce pipeline, the in-flight budget,
@@ -29,6 +30,7 @@ pub mod flow;
 pub mod fuzzing;
 pub mod groups;
 pub mod heartbeat;
+pub mod incident;
 pub mod metrics;
 pub mod runbook;
 pub mod state;

@@ -233,6 +233,47 @@ fn unknown_key_with_suggestion() {
 }
 
 #[test]
+fn incident_policies_default_to_fail_and_each_key_sets_its_own() {
+    use strait_mirror::config::model::IncidentPolicy::{Fail, Skip};
+    let cfg = load_str(BASE, "test.toml", &no_env).unwrap();
+    let f = &cfg.flows[0];
+    assert_eq!(
+        (
+            f.on_source_truncation,
+            f.on_topic_recreation,
+            f.on_target_mismatch
+        ),
+        (Fail, Fail, Fail)
+    );
+    let text = format!("{BASE}[flows.topics]\non_target_mismatch = \"skip\"\n");
+    let cfg = load_str(&text, "test.toml", &no_env).unwrap();
+    let f = &cfg.flows[0];
+    assert_eq!(
+        (
+            f.on_source_truncation,
+            f.on_topic_recreation,
+            f.on_target_mismatch
+        ),
+        (Fail, Fail, Skip),
+        "on_target_mismatch does not change the source policies"
+    );
+}
+
+#[test]
+fn a_target_policy_under_another_name_suggests_on_target_mismatch() {
+    for wrong in [
+        "on_target_truncation",
+        "on_target_recreation",
+        "on_target_mismatc",
+    ] {
+        let text = format!("{BASE}[flows.topics]\n{wrong} = \"skip\"\n");
+        let p = one_problem(&text);
+        assert!(p.contains(&format!("unknown key `{wrong}`")), "{p}");
+        assert!(p.ends_with("did you mean `on_target_mismatch`?"), "{p}");
+    }
+}
+
+#[test]
 fn misspelled_required_key_is_reported_once() {
     let text = BASE.replace(
         "bootstrap_servers = \"b1:9092\"",

@@ -104,11 +104,13 @@ fn deserialize_all(mut value: toml::Value) -> Result<ConfigFile, Vec<Problem>> {
                 _ => None,
             };
             let candidates = || expected.iter().map(String::as_str);
-            let suggestion = did_you_mean(&field, candidates()).or_else(|| {
-                dotted
-                    .as_deref()
-                    .and_then(|d| did_you_mean(d, candidates()))
-            });
+            let suggestion = renamed(&field, candidates())
+                .or_else(|| did_you_mean(&field, candidates()))
+                .or_else(|| {
+                    dotted
+                        .as_deref()
+                        .and_then(|d| did_you_mean(d, candidates()))
+                });
             problems.push(
                 Problem::new(
                     key.clone(),
@@ -171,6 +173,21 @@ fn key_path(path: &serde_path_to_error::Path) -> KeyPath {
             })
             .collect(),
     )
+}
+
+/// Keys people reach for that are spelled differently here (a plain "did you mean" would
+/// pick a wrong neighbour): `(what they wrote, the key)`.
+const RENAMED_KEYS: &[(&str, &str)] = &[
+    // Everything about the target is one policy (crate::incident).
+    ("on_target_truncation", "on_target_mismatch"),
+    ("on_target_recreation", "on_target_mismatch"),
+    ("on_target_reset", "on_target_mismatch"),
+];
+
+/// The key that replaces `field`, when it is one of the `expected` keys.
+fn renamed<'a>(field: &str, mut expected: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let (_, key) = RENAMED_KEYS.iter().find(|(from, _)| *from == field)?;
+    expected.find(|e| e == key)
 }
 
 /// Parses serde's "unknown field `x`, expected one of `a`, `b`" (or "there are no fields").

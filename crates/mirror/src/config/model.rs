@@ -297,6 +297,9 @@ pub struct TopicsSpec {
     pub on_source_truncation: IncidentPolicy,
     /// What to do when a source topic was deleted and created again (new topic id).
     pub on_topic_recreation: IncidentPolicy,
+    /// What to do when the target partition does not hold what Strait wrote to it
+    /// (truncated, re-created, written by someone else).
+    pub on_target_mismatch: IncidentPolicy,
 }
 
 impl Default for TopicsSpec {
@@ -308,6 +311,7 @@ impl Default for TopicsSpec {
             start_position: StartPosition::default(),
             on_source_truncation: IncidentPolicy::default(),
             on_topic_recreation: IncidentPolicy::default(),
+            on_target_mismatch: IncidentPolicy::default(),
         }
     }
 }
@@ -323,7 +327,7 @@ pub enum StartPosition {
     Latest,
 }
 
-/// Reaction to source truncation or topic re-creation.
+/// Reaction to an incident: source truncation, topic re-creation, target mismatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IncidentPolicy {

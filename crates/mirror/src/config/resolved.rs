@@ -324,8 +324,10 @@ pub struct Flow {
     pub start_position: StartPosition,
     /// Reaction to source truncation.
     pub on_source_truncation: IncidentPolicy,
-    /// Reaction to topic re-creation.
+    /// Reaction to source topic re-creation.
     pub on_topic_recreation: IncidentPolicy,
+    /// Reaction to a target partition that does not hold what was written to it.
+    pub on_target_mismatch: IncidentPolicy,
     /// What is synced besides records.
     pub sync: Sync,
     /// Control-plane cadences.

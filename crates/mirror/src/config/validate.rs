@@ -640,6 +640,7 @@ impl Validator {
             start_position: spec.topics.start_position,
             on_source_truncation: spec.topics.on_source_truncation,
             on_topic_recreation: spec.topics.on_topic_recreation,
+            on_target_mismatch: spec.topics.on_target_mismatch,
             sync: Sync {
                 topic_configs: spec.sync.topic_configs,
                 group_offsets: spec.sync.group_offsets,

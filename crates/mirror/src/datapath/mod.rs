@@ -8,16 +8,18 @@
 //! | [`budget`] | the in-flight memory budget fetchers wait on |
 //! | [`probe`] | partition bounds from the Fetch high watermark (not ListOffsets latest) |
 //! | [`fetcher`] | per-broker fetchers with fetch sessions, and the leader [`fetcher::Router`] |
-//! | [`partition`] | per-partition pipeline: plan → produce (≤ 5 in flight) → record acks in the map |
+//! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules |
+//! | [`partition`] | drives the pipeline: fetcher feed, producer (≤ 5 in flight), acknowledgements, the offset map |
 //!
-//! Fetcher → (bounded channel) → partition sender → coalescing queue → `IdempotentProducer` → partition
-//! recorder → offset map. The producer patches forwarded batch headers (producer id, epoch,
+//! Fetcher → (bounded channel) → partition driver → [`pipeline::Pipeline`] (plan → recovery →
+//! coalescing queue) → `IdempotentProducer` → acknowledgements in order → offset map. The producer patches forwarded batch headers (producer id, epoch,
 //! sequence, CRC) without copying the payload.
 
 pub mod budget;
 pub mod coalesce;
 pub mod fetcher;
 pub mod partition;
+pub mod pipeline;
 pub mod plan;
 pub mod probe;
 pub mod recovery;

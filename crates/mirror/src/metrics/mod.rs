@@ -198,7 +198,7 @@ impl Families {
             incidents: reg(
                 r,
                 "strait_incidents_total",
-                "Source truncation, topic re-creation, target truncation, unsupported partition growth.",
+                "Source truncation, topic re-creation, target mismatch, unsupported partition growth.",
                 &["flow", "topic", "partition", "kind"],
             ),
             in_flight_bytes: reg(
@@ -955,7 +955,7 @@ mod names {
         "# HELP strait_produce_retries_total Restarts of a partition's pipeline after a produce error (data is re-fetched).",
         "# HELP strait_slow_path_batches_total Source batches re-encoded instead of forwarded, by reason.",
         "# HELP strait_dropped_batches_total Source batches not forwarded: control markers and aborted transactions.",
-        "# HELP strait_incidents_total Source truncation, topic re-creation, target truncation, unsupported partition growth.",
+        "# HELP strait_incidents_total Source truncation, topic re-creation, target mismatch, unsupported partition growth.",
         "# HELP strait_coalesced_input_batches_total Batches merged into larger ones while the partition's in-flight window was full.",
         "# HELP strait_coalesced_output_batches_total Merged batches produced by coalescing.",
         "# HELP strait_coalesced_bytes_copied_total Bytes written into merged batches by coalescing (copies of the inputs).",

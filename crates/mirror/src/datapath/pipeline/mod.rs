@@ -1,0 +1,623 @@
+//! One partition's pipeline as a state machine. Pure: no I/O, no clock, no tasks; the
+//! driver in [`super::partition`] feeds it events (record sets fetched, acknowledgements,
+//! the source log start it asked for, stop) and does what it says ([`Action`]: produce
+//! this batch, record what is ready in the map, find the source log start, pause or move
+//! the feed, report an incident skipped, done).
+//!
+//! It composes the pure pieces: the [`Planner`] (record set → steps), [`Recovery`] (which
+//! steps the target already holds), the [`Coalescer`] (the queue to the producer) and the
+//! map update rules ([`record`]). Rules:
+//!
+//! - **Generations.** A record set or an out-of-range answer fetched under an older cursor
+//!   generation is dropped: the pipeline moved the cursor since.
+//! - **`--once`.** A record set fetched at or past `until` pauses the feed and is dropped;
+//!   the one that takes the fetch position to `until` pauses the feed and queues "reached
+//!   the end" behind its steps. The pipeline is done when that is recorded, or as soon as
+//!   the map's source position is at `until` (also at start).
+//! - **Recovery.** Every planned step goes through recovery, in order. A step the target
+//!   already holds is recorded where it is, not produced; a mismatch is a target incident
+//!   ([`Incident::recovery_mismatch`]): `fail` stops the pipeline, `skip` queues a reset of
+//!   the map's target side to the target's end (resuming the source at the step), ends
+//!   recovery and produces the step. When the last target record is matched (or skipped
+//!   as a duplicate), the duplicates found are reported once and the map's target side
+//!   moves to the target's end, behind the step's own records: a trailing duplicate is
+//!   mapped to nothing and the next batch is expected after it, not on it.
+//! - **Order.** Batches and map updates are queued in log order. A batch is handed to the
+//!   producer while the window (`max_in_flight` unacknowledged batches) has room; a map
+//!   update waits for the acknowledgement of every batch handed on before it, so the map
+//!   sees the log in order.
+//! - **Acknowledgements** resolve the oldest unacknowledged batch. It is recorded where it
+//!   landed ([`record::ack_base`]); elsewhere is a target incident
+//!   ([`Incident::acked_elsewhere`]): `fail` stops the pipeline, `skip` restarts the map's
+//!   target side at the acknowledged offset and records the batch there.
+//! - **Failure.** A batch that fails for good fails the pipeline: the producer fails every
+//!   later unresolved batch of the partition with it (the sequencer's rule), nothing after
+//!   it is recorded, and nothing more is produced. A restart builds a new pipeline from
+//!   the map and a [`Recovery`] over what the target holds past it.
+//! - **Out of range.** Nothing more is fetched (the driver stops reading the feed) until
+//!   the source log start is known; queued work is still handed on. A position below the
+//!   log start is [`Incident::source_deleted`], otherwise [`Incident::source_past_end`]
+//!   (both `on_source_truncation`); `skip` queues the map's log start (or restart) behind
+//!   the queued work and repositions planning and the feed at the log start under a new
+//!   generation.
+//! - **Source re-created** (the flow applied `on_topic_recreation`): likewise, the map
+//!   restarts at the new log start and recovery ends.
+//! - **Stop.** Nothing more is produced or fetched; acknowledgements of batches in flight
+//!   are still recorded; finished when none is left. **Feed end**: queued work is still
+//!   produced; finished when everything is recorded.
+//!
+//! The held-bytes limit for open transactions is checked by the driver after each plan
+//! (`partition::check_held`, on [`Pipeline::planner`]).
+
+pub mod record;
+
+#[cfg(test)]
+mod model;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use strait_client::AbortedTxn;
+use strait_offsets::{OffsetMap, Side};
+use strait_records::{Batch, Limits, MergeOptions};
+
+use self::record::{AckBase, Update, ack_base};
+use super::coalesce::{Coalesced, Coalescer, Next, Outgoing, Written};
+use super::plan::{Planner, SlowReason, Step};
+use super::recovery::{Decision, Recovery};
+use crate::error::MirrorError;
+use crate::incident::{Incident, Policies, Skipped};
+
+/// What a pipeline needs to know besides its events.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Source position the feed starts at (where planning starts).
+    pub start: i64,
+    /// Largest batch the target accepts.
+    pub max_batch_bytes: usize,
+    /// `--once`: stop at this source offset.
+    pub until: Option<i64>,
+    /// Incident policies.
+    pub policies: Policies,
+    /// The producer's window: unacknowledged batches per partition.
+    pub max_in_flight: usize,
+    /// How queued batches are merged when the window is full.
+    pub merge: MergeOptions,
+    /// Target topic (for messages).
+    pub target_topic: String,
+    /// Source cluster name (context for errors about fetched bytes).
+    pub source_cluster: String,
+}
+
+/// One fetched record set.
+#[derive(Debug)]
+pub struct Fetched<'a, P> {
+    /// Cursor generation it was fetched under.
+    pub generation: u64,
+    /// The offset it was fetched from.
+    pub position: i64,
+    /// The record batches.
+    pub records: Bytes,
+    /// Aborted transactions overlapping them.
+    pub aborted: &'a [AbortedTxn],
+    /// Kept alive by its batches until they are acknowledged (the budget reservation).
+    pub pin: P,
+}
+
+/// What planning a record set dropped or slowed down (for metrics).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Planned {
+    /// Control batches (markers) dropped.
+    pub dropped_control: u32,
+    /// Batches of aborted transactions dropped.
+    pub dropped_aborted: u32,
+    /// Why batches took the slow (re-encoding) path.
+    pub slow: Vec<SlowReason>,
+}
+
+/// What the driver must do next.
+#[derive(Debug)]
+pub enum Action {
+    /// Hand this batch to the producer (its acknowledgement is the next one expected).
+    Produce {
+        /// The batch.
+        batch: Batch,
+        /// `Some` when it was merged from several queued batches.
+        coalesced: Option<Coalesced>,
+    },
+    /// Map updates are ready: call [`Pipeline::record`] with the map.
+    Record,
+    /// Find the source partition's log start and hand it to [`Pipeline::log_start`].
+    NeedLogStart,
+    /// Pause the feed (`--once`: fetched to the end seen at start).
+    PauseFeed,
+    /// Move the feed's cursor here under this generation and resume fetching.
+    Reposition {
+        /// The source offset.
+        position: i64,
+        /// The new generation.
+        generation: u64,
+        /// Because the source topic was re-created (else: source truncation).
+        recreated: bool,
+    },
+    /// An incident was skipped by policy: count it and log the message.
+    Skipped(Skipped),
+    /// Recovery matched every record found past the map; these were duplicates.
+    Recovered {
+        /// Duplicate records skipped.
+        duplicates: u64,
+    },
+    /// `--once`: the partition reached the end seen at start.
+    Done,
+}
+
+/// A batch acknowledged and recorded (for metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recorded {
+    /// Records in it.
+    pub records: u64,
+    /// Its size.
+    pub bytes: u64,
+    /// Its largest record timestamp.
+    pub max_timestamp: i64,
+}
+
+/// Work handed on, in log order, until it is in the map.
+#[derive(Debug)]
+enum Pending<P> {
+    /// A batch handed to the producer; `ack` is its base offset once acknowledged.
+    Sent {
+        written: Written,
+        bytes: u64,
+        max_timestamp: i64,
+        _pins: Vec<P>,
+        ack: Option<i64>,
+    },
+    Update(Update),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// Waiting for the source log start after an out-of-range answer at `position`.
+    OutOfRange {
+        position: i64,
+    },
+    /// Waiting for the source log start after a source re-creation.
+    Recreated,
+    /// Told to stop: only acknowledgements are awaited.
+    Stopping,
+    /// The feed ended: queued work is handed on, then finished.
+    Draining,
+    /// Failed for good.
+    Failed,
+}
+
+/// One partition's pipeline (see the module docs).
+#[derive(Debug)]
+pub struct Pipeline<P> {
+    planner: Planner<P>,
+    recovery: Recovery,
+    queue: Coalescer<P, Update>,
+    pending: VecDeque<Pending<P>>,
+    in_flight: usize,
+    generation: u64,
+    phase: Phase,
+    until: Option<i64>,
+    done: bool,
+    policies: Policies,
+    target_topic: String,
+    source_cluster: String,
+    outbox: VecDeque<Action>,
+}
+
+impl<P: Clone> Pipeline<P> {
+    /// A pipeline for a partition whose map is `map` (its state at start) and whose target
+    /// holds what `recovery` was built from past it.
+    pub fn new(settings: Settings, map: &OffsetMap, recovery: Recovery) -> Self {
+        let limits = Limits::default();
+        let mut p = Pipeline {
+            planner: Planner::new(settings.start, settings.max_batch_bytes, limits),
+            recovery,
+            queue: Coalescer::new(settings.max_in_flight, settings.merge),
+            pending: VecDeque::new(),
+            in_flight: 0,
+            generation: 0,
+            phase: Phase::Running,
+            until: settings.until,
+            done: false,
+            policies: settings.policies,
+            target_topic: settings.target_topic,
+            source_cluster: settings.source_cluster,
+            outbox: VecDeque::new(),
+        };
+        p.check_done(map);
+        p
+    }
+
+    /// The planner (for the held-bytes check).
+    pub fn planner(&self) -> &Planner<P> {
+        &self.planner
+    }
+
+    /// The cursor generation fetched data must carry.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Batches handed to the producer and not acknowledged yet.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Whether the driver should read the feed now.
+    pub fn wants_feed(&self) -> bool {
+        self.phase == Phase::Running
+    }
+
+    /// Whether the pipeline is over: stopped (or the feed ended) and everything handed on
+    /// is recorded.
+    pub fn is_finished(&self) -> bool {
+        match self.phase {
+            Phase::Stopping => self.pending.is_empty(),
+            Phase::Draining => self.queue.is_empty() && self.pending.is_empty(),
+            _ => false,
+        }
+    }
+
+    /// A record set arrived. `Ok(None)` when it was dropped (older generation, or
+    /// `--once` past the end).
+    pub fn fetched(&mut self, f: Fetched<'_, P>) -> Result<Option<Planned>, MirrorError> {
+        if f.generation != self.generation || self.phase != Phase::Running {
+            return Ok(None);
+        }
+        if let Some(until) = self.until
+            && f.position >= until
+        {
+            self.outbox.push_back(Action::PauseFeed);
+            return Ok(None);
+        }
+        let plan = self
+            .planner
+            .plan(f.records, f.aborted, f.position, f.pin)
+            .map_err(|e| {
+                MirrorError::records(format!("batch at source offset {}", e.offset), e.source)
+                    .cluster(&self.source_cluster)
+            })?;
+        let planned = Planned {
+            dropped_control: plan.dropped_control,
+            dropped_aborted: plan.dropped_aborted,
+            slow: plan.slow.clone(),
+        };
+        let fetched_to = plan.next_position;
+        for (step, pin) in plan.steps {
+            self.step(step, pin)?;
+        }
+        if let Some(until) = self.until
+            && fetched_to >= until
+        {
+            // Batches still held belong to transactions open at that end: they are not
+            // replicated (the map's source position stays before them for the next run).
+            self.outbox.push_back(Action::PauseFeed);
+            self.queue.push_other(Update::ReachedEnd);
+        }
+        Ok(Some(planned))
+    }
+
+    /// One planned step: recovery, then the queue.
+    fn step(&mut self, step: Step, pin: P) -> Result<(), MirrorError> {
+        let recovering = self.recovery.remaining() > 0;
+        let mut decision = self.recovery.decide(&step);
+        let recovered = recovering && self.recovery.remaining() == 0;
+        if recovered {
+            self.outbox.push_back(Action::Recovered {
+                duplicates: self.recovery.duplicates(),
+            });
+        }
+        if let Decision::Mismatch { at, reason } = &decision {
+            let end = self.recovery.target_end();
+            let skipped = Incident::recovery_mismatch(&self.target_topic, *at, reason, end)
+                .decide(&self.policies)
+                .into_result()
+                .inspect_err(|_| self.phase = Phase::Failed)?;
+            self.outbox.push_back(Action::Skipped(skipped));
+            let resume_source = written_of(&step).map_or(0, |w| w.first_source());
+            self.queue.push_other(Update::TargetReset {
+                target_end: end,
+                resume_source,
+            });
+            self.recovery = Recovery::none();
+            decision = Decision::Produce;
+        }
+        let written = written_of(&step);
+        // Recovery over: the next batch lands at the target's end, past trailing
+        // duplicates (after this step's own records when the target held them).
+        let recovered_to = recovered.then(|| Update::RecoveredTo(self.recovery.target_end()));
+        let already = matches!(decision, Decision::AlreadyWritten { .. });
+        if !already && let Some(u) = recovered_to.clone() {
+            self.queue.push_other(u);
+        }
+        match (decision, step, written) {
+            (_, Step::Skip { source_next }, _) => self
+                .queue
+                .push_other(Update::Advance(u64::try_from(source_next).unwrap_or(0))),
+            (Decision::AlreadyWritten { target_base }, _, Some(w)) => self
+                .queue
+                .push_other(Update::AlreadyWritten(w, target_base)),
+            (_, Step::Forward { batch, .. }, Some(written)) => {
+                let mergeable = self.queue.mergeable(&batch);
+                self.queue.push_batch(Outgoing {
+                    batch,
+                    written,
+                    pins: vec![pin],
+                    mergeable,
+                });
+            }
+            (_, Step::Reencoded { batch, .. }, Some(written)) => {
+                self.queue.push_batch(Outgoing {
+                    batch,
+                    written,
+                    pins: vec![pin],
+                    mergeable: false,
+                });
+            }
+            (_, _, None) => {
+                self.phase = Phase::Failed;
+                return Err(MirrorError::other("negative offset in a fetched batch"));
+            }
+        }
+        if already && let Some(u) = recovered_to {
+            self.queue.push_other(u);
+        }
+        Ok(())
+    }
+
+    /// The fetcher got OFFSET_OUT_OF_RANGE at `position` (its cursor is paused).
+    pub fn out_of_range(&mut self, generation: u64, position: i64) {
+        if generation == self.generation && self.phase == Phase::Running {
+            self.phase = Phase::OutOfRange { position };
+            self.outbox.push_back(Action::NeedLogStart);
+        }
+    }
+
+    /// The flow found the source topic re-created and its policy is `skip`.
+    pub fn source_recreated(&mut self) {
+        if self.phase == Phase::Running {
+            self.phase = Phase::Recreated;
+            self.outbox.push_back(Action::NeedLogStart);
+        }
+    }
+
+    /// The source log start asked for by [`Action::NeedLogStart`].
+    pub fn log_start(&mut self, start: i64) -> Result<(), MirrorError> {
+        let start = start.max(0);
+        let (update, recreated) = match self.phase {
+            Phase::OutOfRange { position } => {
+                let (incident, update) = if position < start {
+                    (
+                        Incident::source_deleted(position, start),
+                        Update::SourceLogStart(start as u64),
+                    )
+                } else {
+                    (
+                        Incident::source_past_end(position, start),
+                        Update::SourceRecreated(start as u64),
+                    )
+                };
+                let skipped = incident
+                    .decide(&self.policies)
+                    .into_result()
+                    .map_err(|e| e.cluster(&self.source_cluster))
+                    .inspect_err(|_| self.phase = Phase::Failed)?;
+                self.outbox.push_back(Action::Skipped(skipped));
+                (update, false)
+            }
+            Phase::Recreated => {
+                self.recovery = Recovery::none();
+                (Update::SourceRecreated(start as u64), true)
+            }
+            // Stopped meanwhile, or not asked for.
+            _ => return Ok(()),
+        };
+        self.queue.push_other(update);
+        self.generation += 1;
+        self.planner.reposition(start);
+        self.phase = Phase::Running;
+        self.outbox.push_back(Action::Reposition {
+            position: start,
+            generation: self.generation,
+            recreated,
+        });
+        Ok(())
+    }
+
+    /// The oldest unacknowledged batch was acknowledged at `base_offset` (−1: no offset).
+    pub fn acked(&mut self, base_offset: i64) -> Result<(), MirrorError> {
+        let head = self.pending.iter_mut().find_map(|p| match p {
+            Pending::Sent { ack: a @ None, .. } => Some(a),
+            _ => None,
+        });
+        let Some(slot) = head else {
+            self.phase = Phase::Failed;
+            return Err(MirrorError::other(
+                "an acknowledgement arrived for no batch in flight",
+            ));
+        };
+        *slot = Some(base_offset);
+        self.in_flight -= 1;
+        Ok(())
+    }
+
+    /// The oldest unacknowledged batch failed for good (and every later one with it).
+    pub fn produce_failed(&mut self, error: strait_client::Error) -> MirrorError {
+        self.phase = Phase::Failed;
+        MirrorError::kafka("produce", error)
+    }
+
+    /// Stop: produce nothing more; record what is acknowledged.
+    pub fn stop(&mut self) {
+        if self.phase != Phase::Failed {
+            self.phase = Phase::Stopping;
+        }
+    }
+
+    /// The feed ended: hand on what is queued, record it, then finish.
+    pub fn feed_ended(&mut self) {
+        if matches!(
+            self.phase,
+            Phase::Running | Phase::OutOfRange { .. } | Phase::Recreated
+        ) {
+            self.phase = Phase::Draining;
+        }
+    }
+
+    /// The next thing to do; `repin(bytes)` gives a merged batch a budget reservation of its
+    /// own when there is room (it then lets go of its inputs' fetch buffers). `None` when
+    /// nothing is to be done until the next event.
+    pub fn next_action(&mut self, mut repin: impl FnMut(usize) -> Option<P>) -> Option<Action> {
+        if let Some(a) = self.outbox.pop_front() {
+            return Some(a);
+        }
+        if self.ready() {
+            return Some(Action::Record);
+        }
+        let producing = matches!(
+            self.phase,
+            Phase::Running | Phase::OutOfRange { .. } | Phase::Recreated | Phase::Draining
+        );
+        if !producing {
+            return None;
+        }
+        loop {
+            match self.queue.next(self.in_flight)? {
+                Next::Other(update) => {
+                    self.pending.push_back(Pending::Update(update));
+                    if self.ready() {
+                        return Some(Action::Record);
+                    }
+                }
+                Next::Send { mut out, coalesced } => {
+                    if let Some(pin) = coalesced.and_then(|c| repin(c.bytes)) {
+                        out.pins = vec![pin];
+                    }
+                    self.in_flight += 1;
+                    self.pending.push_back(Pending::Sent {
+                        written: out.written,
+                        bytes: out.batch.size() as u64,
+                        max_timestamp: out.batch.header().max_timestamp,
+                        _pins: out.pins,
+                        ack: None,
+                    });
+                    return Some(Action::Produce {
+                        batch: out.batch,
+                        coalesced,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Whether the oldest pending item can go into the map now.
+    fn ready(&self) -> bool {
+        match self.pending.front() {
+            Some(Pending::Sent { ack, .. }) => ack.is_some(),
+            Some(Pending::Update(_)) => true,
+            None => false,
+        }
+    }
+
+    /// Writes every acknowledged batch and every update behind it, in order, into `map`
+    /// (the partition's map: this pipeline is its only writer). Returns the batches
+    /// recorded.
+    pub fn record(&mut self, map: &mut OffsetMap) -> Result<Vec<Recorded>, MirrorError> {
+        let mut recorded = Vec::new();
+        while self.ready() {
+            let Some(item) = self.pending.pop_front() else {
+                break;
+            };
+            let result = match item {
+                Pending::Sent {
+                    written,
+                    bytes,
+                    max_timestamp,
+                    ack,
+                    _pins,
+                } => {
+                    let r = self.land(map, &written, ack.unwrap_or(-1));
+                    if r.is_ok() {
+                        recorded.push(Recorded {
+                            records: written.records(),
+                            bytes,
+                            max_timestamp,
+                        });
+                    }
+                    r
+                }
+                Pending::Update(update) => {
+                    if update == Update::ReachedEnd {
+                        self.mark_done();
+                    }
+                    record::apply(map, &update).map_err(MirrorError::offset_map)
+                }
+            };
+            result.inspect_err(|_| self.phase = Phase::Failed)?;
+        }
+        self.check_done(map);
+        Ok(recorded)
+    }
+
+    /// Records an acknowledged batch where it landed.
+    fn land(&mut self, map: &mut OffsetMap, w: &Written, ack: i64) -> Result<(), MirrorError> {
+        let base = match ack_base(ack, map.next(Side::Target)) {
+            AckBase::At(base) => base,
+            AckBase::Mismatch { acked, expected } => {
+                let skipped = Incident::acked_elsewhere(&self.target_topic, acked, expected)
+                    .decide(&self.policies)
+                    .into_result()?;
+                self.outbox.push_back(Action::Skipped(skipped));
+                map.target_recreated(acked, w.first_source())
+                    .map_err(MirrorError::offset_map)?;
+                acked
+            }
+        };
+        w.append_to(map, base).map_err(MirrorError::offset_map)
+    }
+
+    fn check_done(&mut self, map: &OffsetMap) {
+        if let Some(until) = self.until
+            && map.next(Side::Source) as i64 >= until
+        {
+            self.mark_done();
+        }
+    }
+
+    fn mark_done(&mut self) {
+        if !self.done {
+            self.done = true;
+            self.outbox.push_back(Action::Done);
+        }
+    }
+}
+
+/// The ack-side view of a produced step (`None` for a skip or a negative offset).
+fn written_of(step: &Step) -> Option<Written> {
+    match step {
+        Step::Forward {
+            source_first,
+            count,
+            ..
+        } => Some(Written::Dense {
+            source_first: u64::try_from(*source_first).ok()?,
+            count: u64::try_from(*count).ok()?,
+        }),
+        Step::Reencoded { source_offsets, .. } => Some(Written::Listed(
+            source_offsets
+                .iter()
+                .map(|o| u64::try_from(*o).unwrap_or(0))
+                .collect(),
+        )),
+        Step::Skip { .. } => None,
+    }
+}

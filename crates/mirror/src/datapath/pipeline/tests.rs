@@ -1,0 +1,444 @@
+//! The pipeline's rules, one test each (named after the rule), without sockets.
+
+use bytes::Bytes;
+use strait_offsets::{OffsetMap, Side};
+use strait_records::{Batch, BatchBuilder, Compression, Limits, MergeOptions, Record, split};
+
+use super::*;
+use crate::config::model::IncidentPolicy;
+use crate::error::IncidentKind;
+
+/// The source record at `offset` (its content names it).
+pub(super) fn source_record(offset: i64) -> Record {
+    Record {
+        offset,
+        timestamp: 1_700_000_000_000 + offset,
+        key: Some(Bytes::from(format!("k{offset}"))),
+        value: Some(Bytes::from(format!("v{offset}"))),
+        headers: Vec::new(),
+    }
+}
+
+/// A batch at `base` holding `records` (the base offset is outside the CRC, so it is
+/// written into the built bytes).
+pub(super) fn batch_of(base: i64, records: &[Record]) -> Batch {
+    let mut b = BatchBuilder::new(Compression::None);
+    for r in records {
+        b.push_record(r).expect("push");
+    }
+    let mut raw = b.build().expect("build").as_bytes().to_vec();
+    raw[..8].copy_from_slice(&base.to_be_bytes());
+    split(Bytes::from(raw), &Limits::default())
+        .expect("split")
+        .batches
+        .remove(0)
+}
+
+/// A source batch of `n` records at `base..base + n`.
+pub(super) fn source_batch(base: i64, n: i64) -> Batch {
+    let records: Vec<Record> = (base..base + n).map(source_record).collect();
+    batch_of(base, &records)
+}
+
+/// One record set holding `batches` (base, count) back to back.
+pub(super) fn record_set(batches: &[(i64, i64)]) -> Bytes {
+    let mut out = Vec::new();
+    for &(base, n) in batches {
+        out.extend_from_slice(source_batch(base, n).as_bytes());
+    }
+    Bytes::from(out)
+}
+
+pub(super) fn settings(start: i64, until: Option<i64>, policies: Policies) -> Settings {
+    Settings {
+        start,
+        max_batch_bytes: 1 << 20,
+        until,
+        policies,
+        max_in_flight: 5,
+        merge: MergeOptions::new(1 << 20),
+        target_topic: "dst".into(),
+        source_cluster: "src".into(),
+    }
+}
+
+fn map_at(source: u64, target: u64) -> OffsetMap {
+    let mut m = OffsetMap::new();
+    m.advance(source, target).expect("advance");
+    m
+}
+
+/// What a test pipeline did, with `Record` applied to the map as the driver would.
+#[derive(Debug, Default)]
+struct Done {
+    produced: Vec<Batch>,
+    recorded: Vec<Recorded>,
+    other: Vec<String>,
+}
+
+struct Harness {
+    p: Pipeline<()>,
+    map: OffsetMap,
+}
+
+impl Harness {
+    fn new(start: u64, until: Option<i64>, policy: IncidentPolicy) -> Self {
+        Self::recovering(start, until, policy, Recovery::none(), 0)
+    }
+
+    fn recovering(
+        start: u64,
+        until: Option<i64>,
+        policy: IncidentPolicy,
+        recovery: Recovery,
+        target: u64,
+    ) -> Self {
+        let map = map_at(start, target);
+        let p = Pipeline::new(
+            settings(start as i64, until, Policies::all(policy)),
+            &map,
+            recovery,
+        );
+        Harness { p, map }
+    }
+
+    fn fetch(&mut self, batches: &[(i64, i64)]) -> Result<Option<Planned>, MirrorError> {
+        let position = batches.first().map_or(0, |b| b.0);
+        self.p.fetched(Fetched {
+            generation: self.p.generation(),
+            position,
+            records: record_set(batches),
+            aborted: &[],
+            pin: (),
+        })
+    }
+
+    fn run(&mut self) -> Result<Done, MirrorError> {
+        let mut done = Done::default();
+        while let Some(a) = self.p.next_action(|_| None) {
+            match a {
+                Action::Produce { batch, .. } => done.produced.push(batch),
+                Action::Record => done.recorded.extend(self.p.record(&mut self.map)?),
+                other => done.other.push(format!("{other:?}")),
+            }
+        }
+        Ok(done)
+    }
+
+    fn next(&self) -> (u64, u64) {
+        (self.map.next(Side::Source), self.map.next(Side::Target))
+    }
+}
+
+#[test]
+fn a_record_set_of_an_older_generation_is_dropped() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Skip);
+    h.p.out_of_range(0, 0);
+    h.run().expect("run");
+    h.p.log_start(0).expect("skip");
+    h.run().expect("run");
+    assert_eq!(h.p.generation(), 1);
+    let planned = h.p.fetched(Fetched {
+        generation: 0,
+        position: 0,
+        records: record_set(&[(0, 3)]),
+        aborted: &[],
+        pin: (),
+    });
+    assert_eq!(planned.expect("no error"), None);
+    assert!(h.run().expect("run").produced.is_empty());
+}
+
+#[test]
+fn batches_are_produced_while_the_window_has_room_and_recorded_where_they_land() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    let batches: Vec<(i64, i64)> = (0..7).map(|i| (i * 2, 2)).collect();
+    h.fetch(&batches).expect("plan");
+    let d = h.run().expect("run");
+    // Seven queued, five slots: the queue merges what the window cannot take at once.
+    assert!(h.p.in_flight() <= 5);
+    let produced: i64 = d
+        .produced
+        .iter()
+        .map(|b| i64::from(b.header().records_count))
+        .sum();
+    assert!(d.produced.len() <= 5, "{}", d.produced.len());
+    assert_eq!(produced, 14, "every record is in a produced batch");
+    let mut target = 0;
+    for b in &d.produced {
+        h.p.acked(target).expect("ack");
+        target += i64::from(b.header().records_count);
+    }
+    let d = h.run().expect("record");
+    assert_eq!(d.recorded.iter().map(|r| r.records).sum::<u64>(), 14);
+    assert_eq!(h.next(), (14, 14));
+}
+
+#[test]
+fn an_ack_without_an_offset_is_recorded_where_the_map_expects_it() {
+    let mut h = Harness::new(100, None, IncidentPolicy::Fail);
+    h.fetch(&[(100, 3)]).expect("plan");
+    assert_eq!(h.run().expect("run").produced.len(), 1);
+    h.p.acked(-1).expect("ack");
+    h.run().expect("record");
+    assert_eq!(h.next(), (103, 3));
+}
+
+#[test]
+fn a_map_update_waits_for_the_acks_of_the_batches_before_it() {
+    let mut h = Harness::new(0, Some(3), IncidentPolicy::Fail);
+    h.fetch(&[(0, 3)]).expect("plan");
+    let d = h.run().expect("run");
+    assert_eq!(d.produced.len(), 1);
+    // "Reached the end" is queued behind the batch: not done before its ack.
+    assert!(!d.other.iter().any(|a| a == "Done"), "{:?}", d.other);
+    h.p.acked(0).expect("ack");
+    let d = h.run().expect("record");
+    assert_eq!(d.other, ["Done"]);
+    assert_eq!(h.next(), (3, 3));
+}
+
+#[test]
+fn once_a_record_set_at_or_past_until_pauses_the_feed_and_is_dropped() {
+    let mut h = Harness::new(0, Some(5), IncidentPolicy::Fail);
+    assert_eq!(h.fetch(&[(5, 2)]).expect("no error"), None);
+    let d = h.run().expect("run");
+    assert!(d.produced.is_empty());
+    assert_eq!(d.other, ["PauseFeed"]);
+}
+
+#[test]
+fn once_the_record_set_reaching_until_pauses_the_feed() {
+    let mut h = Harness::new(0, Some(4), IncidentPolicy::Fail);
+    h.fetch(&[(0, 2), (2, 2)]).expect("plan");
+    let d = h.run().expect("run");
+    assert!(d.other.iter().any(|a| a == "PauseFeed"), "{:?}", d.other);
+}
+
+#[test]
+fn once_done_at_start_when_the_map_is_at_until() {
+    let mut h = Harness::new(10, Some(10), IncidentPolicy::Fail);
+    assert_eq!(h.run().expect("run").other, ["Done"]);
+}
+
+#[test]
+fn steps_the_target_already_holds_are_recorded_not_produced() {
+    // The target holds source records 0..4 at target offsets 0..4, in other boundaries.
+    let tail = [batch_of(0, &(0..4).map(source_record).collect::<Vec<_>>())];
+    let recovery = Recovery::from_target(&tail, 0, 4, Limits::default()).expect("decode");
+    let mut h = Harness::recovering(0, None, IncidentPolicy::Fail, recovery, 0);
+    h.fetch(&[(0, 2), (2, 2), (4, 1)]).expect("plan");
+    let d = h.run().expect("run");
+    assert_eq!(d.produced.len(), 1, "only the record past the target's end");
+    assert_eq!(d.produced[0].header().records_count, 1);
+    assert!(
+        d.other.iter().any(|a| a.starts_with("Recovered")),
+        "{:?}",
+        d.other
+    );
+    assert_eq!(
+        h.next(),
+        (4, 4),
+        "the matched records are in the map, the new one is not yet"
+    );
+}
+
+fn foreign_tail() -> Recovery {
+    let foreign = Record {
+        value: Some(Bytes::from_static(b"not ours")),
+        ..source_record(0)
+    };
+    let tail = [batch_of(0, &[foreign])];
+    Recovery::from_target(&tail, 0, 1, Limits::default()).expect("decode")
+}
+
+#[test]
+fn a_recovery_mismatch_fails_under_policy_fail() {
+    let mut h = Harness::recovering(0, None, IncidentPolicy::Fail, foreign_tail(), 0);
+    let e = h.fetch(&[(0, 2)]).expect_err("incident");
+    assert_eq!(e.incident_kind(), Some(IncidentKind::TargetMismatch));
+    assert!(e.to_string().contains("on_target_mismatch"), "{e}");
+    assert!(h.run().expect("nothing more").produced.is_empty());
+}
+
+#[test]
+fn a_recovery_mismatch_under_skip_resets_the_target_side_to_the_target_end() {
+    let mut h = Harness::recovering(0, None, IncidentPolicy::Skip, foreign_tail(), 0);
+    h.fetch(&[(0, 2)]).expect("skip");
+    let d = h.run().expect("run");
+    assert!(
+        d.other.iter().any(|a| a.contains("TargetMismatch")),
+        "{:?}",
+        d.other
+    );
+    assert_eq!(
+        d.produced.len(),
+        1,
+        "the step is produced after the foreign record"
+    );
+    assert_eq!(
+        h.next(),
+        (0, 1),
+        "the map's target side restarts at the target end"
+    );
+    h.p.acked(1).expect("ack");
+    h.run().expect("record");
+    assert_eq!(h.next(), (2, 3));
+}
+
+#[test]
+fn an_ack_elsewhere_fails_under_policy_fail() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(5).expect("ack");
+    let e = h.run().expect_err("incident");
+    assert_eq!(e.incident_kind(), Some(IncidentKind::TargetMismatch));
+    assert_eq!(h.next(), (0, 0), "nothing recorded");
+}
+
+#[test]
+fn an_ack_elsewhere_under_skip_restarts_the_target_side_where_it_landed() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Skip);
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(5).expect("ack");
+    let d = h.run().expect("skip");
+    assert!(
+        d.other.iter().any(|a| a.contains("TargetMismatch")),
+        "{:?}",
+        d.other
+    );
+    assert_eq!(h.next(), (2, 7));
+}
+
+#[test]
+fn a_failed_batch_fails_the_pipeline_and_nothing_after_it_is_recorded() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Skip);
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    let e = h.p.produce_failed(strait_client::Error::new(
+        strait_client::ErrorKind::ConnectionClosed,
+    ));
+    assert!(e.to_string().starts_with("produce"), "{e}");
+    h.fetch(&[(2, 2)]).expect("dropped");
+    let d = h.run().expect("run");
+    assert!(d.produced.is_empty() && d.recorded.is_empty());
+    assert_eq!(h.next(), (0, 0));
+}
+
+#[test]
+fn nothing_is_fetched_while_the_log_start_is_awaited() {
+    let mut h = Harness::new(10, None, IncidentPolicy::Skip);
+    h.p.out_of_range(0, 10);
+    assert!(!h.p.wants_feed());
+    assert_eq!(h.run().expect("run").other, ["NeedLogStart"]);
+    h.p.log_start(20).expect("skip");
+    assert!(h.p.wants_feed());
+}
+
+#[test]
+fn out_of_range_below_the_log_start_skips_to_it_under_skip() {
+    let mut h = Harness::new(10, None, IncidentPolicy::Skip);
+    h.p.out_of_range(0, 10);
+    h.run().expect("run");
+    h.p.log_start(20).expect("skip");
+    let d = h.run().expect("run");
+    assert!(d.other[0].contains("SourceTruncation"), "{:?}", d.other);
+    assert!(
+        d.other[1].contains("Reposition { position: 20, generation: 1, recreated: false }"),
+        "{:?}",
+        d.other
+    );
+    assert_eq!(h.next(), (20, 0));
+}
+
+#[test]
+fn a_trailing_duplicate_found_by_recovery_is_mapped_to_nothing() {
+    // Source record 0 was appended twice (a re-send landing after the original) and the
+    // state was written before either: the next batch lands after the duplicate, at 2,
+    // and an answer without an offset must be recorded there, not at 1.
+    let copy = || batch_of(0, &[source_record(0)]);
+    let second = batch_of(1, &[source_record(0)]);
+    let tail = [copy(), second];
+    let recovery = Recovery::from_target(&tail, 0, 2, Limits::default()).expect("decode");
+    let mut h = Harness::recovering(0, None, IncidentPolicy::Fail, recovery, 0);
+    h.fetch(&[(0, 1), (1, 1)]).expect("plan");
+    let d = h.run().expect("run");
+    assert_eq!(d.produced.len(), 1);
+    assert!(
+        d.other.iter().any(|a| a == "Recovered { duplicates: 1 }"),
+        "{:?}",
+        d.other
+    );
+    assert_eq!(h.next(), (1, 2));
+    h.p.acked(-1).expect("ack");
+    h.run().expect("record");
+    assert_eq!(h.next(), (2, 3));
+}
+
+#[test]
+fn out_of_range_fails_under_policy_fail() {
+    let mut h = Harness::new(10, None, IncidentPolicy::Fail);
+    h.p.out_of_range(0, 10);
+    h.run().expect("run");
+    let e = h.p.log_start(20).expect_err("incident");
+    assert_eq!(e.incident_kind(), Some(IncidentKind::SourceTruncation));
+    assert!(e.to_string().contains("on_source_truncation"), "{e}");
+}
+
+#[test]
+fn out_of_range_past_the_end_restarts_the_map_at_the_log_start() {
+    let mut h = Harness::new(50, None, IncidentPolicy::Skip);
+    h.p.out_of_range(0, 50);
+    h.run().expect("run");
+    h.p.log_start(0).expect("skip");
+    h.run().expect("run");
+    assert_eq!(h.next(), (0, 0));
+}
+
+#[test]
+fn a_source_recreation_restarts_the_map_at_the_new_log_start() {
+    let mut h = Harness::new(50, None, IncidentPolicy::Fail);
+    h.p.source_recreated();
+    assert_eq!(h.run().expect("run").other, ["NeedLogStart"]);
+    h.p.log_start(3).expect("decided by the flow");
+    let d = h.run().expect("run");
+    assert!(d.other[0].contains("recreated: true"), "{:?}", d.other);
+    assert_eq!(h.next(), (3, 0));
+}
+
+#[test]
+fn stop_produces_nothing_more_but_records_acks_in_flight() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.stop();
+    assert!(!h.p.wants_feed());
+    assert!(!h.p.is_finished(), "a batch is in flight");
+    h.p.acked(0).expect("ack");
+    h.run().expect("record");
+    assert!(h.p.is_finished());
+    assert_eq!(h.next(), (2, 2));
+}
+
+#[test]
+fn feed_end_hands_on_queued_work_then_finishes() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    let batches: Vec<(i64, i64)> = (0..8).map(|i| (i, 1)).collect();
+    let mut s = settings(0, None, Policies::default());
+    s.merge = MergeOptions::new(1); // nothing merges: batches wait for slots
+    h.p = Pipeline::new(s, &h.map, Recovery::none());
+    h.fetch(&batches).expect("plan");
+    h.p.feed_ended();
+    let d = h.run().expect("run");
+    assert_eq!(d.produced.len(), 5, "the window");
+    assert!(!h.p.is_finished());
+    let mut acked = 0;
+    while !h.p.is_finished() {
+        h.p.acked(acked).expect("ack");
+        acked += 1;
+        h.run().expect("run");
+    }
+    assert_eq!(h.next(), (8, 8));
+}
