@@ -1,7 +1,15 @@
 //! One flow: connect, load state, sync topics, run the data path for every replicated
 //! partition, and periodically refresh topics, sync groups, write state and emit
-//! heartbeats. Stops gracefully (in-flight batches acknowledged, state written) when told
-//! to, or after `--once` reached the ends seen at start.
+//! heartbeats (each its own task: [`crate::control`]). Stops gracefully (in-flight
+//! batches acknowledged, state written) when told to, or after `--once` reached the ends
+//! seen at start.
+//!
+//! The flow's loop supervises its partitions (`supervise`): a failed partition is
+//! restarted in-process from its recovered state after a backoff ([`crate::supervisor`]),
+//! a partition whose source topic was deleted is stopped and forgotten, and only an error
+//! that [`MirrorError::stops_flow`] stops the flow.
+
+mod supervise;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
@@ -15,6 +23,9 @@ use strait_offsets::{OffsetMap, Registry, Side};
 use strait_records::Limits;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
+
+use crate::control::{Control, Jobs};
+use crate::supervisor::Restarts;
 use uuid::Uuid;
 
 use crate::config::model::{IncidentPolicy, StartPosition};
@@ -40,10 +51,15 @@ const FEED_DEPTH: usize = 4;
 /// Target offsets `from..end` that recovery reads back and checks.
 type TargetRange = (i64, i64);
 
+/// A partition: (source topic, partition).
+type Key = (String, i32);
+
 /// A partition pipeline not yet spawned: it starts once the partition's birth state is
 /// written.
-type Pipeline =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), MirrorError>> + Send>>;
+type Pipeline = (
+    Key,
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), MirrorError>> + Send>>,
+);
 
 /// What a flow did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -62,6 +78,7 @@ pub struct FlowSummary {
     pub groups_translated: usize,
 }
 
+#[derive(Clone)]
 struct Running {
     topic_id: Uuid,
     feed: Arc<PartitionFeed>,
@@ -69,6 +86,8 @@ struct Running {
     map: SharedMap,
     progress: Arc<Progress>,
     metrics: PartitionMetrics,
+    /// Stops this partition's pipeline gracefully.
+    stop: Arc<watch::Sender<bool>>,
 }
 
 /// The flow's moving parts.
@@ -80,10 +99,23 @@ struct FlowRun {
     registry: Arc<Registry>,
     producer: IdempotentProducer,
     router: Arc<Router>,
-    partition_stop: watch::Sender<bool>,
     fetch_stop: watch::Sender<bool>,
-    tasks: JoinSet<Result<(), MirrorError>>,
-    running: BTreeMap<(String, i32), Running>,
+    /// Running pipelines; each ends with its partition and result.
+    tasks: JoinSet<(Key, Result<(), MirrorError>)>,
+    /// Every partition replicated (also those waiting for a restart), with its map.
+    running: BTreeMap<Key, Running>,
+    /// The topics of the last refresh, by source name.
+    topics: BTreeMap<String, ReplicatedTopic>,
+    /// Per partition, its restart sequence.
+    restarts: BTreeMap<Key, Restarts>,
+    /// Partitions whose pipeline is down, waiting for a restart.
+    down: BTreeSet<Key>,
+    /// Restart timers: each ends with the partition due.
+    due: JoinSet<Key>,
+    /// Partitions of deleted source topics, stopping.
+    deleting: BTreeSet<Key>,
+    /// `--once`: the source end seen at a partition's first start (a restart keeps it).
+    once_ends: BTreeMap<Key, i64>,
     state_writer: StateWriter,
     saved: SavedState,
     once: bool,
@@ -93,8 +125,6 @@ struct FlowRun {
     budget: Budget,
     /// Data-path settings handed to each partition pipeline.
     engine: crate::config::Engine,
-    /// Turned true by the first partition that fails (periodic jobs stop waiting).
-    failed: Arc<watch::Sender<bool>>,
     /// How long a stop waits for in-flight acknowledgements, and then for the final state
     /// write: the target's request timeout each.
     stop_grace: Duration,
@@ -157,7 +187,6 @@ async fn run_inner(
             .cluster(&flow.target)
     })?;
     let (fetch_stop, fetch_stop_rx) = watch::channel(false);
-    let (partition_stop, _) = watch::channel(false);
     let opts = FetchOptions {
         max_wait: config.engine.fetch_max_wait.max(Duration::from_millis(5)),
         min_bytes: 1,
@@ -185,19 +214,22 @@ async fn run_inner(
         registry: Arc::clone(&registry),
         producer,
         router,
-        partition_stop,
         fetch_stop,
         tasks: JoinSet::new(),
         running: BTreeMap::new(),
+        topics: BTreeMap::new(),
+        restarts: BTreeMap::new(),
+        down: BTreeSet::new(),
+        due: JoinSet::new(),
+        deleting: BTreeSet::new(),
+        once_ends: BTreeMap::new(),
         saved,
         once,
         max_held_bytes,
         budget,
         engine: config.engine,
-        failed: Arc::new(watch::channel(false).0),
         stop_grace: cluster(&flow.target)?.request_timeout,
     };
-    let mut failed = run.failed.subscribe();
     let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
     let mut group_sync = GroupSync::new(
         flow,
@@ -206,60 +238,40 @@ async fn run_inner(
         Arc::clone(&registry),
         metrics.clone(),
     );
-    let mut heartbeats = Heartbeats::new(flow, target.clone()).with_metrics(metrics.clone());
+    let heartbeats = Heartbeats::new(flow, target.clone()).with_metrics(metrics.clone());
 
-    let topics = topic_sync.refresh().await.map_err(|e| e.flow(&flow.name))?;
     let started = Instant::now();
     let result: Result<usize, MirrorError> = async {
-        run.start_topics(&topics).await?;
+        // A stop during the start is answered too (a cluster may be stalled).
+        let Some(topics) = interruptible(&mut stop, topic_sync.refresh()).await else {
+            return Ok(0);
+        };
+        let topics = topics.map_err(|e| e.flow(&flow.name))?;
+        let Some(started) = interruptible(&mut stop, run.start_topics(&topics)).await else {
+            return Ok(0);
+        };
+        started?;
         metrics.set_flow_state(&flow.name, FlowState::Running);
         tracing::info!(flow = %flow.name, topics = topics.len(), partitions = run.running.len(),
             "replicating");
         if once {
-            run.wait_caught_up(&mut stop).await?;
+            run.supervise(&mut stop, None).await?;
             let report = group_sync.sync_once().await;
             return Ok(report.map(|r| r.groups_translated).unwrap_or_else(|e| {
                 tracing::warn!(flow = %flow.name, error = %e, "group sync failed");
                 0
             }));
         }
-        let mut translated = 0;
-        let mut refresh = interval(flow.intervals.topic_refresh);
-        let mut groups = interval(flow.intervals.group_sync);
-        let mut checkpoint = interval(flow.intervals.checkpoint);
-        let mut heartbeat = interval(flow.intervals.heartbeat);
-        let mut stopping = stop.clone();
-        loop {
-            tokio::select! {
-                // `wait_for`, not `changed`: a job `interruptible` cut short saw the change.
-                _ = until_true(&mut stopping) => return Ok(translated),
-                Some(done) = run.tasks.join_next() => {
-                    flatten(done)?;
-                }
-                // A periodic job waiting on a stalled cluster must not hold up a stop or a
-                // partition's failure: `None` when either came first.
-                _ = refresh.tick() => match interruptible(&mut stop, &mut failed, topic_sync.refresh()).await {
-                    None => {}
-                    Some(Ok(topics)) => run.start_topics(&topics).await?,
-                    Some(Err(e)) => tracing::warn!(flow = %flow.name, error = %e, "topic refresh failed"),
-                },
-                _ = groups.tick() => match interruptible(&mut stop, &mut failed, group_sync.sync_once()).await {
-                    None => {}
-                    Some(Ok(r)) => translated = r.groups_translated,
-                    Some(Err(e)) => tracing::warn!(flow = %flow.name, error = %e, "group sync failed"),
-                },
-                _ = checkpoint.tick() => {
-                    if let Some(Err(e)) = interruptible(&mut stop, &mut failed, run.write_state(false)).await {
-                        tracing::warn!(flow = %flow.name, error = %e, "state checkpoint failed");
-                    }
-                }
-                _ = heartbeat.tick() => {
-                    if let Some(Err(e)) = interruptible(&mut stop, &mut failed, heartbeats.emit()).await {
-                        tracing::warn!(flow = %flow.name, error = %e, "heartbeat failed");
-                    }
-                }
-            }
-        }
+        let jobs = Jobs {
+            topics: topic_sync,
+            groups: group_sync,
+            heartbeats,
+            state: StateWriter::new(target.clone(), flow),
+        };
+        let mut control = Control::start(flow, jobs, metrics.clone());
+        let supervised = run.supervise(&mut stop, Some(&mut control)).await;
+        control.stop().await;
+        supervised.map(|()| control.translated.load(Ordering::Relaxed))
     }
     .await;
     if let Err(e) = &result {
@@ -277,16 +289,14 @@ async fn run_inner(
     Ok(summary)
 }
 
-/// Runs `job` unless `stop` or `failed` turns true first (then `None`).
+/// Runs `job` unless `stop` turns true first (then `None`).
 async fn interruptible<T>(
     stop: &mut watch::Receiver<bool>,
-    failed: &mut watch::Receiver<bool>,
     job: impl Future<Output = T>,
 ) -> Option<T> {
     tokio::select! {
         r = job => Some(r),
         _ = until_true(stop) => None,
-        _ = until_true(failed) => None,
     }
 }
 
@@ -296,25 +306,48 @@ async fn until_true(flag: &mut watch::Receiver<bool>) {
     let _ = flag.wait_for(|v| *v).await;
 }
 
-fn interval(every: Duration) -> tokio::time::Interval {
-    let mut i = tokio::time::interval(every);
-    i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    i
-}
-
-fn flatten(r: Result<Result<(), MirrorError>, tokio::task::JoinError>) -> Result<(), MirrorError> {
-    match r {
-        Ok(r) => r,
-        Err(e) => Err(MirrorError::other(format!("partition task failed: {e}"))),
-    }
+/// A pipeline task's partition and result; a task that panicked or was cancelled is an
+/// error of the flow.
+fn flatten(
+    r: Result<(Key, Result<(), MirrorError>), tokio::task::JoinError>,
+) -> Result<(Key, Result<(), MirrorError>), MirrorError> {
+    r.map_err(|e| MirrorError::other(format!("partition task failed: {e}")))
 }
 
 impl FlowRun {
-    /// Starts the partitions of `topics` that are not running yet.
+    /// Starts the partitions of `topics` that are not running yet. On an error none of
+    /// them runs (a later refresh starts them again).
     async fn start_topics(&mut self, topics: &[ReplicatedTopic]) -> Result<(), MirrorError> {
         let mut births = Vec::new();
         let mut pipelines = Vec::new();
+        let mut result = self
+            .start_topics_into(topics, &mut births, &mut pipelines)
+            .await;
+        if result.is_ok() {
+            // New and reset partitions are saved before their pipelines start (nothing is
+            // produced before), so a crash before the first checkpoint can still tell our
+            // records from older ones.
+            result = self.state_writer.write(&births).await;
+        }
+        if let Err(e) = result {
+            let keys: Vec<Key> = pipelines.into_iter().map(|(k, _)| k).collect();
+            self.forget(&keys);
+            return Err(e);
+        }
+        self.metrics
+            .state_records_written(&self.flow.name, births.len() as u64);
+        self.spawn(pipelines);
+        Ok(())
+    }
+
+    async fn start_topics_into(
+        &mut self,
+        topics: &[ReplicatedTopic],
+        births: &mut Vec<(Key, PartitionState)>,
+        pipelines: &mut Vec<Pipeline>,
+    ) -> Result<(), MirrorError> {
         for t in topics {
+            self.topics.insert(t.source_topic.clone(), t.clone());
             let new: Vec<i32> = (0..t.partitions)
                 .filter(|p| !self.running.contains_key(&(t.source_topic.clone(), *p)))
                 .collect();
@@ -368,23 +401,36 @@ impl FlowRun {
             births.extend(b);
             pipelines.extend(p);
         }
-        // New and reset partitions are saved before their pipelines start (nothing is
-        // produced before), so a crash before the first checkpoint can still tell our
-        // records from older ones.
-        self.state_writer.write(&births).await?;
-        self.metrics
-            .state_records_written(&self.flow.name, births.len() as u64);
-        for p in pipelines {
-            self.tasks.spawn(p);
-        }
         Ok(())
+    }
+
+    /// Spawns started pipelines.
+    fn spawn(&mut self, pipelines: Vec<Pipeline>) {
+        let now = Instant::now();
+        for (key, pipeline) in pipelines {
+            self.restarts
+                .entry(key.clone())
+                .or_insert_with(|| Restarts::new(now));
+            self.tasks.spawn(async move { (key, pipeline.await) });
+        }
+    }
+
+    /// Forgets partitions that were started but do not run: their feeds stop, their maps
+    /// leave the registry.
+    fn forget(&mut self, keys: &[Key]) {
+        for key in keys {
+            if let Some(r) = self.running.remove(key) {
+                r.feed.with_cursor(|c| c.stopped = true);
+            }
+            self.registry.remove(&key.0, key.1);
+        }
     }
 
     async fn start_partitions(
         &mut self,
         t: &ReplicatedTopic,
         partitions: &[i32],
-    ) -> Result<(Vec<((String, i32), PartitionState)>, Vec<Pipeline>), MirrorError> {
+    ) -> Result<(Vec<(Key, PartitionState)>, Vec<Pipeline>), MirrorError> {
         let flow = &self.flow;
         let mut pipelines: Vec<Pipeline> = Vec::new();
         let src = bounds(
@@ -478,7 +524,9 @@ impl FlowRun {
                 target_topic: t.target_topic.clone(),
                 partition: p,
                 max_batch_bytes,
-                until: self.once.then_some(s.end),
+                until: self
+                    .once
+                    .then(|| *self.once_ends.entry(key.clone()).or_insert(s.end)),
                 on_source_truncation: flow.on_source_truncation,
                 on_target_mismatch: flow.on_topic_recreation,
                 max_held_bytes: self.max_held_bytes,
@@ -495,6 +543,7 @@ impl FlowRun {
             }
             self.router.assign(Arc::clone(&feed));
             let feed_for_pipeline = Arc::clone(&feed);
+            let (stop, stop_rx) = watch::channel(false);
             let pipeline = partition::run(
                 spec,
                 feed_for_pipeline,
@@ -504,23 +553,10 @@ impl FlowRun {
                 self.producer.clone(),
                 self.source.clone(),
                 recovery,
-                self.partition_stop.subscribe(),
+                stop_rx,
             );
-            let (failed, flow_name) = (Arc::clone(&self.failed), flow.name.clone());
             // Spawned once the partition's birth state is written (`start_topics`).
-            pipelines.push(Box::pin(async move {
-                let r = pipeline.await;
-                if let Err(e) = &r {
-                    // Logged when it happens: the flow's own report comes after its stop.
-                    // The first failure only: the others follow from the stop.
-                    if failed.send_replace(true) {
-                        tracing::debug!(flow = %flow_name, error = %e, "partition failed");
-                    } else {
-                        tracing::error!(flow = %flow_name, error = %e, "partition failed; stopping the flow");
-                    }
-                }
-                r
-            }));
+            pipelines.push((key.clone(), Box::pin(pipeline)));
             self.running.insert(
                 key,
                 Running {
@@ -530,6 +566,7 @@ impl FlowRun {
                     progress,
                     metrics: pm,
                     feed,
+                    stop: Arc::new(stop),
                 },
             );
         }
@@ -648,27 +685,6 @@ impl FlowRun {
         }
     }
 
-    /// `--once`: waits until every partition reached the end seen at start.
-    async fn wait_caught_up(
-        &mut self,
-        stop: &mut watch::Receiver<bool>,
-    ) -> Result<(), MirrorError> {
-        loop {
-            if self
-                .running
-                .values()
-                .all(|r| r.progress.done.load(Ordering::Acquire))
-            {
-                return Ok(());
-            }
-            tokio::select! {
-                Some(done) = self.tasks.join_next() => flatten(done)?,
-                _ = stop.changed() => if *stop.borrow() { return Ok(()) },
-                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
-            }
-        }
-    }
-
     /// Writes the state of partitions that changed (or of all, when `all`).
     async fn write_state(&mut self, all: bool) -> Result<(), MirrorError> {
         let mut states = Vec::new();
@@ -712,25 +728,25 @@ impl FlowRun {
     /// recovery, as after a crash), and so does the final state write.
     async fn shutdown(&mut self) -> Result<(), MirrorError> {
         let _ = self.fetch_stop.send(true);
-        let _ = self.partition_stop.send(true);
+        for r in self.running.values() {
+            let _ = r.stop.send(true);
+        }
+        self.due.abort_all();
         let grace = self.stop_grace;
         let mut first_error = None;
         let drained = tokio::time::timeout(grace, async {
             self.router.join().await;
-            let mut more = 0;
             while let Some(done) = self.tasks.join_next().await {
-                if let Err(e) = flatten(done) {
-                    // Already logged by the partition's task.
-                    if first_error.is_none() {
-                        first_error = Some(e);
-                    } else {
-                        more += 1;
+                match flatten(done).and_then(|(_, r)| r) {
+                    Ok(()) => {}
+                    // What it acknowledged is in its map; the rest is found by the next
+                    // run's recovery.
+                    Err(e) if !e.stops_flow() => tracing::warn!(flow = %self.flow.name,
+                        error = %e, "a partition stopped with an error"),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
                     }
                 }
-            }
-            if more > 0 {
-                tracing::warn!(flow = %self.flow.name, partitions = more,
-                    "more partitions stopped with an error (debug logs each)");
             }
         })
         .await;

@@ -14,12 +14,14 @@
 //! - [`datapath`]: fetchers, batch planning, the produce pipeline, the in-flight budget,
 //!   crash recovery.
 //! - [`state`]: the per-flow state topic (offset maps) and [`state::load_maps`].
-//! - [`flow`]: one flow's lifecycle; [`engine`]: [`Engine`] runs every flow
+//! - [`flow`]: one flow's lifecycle, supervising its partitions ([`supervisor`] decides
+//!   restarts; `control` runs its periodic jobs as tasks); [`engine`]: [`Engine`] runs every flow
 //!   (continuously or `--once`, with a [`RunSummary`]); [`connect`]: clients with a
 //!   deadline.
 
 pub mod config;
 pub mod connect;
+mod control;
 pub mod datapath;
 pub mod engine;
 pub mod error;
@@ -30,6 +32,7 @@ pub mod groups;
 pub mod heartbeat;
 pub mod metrics;
 pub mod state;
+pub mod supervisor;
 pub mod topics;
 
 pub use engine::{Engine, RunSummary};

@@ -145,14 +145,38 @@ pub async fn run(
     recovery: Recovery,
     stop: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
-    let (rec_tx, rec_rx) = mpsc::channel::<Record>(16);
+    let (rec_tx, mut rec_rx) = mpsc::channel::<Record>(16);
     let window = Window::default();
-    let sender = send_loop(
-        &spec, &feed, &progress, rx, &producer, &source, recovery, rec_tx, stop, &window,
-    );
-    let recorder = record_loop(&spec, &feed, &map, &progress, rec_rx, &window);
-    let result = tokio::try_join!(sender, recorder).map(|_| ());
+    let result = {
+        let sender = send_loop(
+            &spec, &feed, &progress, rx, &producer, &source, recovery, rec_tx, stop, &window,
+        );
+        let recorder = record_loop(&spec, &feed, &map, &progress, &mut rec_rx, &window);
+        tokio::pin!(sender, recorder);
+        tokio::select! {
+            // The sender stopped (or failed): the recorder still records what it handed on.
+            s = &mut sender => {
+                let r = recorder.await;
+                s.and(r)
+            }
+            r = &mut recorder => match r {
+                Ok(()) => sender.await,
+                Err(e) => Err(e),
+            },
+        }
+    };
     feed.with_cursor(|c| c.stopped = true);
+    if result.is_err() {
+        // Settle the batches handed to the producer whose outcome nobody recorded: a
+        // restart of the partition reads the target's end only once they resolved (each
+        // by its delivery timeout), so none lands after it (what landed is found by the
+        // restart's recovery).
+        while let Some(r) = rec_rx.recv().await {
+            if let Record::Produced { ack, .. } = r {
+                let _ = ack.wait().await;
+            }
+        }
+    }
     result.map_err(|e| {
         e.flow(&spec.flow)
             .topic(&spec.source_topic)
@@ -518,7 +542,7 @@ async fn record_loop(
     feed: &PartitionFeed,
     map: &SharedMap,
     progress: &Progress,
-    mut rx: mpsc::Receiver<Record>,
+    rx: &mut mpsc::Receiver<Record>,
     window: &Window,
 ) -> Result<(), MirrorError> {
     let lock = || map.lock().unwrap_or_else(PoisonError::into_inner);
