@@ -10,14 +10,15 @@
 //! both sides.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use strait_mirror::Engine;
 use strait_mirror::config::{Config, load_str};
 use strait_testkit::rdkafka::{self, ConsumeOptions, ProduceOptions};
 use strait_testkit::{BrokerOptions, TansuBroker, TestRecord};
+
+mod common;
+use common::Running;
 
 const TOPIC: &str = "outage";
 const PARTITIONS: i32 = 2;
@@ -90,70 +91,6 @@ fn records(from: usize, n: usize) -> Vec<TestRecord> {
         .collect()
 }
 
-/// An engine running on its own runtime thread; the runtime (and every task on it) is shut
-/// down on drop, also when the engine hangs or an assertion fails.
-struct Running {
-    runtime: Option<tokio::runtime::Runtime>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: mpsc::Receiver<Result<(), String>>,
-    metrics: strait_mirror::Metrics,
-}
-
-impl Running {
-    fn start(config: Config) -> Running {
-        let runtime = tokio::runtime::Runtime::new().expect("runtime");
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (done_tx, done) = mpsc::channel();
-        let engine = Engine::new(config);
-        let metrics = engine.metrics().clone();
-        runtime.spawn(async move {
-            let r = engine
-                .run(async {
-                    let _ = stop_rx.await;
-                })
-                .await;
-            let _ = done_tx.send(r.map_err(|e| e.to_string()));
-        });
-        Running {
-            runtime: Some(runtime),
-            stop: Some(stop_tx),
-            done,
-            metrics,
-        }
-    }
-
-    /// The sum of a counter's samples (every label set).
-    fn counter(&self, name: &str) -> f64 {
-        self.metrics
-            .render()
-            .lines()
-            .filter(|l| l.starts_with(&format!("{name}{{")))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    }
-
-    /// The engine's result if it stops within `bound`.
-    fn wait(&self, bound: Duration) -> Option<Result<(), String>> {
-        self.done.recv_timeout(bound).ok()
-    }
-
-    /// Asks for a graceful stop and returns the result (within `bound`).
-    fn stop(&mut self, bound: Duration) -> Option<Result<(), String>> {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        self.wait(bound)
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(1));
-        }
-    }
-}
-
 /// What the target holds: values (one per record) of every partition.
 fn target_values(bootstrap: &str) -> Vec<Bytes> {
     rdkafka::consume(
@@ -186,10 +123,7 @@ fn wait_replicated(bootstrap: &str, want: &BTreeSet<Bytes>, bound: Duration) -> 
 
 #[test]
 fn a_stall_longer_than_the_delivery_timeout_restarts_the_partitions_and_loses_nothing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_logging();
     // OUTAGE_STALL_SECS overrides the (scaled) stall.
     let stall = std::env::var("OUTAGE_STALL_SECS")
         .ok()
@@ -244,8 +178,8 @@ fn a_stall_longer_than_the_delivery_timeout_restarts_the_partitions_and_loses_no
         early.is_none(),
         "the engine stopped during a {stall:?} stall: {early:?}"
     );
-    let restarts = engine.counter("strait_partition_restarts_total");
-    let produce_errors = engine.counter("strait_produce_errors_total");
+    let restarts = engine.sum("strait_partition_restarts_total", &[]);
+    let produce_errors = engine.sum("strait_produce_errors_total", &[]);
     eprintln!(
         "during the stall ({:?}): {restarts} partition restart(s), {produce_errors} produce \
          error(s)",
