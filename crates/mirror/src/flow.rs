@@ -9,11 +9,12 @@
 //! a partition whose source topic was deleted is stopped and forgotten, and only an error
 //! that [`MirrorError::stops_flow`] stops the flow.
 
+mod stop;
 mod supervise;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use strait_client::{
@@ -116,6 +117,9 @@ struct FlowRun {
     deleting: BTreeSet<Key>,
     /// `--once`: the source end seen at a partition's first start (a restart keeps it).
     once_ends: BTreeMap<Key, i64>,
+    /// Partitions that were down when their source topic's id changed: the id their map
+    /// belongs to, so their restart goes through the topic re-creation check.
+    stale_ids: BTreeMap<Key, Uuid>,
     state_writer: StateWriter,
     saved: SavedState,
     once: bool,
@@ -223,6 +227,7 @@ async fn run_inner(
         due: JoinSet::new(),
         deleting: BTreeSet::new(),
         once_ends: BTreeMap::new(),
+        stale_ids: BTreeMap::new(),
         saved,
         once,
         max_held_bytes,
@@ -408,9 +413,15 @@ impl FlowRun {
     fn spawn(&mut self, pipelines: Vec<Pipeline>) {
         let now = Instant::now();
         for (key, pipeline) in pipelines {
-            self.restarts
-                .entry(key.clone())
-                .or_insert_with(|| Restarts::new(now));
+            let once = self.once;
+            self.restarts.entry(key.clone()).or_insert_with(|| {
+                let r = Restarts::new(now);
+                if once {
+                    r.with_limit(crate::supervisor::ONCE_RESTART_LIMIT)
+                } else {
+                    r
+                }
+            });
             self.tasks.spawn(async move { (key, pipeline.await) });
         }
     }
@@ -682,107 +693,6 @@ impl FlowRun {
                 tracing::debug!(topic, error = %e, "describe configs; assuming Kafka's default max.message.bytes");
                 DEFAULT_MAX_MESSAGE_BYTES
             }
-        }
-    }
-
-    /// Writes the state of partitions that changed (or of all, when `all`).
-    async fn write_state(&mut self, all: bool) -> Result<(), MirrorError> {
-        let mut states = Vec::new();
-        let mut flagged = Vec::new();
-        for (key, r) in &self.running {
-            if !(all || r.progress.dirty.swap(false, Ordering::AcqRel)) {
-                continue;
-            }
-            flagged.push(key.clone());
-            let snapshot = r
-                .map
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .snapshot()
-                .bytes;
-            states.push((
-                key.clone(),
-                PartitionState {
-                    topic_id: r.topic_id,
-                    target_topic: r.target_topic.clone(),
-                    snapshot,
-                },
-            ));
-        }
-        let n = states.len() as u64;
-        if let Err(e) = self.state_writer.write(&states).await {
-            for key in flagged {
-                if let Some(r) = self.running.get(&key) {
-                    r.progress.dirty.store(true, Ordering::Release);
-                }
-            }
-            return Err(e);
-        }
-        self.metrics.state_records_written(&self.flow.name, n);
-        Ok(())
-    }
-
-    /// Stops fetching, lets every pipeline record its in-flight batches, writes the state.
-    /// Bounded, whatever the target does: the acknowledgements get `stop_grace` (then the
-    /// pipelines are cancelled; what was not recorded is found again by the next run's
-    /// recovery, as after a crash), and so does the final state write.
-    async fn shutdown(&mut self) -> Result<(), MirrorError> {
-        let _ = self.fetch_stop.send(true);
-        for r in self.running.values() {
-            let _ = r.stop.send(true);
-        }
-        self.due.abort_all();
-        let grace = self.stop_grace;
-        let mut first_error = None;
-        let drained = tokio::time::timeout(grace, async {
-            self.router.join().await;
-            while let Some(done) = self.tasks.join_next().await {
-                match flatten(done).and_then(|(_, r)| r) {
-                    Ok(()) => {}
-                    // What it acknowledged is in its map; the rest is found by the next
-                    // run's recovery.
-                    Err(e) if !e.stops_flow() => tracing::warn!(flow = %self.flow.name,
-                        error = %e, "a partition stopped with an error"),
-                    Err(e) => {
-                        first_error.get_or_insert(e);
-                    }
-                }
-            }
-        })
-        .await;
-        if drained.is_err() {
-            tracing::warn!(flow = %self.flow.name, partitions = self.tasks.len(),
-                "in-flight batches not acknowledged within {grace:?} of the stop; stopping \
-                 without them (the next run finds what reached the target)");
-            self.producer.abort("stopping");
-            self.tasks.abort_all();
-            while self.tasks.join_next().await.is_some() {}
-        }
-        match tokio::time::timeout(grace, self.write_state(true)).await {
-            Ok(r) => r?,
-            Err(_) => {
-                return Err(MirrorError::state(format!(
-                    "the final state write was not acknowledged within {grace:?}; the next \
-                     run resumes from the last checkpoint"
-                )));
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    }
-
-    fn summary(&self, groups_translated: usize) -> FlowSummary {
-        let topics: BTreeSet<&str> = self.running.keys().map(|(t, _)| t.as_str()).collect();
-        FlowSummary {
-            flow: self.flow.name.clone(),
-            topics: topics.len(),
-            partitions: self.running.len(),
-            records: self
-                .running
-                .values()
-                .map(|r| r.metrics.records_total())
-                .sum(),
-            bytes: self.running.values().map(|r| r.metrics.bytes_total()).sum(),
-            groups_translated,
         }
     }
 }

@@ -13,6 +13,8 @@
 //!   counts as a failure like the pipeline's own, and backs off further;
 //! - a partition that ran [`HEALTHY_AFTER`] (60 s) since its last start before failing
 //!   starts a new sequence: the first delay again;
+//! - with a limit (`--once`: [`ONCE_RESTART_LIMIT`], so a batch run cannot retry forever),
+//!   the failure after that many restarts in one sequence stops the flow;
 //! - a partition is *failing repeatedly* from its sequence's first failure until it has
 //!   run [`HEALTHY_AFTER`]; `/health` reports it once that lasted longer than
 //!   `metrics.stalled_after` ([`crate::metrics::Metrics::health`]).
@@ -32,6 +34,10 @@ pub const RESTART_BACKOFF: BackoffConfig = BackoffConfig {
 /// How long a partition must run after a (re)start for a later failure to start a new
 /// backoff sequence.
 pub const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+
+/// Restarts a partition gets in one sequence under `--once` (about 30 s of backoff)
+/// before its failure stops the flow.
+pub const ONCE_RESTART_LIMIT: u32 = 5;
 
 /// What to do about a failed partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +61,7 @@ pub struct Restarts {
     healthy_after: Duration,
     backoff: Backoff,
     attempts: u32,
+    limit: Option<u32>,
     /// When the current sequence's first failure happened (`None`: no failure yet).
     failing_since: Option<Instant>,
     /// When the pipeline last started (`None` while it is down).
@@ -74,9 +81,16 @@ impl Restarts {
             healthy_after,
             backoff: Backoff::new(config),
             attempts: 0,
+            limit: None,
             failing_since: None,
             running_since: Some(now),
         }
+    }
+
+    /// At most `limit` restarts per sequence; the next failure stops the flow.
+    pub fn with_limit(mut self, limit: u32) -> Self {
+        self.limit = Some(limit);
+        self
     }
 
     /// The pipeline (re)started at `now`.
@@ -96,6 +110,9 @@ impl Restarts {
         }
         self.running_since = None;
         self.failing_since.get_or_insert(now);
+        if self.limit.is_some_and(|l| self.attempts >= l) {
+            return Verdict::StopFlow;
+        }
         self.attempts = self.attempts.saturating_add(1);
         Verdict::Restart {
             delay: self.backoff.next_delay(),
@@ -190,6 +207,15 @@ mod tests {
             delay(r.failed(t + Duration::from_secs(10) + HEALTHY_AFTER, &transient()));
         assert_eq!(attempt, 1);
         assert!(d <= Duration::from_secs(1), "{d:?}");
+    }
+
+    #[test]
+    fn with_a_limit_the_failure_after_the_last_restart_stops_the_flow() {
+        let t = Instant::now();
+        let mut r = Restarts::new(t).with_limit(2);
+        delay(r.failed(t, &transient()));
+        delay(r.failed(t, &transient()));
+        assert_eq!(r.failed(t, &transient()), Verdict::StopFlow);
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! The flow's loop: it answers a stop at once, restarts failed partitions (the decisions
-//! are [`crate::supervisor::Restarts`]'), applies topic refreshes (new partitions, deleted
+//! are [`crate::supervisor::Restarts`]'s), applies topic refreshes (new partitions, deleted
 //! source topics) and hands state checkpoints to their writer task. Anything that waits on
 //! a cluster here — a restart reading the target's bounds, a new partition's birth state —
 //! is cut short by a stop.
 
-use std::sync::PoisonError;
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -139,63 +140,114 @@ impl FlowRun {
         Ok(())
     }
 
+    /// Restarts the partitions whose delay passed (those of one topic together: one
+    /// bounds request per cluster).
     async fn restart_due(
         &mut self,
         key: Key,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), MirrorError> {
-        if !self.running.contains_key(&key) || self.deleting.contains(&key) {
-            return Ok(());
+        let mut keys = vec![key];
+        while let Some(Ok(k)) = self.due.try_join_next() {
+            keys.push(k);
         }
-        match interruptible(stop, self.restart(&key)).await {
-            None => Ok(()),
-            Some(Ok(())) => {
+        let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+        for (topic, p) in keys {
+            let key = (topic, p);
+            if self.running.contains_key(&key) && !self.deleting.contains(&key) {
+                by_topic.entry(key.0).or_default().push(key.1);
+            }
+        }
+        for (topic, partitions) in by_topic {
+            let Some(result) = interruptible(stop, self.restart(&topic, &partitions)).await else {
+                return Ok(());
+            };
+            let started = match result {
+                Ok(started) => started,
+                Err(e) if e.stops_flow() => return Err(e),
+                Err(e) => {
+                    let message = e.to_string();
+                    for p in partitions {
+                        self.on_failed((topic.clone(), p), MirrorError::other(message.clone()))?;
+                    }
+                    continue;
+                }
+            };
+            for p in partitions {
+                let key = (topic.clone(), p);
+                if !started.contains(&p) {
+                    let e = MirrorError::other("the partition is missing from the topic's bounds")
+                        .topic(&topic)
+                        .partition(p);
+                    self.on_failed(key, e)?;
+                    continue;
+                }
                 self.down.remove(&key);
+                self.stale_ids.remove(&key);
                 if let Some(r) = self.restarts.get_mut(&key) {
                     r.started(Instant::now());
                 }
-                self.metrics
-                    .partition_started(&self.flow.name, &key.0, key.1);
-                tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
+                self.metrics.partition_started(&self.flow.name, &topic, p);
+                tracing::info!(flow = %self.flow.name, topic = %topic, partition = p,
                     "partition restarted");
-                Ok(())
             }
-            Some(Err(e)) => self.on_failed(key, e),
         }
+        Ok(())
     }
 
-    /// Starts a partition again from its in-memory map, through the start path a process
-    /// start takes: its producer sequence is reset (the failed batches' fate is unknown),
-    /// the target's bounds are read again, and the records past the map's `next(Target)`
-    /// are checked by content (recovery) before anything is produced.
-    async fn restart(&mut self, key: &Key) -> Result<(), MirrorError> {
-        let Some(old) = self.running.get(key).cloned() else {
-            return Ok(());
+    /// Starts partitions of `topic` again from their in-memory maps, through the start
+    /// path a process start takes: their producer sequences are reset (the failed
+    /// batches' fate is unknown), the target's bounds are read again, and the records past
+    /// each map's `next(Target)` are checked by content (recovery) before anything is
+    /// produced. Returns the partitions started.
+    async fn restart(&mut self, topic: &str, partitions: &[i32]) -> Result<Vec<i32>, MirrorError> {
+        let Some(t) = self.topics.get(topic).cloned() else {
+            return Err(MirrorError::other("the topic is no longer replicated").topic(topic));
         };
-        let Some(topic) = self.topics.get(&key.0).cloned() else {
-            return Err(MirrorError::other("the topic is no longer replicated").topic(&key.0));
-        };
-        self.saved.insert(key.clone(), self.state_of(&old));
-        self.producer.reset_partition(&old.target_topic, key.1);
-        let (births, pipelines) = self.start_partitions(&topic, &[key.1]).await?;
-        if pipelines.is_empty() {
-            return Err(
-                MirrorError::other("the partition is missing from the topic's bounds")
-                    .topic(&key.0)
-                    .partition(key.1),
-            );
-        }
-        if let Err(e) = self.state_writer.write(&births).await {
-            // The new map (reset by an incident) was not saved: nothing is produced with it.
-            if let Some(new) = self.running.insert(key.clone(), old) {
-                new.feed.with_cursor(|c| c.stopped = true);
+        let olds: Vec<(Key, super::Running)> = partitions
+            .iter()
+            .filter_map(|p| {
+                let key = (topic.to_owned(), *p);
+                Some((key.clone(), self.running.get(&key)?.clone()))
+            })
+            .collect();
+        for (key, old) in &olds {
+            let mut state = self.state_of(old);
+            if let Some(id) = self.stale_ids.get(key) {
+                state.topic_id = *id;
             }
+            self.saved.insert(key.clone(), state);
+            self.producer.reset_partition(&old.target_topic, key.1);
+        }
+        let (births, pipelines) = match self.start_partitions(&t, partitions).await {
+            Ok(started) => started,
+            Err(e) => {
+                self.roll_back(olds);
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.state_writer.write(&births).await {
+            // A map reset by an incident was not saved: nothing is produced with it.
+            self.roll_back(olds);
             return Err(e);
         }
         self.metrics
             .state_records_written(&self.flow.name, births.len() as u64);
+        let started = pipelines.iter().map(|((_, p), _)| *p).collect();
         self.spawn(pipelines);
-        Ok(())
+        Ok(started)
+    }
+
+    /// Puts back the entries a failed restart replaced (the new ones' feeds stop).
+    fn roll_back(&mut self, olds: Vec<(Key, super::Running)>) {
+        for (key, old) in olds {
+            let feed = Arc::clone(&old.feed);
+            if let Some(new) = self.running.insert(key, old)
+                && !Arc::ptr_eq(&new.feed, &feed)
+            {
+                new.feed.with_cursor(|c| c.stopped = true);
+            }
+        }
     }
 
     async fn on_refresh(
@@ -236,6 +288,19 @@ impl FlowRun {
                 }
             }
         }
+        // A partition down when its topic's id changed keeps the id its map belongs to:
+        // its restart applies the topic re-creation policy.
+        for t in &r.topics {
+            for key in self.down.iter().filter(|(x, _)| *x == t.source_topic) {
+                if let Some(run) = self.running.get(key)
+                    && run.topic_id != t.topic_id
+                    && !run.topic_id.is_nil()
+                    && !t.topic_id.is_nil()
+                {
+                    self.stale_ids.entry(key.clone()).or_insert(run.topic_id);
+                }
+            }
+        }
         // A topic still being stopped is started again by a later refresh (as a new topic:
         // the topic-id check decides by policy).
         let topics: Vec<_> = r
@@ -260,6 +325,7 @@ impl FlowRun {
         self.deleting.remove(key);
         self.down.remove(key);
         self.restarts.remove(key);
+        self.stale_ids.remove(key);
         let Some(run) = self.running.remove(key) else {
             return;
         };

@@ -78,4 +78,46 @@ mod tests {
             "ran healthy"
         );
     }
+
+    #[test]
+    fn health_and_metrics_report_restarts_through_the_registry() {
+        use crate::metrics::{FlowState, Metrics};
+        let m = Metrics::new();
+        m.set_flow_state("f", FlowState::Running);
+        m.partition_failed(
+            "f",
+            "t",
+            2,
+            super::super::now_ms(),
+            1,
+            "produce: delivery timeout",
+        );
+        let text = m.render();
+        assert!(
+            text.contains(
+                "strait_partition_restarts_total{flow=\"f\",topic=\"t\",partition=\"2\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("strait_partition_restarting{flow=\"f\",topic=\"t\",partition=\"2\"} 1")
+        );
+        assert!(m.health().is_ok(), "not beyond the threshold yet");
+        m.set_stalled_after(Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(5));
+        let e = m.health().unwrap_err();
+        assert!(e.contains("partition t-2 restarting: 1 restart(s)"), "{e}");
+        m.partition_started("f", "t", 2);
+        assert!(
+            m.render()
+                .contains("strait_partition_restarting{flow=\"f\",topic=\"t\",partition=\"2\"} 0")
+        );
+        assert!(m.health().unwrap_err().contains("failing repeatedly"));
+        m.remove_partition("f", "t", 2);
+        assert!(m.health().is_ok(), "a removed partition is forgotten");
+        assert!(
+            !m.render().contains("partition=\"2\""),
+            "its series are gone"
+        );
+    }
 }
