@@ -705,7 +705,7 @@ fn check_held(
             )
         },
     );
-    Err(MirrorError::other(format!(
+    Err(MirrorError::config(format!(
         "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
          abort, more than the {} allowed (half of engine.in_flight_memory); raise \
          engine.in_flight_memory or end the transaction",

@@ -199,7 +199,8 @@ impl FlowRun {
     /// path a process start takes: their producer sequences are reset (the failed
     /// batches' fate is unknown), the target's bounds are read again, and the records past
     /// each map's `next(Target)` are checked by content (recovery) before anything is
-    /// produced. Returns the partitions started.
+    /// produced. An attempt is cut off after the target's `request_timeout` (then it
+    /// failed, and backs off). Returns the partitions started.
     async fn restart(&mut self, topic: &str, partitions: &[i32]) -> Result<Vec<i32>, MirrorError> {
         let Some(t) = self.topics.get(topic).cloned() else {
             return Err(MirrorError::other("the topic is no longer replicated").topic(topic));
@@ -219,14 +220,25 @@ impl FlowRun {
             self.saved.insert(key.clone(), state);
             self.producer.reset_partition(&old.target_topic, key.1);
         }
-        let (births, pipelines) = match self.start_partitions(&t, partitions).await {
-            Ok(started) => started,
-            Err(e) => {
+        // Bounded: the loop waits for nothing else meanwhile.
+        let grace = self.stop_grace;
+        let timed_out = || {
+            MirrorError::other(format!("restart attempt not done within {grace:?}")).topic(topic)
+        };
+        let started = tokio::time::timeout(grace, self.start_partitions(&t, partitions)).await;
+        let (births, pipelines) = match started {
+            Ok(Ok(started)) => started,
+            Ok(Err(e)) => {
                 self.roll_back(olds);
                 return Err(e);
             }
+            Err(_) => {
+                self.roll_back(olds);
+                return Err(timed_out());
+            }
         };
-        if let Err(e) = self.state_writer.write(&births).await {
+        let written = tokio::time::timeout(grace, self.state_writer.write(&births)).await;
+        if let Err(e) = written.unwrap_or_else(|_| Err(timed_out())) {
             // A map reset by an incident was not saved: nothing is produced with it.
             self.roll_back(olds);
             return Err(e);
