@@ -6,7 +6,10 @@
 //!   again under the same name is picked up as a new topic (the topic re-creation policy);
 //! - two flows, one stopped by an incident under policy `fail`: the other keeps
 //!   replicating, `/health` names the failed flow, and the engine reports the failure
-//!   when it stops.
+//!   when it stops;
+//! - two flows, one whose target stalls past the delivery timeout: its partition is
+//!   restarted in-process (and `/health` reports it restarting) while the other flow
+//!   replicates untouched; after the stall both hold every record once.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -281,4 +284,102 @@ enabled = false
         err.contains("flow a") && err.contains("target truncation"),
         "the error names the flow and the incident: {err}"
     );
+}
+
+#[test]
+fn a_flow_whose_target_stalls_restarts_its_partitions_while_the_other_flow_replicates() {
+    common::init_logging();
+    let source = TansuBroker::start().expect("source broker");
+    let (stalled, proxy) =
+        TansuBroker::start_behind_proxy(strait_testkit::BrokerOptions::default())
+            .expect("target a");
+    let healthy = TansuBroker::start().expect("target b");
+    let src = source.bootstrap();
+    rdkafka::create_topic(&src, "ta", 1, &[]).expect("topic");
+    rdkafka::create_topic(&src, "tb", 1, &[]).expect("topic");
+    let flow = |name: &str, target: &str, topic: &str| {
+        format!(
+            r#"[[flows]]
+name = "{name}"
+source = "src"
+target = "{target}"
+[flows.topics]
+include = ["{topic}"]
+{}"#,
+            strait_testkit::config::SYNC_OFF
+        )
+    };
+    let cluster = |name: &str, bootstrap: &str| {
+        format!(
+            "[clusters.{name}]\nbootstrap_servers = \"{bootstrap}\"\nconnect_timeout = \
+             \"1s\"\nrequest_timeout = \"1s\"\n"
+        )
+    };
+    let cfg = load(&format!(
+        "{}{}{}{}{}[engine]\nfetch_max_wait = \"50ms\"\ndelivery_timeout = \"3s\"\n\
+         [metrics]\nenabled = false\n",
+        cluster("src", &src),
+        cluster("dsta", &proxy.bootstrap()),
+        cluster("dstb", &healthy.bootstrap()),
+        flow("a", "dsta", "ta"),
+        flow("b", "dstb", "tb"),
+    ));
+    let (a1, b1) = (records("a", 50, 1), records("b", 50, 1));
+    produce(&src, "ta", &a1);
+    produce(&src, "tb", &b1);
+    let mut engine = Running::start(cfg);
+    wait_for(&stalled.bootstrap(), "src.ta", &values(&a1));
+    wait_for(&healthy.bootstrap(), "src.tb", &values(&b1));
+
+    proxy.stall();
+    engine.metrics().set_stalled_after(Duration::from_secs(1));
+    let (a2, b2) = (records("a2", 100, 1), records("b2", 100, 1));
+    produce(&src, "ta", &a2);
+    produce(&src, "tb", &b2);
+    let mut want_b = values(&b1);
+    want_b.extend(values(&b2));
+    // Flow b replicates while flow a's target is stalled.
+    let b_got = wait_for(&healthy.bootstrap(), "src.tb", &want_b);
+    let restarts = |flow: &str| {
+        engine.sum(
+            "strait_partition_restarts_total",
+            &[&format!("flow=\"{flow}\"")],
+        )
+    };
+    wait_until("flow a's partition is restarted", || restarts("a") >= 1.0);
+    wait_until("/health reports flow a's partition restarting", || {
+        engine
+            .metrics()
+            .health()
+            .is_err_and(|h| h.contains("flow a: partition ta-0") && h.contains("restart(s) in"))
+    });
+    let health = engine.metrics().health().unwrap_err();
+    assert!(!health.contains("flow b"), "flow b is healthy: {health}");
+    assert!(
+        !health.contains("flow a: failed"),
+        "flow a is not stopped: {health}"
+    );
+    assert!(engine.wait(Duration::ZERO).is_none(), "the engine runs on");
+    let a_restarts = restarts("a");
+    proxy.unstall();
+
+    let mut want_a = values(&a1);
+    want_a.extend(values(&a2));
+    let a_got = wait_for(&stalled.bootstrap(), "src.ta", &want_a);
+    let b3 = records("b3", 10, 1);
+    produce(&src, "tb", &b3);
+    want_b.extend(values(&b3));
+    let b_got_after = wait_for(&healthy.bootstrap(), "src.tb", &want_b);
+    assert_eq!(restarts("b"), 0.0, "flow b never restarted");
+    let stopped = engine.stop(Duration::from_secs(30));
+    assert!(matches!(stopped, Some(Ok(()))), "clean stop: {stopped:?}");
+    eprintln!(
+        "isolation under a stall: flow a {} records ({a_restarts} restart(s) during the \
+         stall), flow b {} records during the stall, {} in all",
+        a_got.len(),
+        b_got.len(),
+        b_got_after.len()
+    );
+    assert_eq!(a_got.len(), want_a.len(), "flow a: every record once");
+    assert_eq!(b_got_after.len(), want_b.len(), "flow b: every record once");
 }
