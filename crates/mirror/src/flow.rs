@@ -24,14 +24,12 @@ use strait_offsets::{OffsetMap, Registry, Side};
 use strait_records::Limits;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
-
-use crate::control::{Control, Jobs};
-use crate::supervisor::Restarts;
 use uuid::Uuid;
 
 use crate::config::model::{IncidentPolicy, StartPosition};
 use crate::config::{Config, Flow};
 use crate::connect::connect;
+use crate::control::{Control, Jobs};
 use crate::datapath::budget::Budget;
 use crate::datapath::fetcher::{PartitionFeed, Router};
 use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap};
@@ -42,6 +40,7 @@ use crate::groups::GroupSync;
 use crate::heartbeat::Heartbeats;
 use crate::metrics::{FlowState, Metrics, PartitionMetrics};
 use crate::state::{self, PartitionState, SavedState, StateWriter};
+use crate::supervisor::Restarts;
 use crate::topics::{ReplicatedTopic, TopicSync};
 
 /// Kafka's default `max.message.bytes` (used when the target topic does not say).
