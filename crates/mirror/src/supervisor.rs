@@ -17,8 +17,12 @@
 //!   the failure after that many restarts in one sequence stops the flow;
 //! - a partition is *failing repeatedly* from its sequence's first failure until it has
 //!   run [`HEALTHY_AFTER`]; `/health` reports it once that lasted longer than
-//!   `metrics.stalled_after` ([`crate::metrics::Metrics::health`]).
+//!   `metrics.stalled_after` ([`crate::metrics::Metrics::health`]);
+//! - a replicated topic that a successful topic refresh no longer finds on the source
+//!   was deleted: its partitions stop ([`deleted_topics`]); a topic that is only missing
+//!   from what can be replicated (its target could not be created) is not.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use strait_client::backoff::{Backoff, BackoffConfig};
@@ -38,6 +42,18 @@ pub const HEALTHY_AFTER: Duration = Duration::from_secs(60);
 /// Restarts a partition gets in one sequence under `--once` (about 30 s of backoff)
 /// before its failure stops the flow.
 pub const ONCE_RESTART_LIMIT: u32 = 5;
+
+/// The replicated topics (`replicated`, repeats allowed) that the source no longer lists.
+pub fn deleted_topics<'a>(
+    replicated: impl IntoIterator<Item = &'a str>,
+    source_topics: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    replicated
+        .into_iter()
+        .filter(|t| !source_topics.contains(*t))
+        .map(str::to_owned)
+        .collect()
+}
 
 /// What to do about a failed partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,6 +232,14 @@ mod tests {
         delay(r.failed(t, &transient()));
         delay(r.failed(t, &transient()));
         assert_eq!(r.failed(t, &transient()), Verdict::StopFlow);
+    }
+
+    #[test]
+    fn a_replicated_topic_the_source_no_longer_lists_was_deleted() {
+        let source: BTreeSet<String> = ["a", "c", "not-replicated"].map(String::from).into();
+        let gone = deleted_topics(["a", "a", "b", "b", "c"], &source);
+        assert_eq!(gone, BTreeSet::from(["b".to_owned()]));
+        assert!(deleted_topics([], &source).is_empty());
     }
 
     #[test]

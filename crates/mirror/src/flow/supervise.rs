@@ -15,7 +15,7 @@ use super::{FlowRun, Key, flatten, interruptible, until_true};
 use crate::control::{Checkpoint, Control, Refreshed, interval};
 use crate::error::MirrorError;
 use crate::state::PartitionState;
-use crate::supervisor::{Restarts, Verdict};
+use crate::supervisor::{Restarts, Verdict, deleted_topics};
 
 /// How often `--once` checks whether every partition reached its end.
 const ONCE_POLL: Duration = Duration::from_millis(20);
@@ -267,15 +267,10 @@ impl FlowRun {
         r: Refreshed,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), MirrorError> {
-        let gone: Vec<String> = self
-            .running
-            .keys()
-            .map(|(t, _)| t)
-            .filter(|t| !r.source_topics.contains(*t))
-            .cloned()
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let gone = deleted_topics(
+            self.running.keys().map(|(t, _)| t.as_str()),
+            &r.source_topics,
+        );
         for topic in gone {
             let keys: Vec<Key> = self
                 .running

@@ -673,7 +673,8 @@ impl Metrics {
     }
 
     /// `Ok` with a summary when every flow is running, `Err` naming those that are not
-    /// (also when no flow was registered yet).
+    /// (also when no flow was registered yet), the partitions stalled, and those
+    /// restarting for longer than `stalled_after`.
     pub fn health(&self) -> Result<String, String> {
         let flows = self
             .inner
