@@ -1,6 +1,6 @@
 //! One flow: connect, load state, sync topics, run the data path for every replicated
 //! partition, and periodically refresh topics, sync groups, write state and emit
-//! heartbeats (each its own task: [`crate::control`]). Stops gracefully (in-flight
+//! heartbeats (each its own task: `control.rs`). Stops gracefully (in-flight
 //! batches acknowledged, state written) when told to, or after `--once` reached the ends
 //! seen at start.
 //!
