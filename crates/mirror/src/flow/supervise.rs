@@ -112,9 +112,15 @@ impl FlowRun {
             .entry(key.clone())
             .or_insert_with(|| Restarts::new(now));
         let (delay, attempt) = match restarts.failed(now, &e) {
-            Verdict::StopFlow => {
+            Verdict::StopFlow if e.stops_flow() => {
                 tracing::error!(flow = %self.flow.name, error = %e,
                     "partition failed; stopping the flow");
+                return Err(e);
+            }
+            Verdict::StopFlow => {
+                tracing::error!(flow = %self.flow.name, error = %e,
+                    "partition failed again after {} restarts in a row; --once gives up: \
+                     stopping the flow", crate::supervisor::ONCE_RESTART_LIMIT);
                 return Err(e);
             }
             Verdict::Restart { delay, attempt } => (delay, attempt),
