@@ -15,7 +15,9 @@ use crate::cli::LogFormat;
 use crate::logging;
 
 /// Loads the config, starts logging and the metrics endpoint, and replicates until
-/// SIGTERM/SIGINT (or, with `once`, until caught up). Exit 0 after a graceful stop.
+/// SIGTERM/SIGINT (or, with `once`, until caught up). Exit 0 after a graceful stop; 1
+/// when a flow failed (the other flows keep replicating until every flow ended or the
+/// stop).
 pub fn run_cmd(
     path: &Path,
     once: bool,

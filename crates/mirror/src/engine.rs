@@ -104,13 +104,18 @@ impl Engine {
 
     /// Replicates every enabled flow until `shutdown` completes, then stops gracefully:
     /// fetching stops, in-flight batches are acknowledged and recorded, state is written.
-    /// A flow that fails stops the others and its error is returned.
+    ///
+    /// Flows are isolated: a flow stopped by an error (an incident under policy `fail`, a
+    /// configuration error, or a failure to start) does not stop the others, which keep
+    /// replicating while `/health` names the failed flow (503). `Err` (the first flow's
+    /// error) once every flow ended, if any failed — also after a graceful stop.
     pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), MirrorError> {
         self.run_flows(false, shutdown).await.map(|_| ())
     }
 
     /// Replicates every selected partition up to the source end seen at start, syncs
-    /// groups once, writes state and returns what was done.
+    /// groups once, writes state and returns what was done. A flow that fails does not
+    /// stop the others; `Err` (the first flow's error) when any failed.
     pub async fn run_once(&self) -> Result<RunSummary, MirrorError> {
         self.run_flows(true, std::future::pending()).await
     }
@@ -145,6 +150,7 @@ impl Engine {
         let mut armed = false;
         let mut summaries = Vec::new();
         let mut first_error = None;
+        let mut failed = 0usize;
         let mut shutting_down = false;
         loop {
             if shutting_down && !armed {
@@ -172,20 +178,27 @@ impl Engine {
                     None => break,
                     Some(Ok(Ok(s))) => summaries.push(s),
                     Some(Ok(Err(e))) => {
-                        tracing::error!(error = %e, "flow failed");
-                        let _ = stop_tx.send(true);
-                        shutting_down = true;
+                        tracing::error!(error = %e, flows = flows.len(),
+                            "flow stopped by an error; the other flows keep replicating \
+                             (/health reports it)");
+                        failed += 1;
                         first_error.get_or_insert(e);
                     }
                     Some(Err(e)) => {
-                        let _ = stop_tx.send(true);
-                        shutting_down = true;
+                        tracing::error!(error = %e, "flow task failed; the other flows keep replicating");
+                        failed += 1;
                         first_error.get_or_insert(MirrorError::other(format!("flow task failed: {e}")));
                     }
                 },
             }
         }
         reporter.abort();
+        if failed > 1 {
+            tracing::error!(
+                flows = failed,
+                "more than one flow failed (each is logged above)"
+            );
+        }
         match first_error {
             Some(e) => Err(e),
             None => {

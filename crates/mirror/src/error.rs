@@ -163,6 +163,15 @@ pub enum MirrorError {
         #[source]
         source: std::io::Error,
     },
+    /// The configuration cannot work (a limit too small for the data, …): retrying does
+    /// not help, so it stops the flow (see [`MirrorError::stops_flow`]).
+    #[error("{ctx}configuration: {message}")]
+    Config {
+        /// Where.
+        ctx: Box<Context>,
+        /// What is wrong and which setting to change.
+        message: String,
+    },
     /// Anything else, with a message.
     #[error("{ctx}{message}")]
     Other {
@@ -217,6 +226,14 @@ impl MirrorError {
         }
     }
 
+    /// A configuration that cannot work; the message names the setting to change.
+    pub fn config(message: impl Into<String>) -> Self {
+        MirrorError::Config {
+            ctx: Box::default(),
+            message: message.into(),
+        }
+    }
+
     /// Anything else.
     pub fn other(message: impl Into<String>) -> Self {
         MirrorError::Other {
@@ -234,6 +251,7 @@ impl MirrorError {
             | MirrorError::OffsetMap { ctx, .. }
             | MirrorError::Incident { ctx, .. }
             | MirrorError::State { ctx, .. }
+            | MirrorError::Config { ctx, .. }
             | MirrorError::Other { ctx, .. } => Some(ctx.as_ref()),
             MirrorError::MetricsListen { .. } => None,
         }
@@ -247,6 +265,7 @@ impl MirrorError {
             | MirrorError::OffsetMap { ctx, .. }
             | MirrorError::Incident { ctx, .. }
             | MirrorError::State { ctx, .. }
+            | MirrorError::Config { ctx, .. }
             | MirrorError::Other { ctx, .. } => Some(ctx.as_mut()),
             MirrorError::MetricsListen { .. } => None,
         }
@@ -292,6 +311,18 @@ impl MirrorError {
         }
     }
 
+    /// Whether this error stops its flow instead of restarting the partition it happened
+    /// in: an incident under policy `fail` (the operator asked to stop) or a configuration
+    /// that cannot work. Everything else — network trouble, a delivery timeout, a corrupt
+    /// fetch, a failed state write — is retried by restarting the partition from its
+    /// recovered state (`supervisor`).
+    pub fn stops_flow(&self) -> bool {
+        matches!(
+            self,
+            MirrorError::Incident { .. } | MirrorError::Config { .. }
+        )
+    }
+
     /// Whether retrying the operation may succeed (network trouble, leader moves, …).
     pub fn is_retriable(&self) -> bool {
         match self {
@@ -327,5 +358,17 @@ mod tests {
         let e = MirrorError::other("boom").topic("inner").topic("outer");
         assert_eq!(e.to_string(), "topic inner: boom");
         assert_eq!(MirrorError::state("corrupt").to_string(), "state: corrupt");
+    }
+
+    #[test]
+    fn only_fail_incidents_and_configuration_errors_stop_a_flow() {
+        assert!(MirrorError::incident(IncidentKind::TargetMismatch, "x").stops_flow());
+        assert!(MirrorError::config("raise engine.in_flight_memory").stops_flow());
+        assert!(!MirrorError::other("the recorder stopped").stops_flow());
+        assert!(!MirrorError::state("write timed out").stops_flow());
+        assert_eq!(
+            MirrorError::config("too small").topic("t").to_string(),
+            "topic t: configuration: too small"
+        );
     }
 }

@@ -1,11 +1,20 @@
 //! One flow: connect, load state, sync topics, run the data path for every replicated
 //! partition, and periodically refresh topics, sync groups, write state and emit
-//! heartbeats. Stops gracefully (in-flight batches acknowledged, state written) when told
-//! to, or after `--once` reached the ends seen at start.
+//! heartbeats (each its own task: `control.rs`). Stops gracefully (in-flight
+//! batches acknowledged, state written) when told to, or after `--once` reached the ends
+//! seen at start.
+//!
+//! The flow's loop supervises its partitions (`supervise`): a failed partition is
+//! restarted in-process from its recovered state after a backoff ([`crate::supervisor`]),
+//! a partition whose source topic was deleted is stopped and forgotten, and only an error
+//! that [`MirrorError::stops_flow`] stops the flow.
+
+mod stop;
+mod supervise;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use strait_client::{
@@ -20,6 +29,7 @@ use uuid::Uuid;
 use crate::config::model::StartPosition;
 use crate::config::{Config, Flow};
 use crate::connect::connect;
+use crate::control::{Control, Jobs};
 use crate::datapath::budget::Budget;
 use crate::datapath::fetcher::{PartitionFeed, Router};
 use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap};
@@ -31,6 +41,7 @@ use crate::heartbeat::Heartbeats;
 use crate::incident::{Incident, Noticed, Policies};
 use crate::metrics::{FlowState, Metrics, PartitionMetrics};
 use crate::state::{self, PartitionState, SavedState, StateWriter};
+use crate::supervisor::Restarts;
 use crate::topics::{ReplicatedTopic, TopicSync};
 
 /// Kafka's default `max.message.bytes` (used when the target topic does not say).
@@ -41,10 +52,15 @@ const FEED_DEPTH: usize = 4;
 /// Target offsets `from..end` that recovery reads back and checks.
 type TargetRange = (i64, i64);
 
+/// A partition: (source topic, partition).
+type Key = (String, i32);
+
 /// A partition pipeline not yet spawned: it starts once the partition's birth state is
 /// written.
-type Pipeline =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), MirrorError>> + Send>>;
+type Pipeline = (
+    Key,
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), MirrorError>> + Send>>,
+);
 
 /// What a flow did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -63,6 +79,7 @@ pub struct FlowSummary {
     pub groups_translated: usize,
 }
 
+#[derive(Clone)]
 struct Running {
     topic_id: Uuid,
     feed: Arc<PartitionFeed>,
@@ -70,6 +87,8 @@ struct Running {
     map: SharedMap,
     progress: Arc<Progress>,
     metrics: PartitionMetrics,
+    /// Stops this partition's pipeline gracefully.
+    stop: Arc<watch::Sender<bool>>,
 }
 
 /// The flow's moving parts.
@@ -81,10 +100,26 @@ struct FlowRun {
     registry: Arc<Registry>,
     producer: IdempotentProducer,
     router: Arc<Router>,
-    partition_stop: watch::Sender<bool>,
     fetch_stop: watch::Sender<bool>,
-    tasks: JoinSet<Result<(), MirrorError>>,
-    running: BTreeMap<(String, i32), Running>,
+    /// Running pipelines; each ends with its partition and result.
+    tasks: JoinSet<(Key, Result<(), MirrorError>)>,
+    /// Every partition replicated (also those waiting for a restart), with its map.
+    running: BTreeMap<Key, Running>,
+    /// The topics of the last refresh, by source name.
+    topics: BTreeMap<String, ReplicatedTopic>,
+    /// Per partition, its restart sequence.
+    restarts: BTreeMap<Key, Restarts>,
+    /// Partitions whose pipeline is down, waiting for a restart.
+    down: BTreeSet<Key>,
+    /// Restart timers: each ends with the partition due.
+    due: JoinSet<Key>,
+    /// Partitions of deleted source topics, stopping.
+    deleting: BTreeSet<Key>,
+    /// `--once`: the source end seen at a partition's first start (a restart keeps it).
+    once_ends: BTreeMap<Key, i64>,
+    /// Partitions that were down when their source topic's id changed: the id their map
+    /// belongs to, so their restart goes through the topic re-creation check.
+    stale_ids: BTreeMap<Key, Uuid>,
     state_writer: StateWriter,
     saved: SavedState,
     once: bool,
@@ -94,8 +129,6 @@ struct FlowRun {
     budget: Budget,
     /// Data-path settings handed to each partition pipeline.
     engine: crate::config::Engine,
-    /// Turned true by the first partition that fails (periodic jobs stop waiting).
-    failed: Arc<watch::Sender<bool>>,
     /// How long a stop waits for in-flight acknowledgements, and then for the final state
     /// write: the target's request timeout each.
     stop_grace: Duration,
@@ -156,7 +189,6 @@ async fn run_inner(
                 .cluster(&flow.target)
         })?;
     let (fetch_stop, fetch_stop_rx) = watch::channel(false);
-    let (partition_stop, _) = watch::channel(false);
     let opts = FetchOptions {
         max_wait: config.engine.fetch_max_wait.max(Duration::from_millis(5)),
         min_bytes: 1,
@@ -184,19 +216,23 @@ async fn run_inner(
         registry: Arc::clone(&registry),
         producer,
         router,
-        partition_stop,
         fetch_stop,
         tasks: JoinSet::new(),
         running: BTreeMap::new(),
+        topics: BTreeMap::new(),
+        restarts: BTreeMap::new(),
+        down: BTreeSet::new(),
+        due: JoinSet::new(),
+        deleting: BTreeSet::new(),
+        once_ends: BTreeMap::new(),
+        stale_ids: BTreeMap::new(),
         saved,
         once,
         max_held_bytes,
         budget,
         engine: config.engine,
-        failed: Arc::new(watch::channel(false).0),
         stop_grace: cluster(&flow.target)?.request_timeout,
     };
-    let mut failed = run.failed.subscribe();
     let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
     let mut group_sync = GroupSync::new(
         flow,
@@ -205,60 +241,40 @@ async fn run_inner(
         Arc::clone(&registry),
         metrics.clone(),
     );
-    let mut heartbeats = Heartbeats::new(flow, target.clone()).with_metrics(metrics.clone());
+    let heartbeats = Heartbeats::new(flow, target.clone()).with_metrics(metrics.clone());
 
-    let topics = topic_sync.refresh().await.map_err(|e| e.flow(&flow.name))?;
     let started = Instant::now();
     let result: Result<usize, MirrorError> = async {
-        run.start_topics(&topics).await?;
+        // A stop during the start is answered too (a cluster may be stalled).
+        let Some(topics) = interruptible(&mut stop, topic_sync.refresh()).await else {
+            return Ok(0);
+        };
+        let topics = topics.map_err(|e| e.flow(&flow.name))?;
+        let Some(started) = interruptible(&mut stop, run.start_topics(&topics)).await else {
+            return Ok(0);
+        };
+        started?;
         metrics.set_flow_state(&flow.name, FlowState::Running);
         tracing::info!(flow = %flow.name, topics = topics.len(), partitions = run.running.len(),
             "replicating");
         if once {
-            run.wait_caught_up(&mut stop).await?;
+            run.supervise(&mut stop, None).await?;
             let report = group_sync.sync_once().await;
             return Ok(report.map(|r| r.groups_translated).unwrap_or_else(|e| {
                 tracing::warn!(flow = %flow.name, error = %e, "group sync failed");
                 0
             }));
         }
-        let mut translated = 0;
-        let mut refresh = interval(flow.intervals.topic_refresh);
-        let mut groups = interval(flow.intervals.group_sync);
-        let mut checkpoint = interval(flow.intervals.checkpoint);
-        let mut heartbeat = interval(flow.intervals.heartbeat);
-        let mut stopping = stop.clone();
-        loop {
-            tokio::select! {
-                // `wait_for`, not `changed`: a job `interruptible` cut short saw the change.
-                _ = until_true(&mut stopping) => return Ok(translated),
-                Some(done) = run.tasks.join_next() => {
-                    flatten(done)?;
-                }
-                // A periodic job waiting on a stalled cluster must not hold up a stop or a
-                // partition's failure: `None` when either came first.
-                _ = refresh.tick() => match interruptible(&mut stop, &mut failed, topic_sync.refresh()).await {
-                    None => {}
-                    Some(Ok(topics)) => run.start_topics(&topics).await?,
-                    Some(Err(e)) => tracing::warn!(flow = %flow.name, error = %e, "topic refresh failed"),
-                },
-                _ = groups.tick() => match interruptible(&mut stop, &mut failed, group_sync.sync_once()).await {
-                    None => {}
-                    Some(Ok(r)) => translated = r.groups_translated,
-                    Some(Err(e)) => tracing::warn!(flow = %flow.name, error = %e, "group sync failed"),
-                },
-                _ = checkpoint.tick() => {
-                    if let Some(Err(e)) = interruptible(&mut stop, &mut failed, run.write_state(false)).await {
-                        tracing::warn!(flow = %flow.name, error = %e, "state checkpoint failed");
-                    }
-                }
-                _ = heartbeat.tick() => {
-                    if let Some(Err(e)) = interruptible(&mut stop, &mut failed, heartbeats.emit()).await {
-                        tracing::warn!(flow = %flow.name, error = %e, "heartbeat failed");
-                    }
-                }
-            }
-        }
+        let jobs = Jobs {
+            topics: topic_sync,
+            groups: group_sync,
+            heartbeats,
+            state: StateWriter::new(target.clone(), flow),
+        };
+        let mut control = Control::start(flow, jobs, metrics.clone());
+        let supervised = run.supervise(&mut stop, Some(&mut control)).await;
+        control.stop().await;
+        supervised.map(|()| control.translated.load(Ordering::Relaxed))
     }
     .await;
     if let Err(e) = &result {
@@ -276,16 +292,14 @@ async fn run_inner(
     Ok(summary)
 }
 
-/// Runs `job` unless `stop` or `failed` turns true first (then `None`).
+/// Runs `job` unless `stop` turns true first (then `None`).
 async fn interruptible<T>(
     stop: &mut watch::Receiver<bool>,
-    failed: &mut watch::Receiver<bool>,
     job: impl Future<Output = T>,
 ) -> Option<T> {
     tokio::select! {
         r = job => Some(r),
         _ = until_true(stop) => None,
-        _ = until_true(failed) => None,
     }
 }
 
@@ -295,25 +309,48 @@ async fn until_true(flag: &mut watch::Receiver<bool>) {
     let _ = flag.wait_for(|v| *v).await;
 }
 
-fn interval(every: Duration) -> tokio::time::Interval {
-    let mut i = tokio::time::interval(every);
-    i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    i
-}
-
-fn flatten(r: Result<Result<(), MirrorError>, tokio::task::JoinError>) -> Result<(), MirrorError> {
-    match r {
-        Ok(r) => r,
-        Err(e) => Err(MirrorError::other(format!("partition task failed: {e}"))),
-    }
+/// A pipeline task's partition and result; a task that panicked or was cancelled is an
+/// error of the flow.
+fn flatten(
+    r: Result<(Key, Result<(), MirrorError>), tokio::task::JoinError>,
+) -> Result<(Key, Result<(), MirrorError>), MirrorError> {
+    r.map_err(|e| MirrorError::other(format!("partition task failed: {e}")))
 }
 
 impl FlowRun {
-    /// Starts the partitions of `topics` that are not running yet.
+    /// Starts the partitions of `topics` that are not running yet. On an error none of
+    /// them runs (a later refresh starts them again).
     async fn start_topics(&mut self, topics: &[ReplicatedTopic]) -> Result<(), MirrorError> {
         let mut births = Vec::new();
         let mut pipelines = Vec::new();
+        let mut result = self
+            .start_topics_into(topics, &mut births, &mut pipelines)
+            .await;
+        if result.is_ok() {
+            // New and reset partitions are saved before their pipelines start (nothing is
+            // produced before), so a crash before the first checkpoint can still tell our
+            // records from older ones.
+            result = self.state_writer.write(&births).await;
+        }
+        if let Err(e) = result {
+            let keys: Vec<Key> = pipelines.into_iter().map(|(k, _)| k).collect();
+            self.forget(&keys);
+            return Err(e);
+        }
+        self.metrics
+            .state_records_written(&self.flow.name, births.len() as u64);
+        self.spawn(pipelines);
+        Ok(())
+    }
+
+    async fn start_topics_into(
+        &mut self,
+        topics: &[ReplicatedTopic],
+        births: &mut Vec<(Key, PartitionState)>,
+        pipelines: &mut Vec<Pipeline>,
+    ) -> Result<(), MirrorError> {
         for t in topics {
+            self.topics.insert(t.source_topic.clone(), t.clone());
             let new: Vec<i32> = (0..t.partitions)
                 .filter(|p| !self.running.contains_key(&(t.source_topic.clone(), *p)))
                 .collect();
@@ -353,23 +390,42 @@ impl FlowRun {
             births.extend(b);
             pipelines.extend(p);
         }
-        // New and reset partitions are saved before their pipelines start (nothing is
-        // produced before), so a crash before the first checkpoint can still tell our
-        // records from older ones.
-        self.state_writer.write(&births).await?;
-        self.metrics
-            .state_records_written(&self.flow.name, births.len() as u64);
-        for p in pipelines {
-            self.tasks.spawn(p);
-        }
         Ok(())
+    }
+
+    /// Spawns started pipelines.
+    fn spawn(&mut self, pipelines: Vec<Pipeline>) {
+        let now = Instant::now();
+        for (key, pipeline) in pipelines {
+            let once = self.once;
+            self.restarts.entry(key.clone()).or_insert_with(|| {
+                let r = Restarts::new(now);
+                if once {
+                    r.with_limit(crate::supervisor::ONCE_RESTART_LIMIT)
+                } else {
+                    r
+                }
+            });
+            self.tasks.spawn(async move { (key, pipeline.await) });
+        }
+    }
+
+    /// Forgets partitions that were started but do not run: their feeds stop, their maps
+    /// leave the registry.
+    fn forget(&mut self, keys: &[Key]) {
+        for key in keys {
+            if let Some(r) = self.running.remove(key) {
+                r.feed.with_cursor(|c| c.stopped = true);
+            }
+            self.registry.remove(&key.0, key.1);
+        }
     }
 
     async fn start_partitions(
         &mut self,
         t: &ReplicatedTopic,
         partitions: &[i32],
-    ) -> Result<(Vec<((String, i32), PartitionState)>, Vec<Pipeline>), MirrorError> {
+    ) -> Result<(Vec<(Key, PartitionState)>, Vec<Pipeline>), MirrorError> {
         let flow = &self.flow;
         let mut pipelines: Vec<Pipeline> = Vec::new();
         let src = bounds(
@@ -463,7 +519,9 @@ impl FlowRun {
                 target_topic: t.target_topic.clone(),
                 partition: p,
                 max_batch_bytes,
-                until: self.once.then_some(s.end),
+                until: self
+                    .once
+                    .then(|| *self.once_ends.entry(key.clone()).or_insert(s.end)),
                 policies: Policies::of(flow),
                 max_held_bytes: self.max_held_bytes,
                 max_in_flight: usize::from(self.engine.max_in_flight_per_partition).clamp(1, 5),
@@ -479,6 +537,7 @@ impl FlowRun {
             }
             self.router.assign(Arc::clone(&feed));
             let feed_for_pipeline = Arc::clone(&feed);
+            let (stop, stop_rx) = watch::channel(false);
             let pipeline = partition::run(
                 spec,
                 feed_for_pipeline,
@@ -488,23 +547,10 @@ impl FlowRun {
                 self.producer.clone(),
                 self.source.clone(),
                 recovery,
-                self.partition_stop.subscribe(),
+                stop_rx,
             );
-            let (failed, flow_name) = (Arc::clone(&self.failed), flow.name.clone());
             // Spawned once the partition's birth state is written (`start_topics`).
-            pipelines.push(Box::pin(async move {
-                let r = pipeline.await;
-                if let Err(e) = &r {
-                    // Logged when it happens: the flow's own report comes after its stop.
-                    // The first failure only: the others follow from the stop.
-                    if failed.send_replace(true) {
-                        tracing::debug!(flow = %flow_name, error = %e, "partition failed");
-                    } else {
-                        tracing::error!(flow = %flow_name, error = %e, "partition failed; stopping the flow");
-                    }
-                }
-                r
-            }));
+            pipelines.push((key.clone(), Box::pin(pipeline)));
             self.running.insert(
                 key,
                 Running {
@@ -514,6 +560,7 @@ impl FlowRun {
                     progress,
                     metrics: pm,
                     feed,
+                    stop: Arc::new(stop),
                 },
             );
         }
@@ -605,128 +652,6 @@ impl FlowRun {
                 tracing::debug!(topic, error = %e, "describe configs; assuming Kafka's default max.message.bytes");
                 DEFAULT_MAX_MESSAGE_BYTES
             }
-        }
-    }
-
-    /// `--once`: waits until every partition reached the end seen at start.
-    async fn wait_caught_up(
-        &mut self,
-        stop: &mut watch::Receiver<bool>,
-    ) -> Result<(), MirrorError> {
-        loop {
-            if self
-                .running
-                .values()
-                .all(|r| r.progress.done.load(Ordering::Acquire))
-            {
-                return Ok(());
-            }
-            tokio::select! {
-                Some(done) = self.tasks.join_next() => flatten(done)?,
-                _ = stop.changed() => if *stop.borrow() { return Ok(()) },
-                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
-            }
-        }
-    }
-
-    /// Writes the state of partitions that changed (or of all, when `all`).
-    async fn write_state(&mut self, all: bool) -> Result<(), MirrorError> {
-        let mut states = Vec::new();
-        let mut flagged = Vec::new();
-        for (key, r) in &self.running {
-            if !(all || r.progress.dirty.swap(false, Ordering::AcqRel)) {
-                continue;
-            }
-            flagged.push(key.clone());
-            let snapshot = r
-                .map
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .snapshot()
-                .bytes;
-            states.push((
-                key.clone(),
-                PartitionState {
-                    topic_id: r.topic_id,
-                    target_topic: r.target_topic.clone(),
-                    snapshot,
-                },
-            ));
-        }
-        let n = states.len() as u64;
-        if let Err(e) = self.state_writer.write(&states).await {
-            for key in flagged {
-                if let Some(r) = self.running.get(&key) {
-                    r.progress.dirty.store(true, Ordering::Release);
-                }
-            }
-            return Err(e);
-        }
-        self.metrics.state_records_written(&self.flow.name, n);
-        Ok(())
-    }
-
-    /// Stops fetching, lets every pipeline record its in-flight batches, writes the state.
-    /// Bounded, whatever the target does: the acknowledgements get `stop_grace` (then the
-    /// pipelines are cancelled; what was not recorded is found again by the next run's
-    /// recovery, as after a crash), and so does the final state write.
-    async fn shutdown(&mut self) -> Result<(), MirrorError> {
-        let _ = self.fetch_stop.send(true);
-        let _ = self.partition_stop.send(true);
-        let grace = self.stop_grace;
-        let mut first_error = None;
-        let drained = tokio::time::timeout(grace, async {
-            self.router.join().await;
-            let mut more = 0;
-            while let Some(done) = self.tasks.join_next().await {
-                if let Err(e) = flatten(done) {
-                    // Already logged by the partition's task.
-                    if first_error.is_none() {
-                        first_error = Some(e);
-                    } else {
-                        more += 1;
-                    }
-                }
-            }
-            if more > 0 {
-                tracing::warn!(flow = %self.flow.name, partitions = more,
-                    "more partitions stopped with an error (debug logs each)");
-            }
-        })
-        .await;
-        if drained.is_err() {
-            tracing::warn!(flow = %self.flow.name, partitions = self.tasks.len(),
-                "in-flight batches not acknowledged within {grace:?} of the stop; stopping \
-                 without them (the next run finds what reached the target)");
-            self.producer.abort("stopping");
-            self.tasks.abort_all();
-            while self.tasks.join_next().await.is_some() {}
-        }
-        match tokio::time::timeout(grace, self.write_state(true)).await {
-            Ok(r) => r?,
-            Err(_) => {
-                return Err(MirrorError::state(format!(
-                    "the final state write was not acknowledged within {grace:?}; the next \
-                     run resumes from the last checkpoint"
-                )));
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    }
-
-    fn summary(&self, groups_translated: usize) -> FlowSummary {
-        let topics: BTreeSet<&str> = self.running.keys().map(|(t, _)| t.as_str()).collect();
-        FlowSummary {
-            flow: self.flow.name.clone(),
-            topics: topics.len(),
-            partitions: self.running.len(),
-            records: self
-                .running
-                .values()
-                .map(|r| r.metrics.records_total())
-                .sum(),
-            bytes: self.running.values().map(|r| r.metrics.bytes_total()).sum(),
-            groups_translated,
         }
     }
 }

@@ -15,13 +15,15 @@
 //! - [`datapath`]: fetchers, batch planning, the produce pipeline, the in-flight budget,
 //!   crash recovery.
 //! - [`state`]: the per-flow state topic (offset maps) and [`state::load_maps`].
-//! - [`flow`]: one flow's lifecycle; [`engine`]: [`Engine`] runs every flow
+//! - [`flow`]: one flow's lifecycle, supervising its partitions ([`supervisor`] decides
+//!   restarts; `control` runs its periodic jobs as tasks); [`engine`]: [`Engine`] runs every flow
 //!   (continuously or `--once`, with a [`RunSummary`]); [`connect`]: clients with a
 //!   deadline.
 
 pub mod acls;
 pub mod config;
 pub mod connect;
+mod control;
 pub mod datapath;
 pub mod engine;
 pub mod error;
@@ -34,6 +36,7 @@ pub mod incident;
 pub mod metrics;
 pub mod runbook;
 pub mod state;
+pub mod supervisor;
 pub mod topics;
 
 pub use engine::{Engine, RunSummary};

@@ -101,8 +101,18 @@ pub async fn run(
         producer: &producer,
         source: &source,
     };
-    let result = driver.run(rx, recovery, stop).await;
+    let mut acks: VecDeque<AckWait> = VecDeque::new();
+    let result = driver.run(rx, recovery, stop, &mut acks).await;
     feed.with_cursor(|c| c.stopped = true);
+    if result.is_err() {
+        // Settle the batches handed to the producer whose outcome nobody recorded: a
+        // restart of the partition reads the target's end only once they resolved (each
+        // by its delivery timeout), so none lands after it (what landed is found by the
+        // restart's recovery).
+        for ack in acks {
+            let _ = ack.await;
+        }
+    }
     result.map_err(|e| {
         e.flow(&spec.flow)
             .topic(&spec.source_topic)
@@ -131,11 +141,14 @@ struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
+    /// Drives the machine; `acks` holds the acknowledgements not yet resolved (the caller
+    /// settles them after an error).
     async fn run(
         &self,
         mut rx: mpsc::Receiver<Feed>,
         recovery: Recovery,
         mut stop: watch::Receiver<bool>,
+        acks: &mut VecDeque<AckWait>,
     ) -> Result<(), MirrorError> {
         let spec = self.spec;
         let limits = Limits::default();
@@ -164,7 +177,6 @@ impl<'a> Driver<'a> {
         };
         let mut machine: Pipeline<Arc<Reservation>> =
             self.lock().read(|m| Pipeline::new(settings, m, recovery));
-        let mut acks: VecDeque<AckWait> = VecDeque::new();
         let mut log_start: Option<LogStartWait<'a>> = None;
         let mut stopping = false;
         if *stop.borrow() {
@@ -172,7 +184,7 @@ impl<'a> Driver<'a> {
             stopping = true;
         }
         loop {
-            self.act(&mut machine, &mut acks, &mut log_start).await?;
+            self.act(&mut machine, acks, &mut log_start).await?;
             if machine.is_finished() {
                 return Ok(());
             }
@@ -183,7 +195,7 @@ impl<'a> Driver<'a> {
                     Ok(()) if !*stop.borrow() => continue,
                     _ => Wake::Stop,
                 },
-                a = head(&mut acks) => Wake::Acked(a),
+                a = head(acks) => Wake::Acked(a),
                 s = pending_or(&mut log_start) => Wake::LogStart(s),
                 item = rx.recv(), if wants_feed => Wake::Feed(item),
             };
@@ -417,7 +429,7 @@ fn check_held(
             )
         },
     );
-    Err(MirrorError::other(format!(
+    Err(MirrorError::config(format!(
         "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
          abort, more than the {} allowed (half of engine.in_flight_memory); raise \
          engine.in_flight_memory or end the transaction",

@@ -13,6 +13,7 @@
 mod auth;
 mod family;
 pub mod http;
+mod restart;
 mod tls;
 
 use std::collections::BTreeMap;
@@ -85,6 +86,8 @@ struct Families {
     heartbeats: Family<Counter>,
     state_writes: Family<Counter>,
     flow_up: Family<IntGauge>,
+    restarts: Family<Counter>,
+    restarting: Family<IntGauge>,
 }
 
 /// Registers a family. Counters are registered without `_total` (the OpenMetrics encoder
@@ -267,6 +270,18 @@ impl Families {
                 "1 while the flow is replicating, 0 otherwise.",
                 FLOW,
             ),
+            restarts: reg(
+                r,
+                "strait_partition_restarts_total",
+                "In-process restarts of a partition's pipeline after it failed.",
+                FTP,
+            ),
+            restarting: reg(
+                r,
+                "strait_partition_restarting",
+                "1 while the partition's pipeline is down waiting for a restart, 0 while it runs.",
+                FTP,
+            ),
         }
     }
 }
@@ -277,8 +292,11 @@ struct Inner {
     flows: Mutex<BTreeMap<String, FlowState>>,
     /// Every partition's progress, for `/health`'s stall check.
     partitions: Mutex<Vec<Watched>>,
-    /// A partition behind its source end with no acknowledgement for this long is stalled.
+    /// A partition behind its source end with no acknowledgement for this long is stalled
+    /// (and one restarting for this long is reported too).
     stalled_after_ms: std::sync::atomic::AtomicU64,
+    /// Partitions being restarted, by (flow, topic, partition).
+    failing: Mutex<BTreeMap<(String, String, i32), restart::Failing>>,
 }
 
 /// A partition `/health` watches: flow, topic, partition and its progress (gone when the
@@ -354,6 +372,7 @@ impl Metrics {
                 registry,
                 flows: Mutex::new(BTreeMap::new()),
                 partitions: Mutex::new(Vec::new()),
+                failing: Mutex::new(BTreeMap::new()),
                 stalled_after_ms: std::sync::atomic::AtomicU64::new(
                     DEFAULT_STALLED_AFTER.as_millis() as u64,
                 ),
@@ -554,11 +573,64 @@ impl Metrics {
         self.inner.f.state_writes.get(&[flow]).inc_by(n);
     }
 
+    /// A partition's pipeline failed (`restarts` so far in its sequence, which began at
+    /// `since_ms`) and waits for a restart.
+    pub fn partition_failed(
+        &self,
+        flow: &str,
+        topic: &str,
+        partition: i32,
+        since_ms: i64,
+        restarts: u32,
+        cause: &str,
+    ) {
+        Self::ftp(&self.inner.f.restarts, flow, topic, partition).inc();
+        Self::ftp(&self.inner.f.restarting, flow, topic, partition).set(1);
+        self.failing().insert(
+            (flow.to_owned(), topic.to_owned(), partition),
+            restart::Failing {
+                since_ms,
+                up_since_ms: None,
+                restarts,
+                cause: cause.to_owned(),
+            },
+        );
+    }
+
+    /// A partition's pipeline (re)started.
+    pub fn partition_started(&self, flow: &str, topic: &str, partition: i32) {
+        Self::ftp(&self.inner.f.restarting, flow, topic, partition).set(0);
+        let key = (flow.to_owned(), topic.to_owned(), partition);
+        if let Some(f) = self.failing().get_mut(&key) {
+            f.up_since_ms = Some(now_ms());
+        }
+    }
+
+    /// The partition ran healthy after its restarts: `/health` forgets them.
+    pub fn partition_healthy(&self, flow: &str, topic: &str, partition: i32) {
+        self.failing()
+            .remove(&(flow.to_owned(), topic.to_owned(), partition));
+    }
+
+    fn failing(
+        &self,
+    ) -> std::sync::MutexGuard<'_, BTreeMap<(String, String, i32), restart::Failing>> {
+        self.inner
+            .failing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Drops a partition's series (e.g. its topic was deleted at the source).
     pub fn remove_partition(&self, flow: &str, topic: &str, partition: i32) {
+        self.partition_healthy(flow, topic, partition);
         let pp = p(partition);
         let key = [flow, topic, pp.as_str()];
         let f = &self.inner.f;
+        for fam in [&f.restarts, &f.incidents] {
+            fam.remove_prefix(&key);
+        }
+        f.restarting.remove_prefix(&key);
         for fam in [&f.records, &f.bytes, &f.fetch_errors, &f.fetch_retries] {
             fam.remove_prefix(&key);
         }
@@ -601,7 +673,8 @@ impl Metrics {
     }
 
     /// `Ok` with a summary when every flow is running, `Err` naming those that are not
-    /// (also when no flow was registered yet).
+    /// (also when no flow was registered yet), the partitions stalled, and those
+    /// restarting for longer than `stalled_after`.
     pub fn health(&self) -> Result<String, String> {
         let flows = self
             .inner
@@ -638,6 +711,19 @@ impl Metrics {
                     after,
                 )
             {
+                bad.push(line);
+            }
+        }
+        for ((flow, topic, partition), f) in self.failing().iter() {
+            if let Some(line) = restart::restart_line(
+                flow,
+                topic,
+                *partition,
+                f,
+                now,
+                std::time::Duration::from_millis(after),
+                crate::supervisor::HEALTHY_AFTER,
+            ) {
                 bad.push(line);
             }
         }

@@ -1,6 +1,6 @@
 //! [`TopicSync`]: applies the topic plan to the target every refresh.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
 use strait_client::{AlterConfigOp, Client, NewTopic, ResourceType};
@@ -45,6 +45,9 @@ pub struct TopicSync {
     last_config_sync: Option<Instant>,
     /// Growths already reported as impossible, so the error is logged once per size.
     growth_reported: HashSet<(String, i32)>,
+    /// Every topic the source listed at the last successful refresh (matching the flow's
+    /// filter or not): a replicated topic missing here was deleted at the source.
+    source_topics: BTreeSet<String>,
 }
 
 impl TopicSync {
@@ -57,7 +60,13 @@ impl TopicSync {
             metrics,
             last_config_sync: None,
             growth_reported: HashSet::new(),
+            source_topics: BTreeSet::new(),
         }
+    }
+
+    /// Every topic the source listed at the last successful [`TopicSync::refresh`].
+    pub fn source_topics(&self) -> &BTreeSet<String> {
+        &self.source_topics
     }
 
     /// Discovers, creates, grows and (every `intervals.topic_config_sync`) re-syncs the
@@ -77,6 +86,7 @@ impl TopicSync {
         if config_due {
             self.last_config_sync = Some(Instant::now());
         }
+        self.source_topics = source_ids.iter().map(|(n, _)| n.clone()).collect();
 
         let (created, create_error) = self.create(&plan.create).await;
         for alter in &plan.alter_configs {

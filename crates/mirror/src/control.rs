@@ -1,0 +1,172 @@
+//! A flow's control-plane jobs, each in its own task: topic refresh (with topic config
+//! sync), group sync, heartbeats and state checkpoints. A job waiting on a slow or
+//! stalled cluster holds up nothing else: the flow's loop only receives their results,
+//! so it answers a stop, a partition's failure or a restart at once, and a stop aborts
+//! the jobs (none of them holds data-path state; the final state write is the flow's).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::config::Flow;
+use crate::datapath::partition::Progress;
+use crate::groups::GroupSync;
+use crate::heartbeat::Heartbeats;
+use crate::metrics::Metrics;
+use crate::state::{PartitionState, StateWriter};
+use crate::topics::{ReplicatedTopic, TopicSync};
+
+/// What a topic refresh found.
+#[derive(Debug, Clone)]
+pub(crate) struct Refreshed {
+    /// The topics to replicate.
+    pub topics: Vec<ReplicatedTopic>,
+    /// Every topic the source listed (a replicated topic missing here was deleted).
+    pub source_topics: BTreeSet<String>,
+}
+
+/// Partition states to write, each with the progress whose `dirty` flag is set again when
+/// the write fails.
+pub(crate) type Checkpoint = Vec<((String, i32), PartitionState, Arc<Progress>)>;
+
+/// The running jobs of one flow.
+pub(crate) struct Control {
+    tasks: JoinSet<()>,
+    /// Topic refresh results, in order.
+    pub refreshed: mpsc::Receiver<Refreshed>,
+    /// Where the flow hands checkpoints to the writer task (one at a time: a checkpoint
+    /// the writer is not ready for is skipped and its partitions stay dirty).
+    pub checkpoints: mpsc::Sender<Checkpoint>,
+    /// Groups translated by the last group sync.
+    pub translated: Arc<AtomicUsize>,
+}
+
+/// The jobs' moving parts.
+pub(crate) struct Jobs {
+    /// Topic discovery and config sync.
+    pub topics: TopicSync,
+    /// Group offset translation.
+    pub groups: GroupSync,
+    /// MM2 heartbeats.
+    pub heartbeats: Heartbeats,
+    /// The checkpoint writer (the flow keeps its own for births and the final write).
+    pub state: StateWriter,
+}
+
+impl Control {
+    /// Starts every job of `flow`.
+    pub fn start(flow: &Flow, jobs: Jobs, metrics: Metrics) -> Control {
+        let mut tasks = JoinSet::new();
+        let name = flow.name.clone();
+        let (refreshed_tx, refreshed) = mpsc::channel(1);
+        let (mut topics, n) = (jobs.topics, name.clone());
+        let mut tick = interval(flow.intervals.topic_refresh);
+        tasks.spawn(async move {
+            loop {
+                tick.tick().await;
+                match topics.refresh().await {
+                    Ok(found) => {
+                        let r = Refreshed {
+                            topics: found,
+                            source_topics: topics.source_topics().clone(),
+                        };
+                        if refreshed_tx.send(r).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => tracing::warn!(flow = %n, error = %e, "topic refresh failed"),
+                }
+            }
+        });
+        let translated = Arc::new(AtomicUsize::new(0));
+        let (mut groups, t, n) = (jobs.groups, Arc::clone(&translated), name.clone());
+        let mut tick = interval(flow.intervals.group_sync);
+        tasks.spawn(async move {
+            loop {
+                tick.tick().await;
+                match groups.sync_once().await {
+                    Ok(r) => t.store(r.groups_translated, Ordering::Relaxed),
+                    Err(e) => tracing::warn!(flow = %n, error = %e, "group sync failed"),
+                }
+            }
+        });
+        let (mut heartbeats, n) = (jobs.heartbeats, name.clone());
+        let mut tick = interval(flow.intervals.heartbeat);
+        tasks.spawn(async move {
+            loop {
+                tick.tick().await;
+                if let Err(e) = heartbeats.emit().await {
+                    tracing::warn!(flow = %n, error = %e, "heartbeat failed");
+                }
+            }
+        });
+        let (checkpoints, rx) = mpsc::channel(1);
+        tasks.spawn(write_checkpoints(jobs.state, rx, name, metrics));
+        Control {
+            tasks,
+            refreshed,
+            checkpoints,
+            translated,
+        }
+    }
+
+    /// Hands `states` to the checkpoint writer, unless it is still busy with the last
+    /// one: then the partitions stay dirty for the next tick.
+    pub fn checkpoint(&self, states: Checkpoint) {
+        if let Err(e) = self.checkpoints.try_send(states) {
+            let states = match e {
+                mpsc::error::TrySendError::Full(s) | mpsc::error::TrySendError::Closed(s) => s,
+            };
+            tracing::debug!(
+                partitions = states.len(),
+                "the last state checkpoint is still being written; these wait for the next"
+            );
+            redirty(&states);
+        }
+    }
+
+    /// Stops every job (a job half-way through a call is cancelled).
+    pub async fn stop(&mut self) {
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// A job's schedule: at once, then every `period` after the last run began (or at once
+/// when it took longer).
+pub(crate) fn interval(period: Duration) -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
+}
+
+async fn write_checkpoints(
+    mut writer: StateWriter,
+    mut rx: mpsc::Receiver<Checkpoint>,
+    flow: String,
+    metrics: Metrics,
+) {
+    while let Some(states) = rx.recv().await {
+        let records: Vec<_> = states
+            .iter()
+            .map(|(key, state, _)| (key.clone(), state.clone()))
+            .collect();
+        match writer.write(&records).await {
+            Ok(()) => metrics.state_records_written(&flow, records.len() as u64),
+            Err(e) => {
+                tracing::warn!(flow = %flow, error = %e, "state checkpoint failed");
+                redirty(&states);
+            }
+        }
+    }
+}
+
+fn redirty(states: &Checkpoint) {
+    for (_, _, progress) in states {
+        progress.dirty.store(true, Ordering::Release);
+    }
+}

@@ -1,0 +1,112 @@
+//! A flow's state writes and its bounded graceful stop.
+
+use std::collections::BTreeSet;
+use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
+
+use super::{FlowRun, FlowSummary, flatten};
+use crate::error::MirrorError;
+use crate::state::PartitionState;
+
+impl FlowRun {
+    /// Writes the state of partitions that changed (or of all, when `all`).
+    pub(super) async fn write_state(&mut self, all: bool) -> Result<(), MirrorError> {
+        let mut states = Vec::new();
+        let mut flagged = Vec::new();
+        for (key, r) in &self.running {
+            if !(all || r.progress.dirty.swap(false, Ordering::AcqRel)) {
+                continue;
+            }
+            flagged.push(key.clone());
+            let snapshot = r
+                .map
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .snapshot()
+                .bytes;
+            states.push((
+                key.clone(),
+                PartitionState {
+                    topic_id: r.topic_id,
+                    target_topic: r.target_topic.clone(),
+                    snapshot,
+                },
+            ));
+        }
+        let n = states.len() as u64;
+        if let Err(e) = self.state_writer.write(&states).await {
+            for key in flagged {
+                if let Some(r) = self.running.get(&key) {
+                    r.progress.dirty.store(true, Ordering::Release);
+                }
+            }
+            return Err(e);
+        }
+        self.metrics.state_records_written(&self.flow.name, n);
+        Ok(())
+    }
+
+    /// Stops fetching, lets every pipeline record its in-flight batches, writes the state.
+    /// Bounded, whatever the target does: the acknowledgements get `stop_grace` (then the
+    /// pipelines are cancelled; what was not recorded is found again by the next run's
+    /// recovery, as after a crash), and so does the final state write.
+    pub(super) async fn shutdown(&mut self) -> Result<(), MirrorError> {
+        let _ = self.fetch_stop.send(true);
+        for r in self.running.values() {
+            let _ = r.stop.send(true);
+        }
+        self.due.abort_all();
+        let grace = self.stop_grace;
+        let mut first_error = None;
+        let drained = tokio::time::timeout(grace, async {
+            self.router.join().await;
+            while let Some(done) = self.tasks.join_next().await {
+                match flatten(done).and_then(|(_, r)| r) {
+                    Ok(()) => {}
+                    // What it acknowledged is in its map; the rest is found by the next
+                    // run's recovery.
+                    Err(e) if !e.stops_flow() => tracing::warn!(flow = %self.flow.name,
+                        error = %e, "a partition stopped with an error"),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(flow = %self.flow.name, partitions = self.tasks.len(),
+                "in-flight batches not acknowledged within {grace:?} of the stop; stopping \
+                 without them (the next run finds what reached the target)");
+            self.producer.abort("stopping");
+            self.tasks.abort_all();
+            while self.tasks.join_next().await.is_some() {}
+        }
+        match tokio::time::timeout(grace, self.write_state(true)).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(MirrorError::state(format!(
+                    "the final state write was not acknowledged within {grace:?}; the next \
+                     run resumes from the last checkpoint"
+                )));
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    pub(super) fn summary(&self, groups_translated: usize) -> FlowSummary {
+        let topics: BTreeSet<&str> = self.running.keys().map(|(t, _)| t.as_str()).collect();
+        FlowSummary {
+            flow: self.flow.name.clone(),
+            topics: topics.len(),
+            partitions: self.running.len(),
+            records: self
+                .running
+                .values()
+                .map(|r| r.metrics.records_total())
+                .sum(),
+            bytes: self.running.values().map(|r| r.metrics.bytes_total()).sum(),
+            groups_translated,
+        }
+    }
+}

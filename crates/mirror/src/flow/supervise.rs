@@ -1,0 +1,373 @@
+//! The flow's loop: it answers a stop at once, restarts failed partitions (the decisions
+//! are [`crate::supervisor::Restarts`]'s), applies topic refreshes (new partitions, deleted
+//! source topics) and hands state checkpoints to their writer task. Anything that waits on
+//! a cluster here — a restart reading the target's bounds, a new partition's birth state —
+//! is cut short by a stop.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::{FlowRun, Key, flatten, interruptible, until_true};
+use crate::control::{Checkpoint, Control, Refreshed, interval};
+use crate::error::MirrorError;
+use crate::state::PartitionState;
+use crate::supervisor::{Restarts, Verdict, deleted_topics};
+
+/// How often `--once` checks whether every partition reached its end.
+const ONCE_POLL: Duration = Duration::from_millis(20);
+
+impl FlowRun {
+    /// Runs until `stop` turns true (or, with `--once`, every partition reached the end
+    /// seen at start); `Err` only for an error that stops the flow.
+    pub(super) async fn supervise(
+        &mut self,
+        stop: &mut watch::Receiver<bool>,
+        mut control: Option<&mut Control>,
+    ) -> Result<(), MirrorError> {
+        let mut checkpoint = interval(self.flow.intervals.checkpoint);
+        let mut stopping = stop.clone();
+        loop {
+            if self.once && self.caught_up() {
+                return Ok(());
+            }
+            tokio::select! {
+                _ = until_true(&mut stopping) => return Ok(()),
+                Some(done) = self.tasks.join_next() => {
+                    let (key, result) = flatten(done)?;
+                    self.on_done(key, result, stop).await?;
+                }
+                Some(Ok(key)) = self.due.join_next() => self.restart_due(key, stop).await?,
+                Some(r) = next_refresh(&mut control) => self.on_refresh(r, stop).await?,
+                _ = checkpoint.tick(), if control.is_some() => {
+                    if let Some(c) = control.as_deref() {
+                        c.checkpoint(self.dirty_states());
+                    }
+                }
+                _ = tokio::time::sleep(ONCE_POLL), if self.once => {}
+            }
+        }
+    }
+
+    fn caught_up(&self) -> bool {
+        self.down.is_empty()
+            && self
+                .running
+                .values()
+                .all(|r| r.progress.done.load(Ordering::Acquire))
+    }
+
+    /// The states of partitions that changed since the last checkpoint (their flags
+    /// cleared; the writer sets them again if the write fails).
+    fn dirty_states(&self) -> Checkpoint {
+        self.running
+            .iter()
+            .filter(|(_, r)| r.progress.dirty.swap(false, Ordering::AcqRel))
+            .map(|(key, r)| (key.clone(), self.state_of(r), r.progress.clone()))
+            .collect()
+    }
+
+    fn state_of(&self, r: &super::Running) -> PartitionState {
+        PartitionState {
+            topic_id: r.topic_id,
+            target_topic: r.target_topic.clone(),
+            snapshot: r
+                .map
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .snapshot()
+                .bytes,
+        }
+    }
+
+    async fn on_done(
+        &mut self,
+        key: Key,
+        result: Result<(), MirrorError>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), MirrorError> {
+        if self.deleting.contains(&key) {
+            if let Err(e) = &result {
+                tracing::debug!(flow = %self.flow.name, error = %e,
+                    "a partition of a deleted topic stopped with an error");
+            }
+            self.finish_deletion(&key, stop).await;
+            return Ok(());
+        }
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) => self.on_failed(key, e),
+        }
+    }
+
+    /// A partition's pipeline, or an attempt to restart it, failed: schedule its restart,
+    /// or stop the flow.
+    fn on_failed(&mut self, key: Key, e: MirrorError) -> Result<(), MirrorError> {
+        let now = Instant::now();
+        let restarts = self
+            .restarts
+            .entry(key.clone())
+            .or_insert_with(|| Restarts::new(now));
+        let (delay, attempt) = match restarts.failed(now, &e) {
+            Verdict::StopFlow if e.stops_flow() => {
+                tracing::error!(flow = %self.flow.name, error = %e,
+                    "partition failed; stopping the flow");
+                return Err(e);
+            }
+            Verdict::StopFlow => {
+                tracing::error!(flow = %self.flow.name, error = %e,
+                    "partition failed again after {} restarts in a row; --once gives up: \
+                     stopping the flow", crate::supervisor::ONCE_RESTART_LIMIT);
+                return Err(e);
+            }
+            Verdict::Restart { delay, attempt } => (delay, attempt),
+        };
+        let since = restarts.failing_since(now).unwrap_or(now);
+        tracing::warn!(flow = %self.flow.name, topic = %key.0, partition = key.1, error = %e,
+            attempt, "partition failed; restarting it in-process from its recovered state in \
+            {delay:?} (the other partitions go on)");
+        let since_ms = now_ms() - i64::try_from(now.duration_since(since).as_millis()).unwrap_or(0);
+        self.metrics.partition_failed(
+            &self.flow.name,
+            &key.0,
+            key.1,
+            since_ms,
+            attempt,
+            &e.to_string(),
+        );
+        self.down.insert(key.clone());
+        self.due.spawn(async move {
+            tokio::time::sleep(delay).await;
+            key
+        });
+        Ok(())
+    }
+
+    /// Restarts the partitions whose delay passed (those of one topic together: one
+    /// bounds request per cluster).
+    async fn restart_due(
+        &mut self,
+        key: Key,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), MirrorError> {
+        let mut keys = vec![key];
+        while let Some(Ok(k)) = self.due.try_join_next() {
+            keys.push(k);
+        }
+        let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+        for (topic, p) in keys {
+            let key = (topic, p);
+            if self.running.contains_key(&key) && !self.deleting.contains(&key) {
+                by_topic.entry(key.0).or_default().push(key.1);
+            }
+        }
+        for (topic, partitions) in by_topic {
+            let Some(result) = interruptible(stop, self.restart(&topic, &partitions)).await else {
+                return Ok(());
+            };
+            let started = match result {
+                Ok(started) => started,
+                Err(e) if e.stops_flow() => return Err(e),
+                Err(e) => {
+                    let message = e.to_string();
+                    for p in partitions {
+                        self.on_failed((topic.clone(), p), MirrorError::other(message.clone()))?;
+                    }
+                    continue;
+                }
+            };
+            for p in partitions {
+                let key = (topic.clone(), p);
+                if !started.contains(&p) {
+                    let e = MirrorError::other("the partition is missing from the topic's bounds")
+                        .topic(&topic)
+                        .partition(p);
+                    self.on_failed(key, e)?;
+                    continue;
+                }
+                self.down.remove(&key);
+                self.stale_ids.remove(&key);
+                if let Some(r) = self.restarts.get_mut(&key) {
+                    r.started(Instant::now());
+                }
+                self.metrics.partition_started(&self.flow.name, &topic, p);
+                tracing::info!(flow = %self.flow.name, topic = %topic, partition = p,
+                    "partition restarted");
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts partitions of `topic` again from their in-memory maps, through the start
+    /// path a process start takes: their producer sequences are reset (the failed
+    /// batches' fate is unknown), the target's bounds are read again, and the records past
+    /// each map's `next(Target)` are checked by content (recovery) before anything is
+    /// produced. An attempt is cut off after the target's `request_timeout` (then it
+    /// failed, and backs off). Returns the partitions started.
+    async fn restart(&mut self, topic: &str, partitions: &[i32]) -> Result<Vec<i32>, MirrorError> {
+        let Some(t) = self.topics.get(topic).cloned() else {
+            return Err(MirrorError::other("the topic is no longer replicated").topic(topic));
+        };
+        let olds: Vec<(Key, super::Running)> = partitions
+            .iter()
+            .filter_map(|p| {
+                let key = (topic.to_owned(), *p);
+                Some((key.clone(), self.running.get(&key)?.clone()))
+            })
+            .collect();
+        for (key, old) in &olds {
+            let mut state = self.state_of(old);
+            if let Some(id) = self.stale_ids.get(key) {
+                state.topic_id = *id;
+            }
+            self.saved.insert(key.clone(), state);
+            self.producer.reset_partition(&old.target_topic, key.1);
+        }
+        // Bounded: the loop waits for nothing else meanwhile.
+        let grace = self.stop_grace;
+        let timed_out = || {
+            MirrorError::other(format!("restart attempt not done within {grace:?}")).topic(topic)
+        };
+        let started = tokio::time::timeout(grace, self.start_partitions(&t, partitions)).await;
+        let (births, pipelines) = match started {
+            Ok(Ok(started)) => started,
+            Ok(Err(e)) => {
+                self.roll_back(olds);
+                return Err(e);
+            }
+            Err(_) => {
+                self.roll_back(olds);
+                return Err(timed_out());
+            }
+        };
+        let written = tokio::time::timeout(grace, self.state_writer.write(&births)).await;
+        if let Err(e) = written.unwrap_or_else(|_| Err(timed_out())) {
+            // A map reset by an incident was not saved: nothing is produced with it.
+            self.roll_back(olds);
+            return Err(e);
+        }
+        self.metrics
+            .state_records_written(&self.flow.name, births.len() as u64);
+        let started = pipelines.iter().map(|((_, p), _)| *p).collect();
+        self.spawn(pipelines);
+        Ok(started)
+    }
+
+    /// Puts back the entries a failed restart replaced (the new ones' feeds stop).
+    fn roll_back(&mut self, olds: Vec<(Key, super::Running)>) {
+        for (key, old) in olds {
+            let feed = Arc::clone(&old.feed);
+            if let Some(new) = self.running.insert(key, old)
+                && !Arc::ptr_eq(&new.feed, &feed)
+            {
+                new.feed.with_cursor(|c| c.stopped = true);
+            }
+        }
+    }
+
+    async fn on_refresh(
+        &mut self,
+        r: Refreshed,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), MirrorError> {
+        let gone = deleted_topics(
+            self.running.keys().map(|(t, _)| t.as_str()),
+            &r.source_topics,
+        );
+        for topic in gone {
+            let keys: Vec<Key> = self
+                .running
+                .keys()
+                .filter(|(t, _)| *t == topic)
+                .filter(|k| !self.deleting.contains(*k))
+                .cloned()
+                .collect();
+            if keys.is_empty() {
+                continue;
+            }
+            tracing::info!(flow = %self.flow.name, topic = %topic, partitions = keys.len(),
+                "the source topic no longer exists: stopping its partitions (acknowledged \
+                 batches are recorded and their state written)");
+            self.topics.remove(&topic);
+            for key in keys {
+                self.deleting.insert(key.clone());
+                if self.down.contains(&key) {
+                    self.finish_deletion(&key, stop).await;
+                } else if let Some(run) = self.running.get(&key) {
+                    let _ = run.stop.send(true);
+                }
+            }
+        }
+        // A partition down when its topic's id changed keeps the id its map belongs to:
+        // its restart applies the topic re-creation policy.
+        for t in &r.topics {
+            for key in self.down.iter().filter(|(x, _)| *x == t.source_topic) {
+                if let Some(run) = self.running.get(key)
+                    && run.topic_id != t.topic_id
+                    && !run.topic_id.is_nil()
+                    && !t.topic_id.is_nil()
+                {
+                    self.stale_ids.entry(key.clone()).or_insert(run.topic_id);
+                }
+            }
+        }
+        // A topic still being stopped is started again by a later refresh (as a new topic:
+        // the topic-id check decides by policy).
+        let topics: Vec<_> = r
+            .topics
+            .into_iter()
+            .filter(|t| !self.deleting.iter().any(|(d, _)| *d == t.source_topic))
+            .collect();
+        match interruptible(stop, self.start_topics(&topics)).await {
+            Some(Err(e)) if e.stops_flow() => Err(e),
+            Some(Err(e)) => {
+                tracing::warn!(flow = %self.flow.name, error = %e,
+                    "cannot start new partitions; the next topic refresh tries again");
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A partition of a deleted source topic stopped: its state is written, and its
+    /// registry entry, metric series and restart state are dropped.
+    async fn finish_deletion(&mut self, key: &Key, stop: &mut watch::Receiver<bool>) {
+        self.deleting.remove(key);
+        self.down.remove(key);
+        self.restarts.remove(key);
+        self.stale_ids.remove(key);
+        let Some(run) = self.running.remove(key) else {
+            return;
+        };
+        run.feed.with_cursor(|c| c.stopped = true);
+        let state = self.state_of(&run);
+        // If the topic comes back, its new topic id is checked against this one.
+        self.saved.insert(key.clone(), state.clone());
+        let written = interruptible(stop, self.state_writer.write(&[(key.clone(), state)])).await;
+        if let Some(Err(e)) = written {
+            tracing::warn!(flow = %self.flow.name, topic = %key.0, partition = key.1, error = %e,
+                "the state of a deleted topic's partition could not be written");
+        }
+        self.registry.remove(&key.0, key.1);
+        self.metrics
+            .remove_partition(&self.flow.name, &key.0, key.1);
+        tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
+            "stopped the partition of a deleted source topic; its metrics are removed");
+    }
+}
+
+async fn next_refresh(control: &mut Option<&mut Control>) -> Option<Refreshed> {
+    match control {
+        Some(c) => c.refreshed.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
