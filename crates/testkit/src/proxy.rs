@@ -10,8 +10,10 @@
 //! |---|---|
 //! | [`set_delay`](FaultProxy::set_delay) | every chunk is held until `delay` after it was read (latency, not throughput) |
 //! | [`stall`](FaultProxy::stall) | nothing is forwarded, connections stay open; data queues up (then TCP backpressure) and flows again on [`unstall`](FaultProxy::unstall) |
-//! | [`cut`](FaultProxy::cut) | every open connection is closed at once (both sides); new connections are accepted and closed immediately until [`uncut`](FaultProxy::uncut) |
+//! | [`cut`](FaultProxy::cut) | every open connection is closed at once (both sides, FIN); new connections are accepted and closed immediately until [`uncut`](FaultProxy::uncut) |
+//! | [`reset`](FaultProxy::reset) | like `cut`, but every connection (open or new) is aborted with a TCP RST (`SO_LINGER` 0, then close), as a crashed peer or a middlebox does |
 //! | [`corrupt`](FaultProxy::corrupt) | the next N bytes in a direction (over all connections) are bit-flipped (`b ^ 0xFF`) |
+//! | [`corrupt_frames`](FaultProxy::corrupt_frames) | in the next N Kafka frames of a direction at least `min_len` long, `len` bytes at `from_end` before the frame's end are bit-flipped: the length prefix and the frame's start stay intact, so the damage lands in the payload (the records of a Fetch response), where only a CRC can see it |
 //!
 //! [`restore`](FaultProxy::restore) clears every fault. Dropping the proxy closes every
 //! connection and joins all its threads.
@@ -57,24 +59,63 @@ struct Corruption {
     flip: u64,
 }
 
+/// Which Kafka frames [`FaultProxy::corrupt_frames`] damages, and where.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FrameCorruption {
+    /// How many frames to damage (the next ones that qualify); 0 = none.
+    pub frames: u32,
+    /// Only frames whose length (the 4-byte prefix, not counted) is at least this.
+    pub min_len: u32,
+    /// The damage starts this many bytes before the frame's end.
+    pub from_end: u32,
+    /// Bytes bit-flipped (`b ^ 0xFF`), at most up to the frame's end.
+    pub len: u32,
+}
+
 #[derive(Debug, Default)]
 struct Faults {
     delay: [Duration; 2],
     stalled: bool,
     cut: bool,
+    /// While cut: abort connections with RST instead of closing them.
+    rst: bool,
     corrupt: [Corruption; 2],
+    frames: [FrameCorruption; 2],
 }
 
 struct Conn {
     client: TcpStream,
     upstream: TcpStream,
+    /// Set once the connection is being aborted with RST: nothing may send a FIN.
+    reset: Arc<AtomicBool>,
 }
 
 impl Conn {
     fn close(&self) {
+        if self.reset.load(Ordering::SeqCst) {
+            // Aborting: wake the readers without sending anything; the last close sends
+            // the RST.
+            let _ = self.client.shutdown(Shutdown::Read);
+            let _ = self.upstream.shutdown(Shutdown::Read);
+            return;
+        }
         let _ = self.client.shutdown(Shutdown::Both);
         let _ = self.upstream.shutdown(Shutdown::Both);
     }
+
+    /// Aborts the connection: `SO_LINGER` 0 on both sockets (the last close of each sends
+    /// a RST, not a FIN) and read sides shut down so the pump threads end and close them.
+    fn reset(&self) {
+        self.reset.store(true, Ordering::SeqCst);
+        abort_on_close(&self.client);
+        abort_on_close(&self.upstream);
+        self.close();
+    }
+}
+
+/// `SO_LINGER` 0: closing the socket sends a RST and drops unsent data.
+fn abort_on_close(s: &TcpStream) {
+    let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
 }
 
 struct Shared {
@@ -88,6 +129,7 @@ struct Shared {
     next_conn: AtomicU64,
     accepted: AtomicU64,
     forwarded: [AtomicU64; 2],
+    frames_corrupted: [AtomicU64; 2],
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -116,6 +158,12 @@ impl Shared {
     fn close_all(&self) {
         for conn in lock(&self.conns).values() {
             conn.close();
+        }
+    }
+
+    fn reset_all(&self) {
+        for conn in lock(&self.conns).values() {
+            conn.reset();
         }
     }
 }
@@ -179,6 +227,7 @@ impl FaultProxy {
             next_conn: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             forwarded: [AtomicU64::new(0), AtomicU64::new(0)],
+            frames_corrupted: [AtomicU64::new(0), AtomicU64::new(0)],
         });
         let s = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
@@ -230,13 +279,32 @@ impl FaultProxy {
     /// Closes every open connection now and refuses (accepts and closes) new ones until
     /// [`uncut`](Self::uncut) or [`restore`](Self::restore).
     pub fn cut(&self) {
-        self.shared.update(|f| f.cut = true);
+        self.shared.update(|f| {
+            f.cut = true;
+            f.rst = false;
+        });
         self.shared.close_all();
     }
 
-    /// Accepts and forwards new connections again after [`cut`](Self::cut).
+    /// Aborts every open connection now with a TCP RST (both sides: the client and the
+    /// upstream each get one) and answers new connections with a RST until
+    /// [`uncut`](Self::uncut) or [`restore`](Self::restore). A peer reading sees
+    /// `ECONNRESET`, not an orderly end of stream; data not yet forwarded is dropped.
+    pub fn reset(&self) {
+        self.shared.update(|f| {
+            f.cut = true;
+            f.rst = true;
+        });
+        self.shared.reset_all();
+    }
+
+    /// Accepts and forwards new connections again after [`cut`](Self::cut) or
+    /// [`reset`](Self::reset).
     pub fn uncut(&self) {
-        self.shared.update(|f| f.cut = false);
+        self.shared.update(|f| {
+            f.cut = false;
+            f.rst = false;
+        });
     }
 
     /// Bit-flips the next `n` bytes forwarded in `direction`, over all connections.
@@ -249,6 +317,18 @@ impl FaultProxy {
     pub fn corrupt_after(&self, direction: Direction, skip: u64, n: u64) {
         self.shared
             .update(|f| f.corrupt[direction.index()] = Corruption { skip, flip: n });
+    }
+
+    /// Damages the payload of the next `spec.frames` Kafka frames forwarded in `direction`
+    /// that are at least `spec.min_len` long (see [`FrameCorruption`]). Frames are
+    /// followed per connection from its first byte (4-byte big-endian length prefixes).
+    pub fn corrupt_frames(&self, direction: Direction, spec: FrameCorruption) {
+        self.shared.update(|f| f.frames[direction.index()] = spec);
+    }
+
+    /// Frames damaged so far by [`corrupt_frames`](Self::corrupt_frames) in `direction`.
+    pub fn frames_corrupted(&self, direction: Direction) -> u64 {
+        self.shared.frames_corrupted[direction.index()].load(Ordering::Relaxed)
     }
 
     /// Clears every fault: no delay, not stalled, not cut, no pending corruption.
@@ -300,8 +380,16 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         match listener.accept() {
             Ok((client, _)) => {
                 shared.accepted.fetch_add(1, Ordering::Relaxed);
-                if shared.faults().cut {
-                    let _ = client.shutdown(Shutdown::Both);
+                let (cut, rst) = {
+                    let f = shared.faults();
+                    (f.cut, f.rst)
+                };
+                if cut {
+                    if rst {
+                        abort_on_close(&client);
+                    } else {
+                        let _ = client.shutdown(Shutdown::Both);
+                    }
                     continue;
                 }
                 let s = Arc::clone(&shared);
@@ -340,6 +428,7 @@ fn connect(client: TcpStream, shared: Arc<Shared>) {
         return;
     };
     let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+    let reset = Arc::new(AtomicBool::new(false));
     {
         let mut conns = lock(&shared.conns);
         // A cut (or shutdown) may have happened while we were connecting.
@@ -348,7 +437,14 @@ fn connect(client: TcpStream, shared: Arc<Shared>) {
             let _ = upstream.shutdown(Shutdown::Both);
             return;
         }
-        conns.insert(id, Conn { client, upstream });
+        conns.insert(
+            id,
+            Conn {
+                client,
+                upstream,
+                reset: Arc::clone(&reset),
+            },
+        );
     }
     // The connection stays in `conns` until all four threads are done, so a cut or a
     // drop can always reach (and unblock) a reader still waiting on its socket.
@@ -366,9 +462,10 @@ fn connect(client: TcpStream, shared: Arc<Shared>) {
         });
         let guard = LiveGuard::new(&shared, &live, id);
         let s = Arc::clone(&shared);
+        let reset = Arc::clone(&reset);
         shared.spawn("fault-proxy-write", move || {
             let _guard = guard;
-            if !write_side(to, rx, &s, direction) {
+            if !write_side(to, rx, &s, direction, &reset) {
                 // Cut, shutdown or a failed write: tear the whole connection down.
                 if let Some(conn) = lock(&s.conns).get(&id) {
                     conn.close();
@@ -428,19 +525,27 @@ fn read_side(
 }
 
 /// Forwards chunks from `rx` to `to`, applying the faults. Returns true when the source
-/// ended cleanly (the half-close is passed on), false on cut, shutdown or a write error.
+/// ended cleanly (the half-close is passed on), false on cut, reset, shutdown or a write
+/// error. Once `reset` is set it never shuts `to` down (that would send a FIN before the
+/// RST).
 fn write_side(
     mut to: TcpStream,
     rx: Receiver<(Instant, Vec<u8>)>,
     shared: &Shared,
     direction: Direction,
+    reset: &AtomicBool,
 ) -> bool {
     let d = direction.index();
+    let mut frames = FrameCursor::default();
+    let resetting = || reset.load(Ordering::SeqCst);
     while let Ok((due, mut chunk)) = rx.recv() {
         // Hold until due and not stalled; give up on cut/shutdown.
         {
             let mut faults = shared.faults();
             loop {
+                if resetting() {
+                    return false;
+                }
                 if faults.cut || shared.shutdown.load(Ordering::SeqCst) {
                     let _ = to.shutdown(Shutdown::Both);
                     return false;
@@ -460,6 +565,10 @@ fn write_side(
                     break;
                 }
             }
+            let hit = frames.apply(&mut chunk, &mut faults.frames[d]);
+            if hit > 0 {
+                shared.frames_corrupted[d].fetch_add(hit, Ordering::Relaxed);
+            }
             let c = &mut faults.corrupt[d];
             for b in chunk.iter_mut() {
                 if c.skip > 0 {
@@ -476,11 +585,74 @@ fn write_side(
         // them counted.
         shared.forwarded[d].fetch_add(chunk.len() as u64, Ordering::Relaxed);
         if to.write_all(&chunk).is_err() {
-            let _ = to.shutdown(Shutdown::Both);
+            if !resetting() {
+                let _ = to.shutdown(Shutdown::Both);
+            }
             return false;
         }
+    }
+    if resetting() {
+        return false;
     }
     // The reading side hit EOF (or an error): pass the half-close on.
     let _ = to.shutdown(Shutdown::Write);
     true
+}
+
+/// Follows the Kafka frames (4-byte big-endian length prefix, then the body) of one
+/// direction of one connection, for [`FaultProxy::corrupt_frames`].
+#[derive(Debug, Default)]
+struct FrameCursor {
+    prefix: [u8; 4],
+    /// Prefix bytes seen of the current frame (4: in the body).
+    have: usize,
+    /// The current frame's body length and the position in it.
+    len: u64,
+    pos: u64,
+    /// Body range `[from, to)` to bit-flip in the current frame.
+    flip: Option<(u64, u64)>,
+}
+
+impl FrameCursor {
+    /// Walks `chunk`, damaging the frames `spec` asks for; returns how many frames
+    /// started being damaged.
+    fn apply(&mut self, chunk: &mut [u8], spec: &mut FrameCorruption) -> u64 {
+        let mut hit = 0;
+        let mut i = 0;
+        while i < chunk.len() {
+            if self.have < 4 {
+                self.prefix[self.have] = chunk[i];
+                self.have += 1;
+                i += 1;
+                if self.have == 4 {
+                    self.len = u64::from(u32::from_be_bytes(self.prefix));
+                    self.pos = 0;
+                    self.flip = None;
+                    let (min, back) = (u64::from(spec.min_len), u64::from(spec.from_end));
+                    if spec.frames > 0 && self.len >= min && self.len >= back && spec.len > 0 {
+                        let from = self.len - back;
+                        self.flip = Some((from, (from + u64::from(spec.len)).min(self.len)));
+                        spec.frames -= 1;
+                        hit += 1;
+                    }
+                    if self.len == 0 {
+                        self.have = 0;
+                    }
+                }
+                continue;
+            }
+            let take = ((chunk.len() - i) as u64).min(self.len - self.pos);
+            if let Some((from, to)) = self.flip {
+                for at in from.max(self.pos)..to.min(self.pos + take) {
+                    chunk[i + (at - self.pos) as usize] ^= 0xFF;
+                }
+            }
+            self.pos += take;
+            i += take as usize;
+            if self.pos == self.len {
+                self.have = 0;
+            }
+        }
+        hit
+    }
 }
