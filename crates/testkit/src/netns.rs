@@ -139,7 +139,15 @@ impl NetNs {
         // From here on, drop cleans up whatever was made.
         run(&["ip", "netns", "add", &ns.name])?;
         run(&[
-            "ip", "link", "add", &ns.host_if, "type", "veth", "peer", "name", &ns.ns_if,
+            "ip",
+            "link",
+            "add",
+            &ns.host_if,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &ns.ns_if,
         ])?;
         run(&["ip", "link", "set", &ns.ns_if, "netns", &ns.name])?;
         run(&[
@@ -151,7 +159,14 @@ impl NetNs {
             &ns.host_if,
         ])?;
         run(&["ip", "link", "set", &ns.host_if, "up"])?;
-        ns.in_ns(&["ip", "addr", "add", &format!("{}/30", ns.ns_ip), "dev", &ns.ns_if])?;
+        ns.in_ns(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{}/30", ns.ns_ip),
+            "dev",
+            &ns.ns_if,
+        ])?;
         ns.in_ns(&["ip", "link", "set", &ns.ns_if, "up"])?;
         ns.in_ns(&["ip", "link", "set", "lo", "up"])?;
         Ok(ns)

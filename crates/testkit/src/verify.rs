@@ -159,7 +159,11 @@ impl fmt::Display for Report {
         )?;
         for (i, (p, c)) in self.partitions.iter().enumerate() {
             let sep = if i == 0 { "" } else { ", " };
-            write!(f, "{sep}{p}: {}/{} dup {}", c.target, c.source, c.duplicates)?;
+            write!(
+                f,
+                "{sep}{p}: {}/{} dup {}",
+                c.target, c.source, c.duplicates
+            )?;
         }
         write!(f, ")")
     }
@@ -244,7 +248,10 @@ mod tests {
         let p = r.problems(0);
         assert_eq!(p.len(), 2, "{p:?}");
         assert!(p[0].starts_with("partition 0: 1 duplicates"), "{p:?}");
-        assert!(p[1].starts_with("partition 1: 1 source records lost"), "{p:?}");
+        assert!(
+            p[1].starts_with("partition 1: 1 source records lost"),
+            "{p:?}"
+        );
         assert!(r.problems(1).len() == 1);
         assert!(r.to_string().contains("1 lost, 1 duplicates"), "{r}");
     }

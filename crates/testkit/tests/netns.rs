@@ -15,7 +15,10 @@ fn namespaces() -> String {
 }
 
 fn links() -> String {
-    let out = Command::new("ip").args(["-o", "link", "show"]).output().unwrap();
+    let out = Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -35,7 +38,8 @@ fn a_broker_in_a_namespace_is_reachable_shaped_and_cleaned_up() {
         .unwrap();
         assert_eq!(broker.addr().ip(), ns.ns_ip());
         api_versions(broker.addr(), Duration::from_secs(2)).unwrap();
-        ns.limit_rate(Side::Host, &Tbf::one_mib_per_second()).unwrap();
+        ns.limit_rate(Side::Host, &Tbf::one_mib_per_second())
+            .unwrap();
         ns.limit_rate(Side::Namespace, &Tbf::one_mib_per_second())
             .unwrap();
         api_versions(broker.addr(), Duration::from_secs(2)).unwrap();
@@ -73,5 +77,8 @@ fn a_panicking_test_still_deletes_its_namespace() {
     assert!(r.is_err());
     let name = name.lock().unwrap().clone();
     assert!(!name.is_empty());
-    assert!(!namespaces().contains(&name), "namespace {name} deleted on panic");
+    assert!(
+        !namespaces().contains(&name),
+        "namespace {name} deleted on panic"
+    );
 }

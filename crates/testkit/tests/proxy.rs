@@ -253,7 +253,10 @@ fn a_broker_behind_the_proxy_sends_all_client_traffic_through_it() {
 }
 
 /// An upstream that accepts one connection and reports how its read of it ended.
-fn one_shot_upstream() -> (SocketAddr, std::sync::mpsc::Receiver<std::io::Result<usize>>) {
+fn one_shot_upstream() -> (
+    SocketAddr,
+    std::sync::mpsc::Receiver<std::io::Result<usize>>,
+) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -261,7 +264,8 @@ fn one_shot_upstream() -> (SocketAddr, std::sync::mpsc::Receiver<std::io::Result
         let Ok((mut conn, _)) = listener.accept() else {
             return;
         };
-        conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
         let mut buf = [0u8; 64];
         let _ = conn.read(&mut buf); // the "ping"
         let _ = conn.write_all(b"pong");
