@@ -107,3 +107,28 @@ fn a_target_partition_that_rejects_writes_does_not_stop_the_healthy_topic() {
         strait.log_tail()
     );
 }
+
+/// Why this test cannot lower `max.message.bytes` to make a partition reject writes: Tansu
+/// stores a 5,000-byte record in a topic whose `max.message.bytes` is 1,000 (Apache Kafka
+/// answers MESSAGE_TOO_LARGE). Recorded in docs/compatibility.md.
+#[test]
+fn tansu_ignores_max_message_bytes() {
+    let broker = strait_testkit::TansuBroker::start().expect("broker");
+    rdkafka::create_topic(
+        &broker.bootstrap(),
+        "small",
+        1,
+        &[("max.message.bytes", "1000")],
+    )
+    .expect("topic");
+    let big = strait_testkit::TestRecord::new("k", "x".repeat(5000));
+    let delivered = rdkafka::produce(
+        &broker.bootstrap(),
+        "small",
+        &[big],
+        &rdkafka::ProduceOptions::default(),
+    )
+    .expect("produce");
+    assert_eq!(delivered[0].error, None, "Tansu accepted it");
+    assert_eq!(delivered[0].offset, Some(0));
+}

@@ -104,12 +104,19 @@ impl Run {
 
 /// Stalls `proxy` for `stall` while the producer keeps writing; strait must keep running.
 fn stall(run: &mut Run, proxy: impl Fn(&Run) -> &FaultProxy, stall: Duration) {
+    let (produced, replicated) = (run.producer.produced(), target_end(&run.net, TOPIC));
     proxy(run).stall();
     let t = Instant::now();
     while t.elapsed() < stall {
         run.strait.assert_running();
         std::thread::sleep(Duration::from_millis(200));
     }
+    println!(
+        "fault suite: stalled {stall:?}: {} records written to the source meanwhile, target \
+         end {replicated} -> {}",
+        run.producer.produced() - produced,
+        target_end(&run.net, TOPIC)
+    );
     proxy(run).unstall();
 }
 
