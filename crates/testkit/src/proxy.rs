@@ -15,6 +15,11 @@
 //! | [`corrupt`](FaultProxy::corrupt) | the next N bytes in a direction (over all connections) are bit-flipped (`b ^ 0xFF`) |
 //! | [`corrupt_frames`](FaultProxy::corrupt_frames) | in the next N Kafka frames of a direction at least `min_len` long, `len` bytes at `from_end` before the frame's end are bit-flipped: the length prefix and the frame's start stay intact, so the damage lands in the payload (the records of a Fetch response), where only a CRC can see it |
 //!
+//! [`exempt_client_id`](FaultProxy::exempt_client_id) spares the connections of one Kafka
+//! client (by the client id in its first request) from stalls, delays, corruption and
+//! cuts of open connections: a test's own producer keeps writing a source whose
+//! replicator is stalled, though both follow the same advertised address.
+//!
 //! [`restore`](FaultProxy::restore) clears every fault. Dropping the proxy closes every
 //! connection and joins all its threads.
 
@@ -88,6 +93,8 @@ struct Conn {
     upstream: TcpStream,
     /// Set once the connection is being aborted with RST: nothing may send a FIN.
     reset: Arc<AtomicBool>,
+    /// Set once its first request named an exempt client id: no faults apply.
+    exempt: Arc<AtomicBool>,
 }
 
 impl Conn {
@@ -130,6 +137,8 @@ struct Shared {
     accepted: AtomicU64,
     forwarded: [AtomicU64; 2],
     frames_corrupted: [AtomicU64; 2],
+    /// Client-id prefix whose connections no fault touches.
+    exempt: Mutex<Option<Vec<u8>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -155,15 +164,20 @@ impl Shared {
         }
     }
 
-    fn close_all(&self) {
+    /// Closes every connection; with `spare_exempt`, not those of the exempt client.
+    fn close_all(&self, spare_exempt: bool) {
         for conn in lock(&self.conns).values() {
-            conn.close();
+            if !(spare_exempt && conn.exempt.load(Ordering::SeqCst)) {
+                conn.close();
+            }
         }
     }
 
     fn reset_all(&self) {
         for conn in lock(&self.conns).values() {
-            conn.reset();
+            if !conn.exempt.load(Ordering::SeqCst) {
+                conn.reset();
+            }
         }
     }
 }
@@ -228,6 +242,7 @@ impl FaultProxy {
             accepted: AtomicU64::new(0),
             forwarded: [AtomicU64::new(0), AtomicU64::new(0)],
             frames_corrupted: [AtomicU64::new(0), AtomicU64::new(0)],
+            exempt: Mutex::new(None),
         });
         let s = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
@@ -283,7 +298,7 @@ impl FaultProxy {
             f.cut = true;
             f.rst = false;
         });
-        self.shared.close_all();
+        self.shared.close_all(true);
     }
 
     /// Aborts every open connection now with a TCP RST (both sides: the client and the
@@ -326,6 +341,14 @@ impl FaultProxy {
         self.shared.update(|f| f.frames[direction.index()] = spec);
     }
 
+    /// Spares connections whose first request's client id starts with `prefix` from
+    /// every fault (stall, delay, corruption, cut and reset of open connections; while
+    /// cut, new connections are refused whoever makes them). Applies to connections
+    /// opened from now on. librdkafka in the testkit uses `strait-testkit-rdkafka`.
+    pub fn exempt_client_id(&self, prefix: &str) {
+        *lock(&self.shared.exempt) = Some(prefix.as_bytes().to_vec());
+    }
+
     /// Frames damaged so far by [`corrupt_frames`](Self::corrupt_frames) in `direction`.
     pub fn frames_corrupted(&self, direction: Direction) -> u64 {
         self.shared.frames_corrupted[direction.index()].load(Ordering::Relaxed)
@@ -356,7 +379,7 @@ impl Drop for FaultProxy {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
         self.shared.update(|f| f.cut = true);
-        self.shared.close_all();
+        self.shared.close_all(false);
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
@@ -367,7 +390,7 @@ impl Drop for FaultProxy {
             if batch.is_empty() {
                 break;
             }
-            self.shared.close_all();
+            self.shared.close_all(false);
             for t in batch {
                 let _ = t.join();
             }
@@ -429,6 +452,7 @@ fn connect(client: TcpStream, shared: Arc<Shared>) {
     };
     let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
     let reset = Arc::new(AtomicBool::new(false));
+    let exempt = Arc::new(AtomicBool::new(false));
     {
         let mut conns = lock(&shared.conns);
         // A cut (or shutdown) may have happened while we were connecting.
@@ -443,6 +467,7 @@ fn connect(client: TcpStream, shared: Arc<Shared>) {
                 client,
                 upstream,
                 reset: Arc::clone(&reset),
+                exempt: Arc::clone(&exempt),
             },
         );
     }
@@ -456,16 +481,18 @@ fn connect(client: TcpStream, shared: Arc<Shared>) {
         let (tx, rx) = sync_channel::<(Instant, Vec<u8>)>(QUEUE);
         let guard = LiveGuard::new(&shared, &live, id);
         let s = Arc::clone(&shared);
+        let flag = Arc::clone(&exempt);
         shared.spawn("fault-proxy-read", move || {
             let _guard = guard;
-            read_side(from, tx, &s, direction);
+            read_side(from, tx, &s, direction, &flag);
         });
         let guard = LiveGuard::new(&shared, &live, id);
         let s = Arc::clone(&shared);
         let reset = Arc::clone(&reset);
+        let exempt = Arc::clone(&exempt);
         shared.spawn("fault-proxy-write", move || {
             let _guard = guard;
-            if !write_side(to, rx, &s, direction, &reset) {
+            if !write_side(to, rx, &s, direction, &reset, &exempt) {
                 // Cut, shutdown or a failed write: tear the whole connection down.
                 if let Some(conn) = lock(&s.conns).get(&id) {
                     conn.close();
@@ -506,12 +533,26 @@ fn read_side(
     tx: SyncSender<(Instant, Vec<u8>)>,
     shared: &Shared,
     direction: Direction,
+    exempt: &AtomicBool,
 ) {
     let mut buf = vec![0u8; CHUNK];
+    // The start of the first request, until its client id is known.
+    let prefix = lock(&shared.exempt).clone();
+    let mut first: Option<Vec<u8>> =
+        (direction == Direction::Upstream && prefix.is_some()).then(Vec::new);
     loop {
         match from.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
+                if let (Some(head), Some(want)) = (first.as_mut(), prefix.as_ref()) {
+                    head.extend_from_slice(&buf[..n]);
+                    if let Some(id) = client_id(head) {
+                        exempt.store(id.starts_with(want), Ordering::SeqCst);
+                        first = None;
+                    } else if head.len() > 1024 {
+                        first = None;
+                    }
+                }
                 let due = Instant::now() + shared.faults().delay[direction.index()];
                 if tx.send((due, buf[..n].to_vec())).is_err() {
                     break;
@@ -534,11 +575,20 @@ fn write_side(
     shared: &Shared,
     direction: Direction,
     reset: &AtomicBool,
+    exempt: &AtomicBool,
 ) -> bool {
     let d = direction.index();
     let mut frames = FrameCursor::default();
     let resetting = || reset.load(Ordering::SeqCst);
     while let Ok((due, mut chunk)) = rx.recv() {
+        if exempt.load(Ordering::SeqCst) {
+            if shared.shutdown.load(Ordering::SeqCst) || to.write_all(&chunk).is_err() {
+                let _ = to.shutdown(Shutdown::Both);
+                return false;
+            }
+            shared.forwarded[d].fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            continue;
+        }
         // Hold until due and not stalled; give up on cut/shutdown.
         {
             let mut faults = shared.faults();
@@ -597,6 +647,17 @@ fn write_side(
     // The reading side hit EOF (or an error): pass the half-close on.
     let _ = to.shutdown(Shutdown::Write);
     true
+}
+
+/// The client id of the Kafka request starting `head` (length prefix, api key, version,
+/// correlation id, then an INT16-length string), once enough bytes are there; a null id
+/// is empty.
+fn client_id(head: &[u8]) -> Option<&[u8]> {
+    let len = i16::from_be_bytes(head.get(12..14)?.try_into().ok()?);
+    if len < 0 {
+        return Some(&[]);
+    }
+    head.get(14..14 + len as usize)
 }
 
 /// Follows the Kafka frames (4-byte big-endian length prefix, then the body) of one

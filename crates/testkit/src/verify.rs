@@ -169,7 +169,8 @@ impl fmt::Display for Report {
     }
 }
 
-/// Reads every record of `topic` with librdkafka (read_uncommitted, from the beginning)
+/// Reads every record of `topic` with librdkafka (read_uncommitted, from the beginning,
+/// `check.crcs=true`: a damaged batch is an error, not data)
 /// until `idle` passes without one, and returns the values per partition in offset order.
 /// `expect`: stop as soon as that many records were read (a hint, not a limit; `None`:
 /// idle only).
@@ -184,6 +185,8 @@ pub fn read_partitions(
         count: expect,
         idle,
         max_time: Duration::from_secs(120),
+        // librdkafka checks every batch's CRC-32C (off by default).
+        client: rdkafka::ClientConfig::new().set("check.crcs", "true"),
         ..ConsumeOptions::default()
     };
     let mut records = rdkafka::consume(bootstrap, topic, &opts)?;

@@ -346,3 +346,39 @@ fn corrupt_frames_flips_bytes_near_the_end_of_large_frames_only() {
     assert_eq!(proxy.frames_corrupted(Direction::Downstream), 2);
     assert_eq!(proxy.frames_corrupted(Direction::Upstream), 0);
 }
+
+/// A request frame with `client_id` in its header (api key 18, version 0, correlation 7).
+fn request(client_id: &str) -> Vec<u8> {
+    let mut body = vec![0, 18, 0, 0, 0, 0, 0, 7];
+    body.extend_from_slice(&(client_id.len() as i16).to_be_bytes());
+    body.extend_from_slice(client_id.as_bytes());
+    frame(&body)
+}
+
+#[test]
+fn an_exempt_client_id_is_spared_from_stalls_and_cuts() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    proxy.exempt_client_id("test-producer");
+    let mut spared = connect(&proxy);
+    let hello = request("test-producer-1");
+    assert_eq!(echo(&mut spared, &hello), hello);
+    let mut other = connect(&proxy);
+    let theirs = request("strait");
+    assert_eq!(echo(&mut other, &theirs), theirs);
+
+    proxy.stall();
+    assert_eq!(echo(&mut spared, b"still"), b"still");
+    other
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    other.write_all(b"held").unwrap();
+    let mut b = [0u8; 4];
+    assert!(
+        other.read_exact(&mut b).is_err(),
+        "the other one is stalled"
+    );
+    proxy.unstall();
+    proxy.reset();
+    assert_eq!(echo(&mut spared, b"alive"), b"alive");
+    assert!(is_closed(&mut other));
+}

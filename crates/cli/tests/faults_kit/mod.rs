@@ -1,6 +1,7 @@
 //! What the fault-suite tests share (docs/operations.md "Fault suite"): two Tansu brokers
 //! each behind a testkit `FaultProxy` they advertise (so every connection `strait run`
-//! makes goes through a proxy, while librdkafka writes and reads the brokers directly), a
+//! makes goes through a proxy; librdkafka's connections, by their client id, are spared
+//! the faults), a
 //! background producer of numbered records, the `strait run` config, a `/metrics` scrape,
 //! and the final check: librdkafka reads both sides and `strait_testkit::verify` proves
 //! per partition that nothing was lost, order was kept and duplicates stayed in bound.
@@ -35,6 +36,8 @@ pub const MAX_IN_FLIGHT: usize = 5;
 /// unanswered (a crash, a cut connection, a stop that gave up): per partition, at most
 /// what was in flight, `max_in_flight_per_partition` batches of at most `BATCH_RECORDS`.
 pub const PER_EVENT_BOUND: usize = MAX_IN_FLIGHT * BATCH_RECORDS;
+/// The `client.id` of the testkit's librdkafka clients.
+pub const RDKAFKA_CLIENT_ID: &str = "strait-testkit-rdkafka";
 /// `request_timeout` of both clusters in the test configs.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -58,6 +61,12 @@ impl Net {
             TansuBroker::start_behind_proxy(BrokerOptions::default()).expect("source broker");
         let (target, target_proxy) =
             TansuBroker::start_behind_proxy(BrokerOptions::default()).expect("target broker");
+        // librdkafka (the test's producer and reader) follows the same advertised
+        // address as strait: spare its connections, so the source is written and both
+        // sides are read whatever the fault.
+        for proxy in [&source_proxy, &target_proxy] {
+            proxy.exempt_client_id(RDKAFKA_CLIENT_ID);
+        }
         for t in topics {
             rdkafka::create_topic(&source.bootstrap(), t, PARTITIONS, &[]).expect("topic");
         }
