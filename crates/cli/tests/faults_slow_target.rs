@@ -1,9 +1,12 @@
-//! The fault suite, a slow target (issue 12 item 6): the target Tansu runs in a network
+//! The fault suite, kernel-made faults (issue 12 item 6). A slow target: the target Tansu runs in a network
 //! namespace whose veth link from the host is shaped to 1 MiB/s (`tc qdisc ... tbf rate
 //! 8mbit burst 32kbit latency 400ms`; the kernel here has no `netem`), the source on the
 //! host's loopback holds 16 MiB. `strait run` must replicate it all (librdkafka checks both
 //! sides) while its memory stays bounded: peak RSS, sampled from /proc, at most
 //! `engine.in_flight_memory` + 40 MiB (docs/operations.md "Sizing").
+//!
+//! The same namespace also makes a network partition: the target's link down for 10 s
+//! (`ip link set ... down`), no RST or FIN, while the source is written.
 //!
 //! Needs root and iproute2; without them the test fails saying so (never a silent pass).
 //! The namespace and both veth ends are deleted when the test ends, also on failure.
@@ -131,6 +134,81 @@ enabled = false
         peak <= RSS_BOUND_MIB * 1024,
         "peak RSS {peak_mib:.1} MiB > {RSS_BOUND_MIB} MiB"
     );
+    drop(target);
+    drop(ns);
+}
+
+/// The target's link down for 10 s (`ip link set ... down`: packets dropped, no RST, no
+/// FIN — a network partition as the kernel makes it) while the source is written; then
+/// up. Strait keeps running and the target gets everything.
+#[test]
+fn the_target_link_down_for_10s_loses_nothing() {
+    let started = Instant::now();
+    let ns = NetNs::create().unwrap_or_else(|e| panic!("the link-down test cannot run: {e}"));
+    let target = TansuBroker::start_with(BrokerOptions {
+        netns: Some(ns.place()),
+        ..BrokerOptions::default()
+    })
+    .expect("target broker in the namespace");
+    let source = TansuBroker::start().expect("source broker");
+    rdkafka::create_topic(&source.bootstrap(), TOPIC, PARTITIONS, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("strait.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{}[flows.topics]
+include = ["{TOPIC}"]
+{}[flows.intervals]
+checkpoint = "1s"
+[engine]
+fetch_max_wait = "50ms"
+[metrics]
+enabled = false
+"#,
+            strait_testkit::config::two_cluster_flow(
+                &source.bootstrap(),
+                &target.bootstrap(),
+                "2s"
+            ),
+            strait_testkit::config::SYNC_OFF,
+        ),
+    )
+    .expect("config");
+    let producer = Producer::start(source.bootstrap(), &[TOPIC], 25, Duration::from_millis(100));
+    let mut strait = Strait::start(&config, &dir.path().join("strait.log"));
+    std::thread::sleep(Duration::from_secs(3));
+    strait.assert_running();
+    ns.set_link(false).expect("link down");
+    let down = Instant::now();
+    while down.elapsed() < Duration::from_secs(10) {
+        strait.assert_running();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    ns.set_link(true).expect("link up");
+    std::thread::sleep(Duration::from_secs(2));
+    let produced = producer.finish();
+    let target_topic = format!("src.{TOPIC}");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let report = loop {
+        strait.assert_running();
+        let idle = Duration::from_millis(1500);
+        let s = read_partitions(&source.bootstrap(), TOPIC, None, idle).expect("source");
+        let t = read_partitions(&target.bootstrap(), &target_topic, None, idle).unwrap_or_default();
+        let report = check(&s, &t);
+        if report.total().lost == 0 || Instant::now() > deadline {
+            break report;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let (status, _) = strait.terminate(Duration::from_secs(30));
+    println!(
+        "fault suite: target link down 10 s: {produced} produced; {report}; stop {status:?} \
+         ({:?} wall)",
+        started.elapsed()
+    );
+    assert!(status.is_some_and(|s| s.success()), "clean stop");
+    assert!(report.problems(PER_EVENT_BOUND).is_empty(), "{report}");
     drop(target);
     drop(ns);
 }
