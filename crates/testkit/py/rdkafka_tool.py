@@ -142,6 +142,14 @@ def cmd_create_topic(args):
     return {"topic": args.topic, "partitions": args.partitions}
 
 
+def cmd_delete_topic(args):
+    admin = AdminClient(common_config(args))
+    futs = admin.delete_topics([args.topic], operation_timeout=args.timeout,
+                               request_timeout=args.timeout)
+    futs[args.topic].result(args.timeout)
+    return {"topic": args.topic}
+
+
 def cmd_produce(args):
     records = json.load(sys.stdin)
     if not isinstance(records, list):
@@ -362,6 +370,10 @@ def main(argv=None):
     s.add_argument("--config", action="append", default=[], help="KEY=VALUE, repeatable")
     s.add_argument("--if-not-exists", action="store_true")
     s.set_defaults(fn=cmd_create_topic)
+
+    s = sub.add_parser("delete-topic")
+    s.add_argument("--topic", required=True)
+    s.set_defaults(fn=cmd_delete_topic)
 
     s = sub.add_parser("produce")
     s.add_argument("--topic", required=True)

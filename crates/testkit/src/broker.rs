@@ -14,7 +14,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -22,6 +22,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result, io};
+use crate::netns::{Place, exec_prefix};
 use crate::paths;
 use crate::probe;
 use crate::proxy::FaultProxy;
@@ -50,6 +51,10 @@ pub struct BrokerOptions {
     /// Advertise `127.0.0.1:THIS` in Metadata instead of the listening port (clients
     /// then connect there: a proxy in front of the broker). Default: the listening port.
     pub advertised_port: Option<u16>,
+    /// Run the broker inside this network namespace ([`NetNs::place`](crate::NetNs::place)),
+    /// listening on and advertising the namespace's address. Default: on the host's
+    /// loopback.
+    pub netns: Option<Place>,
 }
 
 impl Default for BrokerOptions {
@@ -60,6 +65,7 @@ impl Default for BrokerOptions {
             binary: None,
             startup_timeout: Duration::from_secs(20),
             advertised_port: None,
+            netns: None,
         }
     }
 }
@@ -72,6 +78,10 @@ pub struct TansuBroker {
     binary: PathBuf,
     startup_timeout: Duration,
     advertised_port: Option<u16>,
+    /// Where it listens: loopback, or a namespace's address.
+    host: IpAddr,
+    /// The namespace it runs in, if any.
+    netns: Option<String>,
     /// Holds the log; `None` once kept (after a panic) so it is not deleted.
     dir: Option<tempfile::TempDir>,
     log_path: PathBuf,
@@ -118,6 +128,11 @@ impl TansuBroker {
             binary,
             startup_timeout: options.startup_timeout,
             advertised_port: options.advertised_port,
+            host: options
+                .netns
+                .as_ref()
+                .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |p| IpAddr::V4(p.ip)),
+            netns: options.netns.map(|p| p.name),
             dir: Some(dir),
             log_path,
             child: None,
@@ -161,14 +176,14 @@ impl TansuBroker {
         Ok((broker, proxy))
     }
 
-    /// `127.0.0.1:PORT`, for `bootstrap.servers`.
+    /// `127.0.0.1:PORT` (or the namespace's `IP:PORT`), for `bootstrap.servers`.
     pub fn bootstrap(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        self.addr().to_string()
     }
 
     /// The socket address the broker listens on.
     pub fn addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port))
+        SocketAddr::new(self.host, self.port)
     }
 
     /// The port the broker listens on (kept across [`restart`](Self::restart)).
@@ -260,18 +275,29 @@ impl TansuBroker {
             .map_err(|e| Attempt::Fatal(io("seeking the broker log")(e)))?;
         let _ = writeln!(
             log,
-            "=== strait-testkit: starting {} on 127.0.0.1:{} ===",
-            self.name, self.port
+            "=== strait-testkit: starting {} on {} ===",
+            self.name,
+            self.addr()
         );
         let stderr = log
             .try_clone()
             .map_err(|e| Attempt::Fatal(io("cloning the log handle")(e)))?;
-        let url = format!("tcp://127.0.0.1:{}", self.port);
+        let url = format!("tcp://{}", self.addr());
         let advertised = format!(
-            "tcp://127.0.0.1:{}",
-            self.advertised_port.unwrap_or(self.port)
+            "tcp://{}",
+            SocketAddr::new(self.host, self.advertised_port.unwrap_or(self.port))
         );
-        let child = Command::new(&self.binary)
+        // In a namespace: `ip netns exec NAME tansu ...` (ip execs it: the pid is Tansu's).
+        let mut command = match &self.netns {
+            Some(name) => {
+                let prefix = exec_prefix(name);
+                let mut c = Command::new(&prefix[0]);
+                c.args(&prefix[1..]).arg(&self.binary);
+                c
+            }
+            None => Command::new(&self.binary),
+        };
+        let child = command
             .arg("broker")
             .args(["--listener-url", &url])
             .args(["--advertised-listener-url", &advertised])
@@ -337,9 +363,9 @@ impl Drop for TansuBroker {
                 let _ = dir.keep();
             }
             eprintln!(
-                "--- strait-testkit: Tansu broker {} (127.0.0.1:{}) log tail, full log at {} ---\n{}\n--- end of log tail ---",
+                "--- strait-testkit: Tansu broker {} ({}) log tail, full log at {} ---\n{}\n--- end of log tail ---",
                 self.name,
-                self.port,
+                self.addr(),
                 self.log_path.display(),
                 self.log_tail(40)
             );

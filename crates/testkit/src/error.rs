@@ -80,6 +80,25 @@ pub enum Error {
         /// The script's stderr (librdkafka logs and Python tracebacks).
         stderr: String,
     },
+    /// Network namespaces can't be used here (not root, no `ip`, no netns support).
+    #[error(
+        "network namespaces are not available: {reason} (these tests need root and \
+         iproute2: `ip netns add`, veth, `tc qdisc ... tbf`)"
+    )]
+    NetnsUnavailable {
+        /// What the check found.
+        reason: String,
+    },
+    /// An `ip` or `tc` command setting up or changing a network namespace failed.
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Netns {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
     /// The helper script printed something that is not the JSON we expected.
     #[error(
         "rdkafka_tool.py {command} printed unexpected output: {reason}\n--- stdout ---\n{stdout}"

@@ -10,6 +10,8 @@
 //! | [`probe`] | a raw ApiVersions v0 request over `std::net::TcpStream` ([`probe::api_versions`]) |
 //! | [`rdkafka`] | librdkafka (Python confluent-kafka) as an independent client: create topics, produce, consume, group offsets |
 //! | [`proxy`] | [`FaultProxy`]: TCP proxy with delay, stall, cut and corrupt; [`TansuBroker::start_behind_proxy`] puts all of a client's traffic through one |
+//! | [`netns`] | [`NetNs`]: a network namespace with a veth pair to the host (root, iproute2): `tbf` rate limits, link down; deleted on drop |
+//! | [`verify`] | per-partition comparison of source and target records: lost, order, duplicates, foreign |
 //! | [`secure`] | [`TestPki`] (per-run certificates), [`SecureFront`] (TLS / SASL PLAIN, SCRAM, OAUTHBEARER / KIP-368 re-auth front end for Tansu), [`SecureBroker`] (a broker advertising its front end), [`TokenEndpoint`] (HTTPS OAuth client-credentials) |
 //! | [`data`] | [`TestRecord`] and the seeded generator [`DataGen`] |
 //! | [`config`] | the text of a two-cluster, one-flow Strait config ([`config::two_cluster_flow`]) |
@@ -47,16 +49,19 @@ pub mod broker;
 pub mod config;
 pub mod data;
 pub mod error;
+pub mod netns;
 pub mod paths;
 pub mod probe;
 pub mod proxy;
 pub mod rdkafka;
 pub mod secure;
+pub mod verify;
 
 pub use broker::{BrokerOptions, TansuBroker, TansuCluster};
 pub use data::{DataGen, RecordHeader, RecordSpec, TestRecord};
 pub use error::{Error, Result};
-pub use proxy::{Direction, FaultProxy};
+pub use netns::NetNs;
+pub use proxy::{Direction, FaultProxy, FrameCorruption};
 pub use secure::{
     FrontOptions, SaslMechanism, SaslOptions, SecureBroker, SecureFront, TestPki, TlsOptions,
     TokenEndpoint, TokenEndpointOptions,

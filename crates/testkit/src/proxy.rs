@@ -10,8 +10,15 @@
 //! |---|---|
 //! | [`set_delay`](FaultProxy::set_delay) | every chunk is held until `delay` after it was read (latency, not throughput) |
 //! | [`stall`](FaultProxy::stall) | nothing is forwarded, connections stay open; data queues up (then TCP backpressure) and flows again on [`unstall`](FaultProxy::unstall) |
-//! | [`cut`](FaultProxy::cut) | every open connection is closed at once (both sides); new connections are accepted and closed immediately until [`uncut`](FaultProxy::uncut) |
+//! | [`cut`](FaultProxy::cut) | every open connection is closed at once (both sides, FIN); new connections are accepted and closed immediately until [`uncut`](FaultProxy::uncut) |
+//! | [`reset`](FaultProxy::reset) | like `cut`, but every connection (open or new) is aborted with a TCP RST (`SO_LINGER` 0, then close), as a crashed peer or a middlebox does |
 //! | [`corrupt`](FaultProxy::corrupt) | the next N bytes in a direction (over all connections) are bit-flipped (`b ^ 0xFF`) |
+//! | [`corrupt_frames`](FaultProxy::corrupt_frames) | in the next N Kafka frames of a direction at least `min_len` long, `len` bytes at `from_end` before the frame's end are bit-flipped: the length prefix and the frame's start stay intact, so the damage lands in the payload (the records of a Fetch response), where only a CRC can see it |
+//!
+//! [`exempt_client_id`](FaultProxy::exempt_client_id) spares the connections of one Kafka
+//! client (by the client id in its first request) from stalls, delays, corruption and
+//! cuts of open connections: a test's own producer keeps writing a source whose
+//! replicator is stalled, though both follow the same advertised address.
 //!
 //! [`restore`](FaultProxy::restore) clears every fault. Dropping the proxy closes every
 //! connection and joins all its threads.
@@ -26,6 +33,10 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::error::{Result, io};
+
+mod frames;
+pub use frames::FrameCorruption;
+use frames::{FrameCursor, client_id};
 
 const CHUNK: usize = 64 * 1024;
 /// Chunks queued per direction before the reader blocks (backpressure while stalled).
@@ -62,19 +73,47 @@ struct Faults {
     delay: [Duration; 2],
     stalled: bool,
     cut: bool,
+    /// While cut: abort connections with RST instead of closing them.
+    rst: bool,
     corrupt: [Corruption; 2],
+    frames: [FrameCorruption; 2],
 }
 
 struct Conn {
     client: TcpStream,
     upstream: TcpStream,
+    /// Set once the connection is being aborted with RST: nothing may send a FIN.
+    reset: Arc<AtomicBool>,
+    /// Set once its first request named an exempt client id: no faults apply.
+    exempt: Arc<AtomicBool>,
 }
 
 impl Conn {
     fn close(&self) {
+        if self.reset.load(Ordering::SeqCst) {
+            // Aborting: wake the readers without sending anything; the last close sends
+            // the RST.
+            let _ = self.client.shutdown(Shutdown::Read);
+            let _ = self.upstream.shutdown(Shutdown::Read);
+            return;
+        }
         let _ = self.client.shutdown(Shutdown::Both);
         let _ = self.upstream.shutdown(Shutdown::Both);
     }
+
+    /// Aborts the connection: `SO_LINGER` 0 on both sockets (the last close of each sends
+    /// a RST, not a FIN) and read sides shut down so the pump threads end and close them.
+    fn reset(&self) {
+        self.reset.store(true, Ordering::SeqCst);
+        abort_on_close(&self.client);
+        abort_on_close(&self.upstream);
+        self.close();
+    }
+}
+
+/// `SO_LINGER` 0: closing the socket sends a RST and drops unsent data.
+fn abort_on_close(s: &TcpStream) {
+    let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
 }
 
 struct Shared {
@@ -88,6 +127,9 @@ struct Shared {
     next_conn: AtomicU64,
     accepted: AtomicU64,
     forwarded: [AtomicU64; 2],
+    frames_corrupted: [AtomicU64; 2],
+    /// Client-id prefix whose connections no fault touches.
+    exempt: Mutex<Option<Vec<u8>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -113,9 +155,20 @@ impl Shared {
         }
     }
 
-    fn close_all(&self) {
+    /// Closes every connection; with `spare_exempt`, not those of the exempt client.
+    fn close_all(&self, spare_exempt: bool) {
         for conn in lock(&self.conns).values() {
-            conn.close();
+            if !(spare_exempt && conn.exempt.load(Ordering::SeqCst)) {
+                conn.close();
+            }
+        }
+    }
+
+    fn reset_all(&self) {
+        for conn in lock(&self.conns).values() {
+            if !conn.exempt.load(Ordering::SeqCst) {
+                conn.reset();
+            }
         }
     }
 }
@@ -179,6 +232,8 @@ impl FaultProxy {
             next_conn: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             forwarded: [AtomicU64::new(0), AtomicU64::new(0)],
+            frames_corrupted: [AtomicU64::new(0), AtomicU64::new(0)],
+            exempt: Mutex::new(None),
         });
         let s = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
@@ -230,13 +285,32 @@ impl FaultProxy {
     /// Closes every open connection now and refuses (accepts and closes) new ones until
     /// [`uncut`](Self::uncut) or [`restore`](Self::restore).
     pub fn cut(&self) {
-        self.shared.update(|f| f.cut = true);
-        self.shared.close_all();
+        self.shared.update(|f| {
+            f.cut = true;
+            f.rst = false;
+        });
+        self.shared.close_all(true);
     }
 
-    /// Accepts and forwards new connections again after [`cut`](Self::cut).
+    /// Aborts every open connection now with a TCP RST (both sides: the client and the
+    /// upstream each get one) and answers new connections with a RST until
+    /// [`uncut`](Self::uncut) or [`restore`](Self::restore). A peer reading sees
+    /// `ECONNRESET`, not an orderly end of stream; data not yet forwarded is dropped.
+    pub fn reset(&self) {
+        self.shared.update(|f| {
+            f.cut = true;
+            f.rst = true;
+        });
+        self.shared.reset_all();
+    }
+
+    /// Accepts and forwards new connections again after [`cut`](Self::cut) or
+    /// [`reset`](Self::reset).
     pub fn uncut(&self) {
-        self.shared.update(|f| f.cut = false);
+        self.shared.update(|f| {
+            f.cut = false;
+            f.rst = false;
+        });
     }
 
     /// Bit-flips the next `n` bytes forwarded in `direction`, over all connections.
@@ -249,6 +323,26 @@ impl FaultProxy {
     pub fn corrupt_after(&self, direction: Direction, skip: u64, n: u64) {
         self.shared
             .update(|f| f.corrupt[direction.index()] = Corruption { skip, flip: n });
+    }
+
+    /// Damages the payload of the next `spec.frames` Kafka frames forwarded in `direction`
+    /// that are at least `spec.min_len` long (see [`FrameCorruption`]). Frames are
+    /// followed per connection from its first byte (4-byte big-endian length prefixes).
+    pub fn corrupt_frames(&self, direction: Direction, spec: FrameCorruption) {
+        self.shared.update(|f| f.frames[direction.index()] = spec);
+    }
+
+    /// Spares connections whose first request's client id starts with `prefix` from
+    /// every fault (stall, delay, corruption, cut and reset of open connections; while
+    /// cut, new connections are refused whoever makes them). Applies to connections
+    /// opened from now on. librdkafka in the testkit uses `strait-testkit-rdkafka`.
+    pub fn exempt_client_id(&self, prefix: &str) {
+        *lock(&self.shared.exempt) = Some(prefix.as_bytes().to_vec());
+    }
+
+    /// Frames damaged so far by [`corrupt_frames`](Self::corrupt_frames) in `direction`.
+    pub fn frames_corrupted(&self, direction: Direction) -> u64 {
+        self.shared.frames_corrupted[direction.index()].load(Ordering::Relaxed)
     }
 
     /// Clears every fault: no delay, not stalled, not cut, no pending corruption.
@@ -276,7 +370,7 @@ impl Drop for FaultProxy {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
         self.shared.update(|f| f.cut = true);
-        self.shared.close_all();
+        self.shared.close_all(false);
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
@@ -287,7 +381,7 @@ impl Drop for FaultProxy {
             if batch.is_empty() {
                 break;
             }
-            self.shared.close_all();
+            self.shared.close_all(false);
             for t in batch {
                 let _ = t.join();
             }
@@ -300,8 +394,16 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         match listener.accept() {
             Ok((client, _)) => {
                 shared.accepted.fetch_add(1, Ordering::Relaxed);
-                if shared.faults().cut {
-                    let _ = client.shutdown(Shutdown::Both);
+                let (cut, rst) = {
+                    let f = shared.faults();
+                    (f.cut, f.rst)
+                };
+                if cut {
+                    if rst {
+                        abort_on_close(&client);
+                    } else {
+                        let _ = client.shutdown(Shutdown::Both);
+                    }
                     continue;
                 }
                 let s = Arc::clone(&shared);
@@ -340,6 +442,8 @@ fn connect(client: TcpStream, shared: Arc<Shared>) {
         return;
     };
     let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+    let reset = Arc::new(AtomicBool::new(false));
+    let exempt = Arc::new(AtomicBool::new(false));
     {
         let mut conns = lock(&shared.conns);
         // A cut (or shutdown) may have happened while we were connecting.
@@ -348,7 +452,15 @@ fn connect(client: TcpStream, shared: Arc<Shared>) {
             let _ = upstream.shutdown(Shutdown::Both);
             return;
         }
-        conns.insert(id, Conn { client, upstream });
+        conns.insert(
+            id,
+            Conn {
+                client,
+                upstream,
+                reset: Arc::clone(&reset),
+                exempt: Arc::clone(&exempt),
+            },
+        );
     }
     // The connection stays in `conns` until all four threads are done, so a cut or a
     // drop can always reach (and unblock) a reader still waiting on its socket.
@@ -360,15 +472,18 @@ fn connect(client: TcpStream, shared: Arc<Shared>) {
         let (tx, rx) = sync_channel::<(Instant, Vec<u8>)>(QUEUE);
         let guard = LiveGuard::new(&shared, &live, id);
         let s = Arc::clone(&shared);
+        let flag = Arc::clone(&exempt);
         shared.spawn("fault-proxy-read", move || {
             let _guard = guard;
-            read_side(from, tx, &s, direction);
+            read_side(from, tx, &s, direction, &flag);
         });
         let guard = LiveGuard::new(&shared, &live, id);
         let s = Arc::clone(&shared);
+        let reset = Arc::clone(&reset);
+        let exempt = Arc::clone(&exempt);
         shared.spawn("fault-proxy-write", move || {
             let _guard = guard;
-            if !write_side(to, rx, &s, direction) {
+            if !write_side(to, rx, &s, direction, &reset, &exempt) {
                 // Cut, shutdown or a failed write: tear the whole connection down.
                 if let Some(conn) = lock(&s.conns).get(&id) {
                     conn.close();
@@ -409,12 +524,26 @@ fn read_side(
     tx: SyncSender<(Instant, Vec<u8>)>,
     shared: &Shared,
     direction: Direction,
+    exempt: &AtomicBool,
 ) {
     let mut buf = vec![0u8; CHUNK];
+    // The start of the first request, until its client id is known.
+    let prefix = lock(&shared.exempt).clone();
+    let mut first: Option<Vec<u8>> =
+        (direction == Direction::Upstream && prefix.is_some()).then(Vec::new);
     loop {
         match from.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
+                if let (Some(head), Some(want)) = (first.as_mut(), prefix.as_ref()) {
+                    head.extend_from_slice(&buf[..n]);
+                    if let Some(id) = client_id(head) {
+                        exempt.store(id.starts_with(want), Ordering::SeqCst);
+                        first = None;
+                    } else if head.len() > 1024 {
+                        first = None;
+                    }
+                }
                 let due = Instant::now() + shared.faults().delay[direction.index()];
                 if tx.send((due, buf[..n].to_vec())).is_err() {
                     break;
@@ -428,19 +557,36 @@ fn read_side(
 }
 
 /// Forwards chunks from `rx` to `to`, applying the faults. Returns true when the source
-/// ended cleanly (the half-close is passed on), false on cut, shutdown or a write error.
+/// ended cleanly (the half-close is passed on), false on cut, reset, shutdown or a write
+/// error. Once `reset` is set it never shuts `to` down (that would send a FIN before the
+/// RST).
 fn write_side(
     mut to: TcpStream,
     rx: Receiver<(Instant, Vec<u8>)>,
     shared: &Shared,
     direction: Direction,
+    reset: &AtomicBool,
+    exempt: &AtomicBool,
 ) -> bool {
     let d = direction.index();
+    let mut frames = FrameCursor::default();
+    let resetting = || reset.load(Ordering::SeqCst);
     while let Ok((due, mut chunk)) = rx.recv() {
+        if exempt.load(Ordering::SeqCst) {
+            if shared.shutdown.load(Ordering::SeqCst) || to.write_all(&chunk).is_err() {
+                let _ = to.shutdown(Shutdown::Both);
+                return false;
+            }
+            shared.forwarded[d].fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            continue;
+        }
         // Hold until due and not stalled; give up on cut/shutdown.
         {
             let mut faults = shared.faults();
             loop {
+                if resetting() {
+                    return false;
+                }
                 if faults.cut || shared.shutdown.load(Ordering::SeqCst) {
                     let _ = to.shutdown(Shutdown::Both);
                     return false;
@@ -460,6 +606,10 @@ fn write_side(
                     break;
                 }
             }
+            let hit = frames.apply(&mut chunk, &mut faults.frames[d]);
+            if hit > 0 {
+                shared.frames_corrupted[d].fetch_add(hit, Ordering::Relaxed);
+            }
             let c = &mut faults.corrupt[d];
             for b in chunk.iter_mut() {
                 if c.skip > 0 {
@@ -476,9 +626,14 @@ fn write_side(
         // them counted.
         shared.forwarded[d].fetch_add(chunk.len() as u64, Ordering::Relaxed);
         if to.write_all(&chunk).is_err() {
-            let _ = to.shutdown(Shutdown::Both);
+            if !resetting() {
+                let _ = to.shutdown(Shutdown::Both);
+            }
             return false;
         }
+    }
+    if resetting() {
+        return false;
     }
     // The reading side hit EOF (or an error): pass the half-close on.
     let _ = to.shutdown(Shutdown::Write);

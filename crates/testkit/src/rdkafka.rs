@@ -457,6 +457,20 @@ fn create(
     Ok(())
 }
 
+/// Deletes `topic` (DeleteTopics).
+pub fn delete_topic(bootstrap: &str, topic: &str) -> Result<()> {
+    let args = vec!["--topic".to_string(), topic.to_string()];
+    let _: serde_json::Value = run(
+        bootstrap,
+        "delete-topic",
+        &args,
+        None,
+        Duration::from_secs(60),
+        &ClientConfig::default(),
+    )?;
+    Ok(())
+}
+
 /// Produces `records` to `topic` with librdkafka and waits for every delivery. Returns
 /// where each record landed, in input order.
 pub fn produce(

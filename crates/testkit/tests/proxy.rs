@@ -251,3 +251,134 @@ fn a_broker_behind_the_proxy_sends_all_client_traffic_through_it() {
     // The broker itself still answers directly.
     api_versions(broker.addr(), Duration::from_secs(2)).unwrap();
 }
+
+/// An upstream that accepts one connection and reports how its read of it ended.
+fn one_shot_upstream() -> (
+    SocketAddr,
+    std::sync::mpsc::Receiver<std::io::Result<usize>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let Ok((mut conn, _)) = listener.accept() else {
+            return;
+        };
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut buf = [0u8; 64];
+        let _ = conn.read(&mut buf); // the "ping"
+        let _ = conn.write_all(b"pong");
+        let _ = tx.send(conn.read(&mut buf));
+    });
+    (addr, rx)
+}
+
+#[test]
+fn reset_aborts_both_sides_with_a_rst_and_refuses_new_connections_with_one() {
+    let (upstream, ended) = one_shot_upstream();
+    let proxy = FaultProxy::start(upstream).unwrap();
+    let mut s = connect(&proxy);
+    s.write_all(b"ping").unwrap();
+    let mut pong = [0u8; 4];
+    s.read_exact(&mut pong).unwrap();
+    proxy.reset();
+    // The client sees ECONNRESET, not an orderly EOF.
+    let mut b = [0u8; 1];
+    let err = s.read(&mut b).expect_err("a reset, not an EOF");
+    assert_eq!(err.kind(), ErrorKind::ConnectionReset, "{err}");
+    // So does the upstream.
+    let up = ended.recv_timeout(Duration::from_secs(10)).unwrap();
+    let err = up.expect_err("the upstream sees a reset, not an EOF");
+    assert_eq!(err.kind(), ErrorKind::ConnectionReset, "{err}");
+    // New connections are reset too, until uncut.
+    let mut s = connect(&proxy);
+    match s.read(&mut b) {
+        Err(e) => assert_eq!(e.kind(), ErrorKind::ConnectionReset, "{e}"),
+        Ok(n) => panic!("read {n} bytes from a reset proxy"),
+    }
+    proxy.uncut();
+    let echo_proxy = FaultProxy::start(echo_server()).unwrap();
+    echo_proxy.reset();
+    echo_proxy.uncut();
+    let mut s = connect(&echo_proxy);
+    assert_eq!(echo(&mut s, b"back"), b"back");
+}
+
+/// A Kafka-style frame: 4-byte big-endian length, then `body`.
+fn frame(body: &[u8]) -> Vec<u8> {
+    let mut f = (body.len() as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(body);
+    f
+}
+
+#[test]
+fn corrupt_frames_flips_bytes_near_the_end_of_large_frames_only() {
+    use strait_testkit::FrameCorruption;
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    let mut s = connect(&proxy);
+    proxy.corrupt_frames(
+        Direction::Downstream,
+        FrameCorruption {
+            frames: 2,
+            min_len: 100,
+            from_end: 10,
+            len: 3,
+        },
+    );
+    let small = frame(&[1u8; 50]);
+    let large = frame(&[2u8; 300]);
+    // Small frames pass intact; the next two large ones are damaged at 290..293 of
+    // their bodies, the third is not (frames: 2).
+    let mut sent = Vec::new();
+    for f in [&small, &large, &small, &large, &large] {
+        sent.extend_from_slice(f);
+    }
+    let got = echo(&mut s, &sent);
+    let mut want = sent.clone();
+    let second_large = small.len() + large.len() + small.len();
+    for start in [small.len(), second_large] {
+        for b in &mut want[start + 4 + 290..start + 4 + 293] {
+            *b ^= 0xFF;
+        }
+    }
+    assert_eq!(got, want);
+    assert_eq!(proxy.frames_corrupted(Direction::Downstream), 2);
+    assert_eq!(proxy.frames_corrupted(Direction::Upstream), 0);
+}
+
+/// A request frame with `client_id` in its header (api key 18, version 0, correlation 7).
+fn request(client_id: &str) -> Vec<u8> {
+    let mut body = vec![0, 18, 0, 0, 0, 0, 0, 7];
+    body.extend_from_slice(&(client_id.len() as i16).to_be_bytes());
+    body.extend_from_slice(client_id.as_bytes());
+    frame(&body)
+}
+
+#[test]
+fn an_exempt_client_id_is_spared_from_stalls_and_cuts() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    proxy.exempt_client_id("test-producer");
+    let mut spared = connect(&proxy);
+    let hello = request("test-producer-1");
+    assert_eq!(echo(&mut spared, &hello), hello);
+    let mut other = connect(&proxy);
+    let theirs = request("strait");
+    assert_eq!(echo(&mut other, &theirs), theirs);
+
+    proxy.stall();
+    assert_eq!(echo(&mut spared, b"still"), b"still");
+    other
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    other.write_all(b"held").unwrap();
+    let mut b = [0u8; 4];
+    assert!(
+        other.read_exact(&mut b).is_err(),
+        "the other one is stalled"
+    );
+    proxy.unstall();
+    proxy.reset();
+    assert_eq!(echo(&mut spared, b"alive"), b"alive");
+    assert!(is_closed(&mut other));
+}

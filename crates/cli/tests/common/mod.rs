@@ -37,6 +37,11 @@ impl Strait {
         }
     }
 
+    /// The process id (for /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// kill -9, and reap.
     pub fn kill9(&mut self) {
         self.child.kill().expect("SIGKILL");
