@@ -281,7 +281,7 @@ enabled = false
         b_got.len() + b3.len()
     );
     assert!(
-        err.contains("flow a") && err.contains("target truncation"),
+        err.contains("flow a") && err.contains("target mismatch"),
         "the error names the flow and the incident: {err}"
     );
 }
