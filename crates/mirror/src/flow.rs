@@ -269,7 +269,7 @@ async fn run_inner(
             topics: topic_sync,
             groups: group_sync,
             heartbeats,
-            state: StateWriter::new(target.clone(), flow),
+            state: StateWriter::new(target.clone(), flow).with_producer_config(producer_config),
         };
         let mut control = Control::start(flow, jobs, metrics.clone());
         let supervised = run.supervise(&mut stop, Some(&mut control)).await;

@@ -79,7 +79,8 @@ impl Net {
     }
 
     /// Writes the `strait run` config: the flow through both proxies, data only, `topics`
-    /// included, checkpoints every second, metrics on `metrics_port`; `flow_topics` and
+    /// included, checkpoints every second, metrics on `metrics_port` (`/health` names a
+    /// partition restarting or stalled for 10 s); `flow_topics` and
     /// `engine` are appended to `[flows.topics]` and `[engine]`.
     pub fn config(
         &self,
@@ -104,6 +105,8 @@ max_in_flight_per_partition = {MAX_IN_FLIGHT}
 {engine}
 [metrics]
 listen = "127.0.0.1:{metrics_port}"
+# A partition restarting (or stalled) this long is named by /health.
+stalled_after = "10s"
 [logging]
 level = "{level}"
 "#,

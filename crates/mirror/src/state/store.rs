@@ -118,10 +118,13 @@ pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, Mirr
     }
 }
 
-/// Writes partition states to the state topic.
+/// Writes partition states to the state topic. Each write first makes sure the topic
+/// exists (one Metadata request; CreateTopics when it is missing), so a target that lost
+/// it — a broker restarted empty, an operator's mistake — gets it back with the current
+/// state instead of state writes that wait on a topic nobody re-creates.
 pub struct StateWriter {
     target: Client,
-    flow: String,
+    flow: Flow,
     cluster: String,
     topic: String,
     producer: Option<RecordProducer>,
@@ -143,7 +146,7 @@ impl StateWriter {
     pub fn new(target: Client, flow: &Flow) -> Self {
         StateWriter {
             target,
-            flow: flow.name.clone(),
+            flow: flow.clone(),
             cluster: flow.target.clone(),
             topic: flow.state_topic.clone(),
             producer: None,
@@ -165,6 +168,7 @@ impl StateWriter {
         if states.is_empty() {
             return Ok(());
         }
+        ensure_state_topic(&self.target, &self.flow).await?;
         let records: Vec<ProducerRecord> = states
             .iter()
             .map(|((topic, partition), s)| {
@@ -174,18 +178,17 @@ impl StateWriter {
                 )
             })
             .collect();
-        let producer = match &self.producer {
+        // Taken out for the write and put back only when it succeeds: a write that fails,
+        // or is cancelled half-way, leaves no producer with a stuck batch behind.
+        let producer = match self.producer.take() {
             Some(p) => p,
-            None => {
-                let p = RecordProducer::with_config(
-                    self.target.clone(),
-                    Compression::Lz4,
-                    self.producer_config,
-                )
-                .await
-                .map_err(|e| self.err("start producer", e))?;
-                self.producer.insert(p)
-            }
+            None => RecordProducer::with_config(
+                self.target.clone(),
+                Compression::Lz4,
+                self.producer_config,
+            )
+            .await
+            .map_err(|e| self.err("start producer", e))?,
         };
         let result = async {
             for ack in producer.send(&self.topic, 0, &records).await? {
@@ -194,16 +197,15 @@ impl StateWriter {
             Ok(())
         }
         .await;
-        if result.is_err() {
-            // Start over with a fresh producer id next time.
-            self.producer = None;
+        if result.is_ok() {
+            self.producer = Some(producer);
         }
         result.map_err(|e| self.err("write", e))
     }
 
     fn err(&self, what: &str, e: strait_client::Error) -> MirrorError {
         MirrorError::kafka(format!("state topic {}: {what}", self.topic), e)
-            .flow(&self.flow)
+            .flow(&self.flow.name)
             .cluster(&self.cluster)
     }
 }
