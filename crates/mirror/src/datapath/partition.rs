@@ -233,6 +233,7 @@ async fn send_loop(
                 records,
                 aborted,
                 end,
+                stable,
                 reservation,
             } => {
                 if g != generation {
@@ -247,7 +248,7 @@ async fn send_loop(
                 }
                 progress.end.store(end, Ordering::Relaxed);
                 let plan = planner
-                    .plan(records, &aborted, position, reservation)
+                    .plan_stable(records, &aborted, stable, position, reservation)
                     .map_err(|e| {
                         MirrorError::records(
                             format!("batch at source offset {}", e.offset),
@@ -264,7 +265,7 @@ async fn send_loop(
                 for r in &plan.slow {
                     feed.metrics.slow_path(r.as_str());
                 }
-                check_held(spec, &planner)?;
+                check_held(spec, feed, &planner)?;
                 let fetched_to = plan.next_position;
                 for (step, reservation) in plan.steps {
                     let recovering = recovery.remaining() > 0;
@@ -663,33 +664,58 @@ pub fn ack_base(acked: i64, expected: u64) -> AckBase {
     }
 }
 
-/// Fails when the partition holds more than it may while transactions are open.
+/// Publishes the partition's held bytes (its budget account and the `strait_held_bytes`
+/// metric; `/health` names the oldest open transaction while every partition together
+/// holds more than the budget's held limit) and fails when the partition holds more than
+/// it may while transactions are open: more than `spec.max_held_bytes` alone, or the most
+/// of all partitions while they exceed the held limit together (rules 5–6 of
+/// [`super::quota`]; when another partition holds the most, that one is failed through
+/// its feed).
 fn check_held(
     spec: &PartitionSpec,
+    feed: &PartitionFeed,
     planner: &Planner<Arc<Reservation>>,
 ) -> Result<(), MirrorError> {
     let held = planner.held_bytes();
-    if held <= spec.max_held_bytes {
-        return Ok(());
-    }
-    let txn = planner.oldest_open().map_or_else(
-        || "no open transaction".to_owned(),
-        |t| {
+    let oldest = planner.oldest_open();
+    let share = feed.share(&spec.budget, &spec.flow);
+    share.set_held(held as u64, oldest.map(|t| (t.producer_id, t.first_offset)));
+    feed.metrics.held(held as u64);
+    let over = spec.budget.held() > spec.budget.held_limit();
+    feed.metrics.held_alarm(over.then(|| {
+        let oldest = spec.budget.oldest_held().map_or_else(String::new, |o| {
             format!(
-                "the transaction of producer id {} open since source offset {}",
-                t.producer_id, t.first_offset
+                "; the oldest open transaction: producer id {} since source offset {} of {}",
+                o.producer_id, o.first_offset, o.partition
             )
-        },
-    );
-    Err(MirrorError::other(format!(
-        "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
-         abort, more than the {} allowed (half of engine.in_flight_memory); raise \
-         engine.in_flight_memory or end the transaction",
-        planner.held_batches(),
-        spec.source_topic,
-        spec.partition,
-        spec.max_held_bytes
-    )))
+        });
+        format!(
+            "{} bytes are held for open transactions, more than the {} allowed{oldest}",
+            spec.budget.held(),
+            spec.budget.held_limit()
+        )
+    }));
+    if held > spec.max_held_bytes {
+        let txn = oldest.map_or_else(
+            || "no open transaction".to_owned(),
+            |t| {
+                format!(
+                    "the transaction of producer id {} open since source offset {}",
+                    t.producer_id, t.first_offset
+                )
+            },
+        );
+        return Err(MirrorError::other(format!(
+            "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
+             abort, more than the {} allowed (half of engine.in_flight_memory); raise \
+             engine.in_flight_memory or end the transaction",
+            planner.held_batches(),
+            spec.source_topic,
+            spec.partition,
+            spec.max_held_bytes
+        )));
+    }
+    spec.budget.check_held(share).map_err(MirrorError::other)
 }
 
 fn mark_done(progress: &Progress) {

@@ -6,7 +6,9 @@
 //! through the response's aborted-transaction filter so its state follows the log, then
 //! through the partition's [`TxnResolver`], which holds transactional data until its
 //! marker decides it (brokers such as Tansu return aborted data to `read_committed`
-//! fetches with an empty aborted list); released control batches and aborted data become
+//! fetches with an empty aborted list) — unless the fetch's last stable offset is known to
+//! be real (Apache Kafka: [`Planner::plan_stable`]), below which transactional data not in
+//! the aborted list is committed and is released at once; released control batches and aborted data become
 //! [`Step::Skip`]; a batch that starts before the position, has
 //! gaps, is empty or exceeds the target's batch limit is re-encoded (the slow path);
 //! everything else is forwarded as it is (the fast path; the producer patches the header).
@@ -225,11 +227,31 @@ impl<P: Clone> Planner<P> {
     }
 
     /// Plans `records` (one partition of a Fetch response, with its aborted list) fetched
-    /// from `position`; `pin` is kept alive by each of its batches until released.
+    /// from `position`; `pin` is kept alive by each of its batches until released. Only
+    /// markers decide transactions (the rule for brokers whose LSO is not known to be
+    /// real, such as Tansu).
     pub fn plan(
         &mut self,
         records: Bytes,
         aborted: &[AbortedTxn],
+        position: i64,
+        pin: P,
+    ) -> Result<Plan<P>, PlanError> {
+        self.plan_stable(records, aborted, None, position, pin)
+    }
+
+    /// [`Planner::plan`] with the response's last stable offset when the broker is known
+    /// to compute a real one (`stable`; the fetcher decides, see its `Stability`). Rules:
+    /// a transactional data batch that ends at or below `stable` and that the aborted list
+    /// does not condemn is committed and released without waiting for its marker (with
+    /// the held batches of its producer id, the same transaction); one past `stable`, or
+    /// any batch when `stable` is `None`, waits for its marker as in [`Planner::plan`].
+    /// Aborted data is dropped either way: listed, or by its ABORT marker.
+    pub fn plan_stable(
+        &mut self,
+        records: Bytes,
+        aborted: &[AbortedTxn],
+        stable: Option<i64>,
         position: i64,
         pin: P,
     ) -> Result<Plan<P>, PlanError> {
@@ -259,18 +281,26 @@ impl<P: Clone> Planner<P> {
                 continue;
             }
             plan.next_position = next;
-            match verdict {
-                TxnVerdict::Control => {
-                    self.open.remove(&h.producer_id);
+            let txn_data = verdict == TxnVerdict::Keep
+                && h.attributes.is_transactional()
+                && !h.attributes.is_control()
+                && h.producer_id >= 0;
+            if txn_data && stable.is_some_and(|lso| next <= lso) {
+                // Below a real LSO and not listed as aborted: committed.
+                self.open.remove(&h.producer_id);
+                self.resolver.push_committed(batch);
+            } else {
+                match verdict {
+                    TxnVerdict::Control => {
+                        self.open.remove(&h.producer_id);
+                    }
+                    _ if txn_data => {
+                        self.open.entry(h.producer_id).or_insert(h.base_offset);
+                    }
+                    _ => {}
                 }
-                TxnVerdict::Keep
-                    if h.attributes.is_transactional() && !h.attributes.is_control() =>
-                {
-                    self.open.entry(h.producer_id).or_insert(h.base_offset);
-                }
-                _ => {}
+                self.resolver.push(batch, verdict).map_err(err)?;
             }
-            self.resolver.push(batch, verdict).map_err(err)?;
             self.pins.push_back(pin.clone());
             while let Some(resolved) = self.resolver.pop() {
                 // One pin per pushed batch, popped in the same order.
@@ -690,6 +720,84 @@ mod tests {
             .plan(batch(100, 1, Compression::None), &[], 100, ())
             .unwrap();
         assert_eq!(shape(&p), vec![(1, 101)]);
+    }
+
+    /// Apache Kafka (a real LSO): transactional data below the LSO and not in the aborted
+    /// list is committed and released at once, also when its marker is in a later
+    /// response; listed data is dropped; data past the LSO (never returned by Kafka, but
+    /// if it were) still waits for its marker.
+    #[test]
+    fn below_a_real_lso_unlisted_transactional_data_is_released_without_its_marker() {
+        let mut planner: Planner<()> = Planner::new(0, 1 << 20, Limits::default());
+        let set = concat(&[
+            txn(0, 2, 7),
+            txn(2, 1, 8),
+            batch(3, 1, Compression::None),
+            txn(4, 1, 9),
+        ]);
+        let aborted = [AbortedTxn {
+            producer_id: 8,
+            first_offset: 2,
+        }];
+        let p = planner.plan_stable(set, &aborted, Some(4), 0, ()).unwrap();
+        assert_eq!(
+            shape(&p),
+            vec![(2, 2), (0, 3), (1, 4)],
+            "7 committed at once, 8 dropped as listed, 9 (past the LSO) held"
+        );
+        assert_eq!(p.dropped_aborted, 1);
+        assert_eq!(planner.held_batches(), 1);
+        assert_eq!(
+            planner.oldest_open(),
+            Some(OpenTxn {
+                producer_id: 9,
+                first_offset: 4
+            })
+        );
+        // The markers come later: 7's commit is only skipped, 9's decides it.
+        let p = planner
+            .plan_stable(
+                concat(&[marker(5, 7, true), marker(6, 9, true)]),
+                &[],
+                Some(7),
+                5,
+                (),
+            )
+            .unwrap();
+        assert_eq!(shape(&p), vec![(1, 5), (0, 6), (0, 7)]);
+        assert_eq!((planner.held_batches(), planner.oldest_open()), (0, None));
+    }
+
+    /// A transaction held from a response without a trusted LSO is released, with the
+    /// rest of its batches, once a later response puts it below a real LSO.
+    #[test]
+    fn held_batches_of_a_producer_are_released_with_its_batch_below_a_real_lso() {
+        let mut planner: Planner<()> = Planner::new(0, 1 << 20, Limits::default());
+        let p = planner.plan(txn(0, 2, 7), &[], 0, ()).unwrap();
+        assert!(p.steps.is_empty());
+        let p = planner
+            .plan_stable(txn(2, 2, 7), &[], Some(4), 2, ())
+            .unwrap();
+        assert_eq!(shape(&p), vec![(2, 2), (2, 4)]);
+        assert_eq!(planner.held_batches(), 0);
+    }
+
+    /// Tansu (no trusted LSO: LSO = high watermark with open and aborted data below it and
+    /// no aborted list): data below the reported LSO still waits for its marker, and an
+    /// ABORT marker drops it. Only [`Planner::plan`] (markers decide) is safe there.
+    #[test]
+    fn without_a_trusted_lso_data_below_the_reported_one_waits_for_its_marker() {
+        let mut planner: Planner<()> = Planner::new(0, 1 << 20, Limits::default());
+        let p = planner.plan_stable(txn(0, 2, 7), &[], None, 0, ()).unwrap();
+        assert!(
+            p.steps.is_empty(),
+            "held, although the reported LSO (2) is past it"
+        );
+        let p = planner
+            .plan_stable(marker(2, 7, false), &[], None, 2, ())
+            .unwrap();
+        assert_eq!(shape(&p), vec![(0, 2), (0, 3)]);
+        assert_eq!(p.dropped_aborted, 1);
     }
 
     /// Kafka: the aborted list condemns data before its marker is fetched; committed
