@@ -292,6 +292,18 @@ impl Client {
         c.versions().pick(api).map_err(|e| e.broker(broker_id))
     }
 
+    /// Whether broker `broker_id` advertises `api` at all (in its ApiVersions answer),
+    /// whether or not this client implements it (connects if needed).
+    pub async fn advertises(
+        &self,
+        broker_id: i32,
+        api: kafka_protocol::messages::ApiKey,
+    ) -> Result<bool> {
+        let b = self.broker(broker_id)?;
+        let c = b.connection(Purpose::Control).await?;
+        Ok(c.versions().broker_range(api).is_some())
+    }
+
     /// Sends to any reachable broker (control connection), trying each in turn on network
     /// errors.
     pub(crate) async fn send_any<R, F>(&self, build: F) -> Result<(i32, i16, R::Response)>

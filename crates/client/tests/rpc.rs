@@ -449,3 +449,23 @@ fn crc32c(data: &[u8]) -> u32 {
     }
     !crc
 }
+
+/// Tansu advertises no DescribeProducers (docs/compatibility.md): the engine's fetchers
+/// read that as "the LSO is not known to be real" and keep the marker path there.
+#[tokio::test]
+async fn advertises_tells_what_the_broker_lists_in_api_versions() {
+    let b = common::broker();
+    let c = common::client(&b).await;
+    let meta = c.metadata(None).await.expect("metadata");
+    let id = *meta.brokers.keys().next().expect("a broker");
+    assert!(
+        c.advertises(id, ApiKey::Produce)
+            .await
+            .expect("api versions")
+    );
+    assert!(
+        !c.advertises(id, ApiKey::DescribeProducers)
+            .await
+            .expect("api versions")
+    );
+}

@@ -298,24 +298,41 @@ const FETCH_BACKOFF: BackoffConfig = BackoffConfig {
 /// transactions' data below it and no aborted list (docs/compatibility.md): there only
 /// the markers decide.
 ///
-/// The broker proves it computes a real LSO by answering, for some partition, with an LSO
-/// below the high watermark (a transaction is open there and the LSO stops before it) and
-/// no batch past the LSO. Tansu's LSO never is below its high watermark, so it never
-/// qualifies. Once proven the proof holds for the fetcher's broker, until a response
-/// contradicts it (a batch returned past its LSO), which withdraws it.
-#[derive(Debug, Default, Clone, Copy)]
+/// A broker proves it computes a real LSO in either of two ways: it advertises
+/// DescribeProducers (KIP-664, Kafka 2.8+: it keeps the per-producer transaction state the
+/// LSO is computed from), or it answers, for some partition, with an LSO below the high
+/// watermark (a transaction is open there and the LSO stops before it) and no batch past
+/// the LSO. Tansu 0.6 does neither (DescribeProducers is not advertised, its LSO always
+/// equals its high watermark), so it never qualifies. The proof holds for the fetcher's
+/// broker until a response contradicts it (a batch returned past its LSO), which
+/// withdraws it for good.
+#[derive(Debug, Default, Clone)]
 struct Stability {
     proven: bool,
+    contradicted: bool,
+    /// Set by a background check of the broker's ApiVersions.
+    advertised: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Stability {
+    /// Checks in the background whether `broker` advertises DescribeProducers.
+    fn check_advertised(&self, client: &Client, broker: i32) {
+        let (client, flag) = (client.clone(), Arc::clone(&self.advertised));
+        tokio::spawn(async move {
+            let api = strait_client::protocol::messages::ApiKey::DescribeProducers;
+            if client.advertises(broker, api).await.unwrap_or(false) {
+                flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+    }
+
     /// Updates the proof from one response's partitions.
     fn observe(&mut self, partitions: &[FetchedPartition]) {
         for p in partitions.iter().filter(|p| p.error_code == 0) {
             match stable_evidence(p.last_stable_offset, p.high_watermark, &p.records) {
                 Evidence::Proves => self.proven = true,
                 Evidence::Contradicts => {
-                    self.proven = false;
+                    self.contradicted = true;
                     return;
                 }
                 Evidence::None => {}
@@ -324,7 +341,8 @@ impl Stability {
     }
 
     fn trusted(&self) -> bool {
-        self.proven
+        !self.contradicted
+            && (self.proven || self.advertised.load(std::sync::atomic::Ordering::Relaxed))
     }
 }
 
@@ -380,6 +398,7 @@ async fn run_fetcher(
     let mut failures: u32 = 0;
     let mut backoff = Backoff::new(FETCH_BACKOFF);
     let mut stability = Stability::default();
+    stability.check_advertised(&router.client, broker);
     let fetch_max = usize::try_from(router.opts.max_bytes).unwrap_or(0);
     // Whether the last response stopped short of some partition's end.
     let mut behind = false;
@@ -764,6 +783,30 @@ mod tests {
         assert!(s.trusted(), "the proof holds for the broker");
         s.observe(&[p(3, heads(&[0, 3], 10))]);
         assert!(!s.trusted(), "withdrawn");
+        s.observe(&[p(10, heads(&[0], 10))]);
+        assert!(!s.trusted(), "for good");
+    }
+
+    #[test]
+    fn a_broker_advertising_describe_producers_is_trusted_until_contradicted() {
+        let mut s = Stability::default();
+        s.advertised
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(s.trusted());
+        let past = FetchedPartition {
+            topic: "t".into(),
+            partition: 0,
+            error_code: 0,
+            high_watermark: 20,
+            last_stable_offset: 3,
+            log_start_offset: 0,
+            aborted_transactions: Vec::new(),
+            preferred_read_replica: -1,
+            current_leader: None,
+            records: Bytes::from(heads(&[0, 3], 10)),
+        };
+        s.observe(&[past]);
+        assert!(!s.trusted());
     }
 
     #[test]
