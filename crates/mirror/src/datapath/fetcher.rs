@@ -294,21 +294,18 @@ const FETCH_BACKOFF: BackoffConfig = BackoffConfig {
 /// Apache Kafka answers a `read_committed` fetch only up to the partition's last stable
 /// offset (LSO), below which every transaction is decided, and lists the aborted ones
 /// overlapping the data: transactional data below the LSO and not listed is committed and
-/// need not wait for its marker. Tansu 0.6 reports LSO = high watermark with open
-/// transactions' data below it and no aborted list (docs/compatibility.md): there only
+/// need not wait for its marker. Tansu 0.6 has an LSO too (while a transaction is open it
+/// stops there: LSO 0 < HW 150, nothing returned past it) but never an aborted list, so
+/// after an abort its aborted data sits below LSO = HW looking committed
+/// (docs/compatibility.md): an LSO below the high watermark proves nothing, and there only
 /// the markers decide.
 ///
-/// A broker proves it computes a real LSO in either of two ways: it advertises
-/// DescribeProducers (KIP-664, Kafka 2.8+: it keeps the per-producer transaction state the
-/// LSO is computed from), or it answers, for some partition, with an LSO below the high
-/// watermark (a transaction is open there and the LSO stops before it) and no batch past
-/// the LSO. Tansu 0.6 does neither (DescribeProducers is not advertised, its LSO always
-/// equals its high watermark), so it never qualifies. The proof holds for the fetcher's
-/// broker until a response contradicts it (a batch returned past its LSO), which
-/// withdraws it for good.
+/// What proves it: the broker advertises DescribeProducers (KIP-664, Kafka 2.8+), which
+/// reads the per-producer state the LSO and the aborted-transaction index come from. Tansu
+/// does not advertise it. A response that contradicts the LSO (a batch returned past it)
+/// withdraws the trust for good.
 #[derive(Debug, Default, Clone)]
 struct Stability {
-    proven: bool,
     contradicted: bool,
     /// Set by a background check of the broker's ApiVersions.
     advertised: Arc<std::sync::atomic::AtomicBool>,
@@ -326,58 +323,37 @@ impl Stability {
         });
     }
 
-    /// Updates the proof from one response's partitions.
+    /// Withdraws the trust if a partition of the response has a batch past its LSO.
     fn observe(&mut self, partitions: &[FetchedPartition]) {
-        for p in partitions.iter().filter(|p| p.error_code == 0) {
-            match stable_evidence(p.last_stable_offset, p.high_watermark, &p.records) {
-                Evidence::Proves => self.proven = true,
-                Evidence::Contradicts => {
-                    self.contradicted = true;
-                    return;
-                }
-                Evidence::None => {}
-            }
-        }
+        self.contradicted |= partitions
+            .iter()
+            .filter(|p| p.error_code == 0)
+            .any(|p| past_lso(p.last_stable_offset, &p.records));
     }
 
     fn trusted(&self) -> bool {
-        !self.contradicted
-            && (self.proven || self.advertised.load(std::sync::atomic::Ordering::Relaxed))
+        !self.contradicted && self.advertised.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
-/// What one partition of a response says about its broker's LSO.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Evidence {
-    /// LSO below the high watermark, nothing returned past it.
-    Proves,
-    /// A batch returned past the LSO: the broker does not bound `read_committed` by it.
-    Contradicts,
-    /// Nothing either way (LSO = high watermark, or no LSO).
-    None,
-}
-
-/// Reads the evidence from a partition's LSO, high watermark and record set (the base
-/// offset of each batch, in order; a partial last batch is ignored).
-fn stable_evidence(lso: i64, hw: i64, records: &[u8]) -> Evidence {
+/// Whether `records` hold a batch starting at or past `lso` (the base offset of each batch
+/// in order; a last batch whose 12-byte head is cut short is ignored). No LSO (−1):
+/// nothing to contradict.
+fn past_lso(lso: i64, records: &[u8]) -> bool {
     if lso < 0 {
-        return Evidence::None;
+        return false;
     }
     let mut at = 0usize;
-    while let Some(head) = records.get(at..at + 12) {
+    while let Some(head) = records.get(at..at.saturating_add(12)) {
         let base = i64::from_be_bytes(head[0..8].try_into().unwrap_or_default());
         let len = i32::from_be_bytes(head[8..12].try_into().unwrap_or_default());
         let Ok(len) = usize::try_from(len) else { break };
         if base >= lso {
-            return Evidence::Contradicts;
+            return true;
         }
         at = at.saturating_add(12).saturating_add(len);
     }
-    if lso < hw {
-        Evidence::Proves
-    } else {
-        Evidence::None
-    }
+    false
 }
 
 /// Kafka codes after which the partition is routed again: NOT_LEADER_OR_FOLLOWER,
@@ -741,72 +717,53 @@ mod tests {
     }
 
     #[test]
-    fn an_lso_below_the_high_watermark_with_nothing_past_it_proves_a_real_lso() {
-        assert_eq!(
-            stable_evidence(10, 20, &heads(&[0, 5], 40)),
-            Evidence::Proves
+    fn a_batch_at_or_past_the_lso_is_found() {
+        assert!(!past_lso(10, &heads(&[0, 5], 40)));
+        assert!(past_lso(5, &heads(&[0, 5], 40)));
+        assert!(!past_lso(-1, &heads(&[0, 5], 40)), "no LSO");
+        assert!(!past_lso(0, &[]));
+        assert!(
+            !past_lso(0, &heads(&[0], 40)[..8]),
+            "a head cut short is ignored"
         );
-        assert_eq!(stable_evidence(10, 20, &[]), Evidence::Proves);
     }
 
-    #[test]
-    fn tansus_lso_equal_to_the_high_watermark_proves_nothing() {
-        // Tansu: LSO = HW, with open and aborted data below it.
-        assert_eq!(stable_evidence(20, 20, &heads(&[0, 5], 40)), Evidence::None);
-        assert_eq!(stable_evidence(-1, 20, &heads(&[0], 40)), Evidence::None);
-    }
-
-    #[test]
-    fn a_batch_past_the_lso_contradicts_it_and_withdraws_the_proof() {
-        assert_eq!(
-            stable_evidence(5, 20, &heads(&[0, 5], 40)),
-            Evidence::Contradicts
-        );
-        let p = |lso: i64, records: Vec<u8>| FetchedPartition {
+    fn partition(lso: i64, hw: i64, records: Vec<u8>) -> FetchedPartition {
+        FetchedPartition {
             topic: "t".into(),
             partition: 0,
             error_code: 0,
-            high_watermark: 20,
+            high_watermark: hw,
             last_stable_offset: lso,
             log_start_offset: 0,
             aborted_transactions: Vec::new(),
             preferred_read_replica: -1,
             current_leader: None,
             records: Bytes::from(records),
-        };
-        let mut s = Stability::default();
-        s.observe(&[p(20, heads(&[0], 10))]);
-        assert!(!s.trusted(), "LSO = HW proves nothing");
-        s.observe(&[p(20, heads(&[0], 10)), p(10, heads(&[0], 10))]);
-        assert!(s.trusted());
-        s.observe(&[p(20, heads(&[0], 10))]);
-        assert!(s.trusted(), "the proof holds for the broker");
-        s.observe(&[p(3, heads(&[0, 3], 10))]);
-        assert!(!s.trusted(), "withdrawn");
-        s.observe(&[p(10, heads(&[0], 10))]);
-        assert!(!s.trusted(), "for good");
+        }
     }
 
     #[test]
-    fn a_broker_advertising_describe_producers_is_trusted_until_contradicted() {
+    fn an_lso_below_the_high_watermark_alone_is_no_proof() {
+        // Tansu with a transaction open: LSO 0 < HW 150, nothing past it. After an abort it
+        // has aborted data below LSO = HW and no aborted list: trusting it would forward it.
+        let mut s = Stability::default();
+        s.observe(&[partition(0, 150, Vec::new())]);
+        assert!(!s.trusted());
+    }
+
+    #[test]
+    fn a_broker_advertising_describe_producers_is_trusted_until_contradicted_for_good() {
         let mut s = Stability::default();
         s.advertised
             .store(true, std::sync::atomic::Ordering::Relaxed);
         assert!(s.trusted());
-        let past = FetchedPartition {
-            topic: "t".into(),
-            partition: 0,
-            error_code: 0,
-            high_watermark: 20,
-            last_stable_offset: 3,
-            log_start_offset: 0,
-            aborted_transactions: Vec::new(),
-            preferred_read_replica: -1,
-            current_leader: None,
-            records: Bytes::from(heads(&[0, 3], 10)),
-        };
-        s.observe(&[past]);
-        assert!(!s.trusted());
+        s.observe(&[partition(20, 20, heads(&[0], 10))]);
+        assert!(s.trusted(), "data below the LSO is what Kafka returns");
+        s.observe(&[partition(3, 20, heads(&[0, 3], 10))]);
+        assert!(!s.trusted(), "a batch past the LSO");
+        s.observe(&[partition(20, 20, heads(&[0], 10))]);
+        assert!(!s.trusted(), "for good");
     }
 
     #[test]
