@@ -288,3 +288,71 @@ fn a_backlog_far_larger_than_the_in_flight_budget_is_replicated_whole() {
         "the target holds exactly the source's records, in order"
     );
 }
+
+/// Held bytes count against one limit for the whole process (half the budget), not only
+/// per partition. Two flows (two fetchers, sharing the budget) each replicate a committed
+/// transaction of ~0.9 MiB: each partition holds less than the 1 MiB a partition may hold
+/// before its COMMIT marker comes (Tansu: markers decide), but together they hold more.
+/// The partition holding the most fails with a clear error naming its transaction,
+/// rather than the budget running out with no error.
+#[test]
+fn transactions_held_over_half_the_budget_together_fail_with_a_clear_error() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let mut data = DataGen::new(5);
+    for topic in ["held.a", "held.b"] {
+        rdkafka::create_topic(&src, topic, 1, &[]).expect("topic");
+        let spec = RecordSpec {
+            partition: Some(0),
+            value_len: Some(4096),
+            ..RecordSpec::default()
+        };
+        let opts = ProduceOptions {
+            transaction: Transaction::Commit,
+            batch_num_messages: Some(4),
+            ..ProduceOptions::default()
+        };
+        rdkafka::produce(&src, topic, &data.records(225, &spec), &opts).expect("produce");
+    }
+    let flow = |name: &str| {
+        format!(
+            "[[flows]]\nname = \"{name}\"\nsource = \"src\"\ntarget = \"dst\"\n\
+             [flows.topics]\ninclude = [\"held.{name}\"]\n{SYNC_OFF}"
+        )
+    };
+    let text = format!(
+        r#"
+[clusters.src]
+bootstrap_servers = "{src}"
+request_timeout = "3s"
+[clusters.dst]
+bootstrap_servers = "{dst}"
+request_timeout = "3s"
+{}{}[engine]
+in_flight_memory = "2MiB"
+fetch_max_bytes = "64KiB"
+fetch_partition_max_bytes = "64KiB"
+"#,
+        flow("a"),
+        flow("b")
+    );
+    let config = load_str(&text, "test config", &|_| None).expect("valid config");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let engine = Engine::new(config);
+    let err = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(120), engine.run_once()).await })
+        .expect("no stall: finished")
+        .expect_err("over the held limit");
+    let text = err.to_string();
+    assert!(text.contains("held."), "names the partition: {text}");
+    assert!(text.contains("the most of any partition"), "{text}");
+    assert!(
+        text.contains("producer id"),
+        "names the transaction: {text}"
+    );
+    assert!(text.contains("open since source offset 0"), "{text}");
+    assert!(
+        text.contains("engine.in_flight_memory"),
+        "says what to change: {text}"
+    );
+}
