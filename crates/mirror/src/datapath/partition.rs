@@ -265,7 +265,7 @@ async fn send_loop(
                 for r in &plan.slow {
                     feed.metrics.slow_path(r.as_str());
                 }
-                check_held(spec, feed, &planner)?;
+                check_held(spec, feed, &mut planner)?;
                 let fetched_to = plan.next_position;
                 for (step, reservation) in plan.steps {
                     let recovering = recovery.remaining() > 0;
@@ -666,16 +666,24 @@ pub fn ack_base(acked: i64, expected: u64) -> AckBase {
 
 /// Publishes the partition's held bytes (its budget account and the `strait_held_bytes`
 /// metric; `/health` names the oldest open transaction while every partition together
-/// holds more than the budget's held limit) and fails when the partition holds more than
-/// it may while transactions are open: more than `spec.max_held_bytes` alone, or the most
-/// of all partitions while they exceed the held limit together (rules 5–6 of
-/// [`super::quota`]; when another partition holds the most, that one is failed through
-/// its feed).
+/// holds more than the budget's held limit) and acts when the partition holds more than it
+/// may while transactions are open — more than `spec.max_held_bytes` alone, or the most of
+/// all partitions while they exceed the held limit together (rules 5–6 of
+/// [`super::quota`]; when another partition holds the most, that one is failed through its
+/// feed): it spills ([`Planner::spill`]: the held batches are dropped, the partition reads
+/// ahead for the markers and then re-reads from where its steps stopped, moving the fetch
+/// cursor back when the planner asks) or, with `--once` or when already spilling, fails
+/// with an error naming the transaction.
 fn check_held(
     spec: &PartitionSpec,
     feed: &PartitionFeed,
-    planner: &Planner<Arc<Reservation>>,
+    planner: &mut Planner<Arc<Reservation>>,
 ) -> Result<(), MirrorError> {
+    if let Some(at) = planner.take_rewind() {
+        tracing::info!(flow = %spec.flow, topic = %spec.source_topic, partition = spec.partition,
+            from = at, "every transaction held before the spill is decided: re-reading");
+        feed.with_cursor(|c| c.position = at);
+    }
     let held = planner.held_bytes();
     let oldest = planner.oldest_open();
     let share = feed.share(&spec.budget, &spec.flow);
@@ -695,7 +703,7 @@ fn check_held(
             spec.budget.held_limit()
         )
     }));
-    if held > spec.max_held_bytes {
+    let err = if held > spec.max_held_bytes {
         let txn = oldest.map_or_else(
             || "no open transaction".to_owned(),
             |t| {
@@ -705,7 +713,7 @@ fn check_held(
                 )
             },
         );
-        return Err(MirrorError::other(format!(
+        format!(
             "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
              abort, more than the {} allowed (half of engine.in_flight_memory); raise \
              engine.in_flight_memory or end the transaction",
@@ -713,9 +721,23 @@ fn check_held(
             spec.source_topic,
             spec.partition,
             spec.max_held_bytes
-        )));
+        )
+    } else {
+        match spec.budget.check_held(share) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        }
+    };
+    // `--once` stops at the end seen at start: it does not read ahead for markers.
+    if spec.until.is_none() && planner.spill() {
+        tracing::warn!(flow = %spec.flow, topic = %spec.source_topic, partition = spec.partition,
+            "{err}: dropping the held batches and reading ahead for the markers; the \
+             partition re-reads them once decided");
+        share.set_held(0, None);
+        feed.metrics.held(0);
+        return Ok(());
     }
-    spec.budget.check_held(share).map_err(MirrorError::other)
+    Err(MirrorError::other(err))
 }
 
 fn mark_done(progress: &Progress) {
