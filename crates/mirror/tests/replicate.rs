@@ -289,19 +289,15 @@ fn a_backlog_far_larger_than_the_in_flight_budget_is_replicated_whole() {
     );
 }
 
-/// Held bytes count against one limit for the whole process (half the budget), not only
-/// per partition. Two flows (two fetchers, sharing the budget) each replicate a committed
-/// transaction of ~0.9 MiB: each partition holds less than the 1 MiB a partition may hold
-/// before its COMMIT marker comes (Tansu: markers decide), but together they hold more.
-/// Under `--once` (which does not read ahead past the end seen at start, so cannot spill)
-/// the partition holding the most fails with a clear error naming its transaction, rather
-/// than the budget running out with no error; a running engine spills instead (the test
-/// below).
-#[test]
-fn transactions_held_over_half_the_budget_together_fail_with_a_clear_error() {
+/// Two flows (two fetchers, sharing one budget), each with a committed transaction of
+/// ~0.9 MiB in topic `held.<flow>`: each partition holds less than the 1 MiB a partition
+/// may hold before its COMMIT marker comes (Tansu: markers decide), but together more
+/// than the 1 MiB every partition together may hold.
+fn two_held_flows() -> (TansuCluster, Config, Vec<TestRecord>, Vec<TestRecord>) {
     let cluster = TansuCluster::start(2).expect("brokers");
     let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
     let mut data = DataGen::new(5);
+    let mut produced = Vec::new();
     for topic in ["held.a", "held.b"] {
         rdkafka::create_topic(&src, topic, 1, &[]).expect("topic");
         let spec = RecordSpec {
@@ -314,7 +310,9 @@ fn transactions_held_over_half_the_budget_together_fail_with_a_clear_error() {
             batch_num_messages: Some(4),
             ..ProduceOptions::default()
         };
-        rdkafka::produce(&src, topic, &data.records(225, &spec), &opts).expect("produce");
+        let records = data.records(225, &spec);
+        rdkafka::produce(&src, topic, &records, &opts).expect("produce");
+        produced.push(records);
     }
     let flow = |name: &str| {
         format!(
@@ -331,6 +329,7 @@ request_timeout = "3s"
 bootstrap_servers = "{dst}"
 request_timeout = "3s"
 {}{}[engine]
+fetch_max_wait = "100ms"
 in_flight_memory = "2MiB"
 fetch_max_bytes = "64KiB"
 fetch_partition_max_bytes = "64KiB"
@@ -339,6 +338,18 @@ fetch_partition_max_bytes = "64KiB"
         flow("b")
     );
     let config = load_str(&text, "test config", &|_| None).expect("valid config");
+    let b = produced.pop().unwrap_or_default();
+    let a = produced.pop().unwrap_or_default();
+    (cluster, config, a, b)
+}
+
+/// Held bytes count against one limit for the whole process, not only per partition.
+/// Under `--once` (which does not read ahead past the end seen at start, so cannot spill)
+/// the partition holding the most fails with a clear error naming its transaction,
+/// rather than the budget running out with no error.
+#[test]
+fn transactions_held_over_half_the_budget_together_fail_with_a_clear_error_under_once() {
+    let (_cluster, config, _, _) = two_held_flows();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let engine = Engine::new(config);
     let err = runtime
@@ -357,6 +368,51 @@ fetch_partition_max_bytes = "64KiB"
         text.contains("engine.in_flight_memory"),
         "says what to change: {text}"
     );
+}
+
+/// The same held bytes with the engine running: the partition holding the most spills
+/// (also when the other partition is the one that finds the limit exceeded) and re-reads
+/// its transaction once decided; both transactions reach the targets whole.
+#[test]
+fn transactions_held_over_half_the_budget_together_are_replicated_by_spilling() {
+    let (cluster, config, a, b) = two_held_flows();
+    let dst = cluster.broker(1).bootstrap();
+    let engine = Engine::new(config);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = runtime.spawn(async move {
+        engine
+            .run(async {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    for (topic, want) in [("src.held.a", &a), ("src.held.b", &b)] {
+        let got = rdkafka::consume(
+            &dst,
+            topic,
+            &ConsumeOptions {
+                idle: Duration::from_secs(20),
+                max_time: Duration::from_secs(90),
+                ..ConsumeOptions::count(want.len())
+            },
+        )
+        .expect("consume");
+        let got: Vec<TestRecord> = got.iter().map(|r| r.to_test_record()).collect();
+        assert!(
+            &got == want,
+            "{topic}: {} of {} records, in order",
+            got.len(),
+            want.len()
+        );
+    }
+    assert!(!running.is_finished(), "no flow failed");
+    let _ = stop_tx.send(());
+    let stopped = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), running).await })
+        .expect("stops")
+        .expect("task");
+    assert!(stopped.is_ok(), "{stopped:?}");
 }
 
 /// A committed transaction larger than half the budget in one partition (more than it may

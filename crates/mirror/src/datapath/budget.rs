@@ -59,6 +59,8 @@ struct Account {
     oldest: Mutex<Option<(i64, i64, Instant)>>,
     /// Set when another partition found this one holding the most over the held limit.
     evicted: Mutex<Option<String>>,
+    /// Set with `evicted`, taken by the fetcher (which then makes the pipeline look).
+    nudge: std::sync::atomic::AtomicBool,
 }
 
 /// A partition's account in the [`Budget`]: what its reservations and held batches use
@@ -111,6 +113,7 @@ impl Budget {
             held: AtomicU64::new(0),
             oldest: Mutex::new(None),
             evicted: Mutex::new(None),
+            nudge: std::sync::atomic::AtomicBool::new(false),
         });
         let mut all = lock(&self.accounts.all);
         all.retain(|w| w.strong_count() > 0);
@@ -147,7 +150,8 @@ impl Budget {
 
     /// Rules 5–6 of [`super::quota`] for `share`, after it updated its held bytes: `Err`
     /// with the reason when it must fail. When another partition holds the most, that one
-    /// is marked (its fetcher fails it: [`Share::evicted`]) and `Ok` is returned.
+    /// is marked ([`Share::take_eviction`]; its fetcher nudges its pipeline, which spills
+    /// or fails) and `Ok` is returned.
     pub fn check_held(&self, share: &Share) -> Result<(), String> {
         let limit = self.held_limit();
         let total = self.held();
@@ -170,6 +174,7 @@ impl Budget {
                 if let Some(a) = largest {
                     let why = held_message(&a, total, limit);
                     *lock(&a.evicted) = Some(why);
+                    a.nudge.store(true, Ordering::Relaxed);
                 }
                 Ok(())
             }
@@ -390,10 +395,15 @@ impl Share {
         };
     }
 
-    /// Why the partition must fail, when another partition found it holding the most
-    /// over the held limit.
-    pub fn evicted(&self) -> Option<String> {
-        lock(&self.account.evicted).clone()
+    /// Why the partition must spill or fail, when another partition found it holding the
+    /// most over the held limit (once: it is cleared).
+    pub fn take_eviction(&self) -> Option<String> {
+        lock(&self.account.evicted).take()
+    }
+
+    /// Whether the partition's pipeline must be made to look at an eviction (once).
+    pub fn take_nudge(&self) -> bool {
+        self.account.nudge.swap(false, Ordering::Relaxed)
     }
 }
 
@@ -579,14 +589,19 @@ mod tests {
         c.set_held(25, Some((8, 5)));
         // 55 > 50: c checks, but a holds the most: a is told through its feed.
         assert!(b.check_held(&c).is_ok());
-        let why = a.evicted().expect("a holds the most");
+        assert!(
+            a.take_nudge() && !a.take_nudge(),
+            "the fetcher is told once"
+        );
+        let why = a.take_eviction().expect("a holds the most");
         assert!(why.contains("a holds 30 bytes"), "{why}");
         assert!(
             why.contains("producer id 7 open since source offset 100"),
             "{why}"
         );
         assert!(why.contains("55 bytes"), "{why}");
-        assert!(c.evicted().is_none());
+        assert!(c.take_eviction().is_none() && !c.take_nudge());
+        assert!(a.take_eviction().is_none(), "taken");
         let oldest = b.oldest_held().expect("open");
         assert_eq!(
             (oldest.producer_id, oldest.first_offset),

@@ -386,20 +386,13 @@ async fn run_fetcher(
             parts.push(p);
         }
         parts.retain(|p| !p.stopped());
-        // Another partition found this one holding the most bytes over the held limit.
-        parts.retain(|p| {
-            let Some(why) = p.share(&router.budget, &router.flow).evicted() else {
-                return true;
-            };
-            p.with_cursor(|c| c.paused = true);
-            let err = MirrorError::other(why)
-                .flow(&router.flow)
-                .cluster(&router.cluster)
-                .topic(&p.topic)
-                .partition(p.partition);
-            let _ = p.tx.try_send(Feed::Failed(err));
-            false
-        });
+        // Another partition found this one holding the most bytes over the held limit:
+        // make its pipeline look (an empty record set), which spills or fails it.
+        for p in &parts {
+            if p.share(&router.budget, &router.flow).take_nudge() {
+                nudge(&router, p);
+            }
+        }
         let min_room = router.min_fetch_room();
         let mut wanted: Vec<(Arc<PartitionFeed>, Cursor)> = Vec::new();
         for p in &parts {
@@ -505,6 +498,28 @@ async fn run_fetcher(
             }
         }
     }
+}
+
+/// Hands the pipeline an empty record set at its cursor, so that it plans (and checks what
+/// it holds) without new data.
+fn nudge(router: &Router, p: &PartitionFeed) {
+    let end = *p.last_end.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(zero) = router.budget.try_reserve(0) else {
+        return;
+    };
+    p.with_cursor(|c| {
+        let feed = Feed::Data {
+            generation: c.generation,
+            position: c.position,
+            records: Bytes::new(),
+            aborted: Vec::new(),
+            end: end.max(c.position),
+            stable: None,
+            reservation: Arc::new(zero),
+        };
+        // A full channel: the pipeline has data to plan anyway, and sees the eviction then.
+        let _ = p.tx.try_send(feed);
+    });
 }
 
 /// The most a partition may bring in one fetch: the configured limit, doubled for each

@@ -669,8 +669,8 @@ pub fn ack_base(acked: i64, expected: u64) -> AckBase {
 /// holds more than the budget's held limit) and acts when the partition holds more than it
 /// may while transactions are open — more than `spec.max_held_bytes` alone, or the most of
 /// all partitions while they exceed the held limit together (rules 5–6 of
-/// [`super::quota`]; when another partition holds the most, that one is failed through its
-/// feed): it spills ([`Planner::spill`]: the held batches are dropped, the partition reads
+/// [`super::quota`]; when another partition holds the most, that one is told through its
+/// account and its fetcher makes it look with an empty record set): it spills ([`Planner::spill`]: the held batches are dropped, the partition reads
 /// ahead for the markers and then re-reads from where its steps stopped, moving the fetch
 /// cursor back when the planner asks) or, with `--once` or when already spilling, fails
 /// with an error naming the transaction.
@@ -722,6 +722,8 @@ fn check_held(
             spec.partition,
             spec.max_held_bytes
         )
+    } else if let Some(why) = share.take_eviction() {
+        why
     } else {
         match spec.budget.check_held(share) {
             Ok(()) => return Ok(()),
@@ -735,6 +737,9 @@ fn check_held(
              partition re-reads them once decided");
         share.set_held(0, None);
         feed.metrics.held(0);
+        if spec.budget.held() <= spec.budget.held_limit() {
+            feed.metrics.held_alarm(None);
+        }
         return Ok(());
     }
     Err(MirrorError::other(err))

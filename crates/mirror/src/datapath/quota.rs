@@ -24,9 +24,11 @@
 //! [`held_verdict`]:
 //!
 //! 5. *Within the limit, nothing happens.*
-//! 6. *Over the limit, the partition holding the most fails* with a clear error (the one
-//!    checking, if it holds the most, ties included; otherwise the largest holder is told
-//!    through its feed). The others carry on.
+//! 6. *Over the limit, the partition holding the most must let go*: it spills (drops what
+//!    it holds and re-reads it once decided, `Planner::spill`) or, where it cannot
+//!    (`--once`), fails with a clear error. It is the one checking if it holds the most,
+//!    ties included; otherwise the largest holder is told through its account. The
+//!    others carry on.
 
 /// The budget's state as one partition's fetch decision sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,9 +64,9 @@ pub fn may_fetch(q: QuotaInput) -> bool {
 pub enum HeldVerdict {
     /// Rule 5: the held bytes of every partition are within the limit.
     Within,
-    /// Rule 6: over the limit and the checking partition holds the most: it fails.
+    /// Rule 6: over the limit and the checking partition holds the most: it lets go.
     FailThis,
-    /// Rule 6: over the limit and another partition holds more: that one fails.
+    /// Rule 6: over the limit and another partition holds more: that one lets go.
     FailLargest,
 }
 
