@@ -150,13 +150,6 @@ impl Broker {
         .await
     }
 
-    /// The open connection for `purpose` if there is one now; `None` while none is open
-    /// or one is being set up (never waits).
-    pub(crate) fn open_connection(&self, purpose: Purpose) -> Option<Arc<Connection>> {
-        let slot = self.conns[purpose.index()].try_lock().ok()?;
-        slot.as_ref().filter(|c| !c.is_closed()).cloned()
-    }
-
     /// Until when the broker asked to be left alone (KIP-219), if that is still ahead.
     pub(crate) fn throttled_until(&self) -> Option<Instant> {
         let until = *self.throttled_until.lock();

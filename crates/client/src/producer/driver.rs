@@ -79,12 +79,15 @@ pub(super) struct Driver {
     wake_at: Option<Instant>,
 }
 
-/// A broker's produce connection as the driver sees it while it is not open.
+/// A broker's produce connection as the driver sees it.
 enum Link {
+    /// Open (until it closes: then a task connects again).
+    Ready(Arc<Connection>),
     /// A task is connecting.
     Connecting,
-    /// The last attempt failed: its partitions' next batches fail with this (and retry).
-    Failed(Error),
+    /// The last attempt failed (at this time): its partitions' next batches fail with this
+    /// (and retry), unless it is older than a retry would be.
+    Failed(Error, Instant),
 }
 
 /// What [`Driver::connection`] found.
@@ -316,15 +319,18 @@ impl Driver {
     fn connection(&self, broker: &Arc<Broker>) -> Conn {
         let mut links = self.links.lock();
         match links.remove(&broker.id) {
+            Some(Link::Ready(c)) if !c.is_closed() => {
+                links.insert(broker.id, Link::Ready(c.clone()));
+                return Conn::Ready(c);
+            }
             Some(Link::Connecting) => {
                 links.insert(broker.id, Link::Connecting);
                 return Conn::Pending;
             }
-            Some(Link::Failed(e)) => return Conn::Failed(e),
-            None => {}
-        }
-        if let Some(c) = broker.open_connection(Purpose::Produce) {
-            return Conn::Ready(c);
+            Some(Link::Failed(e, at)) if at.elapsed() < self.inner.client.config().backoff.max => {
+                return Conn::Failed(e);
+            }
+            Some(Link::Ready(_) | Link::Failed(..)) | None => {}
         }
         links.insert(broker.id, Link::Connecting);
         drop(links);
@@ -333,10 +339,11 @@ impl Driver {
             let r = broker.connection(Purpose::Produce).await;
             {
                 let mut links = links.lock();
-                match r {
-                    Ok(_) => links.remove(&broker.id),
-                    Err(e) => links.insert(broker.id, Link::Failed(e.broker(broker.id))),
+                let link = match r {
+                    Ok(c) => Link::Ready(c),
+                    Err(e) => Link::Failed(e.broker(broker.id), Instant::now()),
                 };
+                links.insert(broker.id, link);
             }
             inner.wake.notify_one();
         });
