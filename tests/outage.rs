@@ -329,3 +329,178 @@ fn delivery_timeout_is_configurable_and_bounded() {
         assert!(err.contains("engine.delivery_timeout"), "{bad}: {err}");
     }
 }
+
+/// Two flows from one source share the process's in-flight budget: `healthy` to one
+/// target, `stuck` to another behind a fault proxy.
+fn two_flow_config(source: &str, good: &str, bad: &str) -> Config {
+    let text = format!(
+        r#"
+[clusters.src]
+bootstrap_servers = "{source}"
+connect_timeout = "2s"
+request_timeout = "2s"
+[clusters.good]
+bootstrap_servers = "{good}"
+connect_timeout = "2s"
+request_timeout = "2s"
+[clusters.bad]
+bootstrap_servers = "{bad}"
+connect_timeout = "2s"
+request_timeout = "2s"
+[[flows]]
+name = "healthy"
+source = "src"
+target = "good"
+[flows.topics]
+include = ["healthy"]
+[flows.sync]
+group_offsets = false
+heartbeats = false
+checkpoints = false
+[[flows]]
+name = "stuck"
+source = "src"
+target = "bad"
+[flows.topics]
+include = ["stuck"]
+[flows.sync]
+group_offsets = false
+heartbeats = false
+checkpoints = false
+[engine]
+fetch_max_wait = "100ms"
+in_flight_memory = "2MiB"
+fetch_partition_max_bytes = "64KiB"
+coalesce_max_bytes = "64KiB"
+delivery_timeout = "10m"
+[metrics]
+enabled = false
+"#
+    );
+    load_str(&text, "test config", &|_| None).expect("valid config")
+}
+
+/// `n` records of about 4 KiB each, values `{prefix}{i:06}` then padding.
+fn big_records(prefix: &str, from: usize, n: usize) -> Vec<TestRecord> {
+    (from..from + n)
+        .map(|i| {
+            let mut v = format!("{prefix}{i:06}").into_bytes();
+            v.resize(4096, b'.');
+            TestRecord::new(Bytes::from(format!("k{i}")), Bytes::from(v))
+        })
+        .collect()
+}
+
+/// Batches of 4 records (16 KiB): far smaller than the 2 MiB budget, as real batches
+/// (`max.message.bytes`, 1 MiB by default) are far smaller than the default 24 MiB. A
+/// partition over its quota may still bring one fetch, and a fetch brings at least one
+/// whole batch (KIP-74).
+fn small_batches() -> ProduceOptions {
+    ProduceOptions {
+        batch_num_messages: Some(4),
+        ..ProduceOptions::default()
+    }
+}
+
+/// Values of `topic` on `bootstrap` in offset order, waiting (at most `bound`) for `n`.
+fn values_of(bootstrap: &str, topic: &str, n: usize, bound: Duration) -> Vec<Bytes> {
+    let deadline = Instant::now() + bound;
+    loop {
+        let got: Vec<Bytes> = rdkafka::consume(
+            bootstrap,
+            topic,
+            &ConsumeOptions {
+                idle: Duration::from_secs(2),
+                max_time: Duration::from_secs(30),
+                ..ConsumeOptions::count(n)
+            },
+        )
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|r| r.value)
+        .collect();
+        if got.len() >= n || Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// "No stalls" (issue 12): a target partition that accepts no writes must not soak up the
+/// in-flight budget. Here the `stuck` flow's target stalls (connections open, nothing
+/// answered) while its source topic receives four times the budget; the `healthy` flow,
+/// written after that, must still replicate everything (checked by librdkafka on its
+/// target), and once the stall ends the stuck flow catches up too (never starved).
+#[test]
+fn a_target_that_does_not_acknowledge_holds_only_its_share_and_the_other_flow_keeps_replicating() {
+    let source = TansuBroker::start().expect("source broker");
+    let good = TansuBroker::start().expect("healthy target");
+    let (bad, proxy) = TansuBroker::start_behind_proxy(BrokerOptions::default()).expect("target");
+    let src = source.bootstrap();
+    for t in ["healthy", "stuck"] {
+        rdkafka::create_topic(&src, t, 1, &[]).expect("topic");
+    }
+    let first_h = big_records("h", 0, 10);
+    let first_s = big_records("s", 0, 10);
+    rdkafka::produce(&src, "healthy", &first_h, &small_batches()).expect("produce");
+    rdkafka::produce(&src, "stuck", &first_s, &small_batches()).expect("produce");
+
+    let mut engine = Running::start(two_flow_config(&src, &good.bootstrap(), &proxy.bootstrap()));
+    let bound = Duration::from_secs(60);
+    assert_eq!(
+        values_of(&good.bootstrap(), "src.healthy", 10, bound).len(),
+        10
+    );
+    assert_eq!(
+        values_of(&bad.bootstrap(), "src.stuck", 10, bound).len(),
+        10
+    );
+
+    // The stuck flow's target stops answering; its source gets 4× the 2 MiB budget.
+    proxy.stall();
+    let stuck_more = big_records("s", 10, 2000);
+    rdkafka::produce(&src, "stuck", &stuck_more, &small_batches()).expect("produce");
+    // Give its fetcher time to take what the budget lets it.
+    std::thread::sleep(Duration::from_secs(3));
+    let healthy_more = big_records("h", 10, 500);
+    rdkafka::produce(&src, "healthy", &healthy_more, &small_batches()).expect("produce");
+    let got = values_of(
+        &good.bootstrap(),
+        "src.healthy",
+        510,
+        Duration::from_secs(90),
+    );
+    let want: Vec<Bytes> = first_h
+        .iter()
+        .chain(&healthy_more)
+        .filter_map(|r| r.value.clone())
+        .collect();
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "every healthy record, while the other target stalls"
+    );
+    assert!(got == want, "in order, byte for byte");
+    assert!(
+        engine.wait(Duration::ZERO).is_none(),
+        "the engine is still running"
+    );
+
+    // The stall ends: the stuck flow is fetched again and catches up.
+    proxy.unstall();
+    let got = values_of(
+        &bad.bootstrap(),
+        "src.stuck",
+        2010,
+        Duration::from_secs(120),
+    );
+    let want: Vec<Bytes> = first_s
+        .iter()
+        .chain(&stuck_more)
+        .filter_map(|r| r.value.clone())
+        .collect();
+    assert_eq!(got.len(), want.len(), "the stuck flow caught up");
+    assert!(got == want, "in order, byte for byte");
+    let stopped = engine.stop(Duration::from_secs(60)).expect("stops");
+    assert!(stopped.is_ok(), "{stopped:?}");
+}

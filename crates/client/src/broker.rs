@@ -150,6 +150,12 @@ impl Broker {
         .await
     }
 
+    /// Until when the broker asked to be left alone (KIP-219), if that is still ahead.
+    pub(crate) fn throttled_until(&self) -> Option<Instant> {
+        let until = *self.throttled_until.lock();
+        until.filter(|t| *t > Instant::now())
+    }
+
     /// Closes every connection (used when the broker leaves the cluster metadata).
     pub(crate) fn close(&self) {
         for c in &self.conns {

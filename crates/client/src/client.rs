@@ -292,6 +292,18 @@ impl Client {
         c.versions().pick(api).map_err(|e| e.broker(broker_id))
     }
 
+    /// Whether broker `broker_id` advertises `api` at all (in its ApiVersions answer),
+    /// whether or not this client implements it (connects if needed).
+    pub async fn advertises(
+        &self,
+        broker_id: i32,
+        api: kafka_protocol::messages::ApiKey,
+    ) -> Result<bool> {
+        let b = self.broker(broker_id)?;
+        let c = b.connection(Purpose::Control).await?;
+        Ok(c.versions().broker_range(api).is_some())
+    }
+
     /// Sends to any reachable broker (control connection), trying each in turn on network
     /// errors.
     pub(crate) async fn send_any<R, F>(&self, build: F) -> Result<(i32, i16, R::Response)>
@@ -414,7 +426,7 @@ impl Client {
     }
 
     /// Refreshes if the cache is stale; concurrent callers share one refresh.
-    async fn refresh_if_stale(&self) -> Result<()> {
+    pub(crate) async fn refresh_if_stale(&self) -> Result<()> {
         if !self.inner.meta_stale.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -429,12 +441,54 @@ impl Client {
     /// The leader of `topic`/`partition` and its leader epoch, refreshing metadata when the
     /// partition is unknown or the cache is stale.
     pub async fn leader_for(&self, topic: &str, partition: i32) -> Result<(i32, i32)> {
+        self.note_interest(topic);
+        self.refresh_if_stale().await?;
+        self.leader_in_cache(topic, partition)
+    }
+
+    pub(crate) async fn leader_broker(&self, topic: &str, partition: i32) -> Result<Arc<Broker>> {
+        let (id, _) = self.leader_for(topic, partition).await?;
+        self.broker(id)
+    }
+
+    /// [`Client::leader_broker`] from the metadata cache, never waiting, also while the
+    /// cache is stale (a leader that moved answers NOT_LEADER_OR_FOLLOWER, which makes the
+    /// caller retry): `None` when the cache does not know the partition and is stale, so
+    /// only a refresh ([`Client::refresh_if_stale`]) can tell.
+    pub(crate) fn cached_leader_broker(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Option<Result<Arc<Broker>>> {
+        self.note_interest(topic);
+        let meta = self.cached_metadata();
+        match meta.partition(topic, partition) {
+            Some(p) if p.leader >= 0 => Some(self.broker(p.leader)),
+            _ if self.metadata_is_stale() => None,
+            _ => Some(
+                self.leader_in_cache(topic, partition)
+                    .and_then(|(id, _)| self.broker(id)),
+            ),
+        }
+    }
+
+    /// Whether the metadata cache is due for a refresh.
+    pub(crate) fn metadata_is_stale(&self) -> bool {
+        self.inner.meta_stale.load(Ordering::Acquire)
+    }
+
+    /// Routes to `topic` from now on (a topic not routed to yet makes the cache stale).
+    fn note_interest(&self, topic: &str) {
         let known = self.inner.interest.lock().contains(topic);
         if !known {
             self.inner.interest.lock().insert(topic.to_string());
             self.invalidate_metadata();
         }
-        self.refresh_if_stale().await?;
+    }
+
+    /// The leader and epoch the metadata cache holds; an error (and a stale cache) when it
+    /// has none.
+    fn leader_in_cache(&self, topic: &str, partition: i32) -> Result<(i32, i32)> {
         let meta = self.cached_metadata();
         let err = |code: i16| {
             Error::from_code(code)
@@ -455,9 +509,18 @@ impl Client {
         }
     }
 
-    pub(crate) async fn leader_broker(&self, topic: &str, partition: i32) -> Result<Arc<Broker>> {
-        let (id, _) = self.leader_for(topic, partition).await?;
-        self.broker(id)
+    /// Replaces the metadata cache with `meta` and marks its topics as routed to (tests
+    /// that need a cluster shape a single Tansu broker cannot have: several brokers).
+    #[cfg(test)]
+    pub(crate) fn set_metadata_for_test(&self, meta: ClusterMetadata) {
+        self.inner
+            .interest
+            .lock()
+            .extend(meta.topics.keys().cloned());
+        self.inner.brokers.write().clear();
+        *self.inner.meta.write() = Arc::new(meta);
+        self.inner.meta_gen.fetch_add(1, Ordering::AcqRel);
+        self.inner.meta_stale.store(false, Ordering::Release);
     }
 
     // ---- coordinators --------------------------------------------------------------------

@@ -116,3 +116,47 @@ async fn librdkafka_produces_every_codec_strait_reads_exactly() {
         }
     }
 }
+
+/// Tansu with a transaction left open (its librdkafka producer gone): a `read_committed`
+/// fetch reports an LSO at the transaction's first offset, below the high watermark, and
+/// returns nothing past it; `read_uncommitted` returns the data. So Tansu does stop at an
+/// LSO, yet never sends an aborted list: an LSO below the high watermark is no proof
+/// that a broker's aborted list can be trusted (docs/compatibility.md).
+#[tokio::test]
+async fn tansu_stops_read_committed_at_an_open_transaction() {
+    let b = broker();
+    let c = client(&b).await;
+    create(&c, "open-txn", 1).await;
+    let opts = ProduceOptions {
+        transaction: rdkafka::Transaction::Open,
+        ..ProduceOptions::default()
+    };
+    rdkafka::produce(&b.bootstrap(), "open-txn", &records(20), &opts).expect("produce");
+    let (leader, _) = c.leader_for("open-txn", 0).await.expect("leader");
+    let fetch = |isolation| {
+        let c = c.clone();
+        async move {
+            let opts = FetchOptions {
+                max_wait: Duration::from_millis(100),
+                isolation,
+                ..FetchOptions::default()
+            };
+            let r = c
+                .fetch(leader, &[FetchPosition::new("open-txn", 0, 0)], &opts)
+                .await
+                .expect("fetch");
+            r.partitions.into_iter().next().expect("the partition")
+        }
+    };
+    let committed = fetch(IsolationLevel::ReadCommitted).await;
+    assert_eq!(committed.error_code, 0);
+    assert_eq!(committed.high_watermark, 20);
+    assert_eq!(
+        committed.last_stable_offset, 0,
+        "stops at the open transaction"
+    );
+    assert!(committed.records.is_empty());
+    assert!(committed.aborted_transactions.is_empty());
+    let uncommitted = fetch(IsolationLevel::ReadUncommitted).await;
+    assert!(!uncommitted.records.is_empty(), "the data is stored");
+}

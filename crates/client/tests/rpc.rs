@@ -472,3 +472,23 @@ async fn acl_apis_on_tansu_answer_empty_or_a_typed_error() {
     let e = created.expect_err("Tansu's CreateAcls answer");
     assert!(matches!(e.kind(), ErrorKind::Protocol(_)), "{e}");
 }
+
+/// Tansu advertises no DescribeProducers (docs/compatibility.md): the engine's fetchers
+/// read that as "the LSO is not known to be real" and keep the marker path there.
+#[tokio::test]
+async fn advertises_tells_what_the_broker_lists_in_api_versions() {
+    let b = common::broker();
+    let c = common::client(&b).await;
+    let meta = c.metadata(None).await.expect("metadata");
+    let id = *meta.brokers.keys().next().expect("a broker");
+    assert!(
+        c.advertises(id, ApiKey::Produce)
+            .await
+            .expect("api versions")
+    );
+    assert!(
+        !c.advertises(id, ApiKey::DescribeProducers)
+            .await
+            .expect("api versions")
+    );
+}

@@ -288,3 +288,210 @@ fn a_backlog_far_larger_than_the_in_flight_budget_is_replicated_whole() {
         "the target holds exactly the source's records, in order"
     );
 }
+
+/// Two flows (two fetchers, sharing one budget), each with a committed transaction of
+/// ~0.9 MiB in topic `held.<flow>`: each partition holds less than the 1 MiB a partition
+/// may hold before its COMMIT marker comes (Tansu: markers decide), but together more
+/// than the 1 MiB every partition together may hold.
+fn two_held_flows() -> (TansuCluster, Config, Vec<TestRecord>, Vec<TestRecord>) {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let mut data = DataGen::new(5);
+    let mut produced = Vec::new();
+    for topic in ["held.a", "held.b"] {
+        rdkafka::create_topic(&src, topic, 1, &[]).expect("topic");
+        let spec = RecordSpec {
+            partition: Some(0),
+            value_len: Some(4096),
+            ..RecordSpec::default()
+        };
+        let opts = ProduceOptions {
+            transaction: Transaction::Commit,
+            batch_num_messages: Some(4),
+            ..ProduceOptions::default()
+        };
+        let records = data.records(225, &spec);
+        rdkafka::produce(&src, topic, &records, &opts).expect("produce");
+        produced.push(records);
+    }
+    let flow = |name: &str| {
+        format!(
+            "[[flows]]\nname = \"{name}\"\nsource = \"src\"\ntarget = \"dst\"\n\
+             [flows.topics]\ninclude = [\"held.{name}\"]\n{SYNC_OFF}"
+        )
+    };
+    let text = format!(
+        r#"
+[clusters.src]
+bootstrap_servers = "{src}"
+request_timeout = "3s"
+[clusters.dst]
+bootstrap_servers = "{dst}"
+request_timeout = "3s"
+{}{}[engine]
+fetch_max_wait = "100ms"
+in_flight_memory = "2MiB"
+fetch_max_bytes = "64KiB"
+fetch_partition_max_bytes = "64KiB"
+"#,
+        flow("a"),
+        flow("b")
+    );
+    let config = load_str(&text, "test config", &|_| None).expect("valid config");
+    let b = produced.pop().unwrap_or_default();
+    let a = produced.pop().unwrap_or_default();
+    (cluster, config, a, b)
+}
+
+/// Held bytes count against one limit for the whole process, not only per partition.
+/// Under `--once` (which does not read ahead past the end seen at start, so cannot spill)
+/// the partition holding the most fails with a clear error naming its transaction,
+/// rather than the budget running out with no error.
+#[test]
+fn transactions_held_over_half_the_budget_together_fail_with_a_clear_error_under_once() {
+    let (_cluster, config, _, _) = two_held_flows();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let engine = Engine::new(config);
+    let err = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(120), engine.run_once()).await })
+        .expect("no stall: finished")
+        .expect_err("over the held limit");
+    let text = err.to_string();
+    assert!(text.contains("held."), "names the partition: {text}");
+    assert!(text.contains("the most of any partition"), "{text}");
+    assert!(
+        text.contains("producer id"),
+        "names the transaction: {text}"
+    );
+    assert!(text.contains("open since source offset 0"), "{text}");
+    assert!(
+        text.contains("engine.in_flight_memory"),
+        "says what to change: {text}"
+    );
+}
+
+/// The same held bytes with the engine running: the partition holding the most spills
+/// (also when the other partition is the one that finds the limit exceeded) and re-reads
+/// its transaction once decided; both transactions reach the targets whole.
+#[test]
+fn transactions_held_over_half_the_budget_together_are_replicated_by_spilling() {
+    let (cluster, config, a, b) = two_held_flows();
+    let dst = cluster.broker(1).bootstrap();
+    let engine = Engine::new(config);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = runtime.spawn(async move {
+        engine
+            .run(async {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    for (topic, want) in [("src.held.a", &a), ("src.held.b", &b)] {
+        let got = rdkafka::consume(
+            &dst,
+            topic,
+            &ConsumeOptions {
+                idle: Duration::from_secs(20),
+                max_time: Duration::from_secs(90),
+                ..ConsumeOptions::count(want.len())
+            },
+        )
+        .expect("consume");
+        let got: Vec<TestRecord> = got.iter().map(|r| r.to_test_record()).collect();
+        assert!(
+            &got == want,
+            "{topic}: {} of {} records, in order",
+            got.len(),
+            want.len()
+        );
+    }
+    assert!(!running.is_finished(), "no flow failed");
+    let _ = stop_tx.send(());
+    let stopped = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), running).await })
+        .expect("stops")
+        .expect("task");
+    assert!(stopped.is_ok(), "{stopped:?}");
+}
+
+/// A committed transaction larger than half the budget in one partition (more than it may
+/// hold before its marker, Tansu: markers decide) no longer fails the partition on every
+/// restart: its held batches are dropped, the partition reads ahead for the marker and
+/// re-reads them decided. An aborted one as large is dropped the same way, never
+/// forwarded. librdkafka checks the target holds exactly the committed records, in order.
+#[test]
+fn a_transaction_larger_than_half_the_budget_is_replicated_by_reading_it_again() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, "txn.big", 1, &[]).expect("topic");
+    let mut data = DataGen::new(9);
+    let big = RecordSpec {
+        partition: Some(0),
+        value_len: Some(4096),
+        ..RecordSpec::default()
+    };
+    let small = RecordSpec {
+        partition: Some(0),
+        ..RecordSpec::default()
+    };
+    let mut want = Vec::new();
+    for (records, transaction) in [
+        (data.records(10, &small), Transaction::None),
+        // ~1.5 MiB: more than the 1 MiB a partition may hold of the 2 MiB budget.
+        (data.records(380, &big), Transaction::Commit),
+        (data.records(10, &small), Transaction::None),
+        (data.records(380, &big), Transaction::Abort),
+        (data.records(10, &small), Transaction::None),
+    ] {
+        let opts = ProduceOptions {
+            transaction,
+            flush_before_end: true,
+            batch_num_messages: Some(4),
+            ..ProduceOptions::default()
+        };
+        rdkafka::produce(&src, "txn.big", &records, &opts).expect("produce");
+        if transaction != Transaction::Abort {
+            want.extend(records);
+        }
+    }
+    let tight = "in_flight_memory = \"2MiB\"\nfetch_max_bytes = \"64KiB\"\nfetch_partition_max_bytes = \"64KiB\"\n";
+    let engine = Engine::new(config(&src, &dst, tight));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = runtime.spawn(async move {
+        engine
+            .run(async {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut got = Vec::new();
+    while Instant::now() < deadline && got.len() < want.len() && !running.is_finished() {
+        got = rdkafka::consume(
+            &dst,
+            "src.txn.big",
+            &ConsumeOptions {
+                idle: Duration::from_secs(2),
+                max_time: Duration::from_secs(20),
+                ..ConsumeOptions::count(want.len())
+            },
+        )
+        .unwrap_or_default();
+    }
+    assert!(!running.is_finished(), "the flow did not fail");
+    let _ = stop_tx.send(());
+    let stopped = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), running).await })
+        .expect("stops")
+        .expect("task");
+    assert!(stopped.is_ok(), "{stopped:?}");
+    let got: Vec<TestRecord> = got.iter().map(|r| r.to_test_record()).collect();
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "every committed record, no aborted one"
+    );
+    assert!(got == want, "the committed records in order, byte for byte");
+}

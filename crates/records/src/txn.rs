@@ -106,6 +106,18 @@ impl TxnResolver {
         Ok(())
     }
 
+    /// Feeds the partition's next batch, transactional data the caller knows is committed
+    /// without its marker (Apache Kafka: below the fetch's last stable offset and not in
+    /// its aborted list). It is released in order without waiting, and so are the held
+    /// batches of its producer id: they belong to the same transaction (an earlier one of
+    /// that producer ended with a marker before this batch, which settled it).
+    pub fn push_committed(&mut self, batch: Batch) {
+        self.settle(batch.header().producer_id, true);
+        let slot = Slot::Decided(Resolved::Forward(batch));
+        self.held_bytes += slot_batch(&slot).size();
+        self.queue.push_back(slot);
+    }
+
     /// The next batch whose outcome is known, if every batch before it is released.
     pub fn pop(&mut self) -> Option<Resolved> {
         if !matches!(self.queue.front(), Some(Slot::Decided(_))) {

@@ -124,6 +124,40 @@ fn committed_data_waits_for_its_marker_and_keeps_order() {
 }
 
 #[test]
+fn data_known_committed_is_released_at_once_with_its_producers_held_batches() {
+    // Apache Kafka: below a real last stable offset and not listed as aborted.
+    let limits = Limits::default();
+    let mut r = TxnResolver::new(limits);
+    let mut filter = AbortedFilter::new(&[], limits);
+    let (held, other) = (data(0, 2, Some(7)), data(2, 1, Some(8)));
+    for b in [&held, &other] {
+        r.push(b.clone(), filter.check(b).unwrap()).unwrap();
+    }
+    assert!(r.pop().is_none(), "7 and 8 wait for markers");
+    r.push_committed(data(3, 1, Some(7)));
+    assert_eq!(
+        outcome(&r.pop().unwrap()),
+        (0, None),
+        "7's held batch goes first"
+    );
+    assert!(
+        r.pop().is_none(),
+        "8 still waits: it is another transaction"
+    );
+    let commit = marker(4, 8, true);
+    r.push(commit.clone(), filter.check(&commit).unwrap())
+        .unwrap();
+    let rest: Vec<_> = std::iter::from_fn(|| r.pop())
+        .map(|x| outcome(&x))
+        .collect();
+    assert_eq!(
+        rest,
+        vec![(2, None), (3, None), (4, Some(SkipReason::Control))]
+    );
+    assert_eq!((r.held_batches(), r.held_bytes()), (0, 0));
+}
+
+#[test]
 fn aborted_data_is_dropped_by_its_marker_even_without_an_aborted_list() {
     // What Tansu sends: an empty aborted list, the data, then the ABORT marker.
     let batches = [data(0, 3, Some(7)), marker(3, 7, false), data(4, 1, None)];

@@ -210,8 +210,9 @@ def cmd_produce(args):
                 p.flush(args.timeout)
             if args.transaction == "commit":
                 p.commit_transaction(args.timeout)
-            else:
+            elif args.transaction == "abort":
                 p.abort_transaction(args.timeout)
+            # "open": flushed and left open (the broker's transaction timeout ends it).
         remaining = p.flush(args.timeout)
         if remaining:
             raise ToolError(f"{remaining} records not delivered within {args.timeout}s")
@@ -379,7 +380,7 @@ def main(argv=None):
     s.add_argument("--topic", required=True)
     s.add_argument("--codec", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
     s.add_argument("--idempotence", action="store_true")
-    s.add_argument("--transaction", default="none", choices=["none", "commit", "abort"])
+    s.add_argument("--transaction", default="none", choices=["none", "commit", "abort", "open"])
     s.add_argument("--transactional-id")
     s.add_argument("--no-flush-before-end", dest="flush_before_end", action="store_false",
                    help="abort/commit without flushing first: librdkafka then purges unsent "

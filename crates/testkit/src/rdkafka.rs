@@ -83,6 +83,10 @@ pub enum Transaction {
     Commit,
     /// One transaction, aborted.
     Abort,
+    /// One transaction, left open: its records are flushed to the broker and the producer
+    /// exits without committing or aborting (the broker's transaction timeout, 60 s by
+    /// default, ends it later, if the broker has one).
+    Open,
 }
 
 /// Options for [`produce`].
@@ -491,6 +495,7 @@ pub fn produce(
             Transaction::None => "none",
             Transaction::Commit => "commit",
             Transaction::Abort => "abort",
+            Transaction::Open => "open",
         }
         .into(),
     ];

@@ -2,10 +2,12 @@
 //! convenience producer built on it.
 //!
 //! - `sequencer`: the pure sequencing state machine (testable without sockets);
-//! - `idempotent`: the async driver around it (one sink per leader broker, many partitions
-//!   per Produce request);
+//! - `idempotent`: the producer handle around it;
+//! - `driver`: its sink driver task (one sink per leader broker, many partitions per
+//!   Produce request; a hung broker delays only its own partitions);
 //! - `records`: records in → batches (strait-records) → the idempotent producer.
 
+mod driver;
 mod idempotent;
 mod records;
 pub mod sequencer;
@@ -13,3 +15,6 @@ pub mod sequencer;
 pub use idempotent::{AckFuture, IdempotentProducer, ProducerConfig, ProducerStats};
 pub use records::{ProducerRecord, RecordProducer};
 pub use sequencer::{Ack, Sequencer};
+
+#[cfg(test)]
+mod tests;

@@ -11,7 +11,7 @@ use kafka_protocol::messages::{ApiKey, ProduceResponse};
 
 use crate::broker::{Broker, Purpose};
 use crate::client::Client;
-use crate::connection::ResponseFuture;
+use crate::connection::{Connection, ResponseFuture};
 use crate::error::{Error, Result};
 use crate::frame;
 
@@ -311,6 +311,19 @@ impl Client {
         req.validate()?;
         broker.wait_throttle().await;
         let conn = broker.connection(Purpose::Produce).await?;
+        self.submit_produce_on(broker, &conn, req).await
+    }
+
+    /// [`Client::submit_produce`] on an open produce connection of `broker`: never
+    /// connects and never waits out a throttle (the caller does both, so that one slow
+    /// broker does not hold up the others).
+    pub(crate) async fn submit_produce_on(
+        &self,
+        broker: &Broker,
+        conn: &Connection,
+        req: &ProduceRequest,
+    ) -> Result<(PendingProduce, i16)> {
+        req.validate()?;
         let version = conn
             .versions()
             .pick(ApiKey::Produce)

@@ -2,24 +2,27 @@
 //! for the partitions that broker leads, and the [`Router`] that assigns partitions to
 //! the fetcher of their leader and re-routes them on leader changes.
 //!
-//! A fetcher asks only for partitions whose pipeline has room (a bounded channel), and
-//! only for as many bytes as it could reserve from the in-flight [`Budget`] beforehand, so
+//! A fetcher asks only for partitions whose pipeline has room (a bounded channel) and
+//! that are within their quota of the in-flight [`Budget`] (a partition whose target
+//! does not acknowledge is left out, not waited for: [`super::quota`]), and only for as
+//! many bytes as it could reserve from the budget beforehand, so
 //! fetching waits when the budget is full and a response never outgrows it. Each record
 //! set takes its share of that reservation before it is handed on. The partition's [`Cursor`] is the fetch
 //! position; a pipeline that must re-read (incident handling) bumps its generation, and
 //! data fetched under an older generation is dropped.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use strait_client::backoff::{Backoff, BackoffConfig};
 use strait_client::{AbortedTxn, Client, FetchOptions, FetchPosition, FetchedPartition};
 use strait_records::{Limits, split};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use super::budget::{Budget, Reservation};
+use super::budget::{Budget, Reservation, Share};
 use crate::error::MirrorError;
 use crate::metrics::PartitionMetrics;
 
@@ -51,6 +54,10 @@ pub enum Feed {
         aborted: Vec<AbortedTxn>,
         /// The reachable end (last stable offset, or high watermark).
         end: i64,
+        /// The last stable offset when the broker is known to compute a real one (below
+        /// it, transactional data not in `aborted` is committed: [`Stability`]); `None`
+        /// when only markers decide (Tansu).
+        stable: Option<i64>,
         /// Its share of the in-flight budget.
         reservation: Arc<Reservation>,
     },
@@ -82,6 +89,8 @@ pub struct PartitionFeed {
     last_end: Mutex<i64>,
     /// Consecutive responses that held only part of the next batch (see [`partial`]).
     partial: std::sync::atomic::AtomicU32,
+    /// Its account in the in-flight budget (opened by the first fetcher it is routed to).
+    share: OnceLock<Share>,
     /// The partition's metrics.
     pub metrics: PartitionMetrics,
 }
@@ -108,6 +117,7 @@ impl PartitionFeed {
             tx,
             last_end: Mutex::new(-1),
             partial: std::sync::atomic::AtomicU32::new(0),
+            share: OnceLock::new(),
             metrics,
         })
     }
@@ -135,6 +145,18 @@ impl PartitionFeed {
 
     fn stopped(&self) -> bool {
         self.with_cursor(|c| c.stopped)
+    }
+
+    /// Its account in `budget`, opened on first use (`flow` names it in messages).
+    pub fn share(&self, budget: &Budget, flow: &str) -> &Share {
+        self.share.get_or_init(|| {
+            budget.register(&format!("flow {flow}: {}/{}", self.topic, self.partition))
+        })
+    }
+
+    /// Its account, if a fetcher opened it yet.
+    pub fn account(&self) -> Option<&Share> {
+        self.share.get()
     }
 }
 
@@ -206,7 +228,10 @@ impl Router {
     }
 
     async fn route(self: Arc<Self>, feed: Arc<PartitionFeed>) {
-        let mut delay = Duration::from_millis(100);
+        let mut backoff = Backoff::new(BackoffConfig {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(5),
+        });
         let leader = loop {
             if *self.stop.borrow() || feed.stopped() {
                 return;
@@ -221,8 +246,7 @@ impl Router {
                 }
             }
             self.client.invalidate_metadata();
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(5));
+            tokio::time::sleep(backoff.next_delay()).await;
         };
         let mut fetchers = self.fetchers.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(tx) = fetchers.get(&leader)
@@ -258,6 +282,80 @@ impl Router {
 /// log) would starve a fetcher that is catching up (docs/compatibility.md).
 const CATCH_UP_MAX_WAIT: Duration = Duration::from_millis(500);
 
+/// Retry timing after a failed fetch (jittered, so the fetchers of a cluster that came back
+/// do not all ask at once).
+const FETCH_BACKOFF: BackoffConfig = BackoffConfig {
+    initial: Duration::from_millis(100),
+    max: Duration::from_secs(3),
+};
+
+/// Whether a source broker's last stable offset can be trusted to decide transactions.
+///
+/// Apache Kafka answers a `read_committed` fetch only up to the partition's last stable
+/// offset (LSO), below which every transaction is decided, and lists the aborted ones
+/// overlapping the data: transactional data below the LSO and not listed is committed and
+/// need not wait for its marker. Tansu 0.6 has an LSO too (while a transaction is open it
+/// stops there: LSO 0 < HW 150, nothing returned past it) but never an aborted list, so
+/// after an abort its aborted data sits below LSO = HW looking committed
+/// (docs/compatibility.md): an LSO below the high watermark proves nothing, and there only
+/// the markers decide.
+///
+/// What proves it: the broker advertises DescribeProducers (KIP-664, Kafka 2.8+), which
+/// reads the per-producer state the LSO and the aborted-transaction index come from. Tansu
+/// does not advertise it. A response that contradicts the LSO (a batch returned past it)
+/// withdraws the trust for good.
+#[derive(Debug, Default, Clone)]
+struct Stability {
+    contradicted: bool,
+    /// Set by a background check of the broker's ApiVersions.
+    advertised: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Stability {
+    /// Checks in the background whether `broker` advertises DescribeProducers.
+    fn check_advertised(&self, client: &Client, broker: i32) {
+        let (client, flag) = (client.clone(), Arc::clone(&self.advertised));
+        tokio::spawn(async move {
+            let api = strait_client::protocol::messages::ApiKey::DescribeProducers;
+            if client.advertises(broker, api).await.unwrap_or(false) {
+                flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+    }
+
+    /// Withdraws the trust if a partition of the response has a batch past its LSO.
+    fn observe(&mut self, partitions: &[FetchedPartition]) {
+        self.contradicted |= partitions
+            .iter()
+            .filter(|p| p.error_code == 0)
+            .any(|p| past_lso(p.last_stable_offset, &p.records));
+    }
+
+    fn trusted(&self) -> bool {
+        !self.contradicted && self.advertised.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Whether `records` hold a batch starting at or past `lso` (the base offset of each batch
+/// in order; a last batch whose 12-byte head is cut short is ignored). No LSO (−1):
+/// nothing to contradict.
+fn past_lso(lso: i64, records: &[u8]) -> bool {
+    if lso < 0 {
+        return false;
+    }
+    let mut at = 0usize;
+    while let Some(head) = records.get(at..at.saturating_add(12)) {
+        let base = i64::from_be_bytes(head[0..8].try_into().unwrap_or_default());
+        let len = i32::from_be_bytes(head[8..12].try_into().unwrap_or_default());
+        let Ok(len) = usize::try_from(len) else { break };
+        if base >= lso {
+            return true;
+        }
+        at = at.saturating_add(12).saturating_add(len);
+    }
+    false
+}
+
 /// Kafka codes after which the partition is routed again: NOT_LEADER_OR_FOLLOWER,
 /// UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH,
 /// UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID, REPLICA_NOT_AVAILABLE.
@@ -274,6 +372,9 @@ async fn run_fetcher(
     let mut session = router.client.fetch_session(broker);
     let mut parts: Vec<Arc<PartitionFeed>> = Vec::new();
     let mut failures: u32 = 0;
+    let mut backoff = Backoff::new(FETCH_BACKOFF);
+    let mut stability = Stability::default();
+    stability.check_advertised(&router.client, broker);
     let fetch_max = usize::try_from(router.opts.max_bytes).unwrap_or(0);
     // Whether the last response stopped short of some partition's end.
     let mut behind = false;
@@ -285,10 +386,19 @@ async fn run_fetcher(
             parts.push(p);
         }
         parts.retain(|p| !p.stopped());
+        // Another partition found this one holding the most bytes over the held limit:
+        // make its pipeline look (an empty record set), which spills or fails it.
+        for p in &parts {
+            if p.share(&router.budget, &router.flow).take_nudge() {
+                nudge(&router, p);
+            }
+        }
+        let min_room = router.min_fetch_room();
         let mut wanted: Vec<(Arc<PartitionFeed>, Cursor)> = Vec::new();
         for p in &parts {
             let c = p.with_cursor(|c| *c);
-            if !c.paused && p.tx.capacity() > 0 {
+            let share = p.share(&router.budget, &router.flow);
+            if !c.paused && p.tx.capacity() > 0 && router.budget.may_fetch(share, min_room) {
                 wanted.push((Arc::clone(p), c));
             }
         }
@@ -306,7 +416,7 @@ async fn run_fetcher(
         // Reserve before asking: the response is read into memory the budget has.
         let asked_at = Instant::now();
         let mut upfront = tokio::select! {
-            r = router.budget.reserve_share(router.min_fetch_room(), fetch_max) => r,
+            r = router.budget.reserve_share(min_room, fetch_max) => r,
             _ = stop.changed() => return,
         };
         let room = i32::try_from(upfront.bytes()).unwrap_or(i32::MAX).max(1);
@@ -356,12 +466,13 @@ async fn run_fetcher(
                         router.assign(p);
                     }
                 }
-                let backoff = Duration::from_millis(50 << failures.min(6));
-                tokio::time::sleep(backoff.min(Duration::from_secs(3))).await;
+                tokio::time::sleep(backoff.next_delay()).await;
             }
             Ok(result) => {
                 failures = 0;
+                backoff = Backoff::new(FETCH_BACKOFF);
                 behind = false;
+                stability.observe(&result.partitions);
                 for fp in result.partitions {
                     let Some((p, c)) = wanted
                         .iter()
@@ -370,7 +481,7 @@ async fn run_fetcher(
                         continue;
                     };
                     let delivered = tokio::select! {
-                        d = deliver(&router, p, *c, fp, &mut upfront, &mut behind) => d,
+                        d = deliver(&router, p, *c, fp, &mut upfront, &mut behind, &stability) => d,
                         // Waiting for budget that pipelines blocked on the target hold: a
                         // stop must not wait for it.
                         _ = stop.changed() => return,
@@ -387,6 +498,28 @@ async fn run_fetcher(
             }
         }
     }
+}
+
+/// Hands the pipeline an empty record set at its cursor, so that it plans (and checks what
+/// it holds) without new data.
+fn nudge(router: &Router, p: &PartitionFeed) {
+    let end = *p.last_end.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(zero) = router.budget.try_reserve(0) else {
+        return;
+    };
+    p.with_cursor(|c| {
+        let feed = Feed::Data {
+            generation: c.generation,
+            position: c.position,
+            records: Bytes::new(),
+            aborted: Vec::new(),
+            end: end.max(c.position),
+            stable: None,
+            reservation: Arc::new(zero),
+        };
+        // A full channel: the pipeline has data to plan anyway, and sees the eviction then.
+        let _ = p.tx.try_send(feed);
+    });
 }
 
 /// The most a partition may bring in one fetch: the configured limit, doubled for each
@@ -432,6 +565,7 @@ async fn deliver(
     fp: FetchedPartition,
     upfront: &mut Reservation,
     behind: &mut bool,
+    stability: &Stability,
 ) -> Option<bool> {
     match fp.error_code {
         0 => {
@@ -491,7 +625,8 @@ async fn deliver(
             if !news && fp.records.is_empty() {
                 return None;
             }
-            let mut share = upfront.take(fp.records.len());
+            let account = p.share(&router.budget, &router.flow);
+            let mut share = upfront.take_for(fp.records.len(), account);
             if share.bytes() < fp.records.len() {
                 // A broker returns a first batch larger than the limit (KIP-74).
                 share.absorb(
@@ -506,6 +641,10 @@ async fn deliver(
                 generation: asked.generation,
                 position: asked.position,
                 records: fp.records,
+                stable: stability
+                    .trusted()
+                    .then_some(fp.last_stable_offset)
+                    .filter(|&o| o >= 0),
                 aborted: fp.aborted_transactions,
                 end,
                 reservation,
@@ -579,6 +718,67 @@ mod tests {
             1 << 20,
             "never below the configured limit"
         );
+    }
+
+    /// Batch heads (base offset, length) of `len`-byte bodies at `bases`.
+    fn heads(bases: &[i64], len: i32) -> Vec<u8> {
+        let mut v = Vec::new();
+        for b in bases {
+            v.extend_from_slice(&b.to_be_bytes());
+            v.extend_from_slice(&len.to_be_bytes());
+            v.extend(std::iter::repeat_n(0u8, len as usize));
+        }
+        v
+    }
+
+    #[test]
+    fn a_batch_at_or_past_the_lso_is_found() {
+        assert!(!past_lso(10, &heads(&[0, 5], 40)));
+        assert!(past_lso(5, &heads(&[0, 5], 40)));
+        assert!(!past_lso(-1, &heads(&[0, 5], 40)), "no LSO");
+        assert!(!past_lso(0, &[]));
+        assert!(
+            !past_lso(0, &heads(&[0], 40)[..8]),
+            "a head cut short is ignored"
+        );
+    }
+
+    fn partition(lso: i64, hw: i64, records: Vec<u8>) -> FetchedPartition {
+        FetchedPartition {
+            topic: "t".into(),
+            partition: 0,
+            error_code: 0,
+            high_watermark: hw,
+            last_stable_offset: lso,
+            log_start_offset: 0,
+            aborted_transactions: Vec::new(),
+            preferred_read_replica: -1,
+            current_leader: None,
+            records: Bytes::from(records),
+        }
+    }
+
+    #[test]
+    fn an_lso_below_the_high_watermark_alone_is_no_proof() {
+        // Tansu with a transaction open: LSO 0 < HW 150, nothing past it. After an abort it
+        // has aborted data below LSO = HW and no aborted list: trusting it would forward it.
+        let mut s = Stability::default();
+        s.observe(&[partition(0, 150, Vec::new())]);
+        assert!(!s.trusted());
+    }
+
+    #[test]
+    fn a_broker_advertising_describe_producers_is_trusted_until_contradicted_for_good() {
+        let mut s = Stability::default();
+        s.advertised
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(s.trusted());
+        s.observe(&[partition(20, 20, heads(&[0], 10))]);
+        assert!(s.trusted(), "data below the LSO is what Kafka returns");
+        s.observe(&[partition(3, 20, heads(&[0, 3], 10))]);
+        assert!(!s.trusted(), "a batch past the LSO");
+        s.observe(&[partition(20, 20, heads(&[0], 10))]);
+        assert!(!s.trusted(), "for good");
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! | [`plan`] | pure: a fetched record set → forward / re-encode / skip steps |
 //! | [`recovery`] | pure: which re-fetched records are already on the target after a crash |
 //! | [`coalesce`] | pure: the per-partition queue to the producer; merges queued batches when the window is full |
-//! | [`budget`] | the in-flight memory budget fetchers wait on |
+//! | [`budget`] | the in-flight memory budget fetchers wait on, with each partition's account |
+//! | [`quota`] | pure: a partition's quota of the budget; the process-wide limit of held bytes |
 //! | [`probe`] | partition bounds from the Fetch high watermark (not ListOffsets latest) |
 //! | [`fetcher`] | per-broker fetchers with fetch sessions, and the leader [`fetcher::Router`] |
 //! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules |
@@ -22,5 +23,6 @@ pub mod partition;
 pub mod pipeline;
 pub mod plan;
 pub mod probe;
+pub mod quota;
 pub mod recovery;
 pub mod tail;

@@ -234,6 +234,7 @@ impl<'a> Driver<'a> {
                 records,
                 aborted,
                 end,
+                stable,
                 reservation,
             } => {
                 let planned = machine.fetched(Fetched {
@@ -241,6 +242,7 @@ impl<'a> Driver<'a> {
                     position,
                     records,
                     aborted: &aborted,
+                    stable,
                     pin: reservation,
                 });
                 let Some(planned) = self.counted(planned)? else {
@@ -257,7 +259,7 @@ impl<'a> Driver<'a> {
                 for r in &planned.slow {
                     m.slow_path(r.as_str());
                 }
-                check_held(self.spec, machine.planner())
+                check_held(self.spec, self.feed, machine.planner_mut())
             }
             Feed::OutOfRange {
                 generation,
@@ -282,7 +284,9 @@ impl<'a> Driver<'a> {
         log_start: &mut Option<LogStartWait<'a>>,
     ) -> Result<(), MirrorError> {
         let (spec, feed) = (self.spec, self.feed);
-        let repin = |bytes| spec.budget.try_reserve(bytes).map(Arc::new);
+        let repin = |bytes, like: &Arc<Reservation>| {
+            spec.budget.try_reserve_like(bytes, like).map(Arc::new)
+        };
         while let Some(action) = machine.next_action(repin) {
             match action {
                 Action::Produce { batch, coalesced } => {
@@ -411,33 +415,86 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Fails when the partition holds more than it may while transactions are open.
+/// Publishes the partition's held bytes (its budget account and the `strait_held_bytes`
+/// metric; `/health` names the oldest open transaction while every partition together
+/// holds more than the budget's held limit) and acts when the partition holds more than it
+/// may while transactions are open — more than `spec.max_held_bytes` alone, or the most of
+/// all partitions while they exceed the held limit together (rules 5–6 of
+/// [`super::quota`]; when another partition holds the most, that one is told through its
+/// account and its fetcher makes it look with an empty record set): it spills ([`Planner::spill`]: the held batches are dropped, the partition reads
+/// ahead for the markers and then re-reads from where its steps stopped, moving the fetch
+/// cursor back when the planner asks) or, with `--once` or when already spilling, fails
+/// with an error naming the transaction.
 fn check_held(
     spec: &PartitionSpec,
-    planner: &Planner<Arc<Reservation>>,
+    feed: &PartitionFeed,
+    planner: &mut Planner<Arc<Reservation>>,
 ) -> Result<(), MirrorError> {
+    if let Some(at) = planner.take_rewind() {
+        tracing::info!(flow = %spec.flow, topic = %spec.source_topic, partition = spec.partition,
+            from = at, "every transaction held before the spill is decided: re-reading");
+        feed.with_cursor(|c| c.position = at);
+    }
     let held = planner.held_bytes();
-    if held <= spec.max_held_bytes {
+    let oldest = planner.oldest_open();
+    let share = feed.share(&spec.budget, &spec.flow);
+    share.set_held(held as u64, oldest.map(|t| (t.producer_id, t.first_offset)));
+    feed.metrics.held(held as u64);
+    let over = spec.budget.held() > spec.budget.held_limit();
+    feed.metrics.held_alarm(over.then(|| {
+        let oldest = spec.budget.oldest_held().map_or_else(String::new, |o| {
+            format!(
+                "; the oldest open transaction: producer id {} since source offset {} of {}",
+                o.producer_id, o.first_offset, o.partition
+            )
+        });
+        format!(
+            "{} bytes are held for open transactions, more than the {} allowed{oldest}",
+            spec.budget.held(),
+            spec.budget.held_limit()
+        )
+    }));
+    let err = if held > spec.max_held_bytes {
+        let txn = oldest.map_or_else(
+            || "no open transaction".to_owned(),
+            |t| {
+                format!(
+                    "the transaction of producer id {} open since source offset {}",
+                    t.producer_id, t.first_offset
+                )
+            },
+        );
+        format!(
+            "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
+             abort, more than the {} allowed (half of engine.in_flight_memory); raise \
+             engine.in_flight_memory or end the transaction",
+            planner.held_batches(),
+            spec.source_topic,
+            spec.partition,
+            spec.max_held_bytes
+        )
+    } else if let Some(why) = share.take_eviction() {
+        why
+    } else {
+        match spec.budget.check_held(share) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        }
+    };
+    // `--once` stops at the end seen at start: it does not read ahead for markers.
+    if spec.until.is_none() && planner.spill() {
+        tracing::warn!(flow = %spec.flow, topic = %spec.source_topic, partition = spec.partition,
+            "{err}: dropping the held batches and reading ahead for the markers; the \
+             partition re-reads them once decided");
+        share.set_held(0, None);
+        feed.metrics.held(0);
+        if spec.budget.held() <= spec.budget.held_limit() {
+            feed.metrics.held_alarm(None);
+        }
         return Ok(());
     }
-    let txn = planner.oldest_open().map_or_else(
-        || "no open transaction".to_owned(),
-        |t| {
-            format!(
-                "the transaction of producer id {} open since source offset {}",
-                t.producer_id, t.first_offset
-            )
-        },
-    );
-    Err(MirrorError::config(format!(
-        "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
-         abort, more than the {} allowed (half of engine.in_flight_memory); raise \
-         engine.in_flight_memory or end the transaction",
-        planner.held_batches(),
-        spec.source_topic,
-        spec.partition,
-        spec.max_held_bytes
-    )))
+    // A restart would hold the same bytes again: this stops the flow, with the reason.
+    Err(MirrorError::config(err))
 }
 
 fn mark_done(progress: &Progress) {

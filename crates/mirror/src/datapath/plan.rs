@@ -6,18 +6,21 @@
 //! through the response's aborted-transaction filter so its state follows the log, then
 //! through the partition's [`TxnResolver`], which holds transactional data until its
 //! marker decides it (brokers such as Tansu return aborted data to `read_committed`
-//! fetches with an empty aborted list); released control batches and aborted data become
+//! fetches with an empty aborted list) — unless the fetch's last stable offset is known to
+//! be real (Apache Kafka: [`Planner::plan_stable`]), below which transactional data not in
+//! the aborted list is committed and is released at once; released control batches and aborted data become
 //! [`Step::Skip`]; a batch that starts before the position, has
 //! gaps, is empty or exceeds the target's batch limit is re-encoded (the slow path);
 //! everything else is forwarded as it is (the fast path; the producer patches the header).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use bytes::Bytes;
 use strait_client::AbortedTxn;
 use strait_records::{
-    AbortedFilter, AbortedTransaction, Batch, BatchBuilder, Class, Compression, Limits, Record,
-    ReencodeOptions, ReencodeReason, Resolved, SkipReason, TxnResolver, TxnVerdict, split,
+    AbortedFilter, AbortedTransaction, Batch, BatchBuilder, Class, Compression, ControlRecordType,
+    Limits, Record, ReencodeOptions, ReencodeReason, Resolved, SkipReason, TxnResolver, TxnVerdict,
+    split,
 };
 
 /// What to do with (part of) a source batch.
@@ -165,6 +168,21 @@ pub struct OpenTxn {
 /// `P` pins what a held batch keeps alive (the fetch buffer's in-flight budget
 /// reservation): each batch carries the pin of its record set until it is released, and
 /// each step hands it on to whoever holds the step.
+///
+/// **Spilling** ([`Planner::spill`]): when the held batches grow past what the partition
+/// may hold, the planner can drop them instead of failing (rules, tested by name):
+/// 1. *Spilling drops every held batch* (their pins are let go) and keeps the position the
+///    steps reached; it then reads ahead without holding anything, noting every COMMIT
+///    and ABORT marker.
+/// 2. *It rewinds once the transactions it waits for are decided*: those it held, and
+///    those whose data it reads before the last of them is decided (later ones are left
+///    to the re-read, so steady transactional traffic cannot keep it reading ahead
+///    forever), at the end of a record set; [`Planner::take_rewind`] gives the position to
+///    fetch again from.
+/// 3. *Record sets fetched from anywhere else before the rewind is fetched are ignored.*
+/// 4. *On the re-read, decided transactions are released at once* (committed data
+///    forwarded, aborted data skipped) by the first marker of their producer after each
+///    batch; nothing waits, so nothing is held. Aborted data is never forwarded.
 #[derive(Debug)]
 pub struct Planner<P> {
     resolver: TxnResolver,
@@ -173,6 +191,28 @@ pub struct Planner<P> {
     open: BTreeMap<i64, i64>,
     max_batch_bytes: usize,
     limits: Limits,
+    mode: Mode,
+    /// Markers seen while reading ahead: per producer id, (marker offset, committed), in
+    /// offset order. Consulted on the re-read.
+    markers: HashMap<i64, Vec<(i64, bool)>>,
+    rewind: Option<i64>,
+}
+
+/// What a [`Planner`] is doing about held batches it dropped (see [`Planner::spill`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mode {
+    /// Holding batches until their markers come.
+    Normal,
+    /// Reading ahead from `from` for the markers of `undecided` (producer id → first
+    /// offset of its data since `from`); `held` are the producers it held at the spill,
+    /// and while some of them are undecided, producers whose data is read join `undecided`.
+    Scanning {
+        from: i64,
+        held: HashSet<i64>,
+        undecided: HashMap<i64, i64>,
+    },
+    /// Waiting for the record set fetched from `from` (the rewind).
+    Rewound { from: i64 },
 }
 
 impl<P: Clone> Planner<P> {
@@ -186,7 +226,109 @@ impl<P: Clone> Planner<P> {
             open: BTreeMap::new(),
             max_batch_bytes,
             limits,
+            mode: Mode::Normal,
+            markers: HashMap::new(),
+            rewind: None,
         }
+    }
+
+    /// Rule 1: drops every held batch and reads ahead for the markers of their
+    /// transactions instead of holding. False (nothing done) when nothing is held or a
+    /// spill is already under way (the caller then fails as before).
+    pub fn spill(&mut self) -> bool {
+        if self.mode != Mode::Normal || self.resolver.held_batches() == 0 {
+            return false;
+        }
+        let undecided: HashMap<i64, i64> = self.open.iter().map(|(&p, &o)| (p, o)).collect();
+        let held = undecided.keys().copied().collect();
+        self.resolver.clear();
+        self.pins.clear();
+        self.open.clear();
+        self.markers.clear();
+        self.mode = Mode::Scanning {
+            from: self.released_next,
+            held,
+            undecided,
+        };
+        true
+    }
+
+    /// Rule 2: the position to fetch again from, once (after a [`Planner::spill`] found
+    /// every transaction's marker).
+    pub fn take_rewind(&mut self) -> Option<i64> {
+        self.rewind.take()
+    }
+
+    /// Whether the planner dropped held batches and is reading ahead or waiting for the
+    /// re-read.
+    pub fn is_spilling(&self) -> bool {
+        self.mode != Mode::Normal
+    }
+
+    /// Reads a record set ahead for markers (rule 1); rewinds when every transaction seen
+    /// is decided (rule 2).
+    fn scan(&mut self, records: Bytes, position: i64) -> Result<Plan<P>, PlanError> {
+        let split = split(records, &self.limits).map_err(|source| PlanError {
+            offset: position,
+            source,
+        })?;
+        let mut plan = Plan::empty(position, split.trimmed);
+        let Mode::Scanning {
+            from,
+            held,
+            undecided,
+        } = &mut self.mode
+        else {
+            return Ok(plan);
+        };
+        for batch in split.batches {
+            let h = *batch.header();
+            let next = h.next_offset();
+            if next <= plan.next_position {
+                continue;
+            }
+            plan.next_position = next;
+            if !h.attributes.is_transactional() || h.producer_id < 0 {
+                continue;
+            }
+            if h.attributes.is_control() {
+                let kind = batch
+                    .control_type(&self.limits)
+                    .map_err(|source| PlanError {
+                        offset: h.base_offset,
+                        source,
+                    })?;
+                let committed = match kind {
+                    Some(ControlRecordType::Commit) => true,
+                    Some(ControlRecordType::Abort) => false,
+                    _ => continue,
+                };
+                self.markers
+                    .entry(h.producer_id)
+                    .or_default()
+                    .push((h.base_offset, committed));
+                undecided.remove(&h.producer_id);
+                held.remove(&h.producer_id);
+            } else if !held.is_empty() {
+                undecided.entry(h.producer_id).or_insert(h.base_offset);
+            }
+        }
+        if held.is_empty() && undecided.is_empty() {
+            let from = *from;
+            self.rewind = Some(from);
+            self.mode = Mode::Rewound { from };
+        }
+        Ok(plan)
+    }
+
+    /// Rule 4: the outcome of the transaction `batch` of `producer_id` at `offset` belongs
+    /// to, if a marker after it was seen while reading ahead.
+    fn known_outcome(&self, producer_id: i64, offset: i64) -> Option<bool> {
+        self.markers
+            .get(&producer_id)?
+            .iter()
+            .find(|(at, _)| *at > offset)
+            .map(|(_, committed)| *committed)
     }
 
     /// Forgets every held batch and restarts at `position` (after any reposition:
@@ -195,6 +337,9 @@ impl<P: Clone> Planner<P> {
         self.resolver.clear();
         self.pins.clear();
         self.open.clear();
+        self.markers.clear();
+        self.mode = Mode::Normal;
+        self.rewind = None;
         self.released_next = position;
     }
 
@@ -225,7 +370,9 @@ impl<P: Clone> Planner<P> {
     }
 
     /// Plans `records` (one partition of a Fetch response, with its aborted list) fetched
-    /// from `position`; `pin` is kept alive by each of its batches until released.
+    /// from `position`; `pin` is kept alive by each of its batches until released. Only
+    /// markers decide transactions (the rule for brokers whose LSO is not known to be
+    /// real, such as Tansu).
     pub fn plan(
         &mut self,
         records: Bytes,
@@ -233,6 +380,31 @@ impl<P: Clone> Planner<P> {
         position: i64,
         pin: P,
     ) -> Result<Plan<P>, PlanError> {
+        self.plan_stable(records, aborted, None, position, pin)
+    }
+
+    /// [`Planner::plan`] with the response's last stable offset when the broker is known
+    /// to compute a real one (`stable`; the fetcher decides, see its `Stability`). Rules:
+    /// a transactional data batch that ends at or below `stable` and that the aborted list
+    /// does not condemn is committed and released without waiting for its marker (with
+    /// the held batches of its producer id, the same transaction); one past `stable`, or
+    /// any batch when `stable` is `None`, waits for its marker as in [`Planner::plan`].
+    /// Aborted data is dropped either way: listed, or by its ABORT marker.
+    pub fn plan_stable(
+        &mut self,
+        records: Bytes,
+        aborted: &[AbortedTxn],
+        stable: Option<i64>,
+        position: i64,
+        pin: P,
+    ) -> Result<Plan<P>, PlanError> {
+        match &self.mode {
+            Mode::Normal => {}
+            Mode::Scanning { .. } => return self.scan(records, position),
+            // Rule 3: only the re-read counts.
+            Mode::Rewound { from } if *from != position => return Ok(Plan::empty(position, 0)),
+            Mode::Rewound { .. } => self.mode = Mode::Normal,
+        }
         let split = split(records, &self.limits).map_err(|source| PlanError {
             offset: position,
             source,
@@ -259,18 +431,40 @@ impl<P: Clone> Planner<P> {
                 continue;
             }
             plan.next_position = next;
-            match verdict {
-                TxnVerdict::Control => {
-                    self.open.remove(&h.producer_id);
+            let txn_data = verdict == TxnVerdict::Keep
+                && h.attributes.is_transactional()
+                && !h.attributes.is_control()
+                && h.producer_id >= 0;
+            let known = if txn_data {
+                self.known_outcome(h.producer_id, h.base_offset)
+            } else {
+                None
+            };
+            if let Some(committed) = known {
+                // Decided while reading ahead after a spill.
+                if committed {
+                    self.resolver.push_committed(batch);
+                } else {
+                    self.resolver
+                        .push(batch, TxnVerdict::Aborted)
+                        .map_err(err)?;
                 }
-                TxnVerdict::Keep
-                    if h.attributes.is_transactional() && !h.attributes.is_control() =>
-                {
-                    self.open.entry(h.producer_id).or_insert(h.base_offset);
+            } else if txn_data && stable.is_some_and(|lso| next <= lso) {
+                // Below a real LSO and not listed as aborted: committed.
+                self.open.remove(&h.producer_id);
+                self.resolver.push_committed(batch);
+            } else {
+                match verdict {
+                    TxnVerdict::Control => {
+                        self.open.remove(&h.producer_id);
+                    }
+                    _ if txn_data => {
+                        self.open.entry(h.producer_id).or_insert(h.base_offset);
+                    }
+                    _ => {}
                 }
-                _ => {}
+                self.resolver.push(batch, verdict).map_err(err)?;
             }
-            self.resolver.push(batch, verdict).map_err(err)?;
             self.pins.push_back(pin.clone());
             while let Some(resolved) = self.resolver.pop() {
                 // One pin per pushed batch, popped in the same order.
@@ -411,305 +605,5 @@ fn build_pieces(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use bytes::BytesMut;
-    use strait_records::{BatchHeader, HEADER_LEN, ProducerStamp};
-
-    /// A batch of `n` records (values "v<i>") at `base`, as a broker stores it.
-    fn batch(base: i64, n: usize, codec: Compression) -> Bytes {
-        let mut b = BatchBuilder::new(codec);
-        for i in 0..n {
-            let v = format!("v{}", base + i as i64);
-            b.push(1_700_000_000_000, Some(b"k"), Some(v.as_bytes()), &[])
-                .unwrap();
-        }
-        rebase(b.build().unwrap().into_bytes(), base, None)
-    }
-
-    /// Rewrites base offset (outside the CRC) and optionally the producer fields and
-    /// attributes (inside it, so the CRC is recomputed).
-    fn rebase(bytes: Bytes, base: i64, txn: Option<(i64, u16)>) -> Bytes {
-        let mut b = BytesMut::from(&bytes[..]);
-        b[0..8].copy_from_slice(&base.to_be_bytes());
-        if let Some((pid, attrs)) = txn {
-            let mut head = [0u8; HEADER_LEN];
-            head.copy_from_slice(&b[..HEADER_LEN]);
-            let mut h = BatchHeader::parse(&head, 0).unwrap();
-            h.producer_id = pid;
-            h.producer_epoch = 0;
-            h.base_sequence = 0;
-            h.attributes.0 |= attrs;
-            b[..HEADER_LEN].copy_from_slice(&h.encode());
-            let crc = crc32c::crc32c(&b[21..]);
-            b[17..21].copy_from_slice(&crc.to_be_bytes());
-        }
-        b.freeze()
-    }
-
-    fn concat(parts: &[Bytes]) -> Bytes {
-        let mut b = BytesMut::new();
-        for p in parts {
-            b.extend_from_slice(p);
-        }
-        b.freeze()
-    }
-
-    const TXN: u16 = 0x10;
-    const CONTROL: u16 = 0x20;
-
-    /// A transaction marker of `pid` at `offset`: a control record with key version 0 and
-    /// type 1 (COMMIT) or 0 (ABORT).
-    fn marker(offset: i64, pid: i64, commit: bool) -> Bytes {
-        let mut b = BatchBuilder::new(Compression::None);
-        b.push(
-            0,
-            Some(&[0, 0, 0, u8::from(commit)]),
-            Some(&[0, 0, 0, 0, 0, 0]),
-            &[],
-        )
-        .unwrap();
-        rebase(
-            b.build().unwrap().into_bytes(),
-            offset,
-            Some((pid, TXN | CONTROL)),
-        )
-    }
-
-    /// A transactional data batch of `pid`.
-    fn txn(base: i64, n: usize, pid: i64) -> Bytes {
-        rebase(batch(base, n, Compression::None), base, Some((pid, TXN)))
-    }
-
-    /// (records, source_next) of each step.
-    fn shape<P>(p: &Plan<P>) -> Vec<(i64, i64)> {
-        p.steps
-            .iter()
-            .map(|(s, _)| (s.records(), s.source_next()))
-            .collect()
-    }
-
-    #[test]
-    fn dense_batches_are_forwarded_without_copying() {
-        let set = concat(&[
-            batch(0, 3, Compression::Lz4),
-            batch(3, 2, Compression::None),
-        ]);
-        let p = plan(set.clone(), &[], 0, 1 << 20, &Limits::default()).unwrap();
-        assert_eq!(p.next_position, 5);
-        assert_eq!(p.steps.len(), 2);
-        match &p.steps[0].0 {
-            Step::Forward {
-                batch,
-                source_first,
-                count,
-            } => {
-                assert_eq!((*source_first, *count), (0, 3));
-                assert_eq!(
-                    batch.as_bytes().as_ptr(),
-                    set.as_ptr(),
-                    "a slice, not a copy"
-                );
-                // The producer will be able to patch it.
-                batch.verify_and_patch(ProducerStamp::NONE).unwrap();
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(p.steps[1].0.source_next(), 5);
-        assert!(p.slow.is_empty());
-    }
-
-    #[test]
-    fn batches_before_the_position_are_ignored_and_a_straddling_one_is_cut() {
-        let set = concat(&[
-            batch(0, 3, Compression::Gzip),
-            batch(3, 4, Compression::Zstd),
-        ]);
-        let p = plan(set, &[], 5, 1 << 20, &Limits::default()).unwrap();
-        assert_eq!(p.slow, vec![SlowReason::Partial]);
-        assert_eq!(p.next_position, 7);
-        match &p.steps[0].0 {
-            Step::Reencoded {
-                batch,
-                source_offsets,
-            } => {
-                assert_eq!(source_offsets, &vec![5, 6]);
-                let values: Vec<_> = batch
-                    .records(&Limits::default())
-                    .unwrap()
-                    .map(|r| r.unwrap().value.unwrap())
-                    .collect();
-                assert_eq!(values, vec![Bytes::from("v5"), Bytes::from("v6")]);
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(p.steps.last().unwrap().0.source_next(), 7);
-    }
-
-    #[test]
-    fn too_large_batches_are_split_and_keep_their_source_offsets() {
-        let set = batch(10, 40, Compression::None);
-        let p = plan(set, &[], 10, 300, &Limits::default()).unwrap();
-        assert_eq!(p.slow, vec![SlowReason::TooLarge]);
-        let mut offsets: Vec<i64> = Vec::new();
-        for (s, _) in &p.steps {
-            if let Step::Reencoded {
-                batch,
-                source_offsets,
-            } = s
-            {
-                assert!(batch.size() <= 300, "{}", batch.size());
-                offsets.extend(source_offsets.iter().copied());
-            }
-        }
-        assert!(p.steps.len() > 2);
-        assert_eq!(offsets, (10..50).collect::<Vec<_>>());
-        assert_eq!(p.next_position, 50);
-    }
-
-    #[test]
-    fn control_and_aborted_batches_are_skipped_and_counted() {
-        let committed = rebase(batch(0, 2, Compression::None), 0, Some((7, TXN)));
-        let commit = marker(2, 7, true);
-        let aborted = rebase(batch(3, 2, Compression::None), 3, Some((8, TXN)));
-        let abort = marker(5, 8, false);
-        let after = batch(6, 1, Compression::None);
-        let set = concat(&[committed, commit, aborted, abort, after]);
-        let aborted_list = [AbortedTxn {
-            producer_id: 8,
-            first_offset: 3,
-        }];
-        let p = plan(set, &aborted_list, 0, 1 << 20, &Limits::default()).unwrap();
-        assert_eq!((p.dropped_aborted, p.dropped_control), (1, 2));
-        let kinds: Vec<(i64, i64)> = p
-            .steps
-            .iter()
-            .map(|(s, _)| (s.records(), s.source_next()))
-            .collect();
-        assert_eq!(kinds, vec![(2, 2), (0, 3), (0, 5), (0, 6), (1, 7)]);
-    }
-
-    #[test]
-    fn partial_trailing_batch_is_left_for_the_next_fetch() {
-        let whole = batch(0, 2, Compression::None);
-        let next = batch(2, 2, Compression::None);
-        let set = concat(&[whole, next.slice(..next.len() - 5)]);
-        let p = plan(set, &[], 0, 1 << 20, &Limits::default()).unwrap();
-        assert_eq!(p.next_position, 2);
-        assert_eq!(p.steps.len(), 1);
-        assert!(p.trimmed > 0);
-    }
-
-    #[test]
-    fn corrupt_batch_on_the_slow_path_is_an_error() {
-        let mut b = BytesMut::from(&batch(0, 3, Compression::None)[..]);
-        let last = b.len() - 1;
-        b[last] ^= 0xff;
-        let e = plan(b.freeze(), &[], 1, 1 << 20, &Limits::default()).unwrap_err();
-        assert_eq!(e.offset, 0);
-    }
-
-    /// Tansu: aborted data comes back with an empty aborted list; only the ABORT marker,
-    /// in a later response, tells. Held data waits across responses and leaves in order.
-    #[test]
-    fn aborted_data_without_an_aborted_list_is_held_until_its_marker_then_dropped() {
-        let limits = Limits::default();
-        let mut planner: Planner<u32> = Planner::new(0, 1 << 20, limits);
-        // Response 1: a committed transaction (data + marker), then the start of
-        // transaction 8 and a plain batch behind it.
-        let r1 = concat(&[
-            txn(0, 2, 7),
-            marker(2, 7, true),
-            txn(3, 2, 8),
-            batch(5, 1, Compression::None),
-        ]);
-        let p = planner.plan(r1, &[], 0, 1).unwrap();
-        assert_eq!(
-            p.next_position, 6,
-            "the fetch position moves past held batches"
-        );
-        assert_eq!(shape(&p), vec![(2, 2), (0, 3)]);
-        assert_eq!(
-            planner.released_next(),
-            3,
-            "the map may only advance to here"
-        );
-        assert_eq!(planner.held_batches(), 2);
-        assert!(planner.held_bytes() > 0);
-        assert_eq!(
-            planner.oldest_open(),
-            Some(OpenTxn {
-                producer_id: 8,
-                first_offset: 3
-            })
-        );
-        // Response 2: more of transaction 8, its ABORT marker, one more plain batch.
-        let r2 = concat(&[
-            txn(6, 1, 8),
-            marker(7, 8, false),
-            batch(8, 2, Compression::None),
-        ]);
-        let p = planner.plan(r2, &[], 6, 2).unwrap();
-        assert_eq!(p.dropped_aborted, 2);
-        assert_eq!(p.dropped_control, 1);
-        assert_eq!(
-            shape(&p),
-            vec![(0, 5), (1, 6), (0, 7), (0, 8), (2, 10)],
-            "aborted batches skipped, the plain batch held behind them released in order"
-        );
-        // The plain batch at 5 came from response 1 and still pins its buffer.
-        let pins: Vec<u32> = p.steps.iter().map(|(_, pin)| *pin).collect();
-        assert_eq!(pins, vec![1, 1, 2, 2, 2]);
-        assert_eq!((planner.held_batches(), planner.held_bytes()), (0, 0));
-        assert_eq!(planner.oldest_open(), None);
-        assert_eq!(planner.released_next(), 10);
-    }
-
-    /// A transaction still open when `--once` reaches the end seen at start (Tansu: LSO =
-    /// HW) is not replicated: none of its steps are released and the position the map
-    /// may record stays before it, so the next run fetches it again.
-    #[test]
-    fn an_open_transaction_is_never_released() {
-        let mut planner: Planner<()> = Planner::new(0, 1 << 20, Limits::default());
-        let set = concat(&[
-            batch(0, 3, Compression::None),
-            txn(3, 2, 9),
-            batch(5, 1, Compression::None),
-        ]);
-        let p = planner.plan(set, &[], 0, ()).unwrap();
-        assert_eq!(shape(&p), vec![(3, 3)]);
-        assert_eq!(p.next_position, 6);
-        assert_eq!(planner.released_next(), 3);
-        assert_eq!(planner.held_batches(), 2);
-        // A reposition (truncation, re-creation, recovery) forgets what was held.
-        planner.reposition(100);
-        assert_eq!((planner.held_batches(), planner.held_bytes()), (0, 0));
-        assert_eq!(planner.oldest_open(), None);
-        assert_eq!(planner.released_next(), 100);
-        let p = planner
-            .plan(batch(100, 1, Compression::None), &[], 100, ())
-            .unwrap();
-        assert_eq!(shape(&p), vec![(1, 101)]);
-    }
-
-    /// Kafka: the aborted list condemns data before its marker is fetched; committed
-    /// data of another producer interleaved with it is released at its own marker.
-    #[test]
-    fn the_aborted_list_and_markers_combine_across_producers() {
-        let mut planner: Planner<()> = Planner::new(0, 1 << 20, Limits::default());
-        let set = concat(&[
-            txn(0, 1, 1),
-            txn(1, 1, 2),
-            marker(2, 2, true),
-            marker(3, 1, false),
-        ]);
-        let aborted = [AbortedTxn {
-            producer_id: 1,
-            first_offset: 0,
-        }];
-        let p = planner.plan(set, &aborted, 0, ()).unwrap();
-        assert_eq!(shape(&p), vec![(0, 1), (1, 2), (0, 3), (0, 4)]);
-        assert_eq!((p.dropped_aborted, p.dropped_control), (1, 2));
-        assert_eq!(planner.held_batches(), 0);
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;

@@ -40,6 +40,30 @@ pub struct GroupSyncReport {
     pub skipped_behind: usize,
     /// Positions without an offset map, or whose records are gone.
     pub untranslatable: usize,
+    /// Groups known from earlier rounds that the source no longer lists (deleted) or the
+    /// filter no longer accepts: their caches and metric series were dropped.
+    pub groups_forgotten: usize,
+}
+
+/// Drops the per-group state of every group not in `live` (sorted) and returns those
+/// groups, sorted. Pending positions need no pruning: they are rebuilt each round.
+fn forget_gone(
+    live: &[String],
+    last_checkpoints: &mut HashMap<String, Checkpointed>,
+    last_complete: &mut HashMap<String, Instant>,
+) -> Vec<String> {
+    let alive = |g: &String| live.binary_search(g).is_ok();
+    let mut gone: Vec<String> = last_checkpoints
+        .keys()
+        .chain(last_complete.keys())
+        .filter(|g| !alive(g))
+        .cloned()
+        .collect();
+    gone.sort();
+    gone.dedup();
+    last_checkpoints.retain(|g, _| alive(g));
+    last_complete.retain(|g, _| alive(g));
+    gone
 }
 
 /// Syncs one flow's consumer groups.
@@ -112,6 +136,13 @@ impl GroupSync {
         groups.sort();
         groups.dedup();
         report.groups_seen = groups.len();
+        // Groups deleted on the source or no longer accepted: forget them and their series.
+        for gone in forget_gone(&groups, &mut self.last_checkpoints, &mut self.last_complete) {
+            tracing::debug!(flow = %self.flow.name, group = %gone,
+                "group gone from the source (or no longer accepted): its state is dropped");
+            self.metrics.remove_group(&self.flow.name, &gone);
+            report.groups_forgotten += 1;
+        }
 
         let mut records = Vec::new();
         // (group, checkpoint key, value), remembered once the write succeeded.
@@ -340,6 +371,29 @@ mod tests {
             .with_error_code(error)
             .with_group_state(StrBytes::from_string(state.to_owned()))
             .with_members(vec![DescribedGroupMember::default(); members])
+    }
+
+    #[test]
+    fn groups_no_longer_listed_are_forgotten_and_the_others_kept() {
+        let mut checkpoints: HashMap<String, Checkpointed> = HashMap::new();
+        let mut complete: HashMap<String, Instant> = HashMap::new();
+        for g in ["a", "deleted", "unmatched"] {
+            checkpoints.insert(g.into(), [(("t".to_owned(), 0), (1, 1))].into());
+        }
+        for g in ["a", "deleted", "only-seen"] {
+            complete.insert(g.into(), Instant::now());
+        }
+        let live = vec!["a".to_owned(), "new".to_owned()];
+        assert_eq!(
+            forget_gone(&live, &mut checkpoints, &mut complete),
+            vec!["deleted", "only-seen", "unmatched"]
+        );
+        assert_eq!(checkpoints.keys().collect::<Vec<_>>(), vec!["a"]);
+        assert_eq!(complete.keys().collect::<Vec<_>>(), vec!["a"]);
+        assert!(
+            forget_gone(&live, &mut checkpoints, &mut complete).is_empty(),
+            "nothing twice"
+        );
     }
 
     #[test]

@@ -73,6 +73,7 @@ struct Families {
     coalesce_outputs: Family<Counter>,
     coalesce_bytes: Family<Counter>,
     map_runs: Family<IntGauge>,
+    held_bytes: Family<IntGauge>,
     dropped: Family<Counter>,
     incidents: Family<Counter>,
     in_flight_bytes: Family<IntGauge>,
@@ -192,6 +193,12 @@ impl Families {
                 "Runs in the partition's offset map (1 for a topic without gaps).",
                 FTP,
             ),
+            held_bytes: reg(
+                r,
+                "strait_held_bytes",
+                "Fetched bytes of the partition held back until their transaction is decided.",
+                FTP,
+            ),
             dropped: reg(
                 r,
                 "strait_dropped_batches_total",
@@ -297,6 +304,9 @@ struct Inner {
     stalled_after_ms: std::sync::atomic::AtomicU64,
     /// Partitions being restarted, by (flow, topic, partition).
     failing: Mutex<BTreeMap<(String, String, i32), restart::Failing>>,
+    /// Set while the partitions together hold more bytes for open transactions than the
+    /// budget allows: the `/health` line naming the oldest open transaction.
+    held_alarm: Mutex<Option<String>>,
 }
 
 /// A partition `/health` watches: flow, topic, partition and its progress (gone when the
@@ -376,6 +386,7 @@ impl Metrics {
                 stalled_after_ms: std::sync::atomic::AtomicU64::new(
                     DEFAULT_STALLED_AFTER.as_millis() as u64,
                 ),
+                held_alarm: Mutex::new(None),
             }),
         }
     }
@@ -426,6 +437,7 @@ impl Metrics {
             lag_seconds: Self::ftp(&f.lag_seconds, flow, topic, partition),
             latency: f.latency.get(&[flow, topic]),
             map_runs: Self::ftp(&f.map_runs, flow, topic, partition),
+            held: Self::ftp(&f.held_bytes, flow, topic, partition),
         }
     }
 
@@ -642,13 +654,31 @@ impl Metrics {
         ] {
             fam.remove_prefix(&key);
         }
-        for fam in [&f.lag_offsets, &f.map_runs] {
+        for fam in [&f.lag_offsets, &f.map_runs, &f.held_bytes] {
             fam.remove_prefix(&key);
         }
         f.lag_seconds.remove_prefix(&key);
         for fam in [&f.coalesce_inputs, &f.coalesce_outputs, &f.coalesce_bytes] {
             fam.remove_prefix(&key);
         }
+    }
+
+    /// Drops a consumer group's series (the group was deleted on the source or is no
+    /// longer accepted by the flow's group filter).
+    pub fn remove_group(&self, flow: &str, group: &str) {
+        let key = [flow, group];
+        self.inner.f.offsets_committed.remove_prefix(&key);
+        self.inner.f.staleness.remove_prefix(&key);
+    }
+
+    /// Sets (or clears, with `None`) the `/health` line for bytes held for open
+    /// transactions beyond the budget's limit.
+    pub fn set_held_alarm(&self, line: Option<String>) {
+        *self
+            .inner
+            .held_alarm
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = line;
     }
 
     /// Records a flow's state (for `/health` and `strait_flow_up`).
@@ -727,6 +757,15 @@ impl Metrics {
                 bad.push(line);
             }
         }
+        if let Some(line) = self
+            .inner
+            .held_alarm
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+        {
+            bad.push(line);
+        }
         if bad.is_empty() {
             Ok(format!("ok: {} flow(s) running", flows.len()))
         } else {
@@ -757,6 +796,7 @@ pub struct PartitionMetrics {
     lag_seconds: Gauge,
     latency: Histogram,
     map_runs: IntGauge,
+    held: IntGauge,
 }
 
 impl std::fmt::Debug for PartitionMetrics {
@@ -791,6 +831,16 @@ impl PartitionMetrics {
     /// Sets the offset map's run count.
     pub fn map_runs(&self, runs: usize) {
         self.map_runs.set(i64::try_from(runs).unwrap_or(i64::MAX));
+    }
+
+    /// Sets the bytes the partition holds back for open transactions.
+    pub fn held(&self, bytes: u64) {
+        self.held.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    /// See [`Metrics::set_held_alarm`].
+    pub fn held_alarm(&self, line: Option<String>) {
+        self.metrics.set_held_alarm(line);
     }
 
     /// See [`Metrics::slow_path_batch`].
@@ -991,6 +1041,47 @@ mod tests {
         assert!(m.render().contains("strait_flow_up{flow=\"a\"} 0\n"));
         assert!(m.render().contains("strait_flow_up{flow=\"b\"} 1\n"));
     }
+
+    #[test]
+    fn held_bytes_over_the_limit_are_a_health_line_until_cleared() {
+        let m = Metrics::new();
+        m.set_flow_state("f", FlowState::Running);
+        let p = m.partition("f", "t", 2);
+        p.held(4096);
+        assert!(
+            m.render()
+                .contains("strait_held_bytes{flow=\"f\",topic=\"t\",partition=\"2\"} 4096\n"),
+            "{}",
+            m.render()
+        );
+        p.held_alarm(Some("held: producer id 7 since source offset 10".into()));
+        assert_eq!(
+            m.health().unwrap_err(),
+            "held: producer id 7 since source offset 10"
+        );
+        p.held_alarm(None);
+        assert!(m.health().is_ok());
+        m.remove_partition("f", "t", 2);
+        assert!(!m.render().contains("strait_held_bytes{"));
+    }
+
+    #[test]
+    fn a_removed_group_loses_its_series_and_the_others_keep_theirs() {
+        let m = Metrics::new();
+        m.group_offsets_committed("f", "gone", 3);
+        m.group_translation_staleness("f", "gone", 1.0);
+        m.group_offsets_committed("f", "kept", 1);
+        m.group_translation_staleness("f", "kept", 2.0);
+        m.remove_group("f", "gone");
+        let text = m.render();
+        assert!(!text.contains("group=\"gone\""), "{text}");
+        assert!(text.contains("strait_group_offsets_committed_total{flow=\"f\",group=\"kept\"} 1"));
+        assert!(
+            text.contains(
+                "strait_group_translation_staleness_seconds{flow=\"f\",group=\"kept\"} 2.0"
+            )
+        );
+    }
 }
 #[cfg(test)]
 mod names {
@@ -1010,6 +1101,7 @@ mod names {
         "strait_group_sync_groups_translated_total{flow}",
         "strait_group_translation_staleness_seconds{flow,group}",
         "strait_heartbeats_emitted_total{flow}",
+        "strait_held_bytes{flow,partition,topic}",
         "strait_in_flight_bytes{flow}",
         "strait_incidents_total{flow,kind,partition,topic}",
         "strait_lag_offsets{flow,partition,topic}",

@@ -102,6 +102,10 @@ pub struct Fetched<'a, P> {
     pub records: Bytes,
     /// Aborted transactions overlapping them.
     pub aborted: &'a [AbortedTxn],
+    /// The response's last stable offset when the broker is known to compute a real one
+    /// (the fetcher decides); transactional data below it that the aborted list does not
+    /// name is committed.
+    pub stable: Option<i64>,
     /// Kept alive by its batches until they are acknowledged (the budget reservation).
     pub pin: P,
 }
@@ -238,6 +242,11 @@ impl<P: Clone> Pipeline<P> {
     }
 
     /// The planner (for the held-bytes check).
+    pub fn planner_mut(&mut self) -> &mut Planner<P> {
+        &mut self.planner
+    }
+
+    /// The planner (held bytes, open transactions).
     pub fn planner(&self) -> &Planner<P> {
         &self.planner
     }
@@ -281,7 +290,7 @@ impl<P: Clone> Pipeline<P> {
         }
         let plan = self
             .planner
-            .plan(f.records, f.aborted, f.position, f.pin)
+            .plan_stable(f.records, f.aborted, f.stable, f.position, f.pin)
             .map_err(|e| {
                 MirrorError::records(format!("batch at source offset {}", e.offset), e.source)
                     .cluster(&self.source_cluster)
@@ -473,10 +482,10 @@ impl<P: Clone> Pipeline<P> {
         }
     }
 
-    /// The next thing to do; `repin(bytes)` gives a merged batch a budget reservation of its
-    /// own when there is room (it then lets go of its inputs' fetch buffers). `None` when
-    /// nothing is to be done until the next event.
-    pub fn next_action(&mut self, mut repin: impl FnMut(usize) -> Option<P>) -> Option<Action> {
+    /// The next thing to do; `repin(bytes, first input's pin)` gives a merged batch a
+    /// budget reservation of its own when there is room (it then lets go of its inputs'
+    /// fetch buffers). `None` when nothing is to be done until the next event.
+    pub fn next_action(&mut self, mut repin: impl FnMut(usize, &P) -> Option<P>) -> Option<Action> {
         if let Some(a) = self.outbox.pop_front() {
             return Some(a);
         }
@@ -499,7 +508,11 @@ impl<P: Clone> Pipeline<P> {
                     }
                 }
                 Next::Send { mut out, coalesced } => {
-                    if let Some(pin) = coalesced.and_then(|c| repin(c.bytes)) {
+                    let repinned = match (&coalesced, out.pins.first()) {
+                        (Some(c), Some(first)) => repin(c.bytes, first),
+                        _ => None,
+                    };
+                    if let Some(pin) = repinned {
                         out.pins = vec![pin];
                     }
                     self.in_flight += 1;

@@ -161,7 +161,7 @@ impl World {
     /// (an incident under `fail`: the operator then chooses `skip`).
     fn settle(&mut self) {
         loop {
-            let action = self.run.p.next_action(|_| None);
+            let action = self.run.p.next_action(|_, _| None);
             let r = match action {
                 None => return,
                 Some(Action::Produce { batch, .. }) => {
@@ -214,6 +214,7 @@ impl World {
                     position: set[0].0,
                     records: record_set(set),
                     aborted: &[],
+                    stable: None,
                     pin: (),
                 });
                 if let Err(e) = r {

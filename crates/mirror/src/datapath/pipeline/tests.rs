@@ -109,13 +109,14 @@ impl Harness {
             position,
             records: record_set(batches),
             aborted: &[],
+            stable: None,
             pin: (),
         })
     }
 
     fn run(&mut self) -> Result<Done, MirrorError> {
         let mut done = Done::default();
-        while let Some(a) = self.p.next_action(|_| None) {
+        while let Some(a) = self.p.next_action(|_, _| None) {
             match a {
                 Action::Produce { batch, .. } => done.produced.push(batch),
                 Action::Record => done.recorded.extend(self.p.record(&mut self.map)?),
@@ -143,6 +144,7 @@ fn a_record_set_of_an_older_generation_is_dropped() {
         position: 0,
         records: record_set(&[(0, 3)]),
         aborted: &[],
+        stable: None,
         pin: (),
     });
     assert_eq!(planned.expect("no error"), None);

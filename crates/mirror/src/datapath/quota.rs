@@ -1,0 +1,146 @@
+//! Pure rules for sharing the in-flight budget between partitions, so that one stuck
+//! piece cannot stall the rest (no I/O, no clock: every rule is unit-tested by name).
+//!
+//! Two kinds of bytes pin a partition's fetch buffers, and each has its own bound.
+//!
+//! **In flight**: fetched and released, waiting for the target to acknowledge them. A
+//! target partition that cannot accept writes keeps these forever. [`may_fetch`] bounds
+//! them with a per-partition quota:
+//!
+//! 1. *The fair share* is the budget split over the active partitions, never below the
+//!    minimum fetch room (one fetch must fit): [`fair_share`].
+//! 2. *A partition under its fair share may always fetch*, however full the budget is, so
+//!    a partition that has drained is never starved.
+//! 3. *A partition at or over its fair share may fetch only while at most half the budget
+//!    is used* (work-conserving: one busy partition alone may use much more than its
+//!    share), so the partitions over their share hold at most half the budget plus one
+//!    fetch each between them; the other half is handed out by fair shares only.
+//! 4. *A partition left out is not fetched* (the fetcher asks for the others and skips
+//!    it); it is asked for again as soon as its acknowledgements bring it under rule 2 or 3.
+//!
+//! **Held**: fetched but not released, waiting for a transaction marker. These are not
+//! counted against the quota (the partition must keep fetching to reach the marker);
+//! instead every partition's held bytes count against one process-wide limit,
+//! [`held_verdict`]:
+//!
+//! 5. *Within the limit, nothing happens.*
+//! 6. *Over the limit, the partition holding the most must let go*: it spills (drops what
+//!    it holds and re-reads it once decided, `Planner::spill`) or, where it cannot
+//!    (`--once`), fails with a clear error. It is the one checking if it holds the most,
+//!    ties included; otherwise the largest holder is told through its account. The
+//!    others carry on.
+
+/// The budget's state as one partition's fetch decision sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaInput {
+    /// The whole budget (`engine.in_flight_memory`).
+    pub total: u64,
+    /// Bytes reserved now, by every partition and every fetch waiting for a response.
+    pub used: u64,
+    /// The partition's bytes in flight to the target (its reservations minus its held bytes).
+    pub in_flight: u64,
+    /// Partitions sharing the budget (fetched by any fetcher of the process).
+    pub active: usize,
+    /// What one fetch needs at least (the fetcher's minimum room).
+    pub min_room: u64,
+}
+
+/// Rule 1: the budget split over the active partitions, never below `min_room`.
+pub fn fair_share(total: u64, active: usize, min_room: u64) -> u64 {
+    let n = u64::try_from(active.max(1)).unwrap_or(u64::MAX);
+    (total / n).max(min_room).max(1)
+}
+
+/// Rules 2–4: whether the partition may be part of the next fetch.
+pub fn may_fetch(q: QuotaInput) -> bool {
+    if q.in_flight < fair_share(q.total, q.active, q.min_room) {
+        return true;
+    }
+    q.used <= q.total / 2
+}
+
+/// What [`held_verdict`] decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldVerdict {
+    /// Rule 5: the held bytes of every partition are within the limit.
+    Within,
+    /// Rule 6: over the limit and the checking partition holds the most: it lets go.
+    FailThis,
+    /// Rule 6: over the limit and another partition holds more: that one lets go.
+    FailLargest,
+}
+
+/// Rules 5–6: `total_held` bytes are held by every partition together, `mine` by the
+/// checking partition and `largest_other` by the largest other holder.
+pub fn held_verdict(total_held: u64, limit: u64, mine: u64, largest_other: u64) -> HeldVerdict {
+    if total_held <= limit {
+        HeldVerdict::Within
+    } else if mine >= largest_other {
+        HeldVerdict::FailThis
+    } else {
+        HeldVerdict::FailLargest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn input(used: u64, in_flight: u64, active: usize) -> QuotaInput {
+        QuotaInput {
+            total: 24 * MIB,
+            used,
+            in_flight,
+            active,
+            min_room: MIB,
+        }
+    }
+
+    #[test]
+    fn rule1_the_fair_share_is_the_budget_split_over_active_partitions_never_below_one_fetch() {
+        assert_eq!(fair_share(24 * MIB, 4, MIB), 6 * MIB);
+        assert_eq!(fair_share(24 * MIB, 1000, MIB), MIB, "one fetch must fit");
+        assert_eq!(
+            fair_share(24 * MIB, 0, MIB),
+            24 * MIB,
+            "no division by zero"
+        );
+        assert_eq!(fair_share(0, 3, 0), 1);
+    }
+
+    #[test]
+    fn rule2_a_partition_under_its_fair_share_may_always_fetch() {
+        // The budget is full (stuck partitions hold it): a drained partition still fetches.
+        assert!(may_fetch(input(24 * MIB, 0, 4)));
+        assert!(may_fetch(input(24 * MIB, 6 * MIB - 1, 4)));
+    }
+
+    #[test]
+    fn rule3_a_partition_over_its_share_may_fetch_while_at_most_half_the_budget_is_used() {
+        // One busy partition alone may use far more than its share of many partitions.
+        assert!(may_fetch(input(12 * MIB, 11 * MIB, 100)));
+        assert!(!may_fetch(input(12 * MIB + 1, 11 * MIB, 100)));
+    }
+
+    #[test]
+    fn rule4_a_partition_over_its_share_is_left_out_when_the_budget_is_more_than_half_used() {
+        assert!(!may_fetch(input(20 * MIB, 6 * MIB, 4)));
+        // Its acknowledgements bring it back under its share: it is fetched again.
+        assert!(may_fetch(input(20 * MIB, 5 * MIB, 4)));
+    }
+
+    #[test]
+    fn rule5_within_the_held_limit_nothing_happens() {
+        assert_eq!(held_verdict(12, 12, 12, 0), HeldVerdict::Within);
+        assert_eq!(held_verdict(0, 0, 0, 0), HeldVerdict::Within);
+    }
+
+    #[test]
+    fn rule6_over_the_held_limit_the_partition_holding_the_most_fails() {
+        assert_eq!(held_verdict(13, 12, 8, 5), HeldVerdict::FailThis);
+        assert_eq!(held_verdict(13, 12, 5, 8), HeldVerdict::FailLargest);
+        assert_eq!(held_verdict(14, 12, 7, 7), HeldVerdict::FailThis, "ties");
+    }
+}
