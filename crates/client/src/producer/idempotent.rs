@@ -98,11 +98,19 @@ struct State {
     driver: bool,
     /// Set by [`IdempotentProducer::abort`]: nothing is sent any more.
     aborted: Option<Error>,
+    /// Transactional mode: told every batch outcome as it is delivered.
+    observer: Option<Observer>,
 }
+
+/// Called (under the producer's lock) with each batch outcome, in delivery order.
+pub(crate) type Observer = Arc<dyn Fn(&Result<Ack>) + Send + Sync>;
 
 struct Inner {
     client: Client,
     cfg: ProducerConfig,
+    /// Transactional mode: batches carry the transactional bit, Produce requests the id,
+    /// and a broken sequence fails the batches instead of bumping the epoch here.
+    transactional_id: Option<String>,
     state: Mutex<State>,
     /// Woken when batches are delivered: senders waiting for room re-check.
     changed: Notify,
@@ -179,17 +187,32 @@ impl IdempotentProducer {
         let identity = client
             .init_producer_id(None, Duration::from_secs(60), None)
             .await?;
+        Ok(Self::start(client, cfg, identity, None, None))
+    }
+
+    /// A producer with `identity` already obtained; with `transactional_id` it writes
+    /// transactional batches and leaves epoch bumps to its caller (the transactional
+    /// producer), and `observer` sees every batch outcome.
+    pub(crate) fn start(
+        client: Client,
+        cfg: ProducerConfig,
+        identity: ProducerIdentity,
+        transactional_id: Option<String>,
+        observer: Option<Observer>,
+    ) -> Self {
         let mut seq = Sequencer::new(cfg.max_in_flight);
         seq.set_identity(identity);
         let inner = Arc::new(Inner {
             client,
             cfg,
+            transactional_id,
             state: Mutex::new(State {
                 seq,
                 slots: HashMap::new(),
                 topics: HashSet::new(),
                 driver: false,
                 aborted: None,
+                observer,
             }),
             changed: Notify::new(),
             wake: Notify::new(),
@@ -198,9 +221,42 @@ impl IdempotentProducer {
             batches: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
         });
-        Ok(IdempotentProducer {
+        IdempotentProducer {
             handle: Arc::new(Handle { inner }),
-        })
+        }
+    }
+
+    /// True when the sequencer needs a new epoch (transactional mode: a batch broke the
+    /// sequence; the caller bumps the epoch after its abort).
+    pub(crate) fn needs_identity(&self) -> bool {
+        self.inner().state.lock().seq.needs_identity()
+    }
+
+    /// Installs a new epoch from the caller's KIP-360 bump: sequences restart from 0 and
+    /// every partition takes batches again.
+    pub(crate) fn install_identity(&self, identity: ProducerIdentity) {
+        let inner = self.inner();
+        {
+            let mut st = inner.state.lock();
+            st.seq.set_identity(identity);
+            st.seq.reset_all();
+        }
+        inner.wake.notify_one();
+        inner.changed.notify_waiters();
+    }
+
+    /// Waits until every batch queued so far has its outcome.
+    pub(crate) async fn flush(&self) {
+        let inner = self.inner();
+        loop {
+            let notified = inner.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if inner.state.lock().seq.unresolved() == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 
     fn inner(&self) -> &Arc<Inner> {
@@ -299,7 +355,12 @@ impl IdempotentProducer {
                 let stamp = stamp(id, seq);
                 batch
                     .verify_and_patch(stamp)
-                    .map(|p| (stamp, p))
+                    .map(|p| {
+                        (
+                            stamp,
+                            p.with_transactional(inner.transactional_id.is_some()),
+                        )
+                    })
                     .map_err(|e| Error::invalid(format!("batch rejected: {e}")))
             })
             .transpose()?;
@@ -433,8 +494,12 @@ impl Driver {
             } else if needs_identity {
                 // Sending stops; a new epoch goes in once every request is answered.
                 if in_flight == 0 && self.in_flight.is_empty() {
-                    reinit(&self.inner).await;
-                    continue;
+                    if self.inner.transactional_id.is_none() {
+                        reinit(&self.inner).await;
+                        continue;
+                    }
+                    // Transactional: the caller aborts and bumps the epoch itself.
+                    fail_unsent(&self.inner);
                 }
             } else {
                 self.dispatch().await;
@@ -585,6 +650,7 @@ impl Driver {
             let mut batches = Vec::new();
             let mut req = ProduceRequest::new(Acks::All);
             req.timeout = cfg.request_timeout;
+            req.transactional_id = self.inner.transactional_id.clone();
             let bytes = {
                 let mut st = self.inner.state.lock();
                 let st = &mut *st;
@@ -597,7 +663,8 @@ impl Driver {
                     };
                     let want = stamp(t.identity, t.base_sequence);
                     if slot.patched.as_ref().is_none_or(|(s, _)| *s != want) {
-                        slot.patched = Some((want, slot.batch.patch(want)));
+                        let txn = self.inner.transactional_id.is_some();
+                        slot.patched = Some((want, slot.batch.patch(want).with_transactional(txn)));
                     }
                     let parts = slot.patched.as_ref().map(|(_, p)| p.parts().to_vec());
                     req.push(&tp.0, tp.1, RawBatch::from_parts(parts.unwrap_or_default()));
@@ -711,8 +778,17 @@ impl Driver {
             let st = &mut *st;
             for (tp, t, result) in self.results.drain(..) {
                 let retry = result.as_ref().err().filter(|e| e.is_retriable()).cloned();
-                let failed = result.is_err();
+                let failed = result.as_ref().err().cloned();
                 st.seq.on_result(&tp, t.token, t.attempt, result);
+                if let Some(e) = &failed
+                    && self.inner.transactional_id.is_some()
+                    && st.seq.needs_identity()
+                {
+                    // Transactional: no renumbering under a new epoch inside the
+                    // transaction; the batch fails with its own error (the caller aborts).
+                    st.seq.fail(&tp, t.token, e.clone());
+                }
+                let failed = failed.is_some();
                 if failed && let Some(abort) = &st.aborted {
                     st.seq.fail(&tp, t.token, abort.clone());
                 }
@@ -816,6 +892,9 @@ fn deliver(st: &mut State, tp: &TopicPartition) {
     loop {
         let mut failed = None;
         for (token, r) in st.seq.take_delivered(tp) {
+            if let Some(observe) = &st.observer {
+                observe(&r);
+            }
             if let Err(e) = &r {
                 failed = Some(e.clone());
             }
@@ -843,6 +922,31 @@ fn deliver(st: &mut State, tp: &TopicPartition) {
             st.seq.fail(tp, token, e);
         }
     }
+}
+
+/// Transactional mode, a new epoch needed and nothing in flight: every batch not yet
+/// resolved fails (the transaction must be aborted; its caller bumps the epoch).
+fn fail_unsent(inner: &Arc<Inner>) {
+    {
+        let mut st = inner.state.lock();
+        let st = &mut *st;
+        let mut unsent: Vec<(TopicPartition, Token)> =
+            st.slots.iter().map(|(t, s)| (s.tp.clone(), *t)).collect();
+        if unsent.is_empty() {
+            return;
+        }
+        unsent.sort_by_key(|(_, t)| *t);
+        let e = Error::new(ErrorKind::TransactionAbortable(
+            "the sequence broke: the transaction must be aborted and the epoch bumped".into(),
+        ));
+        for (tp, token) in &unsent {
+            st.seq.fail(tp, *token, e.clone());
+        }
+        for (tp, _) in &unsent {
+            deliver(st, tp);
+        }
+    }
+    inner.changed.notify_waiters();
 }
 
 /// Bumps the epoch (or gets a fresh id if the broker refuses the bump) and renumbers.

@@ -470,6 +470,14 @@ impl Sequencer {
         }
     }
 
+    /// [`Sequencer::reset_partition`] for every partition (a transactional producer after
+    /// its abort: the aborted transaction leaves no hole behind).
+    pub fn reset_all(&mut self) {
+        for p in self.partitions.values_mut() {
+            p.failed = None;
+        }
+    }
+
     /// Removes and returns the resolved batches at the front of `tp`, in order.
     pub fn take_delivered(&mut self, tp: &TopicPartition) -> Vec<(Token, Result<Ack, Error>)> {
         let mut out = Vec::new();
