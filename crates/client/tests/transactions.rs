@@ -553,3 +553,80 @@ async fn a_fenced_producer_that_only_commits_is_not_told_so_by_tansu() {
     let markers: Vec<_> = l.batches.iter().filter_map(|x| x.control).collect();
     assert_eq!(markers, vec![ControlRecordType::Abort]);
 }
+
+/// A transactional batch of `n` records, stamped by hand (for the raw-RPC probes).
+fn stamped(n: usize, id: ProducerIdentity, seq: i32) -> RawBatch {
+    let p = batch(n, 1_700_000_000_000, Compression::None)
+        .patch(strait_records::ProducerStamp {
+            producer_id: id.id,
+            producer_epoch: id.epoch,
+            base_sequence: seq,
+        })
+        .with_transactional(true);
+    RawBatch::from_parts(p.parts().to_vec())
+}
+
+async fn produce_raw(c: &Client, txn: &str, topic: &str, b: RawBatch) -> PartitionProduceResult {
+    let mut req = ProduceRequest::new(Acks::All);
+    req.transactional_id = Some(txn.into());
+    req.push(topic, 0, b);
+    let leader = c.leader_for(topic, 0).await.unwrap().0;
+    c.produce_to(leader, &req).await.unwrap().remove(0)
+}
+
+/// What Tansu does with raw transactional requests the producer itself never sends
+/// (docs/compatibility.md): a batch for a partition not added to the transaction, and a
+/// transaction left open past its timeout.
+#[tokio::test]
+async fn tansu_accepts_unadded_partitions_and_enforces_no_transaction_timeout() {
+    let b = broker();
+    let c = client(&b).await;
+    create(&c, "added", 1).await;
+    create(&c, "unadded", 1).await;
+    let txn = "raw-probe";
+    let id = c
+        .init_producer_id(Some(txn), Duration::from_millis(1500), None)
+        .await
+        .unwrap();
+    c.add_partitions_to_txn(txn, id, &[("added", &[0])])
+        .await
+        .unwrap();
+    let r = produce_raw(&c, txn, "added", stamped(2, id, 0)).await;
+    assert!(r.error().is_none(), "{r:?}");
+    // Kafka (KIP-890 verification) refuses a batch for a partition not in the
+    // transaction; Tansu writes it.
+    let r = produce_raw(&c, txn, "unadded", stamped(1, id, 0)).await;
+    assert!(r.error().is_none(), "{r:?}");
+    // Past the 1.5 s timeout Kafka would have aborted the transaction (and fenced the
+    // epoch); Tansu still commits it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    c.end_txn(txn, id, true).await.unwrap();
+    assert_eq!(
+        consume(&b, "added", Isolation::ReadCommitted).await.len(),
+        2
+    );
+    assert_eq!(
+        consume(&b, "unadded", Isolation::ReadCommitted).await.len(),
+        1
+    );
+    let markers = |l: Log| {
+        l.batches
+            .iter()
+            .filter_map(|x| x.control)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        markers(log(&c, "added", 0).await),
+        vec![ControlRecordType::Commit]
+    );
+    assert_eq!(
+        markers(log(&c, "unadded", 0).await),
+        vec![ControlRecordType::Commit]
+    );
+    // A KIP-360 bump of a transactional id: UNKNOWN_SERVER_ERROR.
+    let e = c
+        .init_producer_id(Some(txn), Duration::from_secs(30), Some(id))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kafka_code(), Some(-1), "{e}");
+}

@@ -116,7 +116,8 @@ pub fn classify(api: TxnApi, e: &Error) -> Verdict {
             | R::InvalidProducerIdMapping
             | R::OutOfOrderSequenceNumber
             | R::TopicAuthorizationFailed
-            | R::GroupAuthorizationFailed,
+            | R::GroupAuthorizationFailed
+            | R::OperationNotAttempted,
         ) => Verdict::Abortable,
         // The idempotent producer retried until the delivery deadline already.
         _ if api == TxnApi::Produce => Verdict::Abortable,
@@ -665,6 +666,7 @@ mod tests {
             (AddPartitions, 48, Verdict::Fatal),  // INVALID_TXN_STATE
             (AddPartitions, 59, Verdict::Abortable), // UNKNOWN_PRODUCER_ID
             (AddPartitions, 29, Verdict::Abortable), // TOPIC_AUTHORIZATION_FAILED
+            (AddPartitions, 55, Verdict::Abortable), // OPERATION_NOT_ATTEMPTED
             (Produce, 45, Verdict::Abortable),
             (Produce, 7, Verdict::Abortable), // REQUEST_TIMED_OUT, after the retries
             (InitProducerId, -1, Verdict::Fatal),
