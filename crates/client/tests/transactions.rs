@@ -630,3 +630,82 @@ async fn tansu_accepts_unadded_partitions_and_enforces_no_transaction_timeout() 
         .unwrap_err();
     assert_eq!(e.kafka_code(), Some(-1), "{e}");
 }
+
+#[tokio::test]
+async fn batches_whose_answers_are_lost_are_retried_with_their_sequence_and_commit_once() {
+    let (b, proxy) =
+        strait_testkit::TansuBroker::start_behind_proxy(strait_testkit::BrokerOptions::default())
+            .unwrap();
+    let c = Client::connect(
+        ClientConfig::new([proxy.bootstrap()])
+            .with_request_timeout(Duration::from_secs(10))
+            .with_retry_timeout(Duration::from_secs(20)),
+    )
+    .await
+    .unwrap();
+    create(&c, "retried", 2).await;
+    let p = TransactionalProducer::new(c.clone(), config("eos-retried"))
+        .await
+        .unwrap();
+    p.begin().unwrap();
+    // Both partitions are in the transaction before the fault.
+    acked(
+        p.send_records("retried", 0, &records("a", 1))
+            .await
+            .unwrap(),
+    )
+    .await;
+    acked(
+        p.send_records("retried", 1, &records("b", 1))
+            .await
+            .unwrap(),
+    )
+    .await;
+    // Answers held back, then every connection cut: the batches were most likely written,
+    // and are sent again with the same sequences on new connections.
+    proxy.set_delay(
+        strait_testkit::Direction::Downstream,
+        Duration::from_secs(3),
+    );
+    let mut acks = Vec::new();
+    for part in 0..2 {
+        for round in 0..3 {
+            let tag = format!("r{part}{round}-");
+            acks.extend(
+                p.send_records("retried", part, &records(&tag, 4))
+                    .await
+                    .unwrap(),
+            );
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.cut();
+    proxy.set_delay(strait_testkit::Direction::Downstream, Duration::ZERO);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.uncut();
+    acked(acks).await;
+    p.commit().await.unwrap();
+    let mut want = expected(0, "a", 1);
+    for round in 0..3 {
+        want.extend(expected(0, &format!("r0{round}-"), 4));
+    }
+    want.extend(expected(1, "b", 1));
+    for round in 0..3 {
+        want.extend(expected(1, &format!("r1{round}-"), 4));
+    }
+    assert_eq!(
+        consume(&b, "retried", Isolation::ReadCommitted).await,
+        want,
+        "every record once, in order"
+    );
+    for part in 0..2 {
+        let l = log(&c, "retried", part).await;
+        let data: Vec<i32> = l
+            .batches
+            .iter()
+            .filter(|x| x.control.is_none())
+            .map(|x| x.base_sequence)
+            .collect();
+        assert_eq!(data, vec![0, 1, 5, 9], "no batch written twice");
+    }
+}

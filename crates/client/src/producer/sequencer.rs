@@ -693,6 +693,29 @@ mod tests {
     }
 
     #[test]
+    fn reset_all_lets_every_failed_partition_take_batches_again() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        let (a, _) = s.enqueue(&tpn(0), 1, 100);
+        let (b, _) = s.enqueue(&tpn(1), 1, 100);
+        s.next_transmit(&tpn(0)).unwrap();
+        s.next_transmit(&tpn(1)).unwrap();
+        s.on_result(&tpn(0), a, 1, code(10));
+        s.on_result(&tpn(1), b, 1, code(10));
+        assert!(s.partition_failure(&tpn(0)).is_some() && s.partition_failure(&tpn(1)).is_some());
+        s.take_delivered(&tpn(0));
+        s.take_delivered(&tpn(1));
+        s.set_identity(id(1));
+        s.reset_all();
+        for p in 0..2 {
+            assert!(s.partition_failure(&tpn(p)).is_none());
+            let (t, seq) = s.enqueue(&tpn(p), 1, 100);
+            assert_eq!(seq, 0);
+            assert_eq!(s.next_transmit(&tpn(p)).unwrap().token, t);
+        }
+    }
+
+    #[test]
     fn a_delivery_deadline_fails_later_batches_too() {
         let mut s = Sequencer::new(5);
         s.set_identity(id(0));

@@ -17,7 +17,8 @@
 //! - **commit waits for every batch**: EndTxn(commit) is sent only once every admitted
 //!   batch is acknowledged; a batch that failed makes the transaction abortable instead;
 //!   a transaction that added nothing ends without an EndTxn;
-//! - **abort after the batches resolve**: EndTxn(abort) is sent once nothing is in flight;
+//! - **abort after the batches resolve**: EndTxn(abort) is sent once every admitted batch
+//!   has its outcome;
 //!   when a batch failed in a way that broke the sequence (the sequencer needs a new epoch)
 //!   the abort ends with a KIP-360 epoch bump (InitProducerId with the current id and
 //!   epoch), never with a fresh id: a bump the broker refuses is fatal, since a fresh

@@ -10,8 +10,9 @@
 //!   the transaction first (AddPartitionsToTxn, once per partition per transaction;
 //!   partitions wanted meanwhile go in the next request together);
 //! - [`TransactionalProducer::commit`] waits for every batch's acknowledgement, then sends
-//!   EndTxn(commit); [`TransactionalProducer::abort`] waits for the batches in flight, then
-//!   sends EndTxn(abort) and, if a batch broke the sequence, bumps the epoch (KIP-360);
+//!   EndTxn(commit); [`TransactionalProducer::abort`] waits until every queued batch has its
+//!   outcome (its sequence is taken, so it is sent rather than dropped), then sends
+//!   EndTxn(abort) and, if a batch broke the sequence, bumps the epoch (KIP-360);
 //! - coordinator calls are retried with [`Backoff`] while [`classify`] says `Retry`
 //!   (CONCURRENT_TRANSACTIONS, a moved or loading coordinator, network errors), until the
 //!   client's retry timeout.
@@ -352,8 +353,8 @@ impl TransactionalProducer {
         Ok(())
     }
 
-    /// Aborts the open transaction (or does nothing when none is open): waits for the
-    /// batches in flight, sends EndTxn(abort), and bumps the epoch (KIP-360) when a batch
+    /// Aborts the open transaction (or does nothing when none is open): waits until every
+    /// queued batch has its outcome, sends EndTxn(abort), and bumps the epoch (KIP-360) when a batch
     /// broke the sequence. Call it again after a retriable failure.
     pub async fn abort(&self) -> Result<()> {
         let inner = &*self.inner;
