@@ -709,3 +709,72 @@ async fn batches_whose_answers_are_lost_are_retried_with_their_sequence_and_comm
         assert_eq!(data, vec![0, 1, 5, 9], "no batch written twice");
     }
 }
+
+#[tokio::test]
+async fn group_offsets_commit_with_the_transaction_and_not_with_an_abort() {
+    let b = broker();
+    let c = client(&b).await;
+    create(&c, "g-data", 1).await;
+    let p = TransactionalProducer::new(c.clone(), config("eos-offsets"))
+        .await
+        .unwrap();
+    let member = GroupMember::standalone();
+    p.begin().unwrap();
+    acked(p.send_records("g-data", 0, &records("o", 3)).await.unwrap()).await;
+    p.send_offsets("eos-group", &member, &[CommitOffset::new("g-data", 0, 3)])
+        .await
+        .unwrap();
+    p.commit().await.unwrap();
+    let committed = |c: Client| async move {
+        c.offset_fetch("eos-group", Some(&[("g-data", &[0])]))
+            .await
+            .unwrap()[0]
+            .offset
+    };
+    assert_eq!(committed(c.clone()).await, 3);
+
+    // Offsets of an aborted transaction never become the group's.
+    p.begin().unwrap();
+    p.send_offsets("eos-group", &member, &[CommitOffset::new("g-data", 0, 99)])
+        .await
+        .unwrap();
+    p.abort().await.unwrap();
+    assert_eq!(committed(c.clone()).await, 3);
+    p.begin().unwrap();
+    acked(p.send_records("g-data", 0, &records("q", 1)).await.unwrap()).await;
+    p.send_offsets("eos-group", &member, &[CommitOffset::new("g-data", 0, 4)])
+        .await
+        .unwrap();
+    p.commit().await.unwrap();
+    assert_eq!(committed(c).await, 4);
+    assert_eq!(p.stats().0.committed, 2);
+}
+
+/// Tansu applies the offsets of a transaction that wrote no data only in a producer's first
+/// transaction (docs/compatibility.md); Kafka applies them at every commit.
+#[tokio::test]
+async fn tansu_applies_offsets_only_transactions_once_per_producer() {
+    let b = broker();
+    let c = client(&b).await;
+    create(&c, "od", 1).await;
+    let member = GroupMember::standalone();
+    let p = TransactionalProducer::new(c.clone(), config("eos-offsets-only"))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    for offset in [5, 6] {
+        p.begin().unwrap();
+        p.send_offsets("og", &member, &[CommitOffset::new("od", 0, offset)])
+            .await
+            .unwrap();
+        p.commit().await.unwrap();
+        let got = c.offset_fetch("og", Some(&[("od", &[0])])).await.unwrap();
+        seen.push(got[0].offset);
+    }
+    assert_eq!(seen, vec![5, 5], "Kafka: [5, 6]");
+    assert_eq!(
+        p.stats().0.committed,
+        2,
+        "both ended with an EndTxn(commit)"
+    );
+}

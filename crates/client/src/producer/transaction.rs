@@ -14,9 +14,11 @@
 //! - **a partition is added before its first batch, once per transaction**: the first
 //!   batch for a partition waits for its AddPartitionsToTxn; the partitions wanted while
 //!   one AddPartitionsToTxn is out go together in the next one;
+//! - **a group's offsets are added once per transaction** (AddOffsetsToTxn) before its
+//!   first TxnOffsetCommit; they commit or abort with the batches;
 //! - **commit waits for every batch**: EndTxn(commit) is sent only once every admitted
 //!   batch is acknowledged; a batch that failed makes the transaction abortable instead;
-//!   a transaction that added nothing ends without an EndTxn;
+//!   a transaction that added no partition and no group ends without an EndTxn;
 //! - **abort after the batches resolve**: EndTxn(abort) is sent once every admitted batch
 //!   has its outcome;
 //!   when a batch failed in a way that broke the sequence (the sequencer needs a new epoch)
@@ -86,6 +88,10 @@ pub enum TxnApi {
     EndTxn,
     /// A Produce of a transactional batch (after the idempotent producer's own retries).
     Produce,
+    /// AddOffsetsToTxn.
+    AddOffsets,
+    /// TxnOffsetCommit (to the group coordinator).
+    TxnOffsetCommit,
 }
 
 /// Classifies an error of `api` (the Java client's rules, KIP-360 and KIP-588).
@@ -112,6 +118,13 @@ pub fn classify(api: TxnApi, e: &Error) -> Verdict {
             | R::UnsupportedVersion,
         ) => Verdict::Fatal,
         Some(R::ConcurrentTransactions) => Verdict::Retry,
+        // The group moved on (a rebalance, another member): these offsets cannot commit.
+        Some(
+            R::UnknownMemberId
+            | R::IllegalGeneration
+            | R::RebalanceInProgress
+            | R::FencedInstanceId,
+        ) if api == TxnApi::TxnOffsetCommit => Verdict::Abortable,
         Some(
             R::UnknownProducerId
             | R::InvalidProducerIdMapping
@@ -167,6 +180,8 @@ pub struct Transaction {
     adding: Option<Vec<TopicPartition>>,
     /// Admitted batches whose send has not returned yet.
     sending: usize,
+    /// Consumer groups whose offsets are in the open transaction (AddOffsetsToTxn done).
+    groups: HashSet<String>,
 }
 
 impl Default for Transaction {
@@ -189,6 +204,7 @@ impl Transaction {
             pending: Vec::new(),
             adding: None,
             sending: 0,
+            groups: HashSet::new(),
         }
     }
 
@@ -258,6 +274,44 @@ impl Transaction {
         Ok(Admission::Add(batch))
     }
 
+    /// Asks whether offsets of `group` may be committed in the transaction now: `Ok(true)`
+    /// when AddOffsetsToTxn must go first ([`Transaction::on_offsets_added`]). Counts as a
+    /// send until [`Transaction::sent`]; report the TxnOffsetCommit with
+    /// [`Transaction::on_offsets_committed`].
+    pub fn admit_offsets(&mut self, group: &str) -> Result<bool, Error> {
+        if self.phase != Phase::InTransaction {
+            return Err(self.refusal("send offsets"));
+        }
+        self.sending += 1;
+        Ok(!self.groups.contains(group))
+    }
+
+    /// The outcome of AddOffsetsToTxn for `group` (after the driver's retries).
+    pub fn on_offsets_added(&mut self, group: &str, result: Result<(), Error>) {
+        match result {
+            Ok(()) => {
+                self.groups.insert(group.to_string());
+            }
+            Err(e) => self.fail_call(TxnApi::AddOffsets, e),
+        }
+    }
+
+    /// The outcome of TxnOffsetCommit (after the driver's retries).
+    pub fn on_offsets_committed(&mut self, result: Result<(), Error>) {
+        if let Err(e) = result {
+            self.fail_call(TxnApi::TxnOffsetCommit, e);
+        }
+    }
+
+    /// A coordinator call failed for good (a `Retry` verdict means the driver gave up).
+    fn fail_call(&mut self, api: TxnApi, e: Error) {
+        let verdict = match classify(api, &e) {
+            Verdict::Retry => Verdict::Abortable,
+            v => v,
+        };
+        self.fail(verdict, e);
+    }
+
     /// The send of an admitted batch returned (queued or refused).
     pub fn sent(&mut self) {
         self.sending = self.sending.saturating_sub(1);
@@ -271,13 +325,7 @@ impl Transaction {
         };
         match result {
             Ok(()) => self.added.extend(batch),
-            Err(e) => {
-                let verdict = match classify(TxnApi::AddPartitions, &e) {
-                    Verdict::Retry => Verdict::Abortable, // the driver gave up
-                    v => v,
-                };
-                self.fail(verdict, e);
-            }
+            Err(e) => self.fail_call(TxnApi::AddPartitions, e),
         }
     }
 
@@ -358,7 +406,7 @@ impl Transaction {
             Phase::Aborting => false,
             _ => return Err(self.refusal("end")),
         };
-        if self.added.is_empty() && self.adding.is_none() {
+        if self.added.is_empty() && self.adding.is_none() && self.groups.is_empty() {
             if commit {
                 self.reset(Phase::Ready);
             }
@@ -424,6 +472,7 @@ impl Transaction {
         self.added.clear();
         self.pending.clear();
         self.adding = None;
+        self.groups.clear();
     }
 }
 
@@ -550,6 +599,33 @@ mod tests {
     }
 
     #[test]
+    fn a_groups_offsets_are_added_once_per_transaction() {
+        let mut t = Transaction::new();
+        assert!(t.admit_offsets("g").is_err(), "not outside a transaction");
+        t.begin().unwrap();
+        assert!(t.admit_offsets("g").unwrap(), "AddOffsetsToTxn first");
+        t.on_offsets_added("g", Ok(()));
+        t.on_offsets_committed(Ok(()));
+        t.sent();
+        assert!(!t.admit_offsets("g").unwrap(), "once");
+        t.sent();
+        t.begin_commit().unwrap();
+        assert_eq!(
+            t.end().unwrap(),
+            End::Send { commit: true },
+            "offsets alone need an EndTxn"
+        );
+        t.on_ended(Ok(()), false);
+        t.begin().unwrap();
+        assert!(t.admit_offsets("g").unwrap(), "and again next transaction");
+        // A rebalance makes the offsets uncommittable: abortable, not fatal.
+        t.on_offsets_added("g", Ok(()));
+        t.on_offsets_committed(Err(code(22))); // ILLEGAL_GENERATION
+        t.sent();
+        assert_eq!(t.phase(), Phase::Abortable);
+    }
+
+    #[test]
     fn a_transaction_that_added_nothing_ends_without_end_txn() {
         let mut t = Transaction::new();
         assert!(!t.begin_abort().unwrap(), "nothing to abort");
@@ -671,6 +747,10 @@ mod tests {
             (Produce, 45, Verdict::Abortable),
             (Produce, 7, Verdict::Abortable), // REQUEST_TIMED_OUT, after the retries
             (InitProducerId, -1, Verdict::Fatal),
+            (TxnOffsetCommit, 25, Verdict::Abortable), // UNKNOWN_MEMBER_ID
+            (TxnOffsetCommit, 90, Verdict::Fenced),
+            (AddOffsets, 30, Verdict::Abortable), // GROUP_AUTHORIZATION_FAILED
+            (AddOffsets, 51, Verdict::Retry),
         ];
         for (api, c, want) in cases {
             assert_eq!(classify(api, &code(c)), want, "{api:?} code {c}");

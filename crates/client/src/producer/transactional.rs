@@ -37,6 +37,7 @@ use crate::producer::idempotent::{AckFuture, IdempotentProducer, Observer, Produ
 use crate::producer::records::{ProducerRecord, build_batches};
 use crate::producer::sequencer::TopicPartition;
 use crate::producer::transaction::{Admission, End, Phase, Transaction, TxnApi, Verdict, classify};
+use crate::rpc::offsets::{CommitOffset, GroupMember};
 use crate::rpc::txn::ProducerIdentity;
 
 /// Transactional producer settings.
@@ -305,6 +306,42 @@ impl TransactionalProducer {
             client.add_partitions_to_txn(tid, id, &list)
         })
         .await
+    }
+
+    /// Commits `offsets` of consumer group `group` inside the open transaction
+    /// (AddOffsetsToTxn once per group per transaction, then TxnOffsetCommit to the group
+    /// coordinator): they become the group's committed offsets only if the transaction
+    /// commits. `member` is the group member committing ([`GroupMember::standalone`] for
+    /// a group without members).
+    pub async fn send_offsets(
+        &self,
+        group: &str,
+        member: &GroupMember,
+        offsets: &[CommitOffset],
+    ) -> Result<()> {
+        let inner = &*self.inner;
+        let needs_add = inner.txn.lock().admit_offsets(group)?;
+        let _sending = Sending(inner);
+        let id = self.current_identity()?;
+        let (client, tid) = (&inner.client, &inner.cfg.transactional_id);
+        if needs_add {
+            let r = retrying(client, TxnApi::AddOffsets, || {
+                client.add_offsets_to_txn(tid, id, group)
+            })
+            .await;
+            let mut t = inner.txn.lock();
+            t.on_offsets_added(group, r.clone());
+            if let Err(e) = r {
+                return Err(t.cause().cloned().unwrap_or(e));
+            }
+        }
+        let r = retrying(client, TxnApi::TxnOffsetCommit, || {
+            client.txn_offset_commit(tid, group, id, member, offsets)
+        })
+        .await;
+        let mut t = inner.txn.lock();
+        t.on_offsets_committed(r.clone());
+        r.map_err(|e| t.cause().cloned().unwrap_or(e))
     }
 
     fn current_identity(&self) -> Result<ProducerIdentity> {
