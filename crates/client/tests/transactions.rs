@@ -11,119 +11,13 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use common::txn::*;
 use common::*;
 use strait_client::producer::transaction::Phase;
 use strait_client::*;
 use strait_records::{Compression, ControlRecordType, Limits};
 use strait_testkit::TestRecord;
-use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, ProduceOptions};
-
-/// One batch of a partition's log as the broker stores it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Logged {
-    base_offset: i64,
-    records: i32,
-    transactional: bool,
-    control: Option<ControlRecordType>,
-    producer: (i64, i16),
-    base_sequence: i32,
-}
-
-struct Log {
-    batches: Vec<Logged>,
-    /// Producer ids of the aborted transactions the broker lists for read_committed.
-    aborted_listed: Vec<i64>,
-}
-
-async fn log(c: &Client, topic: &str, partition: i32) -> Log {
-    let leader = c.leader_for(topic, partition).await.unwrap().0;
-    let opts = FetchOptions {
-        max_wait: Duration::from_millis(50),
-        isolation: IsolationLevel::ReadCommitted,
-        ..FetchOptions::default()
-    };
-    let r = c
-        .fetch(leader, &[FetchPosition::new(topic, partition, 0)], &opts)
-        .await
-        .unwrap();
-    let p = &r.partitions[0];
-    let split = strait_records::split(p.records.clone(), &Limits::default()).unwrap();
-    let batches = split
-        .batches
-        .iter()
-        .map(|b| {
-            let h = b.header();
-            Logged {
-                base_offset: h.base_offset,
-                records: h.last_offset_delta + 1,
-                transactional: h.attributes.is_transactional(),
-                control: if h.attributes.is_control() {
-                    b.control_type(&Limits::default()).unwrap()
-                } else {
-                    None
-                },
-                producer: (h.producer_id, h.producer_epoch),
-                base_sequence: h.base_sequence,
-            }
-        })
-        .collect();
-    Log {
-        batches,
-        aborted_listed: p
-            .aborted_transactions
-            .iter()
-            .map(|a| a.producer_id)
-            .collect(),
-    }
-}
-
-async fn consume(b: &strait_testkit::TansuBroker, topic: &str, iso: Isolation) -> Vec<String> {
-    let (bootstrap, topic) = (b.bootstrap(), topic.to_string());
-    let opts = ConsumeOptions {
-        isolation: iso,
-        idle: Duration::from_secs(2),
-        ..ConsumeOptions::default()
-    };
-    tokio::task::spawn_blocking(move || rdkafka::consume(&bootstrap, &topic, &opts))
-        .await
-        .unwrap()
-        .unwrap()
-        .into_iter()
-        .map(|r| {
-            format!(
-                "{}:{}={}",
-                r.partition,
-                String::from_utf8_lossy(r.key.as_deref().unwrap_or(b"-")),
-                String::from_utf8_lossy(r.value.as_deref().unwrap_or(b"-"))
-            )
-        })
-        .collect()
-}
-
-fn records(tag: &str, n: usize) -> Vec<ProducerRecord> {
-    (0..n)
-        .map(|i| ProducerRecord::new(format!("{tag}{i}"), format!("{tag}-value-{i}")))
-        .collect()
-}
-
-/// `partition:key=value` of `records(tag, n)`.
-fn expected(partition: i32, tag: &str, n: usize) -> Vec<String> {
-    (0..n)
-        .map(|i| format!("{partition}:{tag}{i}={tag}-value-{i}"))
-        .collect()
-}
-
-fn config(id: &str) -> TransactionalConfig {
-    let mut cfg = TransactionalConfig::new(id);
-    cfg.transaction_timeout = Duration::from_secs(30);
-    cfg
-}
-
-async fn acked(acks: Vec<AckFuture>) {
-    for a in acks {
-        a.wait().await.unwrap();
-    }
-}
+use strait_testkit::rdkafka::{self, Isolation, ProduceOptions};
 
 #[tokio::test]
 async fn forwarded_batches_and_state_records_commit_together_exactly_once() {
@@ -165,7 +59,7 @@ async fn forwarded_batches_and_state_records_commit_together_exactly_once() {
     let source_pid = source[0].header().producer_id;
     assert!(source_pid >= 0);
 
-    let p = TransactionalProducer::new(c.clone(), config("eos-commit"))
+    let p = TransactionalProducer::new(c.clone(), txn_config("eos-commit"))
         .await
         .unwrap();
     let id = p.identity().unwrap();
@@ -237,7 +131,7 @@ async fn an_aborted_transaction_leaves_an_abort_marker_and_the_next_one_commits(
     let b = broker();
     let c = client(&b).await;
     create(&c, "t", 1).await;
-    let p = TransactionalProducer::new(c.clone(), config("eos-abort"))
+    let p = TransactionalProducer::new(c.clone(), txn_config("eos-abort"))
         .await
         .unwrap();
     let id = p.identity().unwrap();
@@ -295,7 +189,7 @@ async fn a_second_producer_with_the_same_id_fences_the_first() {
     let b = broker();
     let c = client(&b).await;
     create(&c, "f", 2).await;
-    let first = TransactionalProducer::new(c.clone(), config("eos-fence"))
+    let first = TransactionalProducer::new(c.clone(), txn_config("eos-fence"))
         .await
         .unwrap();
     let old = first.identity().unwrap();
@@ -310,7 +204,7 @@ async fn a_second_producer_with_the_same_id_fences_the_first() {
 
     // The replacement: same transactional id, a newer epoch; the coordinator aborts the
     // open transaction of the first.
-    let second = TransactionalProducer::new(c.clone(), config("eos-fence"))
+    let second = TransactionalProducer::new(c.clone(), txn_config("eos-fence"))
         .await
         .unwrap();
     let new = second.identity().unwrap();
@@ -346,7 +240,7 @@ async fn a_second_producer_with_the_same_id_fences_the_first() {
     .await;
     second.commit().await.unwrap();
     second.begin().unwrap();
-    let third = TransactionalProducer::new(c.clone(), config("eos-fence"))
+    let third = TransactionalProducer::new(c.clone(), txn_config("eos-fence"))
         .await
         .unwrap();
     let e = second
@@ -374,7 +268,7 @@ async fn partitions_wanted_together_share_one_add_partitions_request() {
     let b = broker();
     let c = client(&b).await;
     create(&c, "many", 8).await;
-    let p = TransactionalProducer::new(c.clone(), config("eos-adds"))
+    let p = TransactionalProducer::new(c.clone(), txn_config("eos-adds"))
         .await
         .unwrap();
     p.begin().unwrap();
@@ -412,7 +306,7 @@ async fn a_failed_batch_makes_the_transaction_abortable_and_tansu_refuses_the_ep
     let b = broker();
     let c = client(&b).await;
     create(&c, "ok", 1).await;
-    let mut cfg = config("eos-fail");
+    let mut cfg = txn_config("eos-fail");
     cfg.producer.delivery_timeout = Duration::from_secs(2);
     let p = TransactionalProducer::new(c.clone(), cfg.clone())
         .await
@@ -463,7 +357,7 @@ async fn a_commit_whose_answer_is_lost_is_sent_again_and_lands_once() {
     .await
     .unwrap();
     create(&c, "lost", 1).await;
-    let p = TransactionalProducer::new(c.clone(), config("eos-lost"))
+    let p = TransactionalProducer::new(c.clone(), txn_config("eos-lost"))
         .await
         .unwrap();
     let id = p.identity().unwrap();
@@ -513,125 +407,6 @@ async fn a_commit_whose_answer_is_lost_is_sent_again_and_lands_once() {
 }
 
 #[tokio::test]
-async fn a_fenced_producer_that_only_commits_is_not_told_so_by_tansu() {
-    let b = broker();
-    let c = Client::connect(
-        ClientConfig::new([b.bootstrap()])
-            .with_request_timeout(Duration::from_secs(5))
-            .with_retry_timeout(Duration::from_secs(3)),
-    )
-    .await
-    .unwrap();
-    create(&c, "quiet", 1).await;
-    let first = TransactionalProducer::new(c.clone(), config("eos-quiet"))
-        .await
-        .unwrap();
-    first.begin().unwrap();
-    acked(
-        first
-            .send_records("quiet", 0, &records("z", 1))
-            .await
-            .unwrap(),
-    )
-    .await;
-    let _second = TransactionalProducer::new(c.clone(), config("eos-quiet"))
-        .await
-        .unwrap();
-    // Kafka answers EndTxn from a fenced epoch with PRODUCER_FENCED. Tansu drops the
-    // connection instead, so the commit fails retriably with its outcome unknown (the
-    // producer stays Committing); its next batch would learn of the fence.
-    let e = first.commit().await.unwrap_err();
-    eprintln!("commit from a fenced epoch: {e}");
-    if e.is_fenced() {
-        assert_eq!(first.phase(), Phase::Fenced);
-    } else {
-        assert!(e.is_network(), "{e}");
-        assert_eq!(first.phase(), Phase::Committing);
-    }
-    // Nothing of it was committed: the coordinator aborted it when the second arrived.
-    let l = log(&c, "quiet", 0).await;
-    let markers: Vec<_> = l.batches.iter().filter_map(|x| x.control).collect();
-    assert_eq!(markers, vec![ControlRecordType::Abort]);
-}
-
-/// A transactional batch of `n` records, stamped by hand (for the raw-RPC probes).
-fn stamped(n: usize, id: ProducerIdentity, seq: i32) -> RawBatch {
-    let p = batch(n, 1_700_000_000_000, Compression::None)
-        .patch(strait_records::ProducerStamp {
-            producer_id: id.id,
-            producer_epoch: id.epoch,
-            base_sequence: seq,
-        })
-        .with_transactional(true);
-    RawBatch::from_parts(p.parts().to_vec())
-}
-
-async fn produce_raw(c: &Client, txn: &str, topic: &str, b: RawBatch) -> PartitionProduceResult {
-    let mut req = ProduceRequest::new(Acks::All);
-    req.transactional_id = Some(txn.into());
-    req.push(topic, 0, b);
-    let leader = c.leader_for(topic, 0).await.unwrap().0;
-    c.produce_to(leader, &req).await.unwrap().remove(0)
-}
-
-/// What Tansu does with raw transactional requests the producer itself never sends
-/// (docs/compatibility.md): a batch for a partition not added to the transaction, and a
-/// transaction left open past its timeout.
-#[tokio::test]
-async fn tansu_accepts_unadded_partitions_and_enforces_no_transaction_timeout() {
-    let b = broker();
-    let c = client(&b).await;
-    create(&c, "added", 1).await;
-    create(&c, "unadded", 1).await;
-    let txn = "raw-probe";
-    let id = c
-        .init_producer_id(Some(txn), Duration::from_millis(1500), None)
-        .await
-        .unwrap();
-    c.add_partitions_to_txn(txn, id, &[("added", &[0])])
-        .await
-        .unwrap();
-    let r = produce_raw(&c, txn, "added", stamped(2, id, 0)).await;
-    assert!(r.error().is_none(), "{r:?}");
-    // Kafka (KIP-890 verification) refuses a batch for a partition not in the
-    // transaction; Tansu writes it.
-    let r = produce_raw(&c, txn, "unadded", stamped(1, id, 0)).await;
-    assert!(r.error().is_none(), "{r:?}");
-    // Past the 1.5 s timeout Kafka would have aborted the transaction (and fenced the
-    // epoch); Tansu still commits it.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    c.end_txn(txn, id, true).await.unwrap();
-    assert_eq!(
-        consume(&b, "added", Isolation::ReadCommitted).await.len(),
-        2
-    );
-    assert_eq!(
-        consume(&b, "unadded", Isolation::ReadCommitted).await.len(),
-        1
-    );
-    let markers = |l: Log| {
-        l.batches
-            .iter()
-            .filter_map(|x| x.control)
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(
-        markers(log(&c, "added", 0).await),
-        vec![ControlRecordType::Commit]
-    );
-    assert_eq!(
-        markers(log(&c, "unadded", 0).await),
-        vec![ControlRecordType::Commit]
-    );
-    // A KIP-360 bump of a transactional id: UNKNOWN_SERVER_ERROR.
-    let e = c
-        .init_producer_id(Some(txn), Duration::from_secs(30), Some(id))
-        .await
-        .unwrap_err();
-    assert_eq!(e.kafka_code(), Some(-1), "{e}");
-}
-
-#[tokio::test]
 async fn batches_whose_answers_are_lost_are_retried_with_their_sequence_and_commit_once() {
     let (b, proxy) =
         strait_testkit::TansuBroker::start_behind_proxy(strait_testkit::BrokerOptions::default())
@@ -644,7 +419,7 @@ async fn batches_whose_answers_are_lost_are_retried_with_their_sequence_and_comm
     .await
     .unwrap();
     create(&c, "retried", 2).await;
-    let p = TransactionalProducer::new(c.clone(), config("eos-retried"))
+    let p = TransactionalProducer::new(c.clone(), txn_config("eos-retried"))
         .await
         .unwrap();
     p.begin().unwrap();
@@ -715,7 +490,7 @@ async fn group_offsets_commit_with_the_transaction_and_not_with_an_abort() {
     let b = broker();
     let c = client(&b).await;
     create(&c, "g-data", 1).await;
-    let p = TransactionalProducer::new(c.clone(), config("eos-offsets"))
+    let p = TransactionalProducer::new(c.clone(), txn_config("eos-offsets"))
         .await
         .unwrap();
     let member = GroupMember::standalone();
@@ -748,33 +523,4 @@ async fn group_offsets_commit_with_the_transaction_and_not_with_an_abort() {
     p.commit().await.unwrap();
     assert_eq!(committed(c).await, 4);
     assert_eq!(p.stats().0.committed, 2);
-}
-
-/// Tansu applies the offsets of a transaction that wrote no data only in a producer's first
-/// transaction (docs/compatibility.md); Kafka applies them at every commit.
-#[tokio::test]
-async fn tansu_applies_offsets_only_transactions_once_per_producer() {
-    let b = broker();
-    let c = client(&b).await;
-    create(&c, "od", 1).await;
-    let member = GroupMember::standalone();
-    let p = TransactionalProducer::new(c.clone(), config("eos-offsets-only"))
-        .await
-        .unwrap();
-    let mut seen = Vec::new();
-    for offset in [5, 6] {
-        p.begin().unwrap();
-        p.send_offsets("og", &member, &[CommitOffset::new("od", 0, offset)])
-            .await
-            .unwrap();
-        p.commit().await.unwrap();
-        let got = c.offset_fetch("og", Some(&[("od", &[0])])).await.unwrap();
-        seen.push(got[0].offset);
-    }
-    assert_eq!(seen, vec![5, 5], "Kafka: [5, 6]");
-    assert_eq!(
-        p.stats().0.committed,
-        2,
-        "both ended with an EndTxn(commit)"
-    );
 }
