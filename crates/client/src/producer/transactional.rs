@@ -391,8 +391,8 @@ impl TransactionalProducer {
     }
 
     /// Aborts the open transaction (or does nothing when none is open): waits until every
-    /// queued batch has its outcome, sends EndTxn(abort), and bumps the epoch (KIP-360) when a batch
-    /// broke the sequence. Call it again after a retriable failure.
+    /// queued batch has its outcome, sends EndTxn(abort), and bumps the epoch (KIP-360)
+    /// when a batch broke the sequence. Call it again after a retriable failure.
     pub async fn abort(&self) -> Result<()> {
         let inner = &*self.inner;
         if !inner.txn.lock().begin_abort()? {
