@@ -49,6 +49,17 @@ pub enum ErrorKind {
     NoBrokerAvailable,
     /// The producer has to be re-initialised; the batch was not written.
     ProducerFenced(String),
+    /// A transactional producer was fenced: another producer initialised the same
+    /// `transactional.id` (a newer epoch), or the coordinator rejected this producer's
+    /// epoch. Terminal: the producer can do nothing more, and its open transaction is (or
+    /// will be) aborted by the coordinator. A process seeing it has been replaced.
+    Fenced(String),
+    /// The open transaction cannot commit (a batch failed, a partition could not be
+    /// added, the sequence broke); abort it, and the producer can start the next one.
+    TransactionAbortable(String),
+    /// The transactional producer cannot go on (authorization, invalid transaction state,
+    /// a refused epoch bump, an unsupported broker); not fencing. Terminal.
+    TransactionFatal(String),
     /// The batch was not sent because an earlier batch of the same partition failed for
     /// good (the idempotent producer never writes past a hole). Not retriable.
     NotSent(String),
@@ -270,6 +281,28 @@ impl Error {
         )
     }
 
+    /// True when a transactional producer was fenced ([`ErrorKind::Fenced`], or a
+    /// PRODUCER_FENCED answer): another producer owns its `transactional.id` now.
+    pub fn is_fenced(&self) -> bool {
+        matches!(self.inner.kind, ErrorKind::Fenced(_))
+            || self.kafka_error() == Some(ResponseError::ProducerFenced)
+    }
+
+    /// True when the open transaction must be aborted and the producer can go on
+    /// ([`ErrorKind::TransactionAbortable`]).
+    pub fn is_transaction_abortable(&self) -> bool {
+        matches!(self.inner.kind, ErrorKind::TransactionAbortable(_))
+    }
+
+    /// True when a transactional producer cannot go on: fenced or fatal
+    /// ([`ErrorKind::Fenced`], [`ErrorKind::TransactionFatal`]).
+    pub fn is_transaction_fatal(&self) -> bool {
+        matches!(
+            self.inner.kind,
+            ErrorKind::Fenced(_) | ErrorKind::TransactionFatal(_)
+        )
+    }
+
     /// True for a network-level failure (the request may or may not have been processed).
     pub fn is_network(&self) -> bool {
         matches!(
@@ -351,6 +384,11 @@ impl fmt::Display for ErrorKind {
             ErrorKind::NoBrokerAvailable => f.write_str("no broker available"),
             ErrorKind::ProducerFenced(m) => write!(f, "producer must be re-initialised: {m}"),
             ErrorKind::NotSent(m) => write!(f, "not sent: {m}"),
+            ErrorKind::Fenced(m) => write!(f, "transactional producer fenced: {m}"),
+            ErrorKind::TransactionAbortable(m) => {
+                write!(f, "transaction must be aborted: {m}")
+            }
+            ErrorKind::TransactionFatal(m) => write!(f, "transactional producer failed: {m}"),
             ErrorKind::Tls(m) => write!(f, "TLS error: {m}"),
             ErrorKind::Authentication(m) => write!(f, "authentication failed: {m}"),
         }

@@ -95,7 +95,7 @@ pub use consumer::{ConsumedRecord, PartitionConsumer};
 pub use error::{Error, ErrorKind, Result};
 pub use producer::{
     Ack, AckFuture, IdempotentProducer, ProducerConfig, ProducerRecord, ProducerStats,
-    RecordProducer,
+    RecordProducer, TransactionStats, TransactionalConfig, TransactionalProducer,
 };
 pub use rpc::Request;
 pub use rpc::acls::{AclBinding, AclBindingOp, AclPattern, AclPermission, AclResource};

@@ -80,6 +80,42 @@ impl PatchedBatch {
         self.header.len() + self.payload.len()
     }
 
+    /// The same batch with the transactional attribute bit set (`true`) or cleared, for a
+    /// transactional producer writing inside its own transaction. Only the header changes:
+    /// the CRC-32C is updated from the header difference without reading the payload
+    /// again, and the payload stays the same allocation.
+    pub fn with_transactional(self, transactional: bool) -> PatchedBatch {
+        let Ok(old) = <&[u8; HEADER_LEN]>::try_from(&self.header[..]) else {
+            return self; // never: a patched header is always HEADER_LEN bytes
+        };
+        let attributes = u16::from_be_bytes([old[ATTRIBUTES_AT], old[ATTRIBUTES_AT + 1]]);
+        let want = if transactional {
+            attributes | Attributes::TRANSACTIONAL
+        } else {
+            attributes & !Attributes::TRANSACTIONAL
+        };
+        if want == attributes {
+            return self;
+        }
+        let mut header = *old;
+        header[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&want.to_be_bytes());
+        let old_crc = u32::from_be_bytes([
+            old[CRC_AT],
+            old[CRC_AT + 1],
+            old[CRC_AT + 2],
+            old[CRC_AT + 3],
+        ]);
+        let crc = match update_head(old_crc, head(old), head(&header), self.payload.len()) {
+            Some(crc) => crc,
+            None => crc32c::crc32c_append(crc32c::crc32c(&header[CRC_START..]), &self.payload),
+        };
+        header[CRC_AT..CRC_START].copy_from_slice(&crc.to_be_bytes());
+        PatchedBatch {
+            header: Bytes::copy_from_slice(&header),
+            payload: self.payload,
+        }
+    }
+
     /// The batch as one contiguous buffer (copies; for tools and tests, not the hot path).
     pub fn to_contiguous(&self) -> Bytes {
         let mut v = Vec::with_capacity(self.size());

@@ -288,6 +288,44 @@ fn patch_is_zero_copy_and_valid() {
 }
 
 #[test]
+fn a_transactional_patch_sets_only_the_bit_and_keeps_the_payload() {
+    let set = concat(&[txn_batch(1000, 77, 4)]);
+    let s = split(set.clone(), &Limits::default()).unwrap();
+    let stamp = ProducerStamp {
+        producer_id: 9,
+        producer_epoch: 2,
+        base_sequence: 41,
+    };
+    let batch = &s.batches[0];
+    let plain = batch.verify_and_patch(stamp).unwrap();
+    let txn = plain.clone().with_transactional(true);
+    assert_eq!(
+        txn.payload().as_ptr(),
+        plain.payload().as_ptr(),
+        "zero-copy"
+    );
+    let out = one(txn.to_contiguous());
+    out.verify_crc().unwrap();
+    let h = out.header();
+    assert!(h.attributes.is_transactional());
+    assert_eq!(
+        (
+            h.producer_id,
+            h.producer_epoch,
+            h.base_sequence,
+            h.base_offset
+        ),
+        (9, 2, 41, 0)
+    );
+    assert_eq!(out.classify(usize::MAX), Class::Forward);
+    // Clearing it again gives back the plain patch, byte for byte; a no-op keeps it.
+    let back = txn.with_transactional(false);
+    assert_eq!(back.to_contiguous(), plain.to_contiguous());
+    let same = plain.clone().with_transactional(false);
+    assert_eq!(same.to_contiguous(), plain.to_contiguous());
+}
+
+#[test]
 fn patch_clears_log_append_time_and_delete_horizon_but_keeps_the_codec() {
     let recs = [raw(0, 10, b"a"), raw(1, 12, b"b")];
     let attrs =

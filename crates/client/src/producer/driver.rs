@@ -141,8 +141,12 @@ impl Driver {
             } else if needs_identity {
                 // Sending stops; a new epoch goes in once every request is answered.
                 if in_flight == 0 && self.in_flight.is_empty() {
-                    reinit(&self.inner).await;
-                    continue;
+                    if self.inner.transactional_id.is_none() {
+                        reinit(&self.inner).await;
+                        continue;
+                    }
+                    // Transactional: the caller aborts and bumps the epoch itself.
+                    fail_unsent(&self.inner);
                 }
             } else {
                 self.dispatch().await;
@@ -376,6 +380,7 @@ impl Driver {
             let mut batches = Vec::new();
             let mut req = ProduceRequest::new(Acks::All);
             req.timeout = cfg.request_timeout;
+            req.transactional_id = self.inner.transactional_id.clone();
             let bytes = {
                 let mut st = self.inner.state.lock();
                 let st = &mut *st;
@@ -388,7 +393,8 @@ impl Driver {
                     };
                     let want = stamp(t.identity, t.base_sequence);
                     if slot.patched.as_ref().is_none_or(|(s, _)| *s != want) {
-                        slot.patched = Some((want, slot.batch.patch(want)));
+                        let txn = self.inner.transactional_id.is_some();
+                        slot.patched = Some((want, slot.batch.patch(want).with_transactional(txn)));
                     }
                     let parts = slot.patched.as_ref().map(|(_, p)| p.parts().to_vec());
                     req.push(&tp.0, tp.1, RawBatch::from_parts(parts.unwrap_or_default()));
@@ -502,8 +508,17 @@ impl Driver {
             let st = &mut *st;
             for (tp, t, result) in self.results.drain(..) {
                 let retry = result.as_ref().err().filter(|e| e.is_retriable()).cloned();
-                let failed = result.is_err();
+                let failed = result.as_ref().err().cloned();
                 st.seq.on_result(&tp, t.token, t.attempt, result);
+                if let Some(e) = &failed
+                    && self.inner.transactional_id.is_some()
+                    && st.seq.needs_identity()
+                {
+                    // Transactional: no renumbering under a new epoch inside the
+                    // transaction; the batch fails with its own error (the caller aborts).
+                    st.seq.fail(&tp, t.token, e.clone());
+                }
+                let failed = failed.is_some();
                 if failed && let Some(abort) = &st.aborted {
                     st.seq.fail(&tp, t.token, abort.clone());
                 }
@@ -607,6 +622,9 @@ pub(super) fn deliver(st: &mut State, tp: &TopicPartition) {
     loop {
         let mut failed = None;
         for (token, r) in st.seq.take_delivered(tp) {
+            if let Some(observe) = &st.observer {
+                observe(&r);
+            }
             if let Err(e) = &r {
                 failed = Some(e.clone());
             }
@@ -634,6 +652,31 @@ pub(super) fn deliver(st: &mut State, tp: &TopicPartition) {
             st.seq.fail(tp, token, e);
         }
     }
+}
+
+/// Transactional mode, a new epoch needed and nothing in flight: every batch not yet
+/// resolved fails (the transaction must be aborted; its caller bumps the epoch).
+fn fail_unsent(inner: &Arc<Inner>) {
+    {
+        let mut st = inner.state.lock();
+        let st = &mut *st;
+        let mut unsent: Vec<(TopicPartition, Token)> =
+            st.slots.iter().map(|(t, s)| (s.tp.clone(), *t)).collect();
+        if unsent.is_empty() {
+            return;
+        }
+        unsent.sort_by_key(|(_, t)| *t);
+        let e = Error::new(ErrorKind::TransactionAbortable(
+            "the sequence broke: the transaction must be aborted and the epoch bumped".into(),
+        ));
+        for (tp, token) in &unsent {
+            st.seq.fail(tp, *token, e.clone());
+        }
+        for (tp, _) in &unsent {
+            deliver(st, tp);
+        }
+    }
+    inner.changed.notify_waiters();
 }
 
 /// Bumps the epoch (or gets a fresh id if the broker refuses the bump) and renumbers.

@@ -98,11 +98,19 @@ pub(super) struct State {
     pub(super) driver: bool,
     /// Set by [`IdempotentProducer::abort`]: nothing is sent any more.
     pub(super) aborted: Option<Error>,
+    /// Transactional mode: told every batch outcome as it is delivered.
+    pub(super) observer: Option<Observer>,
 }
+
+/// Called (under the producer's lock) with each batch outcome, in delivery order.
+pub(crate) type Observer = Arc<dyn Fn(&Result<Ack>) + Send + Sync>;
 
 pub(super) struct Inner {
     pub(super) client: Client,
     pub(super) cfg: ProducerConfig,
+    /// Transactional mode: batches carry the transactional bit, Produce requests the id,
+    /// and a broken sequence fails the batches instead of bumping the epoch here.
+    pub(super) transactional_id: Option<String>,
     pub(super) state: Mutex<State>,
     /// Woken when batches are delivered: senders waiting for room re-check.
     pub(super) changed: Notify,
@@ -179,17 +187,32 @@ impl IdempotentProducer {
         let identity = client
             .init_producer_id(None, Duration::from_secs(60), None)
             .await?;
+        Ok(Self::start(client, cfg, identity, None, None))
+    }
+
+    /// A producer with `identity` already obtained; with `transactional_id` it writes
+    /// transactional batches and leaves epoch bumps to its caller (the transactional
+    /// producer), and `observer` sees every batch outcome.
+    pub(crate) fn start(
+        client: Client,
+        cfg: ProducerConfig,
+        identity: ProducerIdentity,
+        transactional_id: Option<String>,
+        observer: Option<Observer>,
+    ) -> Self {
         let mut seq = Sequencer::new(cfg.max_in_flight);
         seq.set_identity(identity);
         let inner = Arc::new(Inner {
             client,
             cfg,
+            transactional_id,
             state: Mutex::new(State {
                 seq,
                 slots: HashMap::new(),
                 topics: HashSet::new(),
                 driver: false,
                 aborted: None,
+                observer,
             }),
             changed: Notify::new(),
             wake: Notify::new(),
@@ -198,9 +221,42 @@ impl IdempotentProducer {
             batches: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
         });
-        Ok(IdempotentProducer {
+        IdempotentProducer {
             handle: Arc::new(Handle { inner }),
-        })
+        }
+    }
+
+    /// True when the sequencer needs a new epoch (transactional mode: a batch broke the
+    /// sequence; the caller bumps the epoch after its abort).
+    pub(crate) fn needs_identity(&self) -> bool {
+        self.inner().state.lock().seq.needs_identity()
+    }
+
+    /// Installs a new epoch from the caller's KIP-360 bump: sequences restart from 0 and
+    /// every partition takes batches again.
+    pub(crate) fn install_identity(&self, identity: ProducerIdentity) {
+        let inner = self.inner();
+        {
+            let mut st = inner.state.lock();
+            st.seq.set_identity(identity);
+            st.seq.reset_all();
+        }
+        inner.wake.notify_one();
+        inner.changed.notify_waiters();
+    }
+
+    /// Waits until every batch queued so far has its outcome.
+    pub(crate) async fn flush(&self) {
+        let inner = self.inner();
+        loop {
+            let notified = inner.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if inner.state.lock().seq.unresolved() == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 
     fn inner(&self) -> &Arc<Inner> {
@@ -299,7 +355,12 @@ impl IdempotentProducer {
                 let stamp = stamp(id, seq);
                 batch
                     .verify_and_patch(stamp)
-                    .map(|p| (stamp, p))
+                    .map(|p| {
+                        (
+                            stamp,
+                            p.with_transactional(inner.transactional_id.is_some()),
+                        )
+                    })
                     .map_err(|e| Error::invalid(format!("batch rejected: {e}")))
             })
             .transpose()?;

@@ -1,7 +1,7 @@
 //! Records in → batches (strait-records) → [`IdempotentProducer`].
 
 use bytes::Bytes;
-use strait_records::{BatchBuilder, Compression, Header};
+use strait_records::{Batch, BatchBuilder, Compression, Header};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -97,41 +97,53 @@ impl RecordProducer {
         partition: i32,
         records: &[ProducerRecord],
     ) -> Result<Vec<AckFuture>> {
-        let now = now_ms();
         let mut acks = Vec::new();
-        let mut builder = BatchBuilder::new(self.compression);
-        for r in records {
-            let headers: Vec<Header> = r
-                .headers
-                .iter()
-                .map(|(k, v)| Header {
-                    key: Bytes::from(k.clone().into_bytes()),
-                    value: v.clone(),
-                })
-                .collect();
-            builder
-                .push(
-                    r.timestamp.unwrap_or(now),
-                    r.key.as_deref(),
-                    r.value.as_deref(),
-                    &headers,
-                )
-                .map_err(|e| Error::invalid(format!("record: {e}")))?;
-            if builder.records_size() >= self.max_batch_bytes {
-                let full = std::mem::replace(&mut builder, BatchBuilder::new(self.compression));
-                acks.push(self.flush(topic, partition, full).await?);
-            }
-        }
-        if !builder.is_empty() {
-            acks.push(self.flush(topic, partition, builder).await?);
+        for batch in build_batches(records, self.compression, self.max_batch_bytes)? {
+            acks.push(self.producer.send(topic, partition, batch).await?);
         }
         Ok(acks)
     }
+}
 
-    async fn flush(&self, topic: &str, partition: i32, b: BatchBuilder) -> Result<AckFuture> {
-        let batch = b
-            .build()
-            .map_err(|e| Error::invalid(format!("building a batch: {e}")))?;
-        self.producer.send(topic, partition, batch).await
+/// Cuts `records` into v2 batches of about `max_batch_bytes` uncompressed record bytes
+/// each, compressed with `compression` (no producer stamp yet). Every record is checked
+/// before anything is sent.
+pub(crate) fn build_batches(
+    records: &[ProducerRecord],
+    compression: Compression,
+    max_batch_bytes: usize,
+) -> Result<Vec<Batch>> {
+    let now = now_ms();
+    let mut out = Vec::new();
+    let mut builder = BatchBuilder::new(compression);
+    let build = |b: BatchBuilder| {
+        b.build()
+            .map_err(|e| Error::invalid(format!("building a batch: {e}")))
+    };
+    for r in records {
+        let headers: Vec<Header> = r
+            .headers
+            .iter()
+            .map(|(k, v)| Header {
+                key: Bytes::from(k.clone().into_bytes()),
+                value: v.clone(),
+            })
+            .collect();
+        builder
+            .push(
+                r.timestamp.unwrap_or(now),
+                r.key.as_deref(),
+                r.value.as_deref(),
+                &headers,
+            )
+            .map_err(|e| Error::invalid(format!("record: {e}")))?;
+        if builder.records_size() >= max_batch_bytes {
+            let full = std::mem::replace(&mut builder, BatchBuilder::new(compression));
+            out.push(build(full)?);
+        }
     }
+    if !builder.is_empty() {
+        out.push(build(builder)?);
+    }
+    Ok(out)
 }

@@ -470,6 +470,14 @@ impl Sequencer {
         }
     }
 
+    /// [`Sequencer::reset_partition`] for every partition (a transactional producer after
+    /// its abort: the aborted transaction leaves no hole behind).
+    pub fn reset_all(&mut self) {
+        for p in self.partitions.values_mut() {
+            p.failed = None;
+        }
+    }
+
     /// Removes and returns the resolved batches at the front of `tp`, in order.
     pub fn take_delivered(&mut self, tp: &TopicPartition) -> Vec<(Token, Result<Ack, Error>)> {
         let mut out = Vec::new();
@@ -682,6 +690,29 @@ mod tests {
         let (n, seq) = s.enqueue(&tp(), 1, 100);
         assert_eq!(seq, 0);
         assert_eq!(s.next_transmit(&tp()).unwrap().token, n);
+    }
+
+    #[test]
+    fn reset_all_lets_every_failed_partition_take_batches_again() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        let (a, _) = s.enqueue(&tpn(0), 1, 100);
+        let (b, _) = s.enqueue(&tpn(1), 1, 100);
+        s.next_transmit(&tpn(0)).unwrap();
+        s.next_transmit(&tpn(1)).unwrap();
+        s.on_result(&tpn(0), a, 1, code(10));
+        s.on_result(&tpn(1), b, 1, code(10));
+        assert!(s.partition_failure(&tpn(0)).is_some() && s.partition_failure(&tpn(1)).is_some());
+        s.take_delivered(&tpn(0));
+        s.take_delivered(&tpn(1));
+        s.set_identity(id(1));
+        s.reset_all();
+        for p in 0..2 {
+            assert!(s.partition_failure(&tpn(p)).is_none());
+            let (t, seq) = s.enqueue(&tpn(p), 1, 100);
+            assert_eq!(seq, 0);
+            assert_eq!(s.next_transmit(&tpn(p)).unwrap().token, t);
+        }
     }
 
     #[test]

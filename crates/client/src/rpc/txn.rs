@@ -118,16 +118,24 @@ impl Client {
                 },
             )
             .await?;
+        // When one partition fails, the others answer OPERATION_NOT_ATTEMPTED (55): report
+        // the failure that caused it.
+        let mut first: Option<Error> = None;
         for t in resp.results_by_topic_v3_and_below {
             for p in t.results_by_partition {
-                Error::check_code(p.partition_error_code, None).map_err(|e| {
-                    e.api(ApiKey::AddPartitionsToTxn)
+                if let Err(e) = Error::check_code(p.partition_error_code, None) {
+                    let e = e
+                        .api(ApiKey::AddPartitionsToTxn)
                         .topic(t.name.0.to_string())
-                        .partition(p.partition_index)
-                })?;
+                        .partition(p.partition_index);
+                    if p.partition_error_code != 55 {
+                        return Err(e);
+                    }
+                    first.get_or_insert(e);
+                }
             }
         }
-        Ok(())
+        first.map_or(Ok(()), Err)
     }
 
     /// Adds a group's offsets to the ongoing transaction.

@@ -8,6 +8,8 @@ use strait_client::{Client, ClientConfig, NewTopic, RawBatch};
 use strait_records::{BatchBuilder, Compression, Header};
 use strait_testkit::TansuBroker;
 
+pub mod txn;
+
 pub fn broker() -> TansuBroker {
     TansuBroker::start().expect("start tansu (run scripts/install-brokers)")
 }
