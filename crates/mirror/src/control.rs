@@ -1,5 +1,5 @@
 //! A flow's control-plane jobs, each in its own task: topic refresh (with topic config
-//! sync), group sync, heartbeats and state checkpoints. A job waiting on a slow or
+//! sync), group sync, topic ACL sync, heartbeats and state checkpoints. A job waiting on a slow or
 //! stalled cluster holds up nothing else: the flow's loop only receives their results,
 //! so it answers a stop, a partition's failure or a restart at once, and a stop aborts
 //! the jobs (none of them holds data-path state; the final state write is the flow's).
@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::acls::AclSync;
 use crate::config::Flow;
 use crate::datapath::partition::Progress;
 use crate::groups::GroupSync;
@@ -53,6 +54,9 @@ pub(crate) struct Jobs {
     pub groups: GroupSync,
     /// MM2 heartbeats.
     pub heartbeats: Heartbeats,
+    /// Topic ACLs (`sync.topic_acls`; off by config, or once a side turns out not to
+    /// support ACLs).
+    pub acls: AclSync,
     /// The checkpoint writer (the flow keeps its own for births and the final write).
     pub state: StateWriter,
 }
@@ -94,6 +98,23 @@ impl Control {
                 }
             }
         });
+        let (mut acls, n) = (jobs.acls, name.clone());
+        if acls.off().is_none() {
+            let mut tick = interval(flow.intervals.topic_acl_sync);
+            tasks.spawn(async move {
+                while acls.off().is_none() {
+                    tick.tick().await;
+                    match acls.sync_once().await {
+                        Ok(r) if r.created > 0 => {
+                            tracing::info!(flow = %n, created = r.created, present = r.present,
+                                skipped = r.skipped, "topic ACLs synced")
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(flow = %n, error = %e, "topic ACL sync failed"),
+                    }
+                }
+            });
+        }
         let (mut heartbeats, n) = (jobs.heartbeats, name.clone());
         let mut tick = interval(flow.intervals.heartbeat);
         tasks.spawn(async move {

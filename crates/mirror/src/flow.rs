@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
+use crate::acls::AclSync;
 use crate::config::model::StartPosition;
 use crate::config::{Config, Flow};
 use crate::connect::connect;
@@ -269,6 +270,7 @@ async fn run_inner(
             topics: topic_sync,
             groups: group_sync,
             heartbeats,
+            acls: AclSync::new(flow, source.clone(), target.clone()),
             state: StateWriter::new(target.clone(), flow).with_producer_config(producer_config),
         };
         let mut control = Control::start(flow, jobs, metrics.clone());
