@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use strait_client::{
-    Client, FetchOptions, IdempotentProducer, IsolationLevel, ProducerConfig, ResourceType,
+    Client, FetchOptions, IdempotentProducer, IsolationLevel, OffsetSpec, ProducerConfig,
+    ResourceType,
 };
 use strait_offsets::{OffsetMap, Registry, Side};
 use strait_records::Limits;
@@ -455,13 +456,14 @@ impl FlowRun {
                 .topic(&t.target_topic)
         })?;
         let max_batch_bytes = self.max_batch_bytes(&t.target_topic).await;
+        let by_time = self.offsets_by_time(t, partitions).await?;
         let mut births = Vec::new();
         for &p in partitions {
             let key = (t.source_topic.clone(), p);
             let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
                 continue;
             };
-            let (map, tail, birth) = self.initial_map(t, p, *s, *d)?;
+            let (map, tail, birth) = self.initial_map(t, p, *s, *d, by_time.get(&p).copied())?;
             let recovery = match tail {
                 None => Recovery::none(),
                 Some((from, end)) => {
@@ -569,15 +571,61 @@ impl FlowRun {
         Ok((births, pipelines))
     }
 
+    /// With `topics.start_position` a timestamp: per partition not started before, the
+    /// first source offset whose timestamp is at or after it (ListOffsets by timestamp;
+    /// none when no record is that recent). Empty otherwise.
+    async fn offsets_by_time(
+        &self,
+        t: &ReplicatedTopic,
+        partitions: &[i32],
+    ) -> Result<BTreeMap<i32, i64>, MirrorError> {
+        let StartPosition::Timestamp(ms) = self.flow.start_position else {
+            return Ok(BTreeMap::new());
+        };
+        let asked: Vec<(i32, OffsetSpec)> = partitions
+            .iter()
+            .filter(|p| !self.saved.contains_key(&(t.source_topic.clone(), **p)))
+            .map(|p| (*p, OffsetSpec::Timestamp(ms)))
+            .collect();
+        if asked.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let found = self
+            .source
+            .list_offsets(&t.source_topic, &asked, IsolationLevel::ReadCommitted)
+            .await
+            .map_err(|e| {
+                MirrorError::kafka("list offsets by timestamp", e)
+                    .cluster(&self.flow.source)
+                    .topic(&t.source_topic)
+            })?;
+        let mut out = BTreeMap::new();
+        for o in found.into_iter().filter(|o| o.offset >= 0) {
+            crate::datapath::probe::check_time_offset(
+                &self.source,
+                &t.source_topic,
+                o.partition,
+                o.offset,
+                ms,
+            )
+            .await
+            .map_err(|e| e.flow(&self.flow.name).cluster(&self.flow.source))?;
+            out.insert(o.partition, o.offset);
+        }
+        Ok(out)
+    }
+
     /// The map a partition starts with, the target range recovery must check (records past
     /// the last state write: `map.next(Target)..end`), and whether the state must be
-    /// written before producing (new or reset partitions).
+    /// written before producing (new or reset partitions). `by_time`: where a timestamp
+    /// start position puts a new partition.
     fn initial_map(
         &self,
         t: &ReplicatedTopic,
         p: i32,
         src: Bounds,
         dst: Bounds,
+        by_time: Option<i64>,
     ) -> Result<(OffsetMap, Option<TargetRange>, bool), MirrorError> {
         let flow = &self.flow;
         let ctx = |e: MirrorError| e.topic(&t.source_topic).partition(p);
@@ -590,6 +638,8 @@ impl FlowRun {
         let start = match flow.start_position {
             StartPosition::Earliest => src.log_start,
             StartPosition::Latest => src.end,
+            // No record that recent: everything from now on.
+            StartPosition::Timestamp(_) => by_time.unwrap_or(src.end).clamp(src.log_start, src.end),
         };
         let Some(saved) = self.saved.get(&(t.source_topic.clone(), p)) else {
             return Ok((fresh(start)?, None, true));

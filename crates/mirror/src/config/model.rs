@@ -317,14 +317,64 @@ impl Default for TopicsSpec {
 }
 
 /// Start of replication in a new partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StartPosition {
     /// From the log start: copy everything still retained (MM2's behaviour).
     #[default]
     Earliest,
     /// From the log end: copy only what is produced from now on.
     Latest,
+    /// From the first record whose timestamp is at or after this, in ms since the epoch
+    /// (an RFC 3339 timestamp in the file, e.g. `"2026-11-30T00:00:00Z"`; ListOffsets by
+    /// timestamp; the log end when no record is that recent).
+    Timestamp(i64),
+}
+
+impl StartPosition {
+    /// Parses `earliest`, `latest` or an RFC 3339 timestamp.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "earliest" => Some(StartPosition::Earliest),
+            "latest" => Some(StartPosition::Latest),
+            t => {
+                let at = humantime::parse_rfc3339(t).ok()?;
+                let ms = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+                i64::try_from(ms).ok().map(StartPosition::Timestamp)
+            }
+        }
+    }
+}
+
+impl fmt::Display for StartPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartPosition::Earliest => f.write_str("earliest"),
+            StartPosition::Latest => f.write_str("latest"),
+            StartPosition::Timestamp(ms) => {
+                let at = std::time::UNIX_EPOCH
+                    + std::time::Duration::from_millis(u64::try_from(*ms).unwrap_or(0));
+                write!(f, "{}", humantime::format_rfc3339_millis(at))
+            }
+        }
+    }
+}
+
+impl Serialize for StartPosition {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for StartPosition {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        StartPosition::parse(&text).ok_or_else(|| {
+            de::Error::custom(format!(
+                "invalid start position \"{text}\": expected \"earliest\", \"latest\" or an \
+                 RFC 3339 timestamp such as \"2026-11-30T00:00:00Z\""
+            ))
+        })
+    }
 }
 
 /// Reaction to an incident: source truncation, topic re-creation, target mismatch.

@@ -7,7 +7,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use strait_client::{Client, FetchOptions, FetchPosition, IsolationLevel, OffsetSpec};
+use strait_client::backoff::{Backoff, BackoffConfig};
+use strait_client::{
+    Client, FetchOptions, FetchPosition, IsolationLevel, OffsetSpec, PartitionConsumer,
+};
+
+use crate::error::MirrorError;
 
 /// A partition's bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,13 +36,17 @@ pub async fn bounds(
     let mut out = BTreeMap::new();
     let mut todo: Vec<i32> = partitions.to_vec();
     let mut last_err = None;
+    let mut backoff = Backoff::new(BackoffConfig {
+        initial: Duration::from_millis(100),
+        max: Duration::from_secs(1),
+    });
     for attempt in 0..ATTEMPTS {
         if todo.is_empty() {
             break;
         }
         if attempt > 0 {
             client.invalidate_metadata();
-            tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt.min(10)))).await;
+            tokio::time::sleep(backoff.next_delay()).await;
         }
         let specs: Vec<(i32, OffsetSpec)> =
             todo.iter().map(|p| (*p, OffsetSpec::Earliest)).collect();
@@ -97,4 +106,49 @@ pub async fn bounds(
                 .message(format!("no Fetch answer for partitions {todo:?}"))
         }))
     }
+}
+
+/// Checks a broker's answer to ListOffsets by timestamp `ms` for `partition`: the record
+/// at `offset` must be at least that recent (Kafka returns the first offset whose
+/// timestamp is ≥ it). A broker that answers otherwise does not implement time lookups
+/// (Tansu 0.6 answers offset 0 for every timestamp): a configuration error naming it,
+/// never a start at the wrong place.
+pub async fn check_time_offset(
+    client: &Client,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    ms: i64,
+) -> Result<(), MirrorError> {
+    let opts = FetchOptions {
+        max_wait: Duration::from_millis(100),
+        isolation: IsolationLevel::ReadCommitted,
+        ..FetchOptions::default()
+    };
+    let mut consumer =
+        PartitionConsumer::new(client.clone(), topic, partition, offset).with_options(opts);
+    for _ in 0..3 {
+        let records = consumer.poll().await.map_err(|e| {
+            MirrorError::kafka("fetch at the offset for the start time", e).topic(topic)
+        })?;
+        if let Some(r) = records.into_iter().find(|r| r.offset >= offset) {
+            if r.timestamp >= ms {
+                return Ok(());
+            }
+            return Err(MirrorError::config(format!(
+                "topics.start_position: asked for the first record of {topic}/{partition} at \
+                 or after {ms} ms, the source answered offset {offset}, whose record is from \
+                 {} ms: this broker does not implement ListOffsets by timestamp (Tansu 0.6 \
+                 answers 0 for every time); start from \"earliest\" or \"latest\" instead",
+                r.timestamp
+            ))
+            .topic(topic)
+            .partition(partition));
+        }
+        if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
+            break;
+        }
+    }
+    // Nothing at or after the offset (yet): nothing older is copied either.
+    Ok(())
 }
