@@ -14,8 +14,12 @@ use crate::error::MirrorError;
 /// A live acknowledgement past the map being checked ([`Action::CheckTarget`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Check {
-    /// The target's batches are awaited.
-    Asked { expected: u64, acked: u64 },
+    /// The target's batches from `from` are awaited.
+    Asked {
+        from: u64,
+        expected: u64,
+        acked: u64,
+    },
     /// Read: `Ok(duplicates)` or why the records between are not ours.
     Decided {
         expected: u64,
@@ -43,7 +47,11 @@ impl<P: Clone> Pipeline<P> {
         let from = expected
             .saturating_sub(LOOKBACK as u64)
             .max(map.log_start(Side::Target));
-        self.check = Some(Check::Asked { expected, acked });
+        self.check = Some(Check::Asked {
+            from,
+            expected,
+            acked,
+        });
         self.outbox.push_back(Action::CheckTarget {
             from,
             expected,
@@ -53,10 +61,16 @@ impl<P: Clone> Pipeline<P> {
     }
 
     /// The target's batches asked for by [`Action::CheckTarget`] (from its `from` to its
-    /// `to`): decides whether the records between are duplicates of ours. Returns why not,
-    /// when they are not (the acknowledgement is then the target incident).
+    /// `to`; `from`: where the read started, the target's log start when later): decides
+    /// whether the records between are duplicates of ours. Returns why not, when they are
+    /// not (the acknowledgement is then the target incident).
     pub fn target_read(&mut self, from: u64, batches: &[Batch]) -> Option<String> {
-        let Some(Check::Asked { expected, acked }) = self.check else {
+        let Some(Check::Asked {
+            from: asked,
+            expected,
+            acked,
+        }) = self.check
+        else {
             return None;
         };
         let sent: Vec<Batch> = self
@@ -69,7 +83,7 @@ impl<P: Clone> Pipeline<P> {
             .collect();
         let check = LiveCheck {
             target: batches,
-            ours_from: from,
+            ours_from: from.max(asked),
             expected,
             acked,
             sent: &sent,
@@ -85,8 +99,9 @@ impl<P: Clone> Pipeline<P> {
     }
 
     /// Whether the records between where the map expected the head batch and where it
-    /// landed were checked to be duplicates of ours (`check`, taken from the pipeline; `landed`: the acknowledged offset):
-    /// then the map's target side moves past them and they are reported.
+    /// landed (`landed`, the acknowledged offset) were checked to be duplicates of ours
+    /// (`check`, taken from the pipeline): then the map's target side moves past them and
+    /// they are reported.
     pub(super) fn duplicates_before(
         &mut self,
         check: Option<Check>,
