@@ -283,13 +283,24 @@ fn a_source_topic_recreated_since_the_last_run_is_governed_by_on_topic_recreatio
     assert_eq!(values(&dst, TARGET, 50), want);
 }
 
-/// The target's values once it holds at least `n` records (within 30 s).
+/// The target's values once it holds at least `n` records (within 30 s; the topic may
+/// not exist yet when the engine has just started).
 fn wait_values(bootstrap: &str, topic: &str, n: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let got = values(bootstrap, topic, n);
+        let opts = ConsumeOptions {
+            idle: Duration::from_secs(2),
+            ..ConsumeOptions::count(n)
+        };
+        let mut got = rdkafka::consume(bootstrap, topic, &opts).unwrap_or_default();
         if got.len() >= n || Instant::now() > deadline {
-            return got;
+            got.sort_by_key(|r| (r.partition, r.offset));
+            return got
+                .into_iter()
+                .map(|r| {
+                    String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned()
+                })
+                .collect();
         }
         std::thread::sleep(Duration::from_millis(200));
     }
