@@ -5,8 +5,12 @@
 //! count-based rule this replaces skipped as many source records as it found, silently.
 //! Also the incidents found at start, each governed by its own key: a target that lost what
 //! was written (`on_target_mismatch`) and a source topic re-created (`on_topic_recreation`).
+//! And a duplicate of our records appended to the target while the engine runs: recognised,
+//! counted and mapped to nothing, not a target mismatch.
 
-use std::time::Duration;
+mod common;
+
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use strait_mirror::Engine;
@@ -15,6 +19,8 @@ use strait_mirror::error::MirrorError;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{self, ConsumeOptions, ProduceOptions};
 use strait_testkit::{TansuCluster, TestRecord};
+
+use common::Running;
 
 const TOPIC: &str = "rec";
 const TARGET: &str = "src.rec";
@@ -275,4 +281,93 @@ fn a_source_topic_recreated_since_the_last_run_is_governed_by_on_topic_recreatio
     let mut want: Vec<String> = (0..40).map(|i| format!("v-{i}")).collect();
     want.extend((0..10).map(|i| format!("new-{i}")));
     assert_eq!(values(&dst, TARGET, 50), want);
+}
+
+/// The target's values once it holds at least `n` records (within 30 s; the topic may
+/// not exist yet when the engine has just started).
+fn wait_values(bootstrap: &str, topic: &str, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let opts = ConsumeOptions {
+            idle: Duration::from_secs(2),
+            ..ConsumeOptions::count(n)
+        };
+        let mut got = rdkafka::consume(bootstrap, topic, &opts).unwrap_or_default();
+        if got.len() >= n || Instant::now() > deadline {
+            got.sort_by_key(|r| (r.partition, r.offset));
+            return got
+                .into_iter()
+                .map(|r| {
+                    String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned()
+                })
+                .collect();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_duplicate_of_our_records_appended_while_running_is_counted_not_a_mismatch() {
+    common::init_logging();
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, TOPIC, 1, &[]).expect("topic");
+    // Source batches of 7: the last of the first 40 records is 35..40.
+    produce(&src, TOPIC, &records("v", 0, 40), 7);
+    let mut engine = Running::start(config(&src, &dst, "fail"));
+    let first: Vec<String> = (0..40).map(|i| format!("v-{i}")).collect();
+    assert_eq!(wait_values(&dst, TARGET, 40), first);
+
+    // A request of ours appended again (as a producer that gave up on it and re-sent it
+    // would leave it): a copy of records 35..40 lands at target offsets 40..45, between
+    // the engine's batches. The next batch of ours is then acknowledged at 45, not 40.
+    produce(&dst, TARGET, &records("v", 35, 5), 7);
+    produce(&src, TOPIC, &records("v", 40, 30), 7);
+    let mut want = first.clone();
+    want.extend((35..70).map(|i| format!("v-{i}")));
+    assert_eq!(
+        wait_values(&dst, TARGET, want.len()),
+        want,
+        "every source record after the copy, in order, nothing lost"
+    );
+    assert!(
+        engine.wait(Duration::ZERO).is_none(),
+        "on_target_mismatch = \"fail\" did not stop the engine"
+    );
+    let duplicates = engine.sum(
+        "strait_dropped_batches_total",
+        &["kind=\"duplicate_on_target\""],
+    );
+    let incidents = engine.sum("strait_incidents_total", &[]);
+    let stopped = engine.stop(Duration::from_secs(30));
+    assert!(matches!(stopped, Some(Ok(()))), "clean stop: {stopped:?}");
+    eprintln!(
+        "live duplicate figures: {} duplicate record(s) counted, {} incident(s)",
+        duplicates as u64, incidents as u64
+    );
+    assert_eq!(duplicates, 5.0, "the copy's five records are counted");
+    assert_eq!(incidents, 0.0, "no incident");
+
+    // The map is exact past the copy: a group at source offset 50 fails over to the
+    // target offset holding the same record (50 + the 5 duplicate offsets).
+    let g = "g-after-dup";
+    rdkafka::commit_group_offsets(&src, g, TOPIC, &[(0, 50)]).expect("commit");
+    let flow = format!(
+        "[flows.sync]\ngroup_offsets = true\nheartbeats = false\ncheckpoints = false\n\
+         [flows.topics]\ninclude = [\"{TOPIC}\"]\n"
+    );
+    let text = format!(
+        "{}{flow}[engine]\nfetch_max_wait = \"100ms\"\n[metrics]\nenabled = false\n",
+        two_cluster_flow(&src, &dst, "3s")
+    );
+    let cfg = load_str(&text, "test config", &|_| None).expect("valid config");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(Engine::new(cfg).run_once())
+        .expect("group translation run");
+    let translated = rdkafka::list_group_offsets(&dst, g)
+        .expect("list group offsets")
+        .into_iter()
+        .find(|o| o.topic == TARGET && o.partition == 0)
+        .map(|o| o.offset);
+    assert_eq!(translated, Some(55), "source offset 50 is target offset 55");
 }

@@ -550,6 +550,7 @@ impl FlowRun {
                 Arc::clone(&progress),
                 self.producer.clone(),
                 self.source.clone(),
+                self.target.clone(),
                 recovery,
                 stop_rx,
             );

@@ -1,9 +1,10 @@
 //! One partition's pipeline, driven: the decisions are the pure [`Pipeline`] state machine
 //! (datapath/pipeline); this task only feeds it events — record sets from the fetcher,
 //! acknowledgements from the idempotent producer (which stamps batches and keeps ≤ 5 in
-//! flight), the source log start from ListOffsets, stop — and does what it says: hand
-//! batches to the producer, write ready updates into the offset map, move the feed's
-//! cursor, count metrics and log.
+//! flight), the source log start from ListOffsets, the target's batches around an
+//! acknowledgement that landed past the map, stop — and does what it says: hand batches
+//! to the producer, write ready updates into the offset map, read the target, move the
+//! feed's cursor, count metrics and log.
 //!
 //! One task, one `select!`: acknowledgements are awaited in order (the oldest first)
 //! while record sets keep being planned, so a slow acknowledgement never stops planning.
@@ -90,6 +91,7 @@ pub async fn run(
     progress: Arc<Progress>,
     producer: IdempotentProducer,
     source: Client,
+    target: Client,
     recovery: Recovery,
     stop: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
@@ -100,6 +102,7 @@ pub async fn run(
         progress: &progress,
         producer: &producer,
         source: &source,
+        target: &target,
     };
     let mut acks: VecDeque<AckWait> = VecDeque::new();
     let result = driver.run(rx, recovery, stop, &mut acks).await;
@@ -138,6 +141,7 @@ struct Driver<'a> {
     progress: &'a Progress,
     producer: &'a IdempotentProducer,
     source: &'a Client,
+    target: &'a Client,
 }
 
 impl<'a> Driver<'a> {
@@ -340,10 +344,58 @@ impl<'a> Driver<'a> {
                         feed.metrics.dropped("duplicate_on_target");
                     }
                 }
+                Action::CheckTarget { from, expected, to } => {
+                    tracing::info!(flow = %spec.flow, topic = %spec.source_topic,
+                        partition = spec.partition, expected, acked = to,
+                        "a batch landed past where the map expects it: reading the target \
+                         to check whether the records between are duplicates of ours");
+                    let from = self.target_log_start().await?.max(from);
+                    let batches = super::tail::read_tail(
+                        self.target,
+                        &spec.target_topic,
+                        spec.partition,
+                        from as i64,
+                        to as i64,
+                        &Limits::default(),
+                    )
+                    .await?;
+                    if let Some(why) = machine.target_read(from, &batches) {
+                        tracing::warn!(flow = %spec.flow, topic = %spec.source_topic,
+                            partition = spec.partition, expected, acked = to,
+                            "the records between are not duplicates of ours: {why}");
+                    }
+                }
+                Action::Duplicates { records, from, to } => {
+                    tracing::warn!(flow = %spec.flow, topic = %spec.source_topic,
+                        partition = spec.partition, duplicates = records,
+                        "the target holds a duplicate of records of ours at offsets \
+                         {from}..{to} (a request of ours appended again); they are mapped to \
+                         nothing and replication goes on past them");
+                    for _ in 0..records {
+                        feed.metrics.dropped("duplicate_on_target");
+                    }
+                }
                 Action::Done => mark_done(self.progress),
             }
         }
         Ok(())
+    }
+
+    /// The target partition's log start (ListOffsets EARLIEST).
+    async fn target_log_start(&self) -> Result<u64, MirrorError> {
+        let spec = self.spec;
+        let offsets = self
+            .target
+            .list_offsets(
+                &spec.target_topic,
+                &[(spec.partition, OffsetSpec::Earliest)],
+                IsolationLevel::ReadUncommitted,
+            )
+            .await
+            .map_err(|e| MirrorError::kafka("list offsets", e).topic(&spec.target_topic))?;
+        Ok(offsets
+            .first()
+            .map_or(0, |o| u64::try_from(o.offset).unwrap_or(0)))
     }
 
     /// Metrics and progress after map updates.

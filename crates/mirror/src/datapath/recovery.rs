@@ -12,9 +12,17 @@
 //!   target record — timestamp, key, value and headers, whatever the batch boundaries
 //!   (forwarded, merged and re-encoded batches alike) — at consecutive target offsets. The
 //!   map then records it where the target holds it. Never on a count alone.
-//! - A block of target records that repeats the records matched just before it (a request
-//!   of the killed process appended twice, or after its retry) is a duplicate: skipped,
-//!   counted, and the map stays exact (the duplicate's offsets are mapped to nothing).
+//! - A block of target records that repeats records matched before it, in order (a
+//!   request of the killed process appended twice, or after its retry) is a duplicate:
+//!   skipped, counted, and the map stays exact (the duplicate's offsets are mapped to
+//!   nothing). The rule is [`repeat_len`], shared with the live check below.
+//! - **Live duplicates** ([`live_duplicates`]): while running, an acknowledgement past
+//!   where the map expects it is checked the same way: every target record between the
+//!   expected offset and the acknowledged one must repeat, block by block and in order,
+//!   records of ours — those the target holds just before the expected offset (the map's
+//!   records) or those of the acknowledged batch and the batches sent after it (an
+//!   earlier request of them landed first). Then they are duplicates; anything else (a
+//!   hole, a marker, a record we never wrote) is a mismatch.
 //! - Anything else — a record that differs, a step that runs past the target's end, a hole
 //!   where a batch is missing — is [`Decision::Mismatch`], an incident for the policy;
 //!   never absorbed.
@@ -209,22 +217,9 @@ impl Recovery {
         Ok(base)
     }
 
-    /// The length of the longest block at the front of the pending records that repeats
-    /// the most recently matched records (their suffix), at consecutive offsets; 0 if none.
+    /// The length of the longest duplicate block at the front of the pending records.
     fn duplicate_len(&self) -> usize {
-        let max = self.matched.len().min(self.pending.len());
-        'k: for k in (1..=max).rev() {
-            let start = self.matched.len() - k;
-            let base = self.pending[0].0;
-            for i in 0..k {
-                let (off, t) = &self.pending[i];
-                if *off != base + i as u64 || !same(&self.matched[start + i], t) {
-                    continue 'k;
-                }
-            }
-            return k;
-        }
-        0
+        repeat_len(&self.matched, &self.pending)
     }
 
     fn remember(&mut self, r: Record) {
@@ -233,6 +228,114 @@ impl Recovery {
         }
         self.matched.push_back(r);
     }
+}
+
+/// The length of the longest block at the front of `block` (target records with their
+/// offsets) that repeats a contiguous run of `ours`, in order, at consecutive offsets; 0 if
+/// none. The duplicate rule of recovery and of the live check.
+pub fn repeat_len(ours: &VecDeque<Record>, block: &VecDeque<(u64, Record)>) -> usize {
+    let Some((base, _)) = block.front() else {
+        return 0;
+    };
+    let mut best = 0;
+    for start in 0..ours.len() {
+        let mut k = 0;
+        while let (Some(r), Some((off, t))) = (ours.get(start + k), block.get(k)) {
+            if *off != base + k as u64 || !same(r, t) {
+                break;
+            }
+            k += 1;
+        }
+        best = best.max(k);
+        if best == block.len() {
+            break;
+        }
+    }
+    best
+}
+
+/// Records of ours known around a live acknowledgement past the map (see the module
+/// rules): the target's records just before `expected` and the acknowledged batch and
+/// every batch sent after it.
+#[derive(Debug)]
+pub struct LiveCheck<'a> {
+    /// The target's batches from some offset before `expected` up to `acked`.
+    pub target: &'a [Batch],
+    /// Target offsets from here to `expected` hold records of ours (the map's).
+    pub ours_from: u64,
+    /// Where the map expected the batch.
+    pub expected: u64,
+    /// Where the broker says it landed (`> expected`).
+    pub acked: u64,
+    /// The acknowledged batch and the batches sent after it, in order.
+    pub sent: &'a [Batch],
+}
+
+/// `Ok(duplicates)` when every target record in `expected..acked` repeats records of ours
+/// (block by block, in order, at consecutive offsets); `Err(why not)` otherwise.
+pub fn live_duplicates(c: &LiveCheck<'_>, limits: &Limits) -> Result<u64, String> {
+    let mut ours = VecDeque::new();
+    let mut between = VecDeque::new();
+    for b in c.target {
+        let h = b.header();
+        let first = u64::try_from(h.base_offset).unwrap_or(0);
+        if h.attributes.is_control() {
+            if first < c.acked && first >= c.expected {
+                return Err(format!(
+                    "the target holds a transaction marker at offset {first}"
+                ));
+            }
+            continue;
+        }
+        let records = b
+            .decode_records(limits)
+            .map_err(|e| format!("a target batch at offset {first} cannot be decoded: {e}"))?;
+        for r in records {
+            let Ok(off) = u64::try_from(r.offset) else {
+                continue;
+            };
+            if off >= c.expected && off < c.acked {
+                between.push_back((off, r));
+            } else if off >= c.ours_from && off < c.expected {
+                ours.push_back(r);
+            }
+        }
+    }
+    for b in c.sent {
+        let records = b
+            .decode_records(limits)
+            .map_err(|e| format!("a batch of ours cannot be decoded to compare: {e}"))?;
+        ours.extend(records);
+    }
+    let want = c.acked - c.expected;
+    let mut next = c.expected;
+    for (off, _) in &between {
+        if *off != next {
+            return Err(format!(
+                "the target has no record at offset {next} (next is {off})"
+            ));
+        }
+        next += 1;
+    }
+    if next != c.acked {
+        return Err(format!(
+            "the target holds {} record(s) of the {want} between {} and {}",
+            between.len(),
+            c.expected,
+            c.acked
+        ));
+    }
+    while !between.is_empty() {
+        let k = repeat_len(&ours, &between);
+        if k == 0 {
+            let at = between.front().map_or(c.expected, |(o, _)| *o);
+            return Err(format!(
+                "the target record at offset {at} is not a record Strait wrote just before"
+            ));
+        }
+        between.drain(..k);
+    }
+    Ok(want)
 }
 
 #[cfg(test)]
@@ -379,6 +482,25 @@ mod tests {
         let (t, end) = target(&[&[1, 2], &[3, 4], &[3, 4], &[5]], 0, Compression::None);
         let mut r = Recovery::from_target(&t, 4, end, Limits::default()).expect("decode");
         assert_eq!(r.remaining(), 3);
+        assert_eq!(
+            r.decide(&step(&[5], 4)),
+            Decision::AlreadyWritten { target_base: 6 }
+        );
+        assert_eq!(r.duplicates(), 2);
+    }
+
+    #[test]
+    fn a_duplicate_of_an_earlier_block_not_only_the_last_is_recognised() {
+        // [1, 2] and [3, 4] were written, then a request of [1, 2] landed again.
+        let mut r = recovery(&[&[1, 2], &[3, 4], &[1, 2], &[5]], 0);
+        assert_eq!(
+            r.decide(&step(&[1, 2], 0)),
+            Decision::AlreadyWritten { target_base: 0 }
+        );
+        assert_eq!(
+            r.decide(&step(&[3, 4], 2)),
+            Decision::AlreadyWritten { target_base: 2 }
+        );
         assert_eq!(
             r.decide(&step(&[5], 4)),
             Decision::AlreadyWritten { target_base: 6 }

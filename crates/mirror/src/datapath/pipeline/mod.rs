@@ -27,9 +27,18 @@
 //!   update waits for the acknowledgement of every batch handed on before it, so the map
 //!   sees the log in order.
 //! - **Acknowledgements** resolve the oldest unacknowledged batch. It is recorded where it
-//!   landed ([`record::ack_base`]); elsewhere is a target incident
+//!   landed ([`record::ack_base`]); below where the map expects it is a target incident
 //!   ([`Incident::acked_elsewhere`]): `fail` stops the pipeline, `skip` restarts the map's
 //!   target side at the acknowledged offset and records the batch there.
+//! - **Live duplicates.** An acknowledgement past where the map expects it is not decided
+//!   at once: the pipeline asks for the target's batches from before the expected offset
+//!   up to the acknowledged one ([`Action::CheckTarget`]) and nothing more is recorded
+//!   (the map keeps its order) until [`Pipeline::target_read`] hands them over. When every
+//!   record between repeats records of ours ([`super::recovery::live_duplicates`]: a
+//!   request of ours appended again, before or after its re-send), they are duplicates:
+//!   the map's target side moves past them (mapped to nothing, exact), the batch is
+//!   recorded where it landed and [`Action::Duplicates`] reports them. Otherwise it is the
+//!   incident above.
 //! - **Failure.** A batch that fails for good fails the pipeline: the producer fails every
 //!   later unresolved batch of the partition with it (the sequencer's rule), nothing after
 //!   it is recorded, and nothing more is produced. A restart builds a new pipeline from
@@ -49,6 +58,7 @@
 //! The held-bytes limit for open transactions is checked by the driver after each plan
 //! (`partition::check_held`, on [`Pipeline::planner`]).
 
+mod live;
 pub mod record;
 
 #[cfg(test)]
@@ -63,6 +73,7 @@ use strait_client::AbortedTxn;
 use strait_offsets::{OffsetMap, Side};
 use strait_records::{Batch, Limits, MergeOptions};
 
+use self::live::Check;
 use self::record::{AckBase, Update, ack_base};
 use super::coalesce::{Coalesced, Coalescer, Next, Outgoing, Written};
 use super::plan::{Planner, SlowReason, Step};
@@ -153,6 +164,26 @@ pub enum Action {
         /// Duplicate records skipped.
         duplicates: u64,
     },
+    /// An acknowledgement landed past where the map expects it: read the target's batches
+    /// holding offsets `from..to` and hand them to [`Pipeline::target_read`].
+    CheckTarget {
+        /// First offset to read (before the expected one, to know our records there).
+        from: u64,
+        /// Where the map expected the batch.
+        expected: u64,
+        /// Where it landed (read up to here).
+        to: u64,
+    },
+    /// Records on the target between where the map expected a batch and where it landed
+    /// repeat records of ours: duplicates, mapped to nothing (count them, warn).
+    Duplicates {
+        /// Duplicate records.
+        records: u64,
+        /// First duplicate's target offset.
+        from: u64,
+        /// Where the acknowledged batch landed (past the duplicates).
+        to: u64,
+    },
     /// `--once`: the partition reached the end seen at start.
     Done,
 }
@@ -174,6 +205,8 @@ enum Pending<P> {
     /// A batch handed to the producer; `ack` is its base offset once acknowledged.
     Sent {
         written: Written,
+        /// Kept until recorded: what a live duplicate check compares with.
+        batch: Batch,
         bytes: u64,
         max_timestamp: i64,
         _pins: Vec<P>,
@@ -215,6 +248,7 @@ pub struct Pipeline<P> {
     target_topic: String,
     source_cluster: String,
     outbox: VecDeque<Action>,
+    check: Option<Check>,
 }
 
 impl<P: Clone> Pipeline<P> {
@@ -236,6 +270,7 @@ impl<P: Clone> Pipeline<P> {
             target_topic: settings.target_topic,
             source_cluster: settings.source_cluster,
             outbox: VecDeque::new(),
+            check: None,
         };
         p.check_done(map);
         p
@@ -518,6 +553,7 @@ impl<P: Clone> Pipeline<P> {
                     self.in_flight += 1;
                     self.pending.push_back(Pending::Sent {
                         written: out.written,
+                        batch: out.batch.clone(),
                         bytes: out.batch.size() as u64,
                         max_timestamp: out.batch.header().max_timestamp,
                         _pins: out.pins,
@@ -534,6 +570,9 @@ impl<P: Clone> Pipeline<P> {
 
     /// Whether the oldest pending item can go into the map now.
     fn ready(&self) -> bool {
+        if matches!(self.check, Some(Check::Asked { .. })) {
+            return false;
+        }
         match self.pending.front() {
             Some(Pending::Sent { ack, .. }) => ack.is_some(),
             Some(Pending::Update(_)) => true,
@@ -547,6 +586,9 @@ impl<P: Clone> Pipeline<P> {
     pub fn record(&mut self, map: &mut OffsetMap) -> Result<Vec<Recorded>, MirrorError> {
         let mut recorded = Vec::new();
         while self.ready() {
+            if self.asks_check(map) {
+                break;
+            }
             let Some(item) = self.pending.pop_front() else {
                 break;
             };
@@ -556,7 +598,7 @@ impl<P: Clone> Pipeline<P> {
                     bytes,
                     max_timestamp,
                     ack,
-                    _pins,
+                    ..
                 } => {
                     let r = self.land(map, &written, ack.unwrap_or(-1));
                     if r.is_ok() {
@@ -583,8 +625,10 @@ impl<P: Clone> Pipeline<P> {
 
     /// Records an acknowledged batch where it landed.
     fn land(&mut self, map: &mut OffsetMap, w: &Written, ack: i64) -> Result<(), MirrorError> {
+        let check = self.check.take();
         let base = match ack_base(ack, map.next(Side::Target)) {
             AckBase::At(base) => base,
+            AckBase::Mismatch { acked, .. } if self.duplicates_before(check, acked, map)? => acked,
             AckBase::Mismatch { acked, expected } => {
                 let skipped = Incident::acked_elsewhere(&self.target_topic, acked, expected)
                     .decide(&self.policies)

@@ -79,6 +79,9 @@ struct Done {
 struct Harness {
     p: Pipeline<()>,
     map: OffsetMap,
+    /// The target partition's batches, answering [`Action::CheckTarget`] (None: the check
+    /// is left unanswered).
+    target: Option<Vec<Batch>>,
 }
 
 impl Harness {
@@ -99,7 +102,11 @@ impl Harness {
             &map,
             recovery,
         );
-        Harness { p, map }
+        Harness {
+            p,
+            map,
+            target: Some(Vec::new()),
+        }
     }
 
     fn fetch(&mut self, batches: &[(i64, i64)]) -> Result<Option<Planned>, MirrorError> {
@@ -117,9 +124,24 @@ impl Harness {
     fn run(&mut self) -> Result<Done, MirrorError> {
         let mut done = Done::default();
         while let Some(a) = self.p.next_action(|_, _| None) {
-            match a {
-                Action::Produce { batch, .. } => done.produced.push(batch),
+            match &a {
+                Action::Produce { batch, .. } => done.produced.push(batch.clone()),
                 Action::Record => done.recorded.extend(self.p.record(&mut self.map)?),
+                &Action::CheckTarget { from, to, .. } => {
+                    done.other.push(format!("{a:?}"));
+                    if let Some(target) = &self.target {
+                        let batches: Vec<Batch> = target
+                            .iter()
+                            .filter(|b| {
+                                let h = b.header();
+                                let next = h.base_offset + i64::from(h.last_offset_delta) + 1;
+                                next > from as i64 && h.base_offset < to as i64
+                            })
+                            .cloned()
+                            .collect();
+                        self.p.target_read(from, &batches);
+                    }
+                }
                 other => done.other.push(format!("{other:?}")),
             }
         }
@@ -443,4 +465,165 @@ fn feed_end_hands_on_queued_work_then_finishes() {
         h.run().expect("run");
     }
     assert_eq!(h.next(), (8, 8));
+}
+
+/// Target batches holding the source records `source` (base, count), laid out from target
+/// offset `at` in this order (a batch appears twice when it was appended twice).
+fn laid_out(at: u64, source: &[(i64, i64)]) -> Vec<Batch> {
+    let mut off = at as i64;
+    source
+        .iter()
+        .map(|&(base, n)| {
+            let records: Vec<Record> = (base..base + n).map(source_record).collect();
+            let b = batch_of(off, &records);
+            off += n;
+            b
+        })
+        .collect()
+}
+
+fn duplicates_reported(d: &Done) -> Vec<&String> {
+    d.other
+        .iter()
+        .filter(|a| a.starts_with("Duplicates"))
+        .collect()
+}
+
+#[test]
+fn an_ack_past_the_map_waits_for_the_target_to_be_read() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.target = None;
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(2).expect("ack");
+    let d = h.run().expect("asks");
+    assert_eq!(
+        d.other,
+        vec!["CheckTarget { from: 0, expected: 0, to: 2 }".to_owned()]
+    );
+    assert_eq!(
+        h.next(),
+        (0, 0),
+        "nothing recorded before the target is read"
+    );
+    assert!(h.run().expect("waits").other.is_empty(), "asked once");
+    h.p.target_read(0, &laid_out(0, &[(0, 2), (0, 2)]));
+    h.run().expect("record");
+    assert_eq!(h.next(), (2, 4));
+}
+
+#[test]
+fn a_repeat_of_records_recorded_before_is_a_duplicate_and_the_map_moves_past_it() {
+    // A (source 0..2) recorded at 0; a request of A appended again at 2; B lands at 4.
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.target = Some(laid_out(0, &[(0, 2), (0, 2), (2, 2)]));
+    h.fetch(&[(0, 2), (2, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(0).expect("ack A");
+    h.run().expect("record A");
+    assert_eq!(h.next(), (2, 2));
+    h.p.acked(4).expect("ack B");
+    let d = h.run().expect("a duplicate, not an incident");
+    assert_eq!(
+        duplicates_reported(&d),
+        vec!["Duplicates { records: 2, from: 2, to: 4 }"]
+    );
+    assert_eq!(h.next(), (4, 6));
+    let runs: Vec<(u64, u64, u64)> = h
+        .map
+        .runs()
+        .map(|r| (r.source_start(), r.target_start(), r.len()))
+        .collect();
+    assert_eq!(
+        runs,
+        vec![(0, 0, 2), (2, 4, 2)],
+        "the duplicate maps to nothing"
+    );
+}
+
+#[test]
+fn a_copy_of_the_acked_batch_landing_before_it_is_a_duplicate() {
+    // A request of A given up on (delivery timeout) landed after the restart read the
+    // target's end, just before A's re-send.
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.target = Some(laid_out(0, &[(0, 2), (0, 2)]));
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(2).expect("ack");
+    let d = h.run().expect("a duplicate");
+    assert_eq!(duplicates_reported(&d).len(), 1);
+    assert_eq!(h.next(), (2, 4));
+}
+
+#[test]
+fn copies_of_batches_sent_after_the_acked_one_are_duplicates() {
+    // Requests of A and B (given up on) landed before A's and B's re-sends.
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.target = Some(laid_out(0, &[(0, 2), (2, 1), (0, 2), (2, 1)]));
+    h.fetch(&[(0, 2), (2, 1)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(3).expect("ack A");
+    h.p.acked(5).expect("ack B");
+    let d = h.run().expect("duplicates");
+    assert_eq!(
+        duplicates_reported(&d),
+        vec!["Duplicates { records: 3, from: 0, to: 3 }"]
+    );
+    assert_eq!(h.next(), (3, 6));
+}
+
+#[test]
+fn acks_behind_a_checked_one_wait_for_the_check() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.target = None;
+    h.fetch(&[(0, 2), (2, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(2).expect("ack A");
+    h.p.acked(4).expect("ack B");
+    h.run().expect("asks");
+    assert_eq!(h.next(), (0, 0), "B is not recorded before A");
+    h.p.target_read(0, &laid_out(0, &[(0, 2), (0, 2), (2, 2)]));
+    let d = h.run().expect("record");
+    assert_eq!(d.recorded.len(), 2);
+    assert_eq!(h.next(), (4, 6));
+}
+
+#[test]
+fn records_between_that_are_not_ours_are_the_incident() {
+    let foreign: Vec<Record> = (0..2)
+        .map(|i| Record {
+            value: Some(Bytes::from_static(b"not ours")),
+            ..source_record(i)
+        })
+        .collect();
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.target = Some(vec![batch_of(0, &foreign)]);
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(2).expect("ack");
+    let e = h.run().expect_err("incident");
+    assert_eq!(e.incident_kind(), Some(IncidentKind::TargetMismatch));
+    assert_eq!(h.next(), (0, 0), "nothing recorded");
+}
+
+#[test]
+fn a_hole_between_is_not_a_duplicate() {
+    // Only 2 of the 4 offsets before the ack hold (duplicate) records.
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.target = Some(laid_out(0, &[(0, 2)]));
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(4).expect("ack");
+    let e = h.run().expect_err("incident");
+    assert_eq!(e.incident_kind(), Some(IncidentKind::TargetMismatch));
+}
+
+#[test]
+fn an_ack_below_the_map_is_the_incident_without_reading_the_target() {
+    let mut h = Harness::recovering(0, None, IncidentPolicy::Fail, Recovery::none(), 10);
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(5).expect("ack");
+    let e = h.run().expect_err("incident");
+    assert_eq!(e.incident_kind(), Some(IncidentKind::TargetMismatch));
 }
