@@ -1,5 +1,6 @@
 //! A flow's control-plane jobs, each in its own task: topic refresh (with topic config
-//! sync), group sync, topic ACL sync, heartbeats and state checkpoints. A job waiting on a slow or
+//! sync), group sync, reverse group sync, topic ACL sync, heartbeats and state
+//! checkpoints. A job waiting on a slow or
 //! stalled cluster holds up nothing else: the flow's loop only receives their results,
 //! so it answers a stop, a partition's failure or a restart at once, and a stop aborts
 //! the jobs (none of them holds data-path state; the final state write is the flow's).
@@ -15,7 +16,7 @@ use tokio::task::JoinSet;
 use crate::acls::AclSync;
 use crate::config::Flow;
 use crate::datapath::partition::Progress;
-use crate::groups::GroupSync;
+use crate::groups::{GroupSync, ReverseSync};
 use crate::heartbeat::Heartbeats;
 use crate::metrics::Metrics;
 use crate::state::{PartitionState, StateWriter};
@@ -52,6 +53,8 @@ pub(crate) struct Jobs {
     pub topics: TopicSync,
     /// Group offset translation.
     pub groups: GroupSync,
+    /// Target commits translated back onto the source (`sync.reverse_group_offsets`).
+    pub reverse: ReverseSync,
     /// MM2 heartbeats.
     pub heartbeats: Heartbeats,
     /// Topic ACLs (`sync.topic_acls`; off by config, or once a side turns out not to
@@ -98,6 +101,18 @@ impl Control {
                 }
             }
         });
+        let (mut reverse, n) = (jobs.reverse, name.clone());
+        if reverse.enabled() {
+            let mut tick = interval(flow.intervals.group_sync);
+            tasks.spawn(async move {
+                loop {
+                    tick.tick().await;
+                    if let Err(e) = reverse.sync_once().await {
+                        tracing::warn!(flow = %n, error = %e, "reverse group sync failed");
+                    }
+                }
+            });
+        }
         let (mut acls, n) = (jobs.acls, name.clone());
         if acls.off().is_none() {
             let mut tick = interval(flow.intervals.topic_acl_sync);

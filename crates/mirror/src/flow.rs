@@ -38,7 +38,7 @@ use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap};
 use crate::datapath::probe::{Bounds, bounds};
 use crate::datapath::recovery::Recovery;
 use crate::error::MirrorError;
-use crate::groups::GroupSync;
+use crate::groups::{GroupSync, ReverseSync};
 use crate::heartbeat::Heartbeats;
 use crate::incident::{Incident, Noticed, Policies};
 use crate::metrics::{FlowState, Metrics, PartitionMetrics};
@@ -270,6 +270,7 @@ async fn run_inner(
         let jobs = Jobs {
             topics: topic_sync,
             groups: group_sync,
+            reverse: ReverseSync::new(flow, source.clone(), target.clone(), Arc::clone(&registry)),
             heartbeats,
             acls: AclSync::new(flow, source.clone(), target.clone()),
             state: StateWriter::new(target.clone(), flow).with_producer_config(producer_config),

@@ -284,3 +284,85 @@ async fn positions_past_the_replicated_end_are_pending_until_replication_reaches
     );
     assert_eq!(value_at(src, "late", 5).await, Some(Bytes::from("v5")));
 }
+
+fn reverse_flow(pair: &Pair) -> Flow {
+    pair.flow("[flows.sync]\ngroup_offsets = false\nreverse_group_offsets = true")
+}
+
+/// Reverse sync: a group consuming the replicated topic on the target gets the exact
+/// source position of its target commit on the source (the record after the last one it
+/// read), a MM2 checkpoint on the source, and nothing is moved backwards, past the
+/// replicated range, or while the group is active on the source.
+#[tokio::test]
+async fn reverse_sync_commits_target_positions_back_on_the_source_exactly() {
+    let pair = Pair::start().await;
+    let maps = Arc::new(Registry::new());
+    let _w = replicated(&pair, &maps).await;
+    let (src, dst) = (&pair.source, &pair.target);
+    // g-read has read v0..v3 and v7 on the target (next: target offset 8 = v8).
+    commit(dst, "g-read", "source.orders", 8).await;
+    // g-back already went further on the source.
+    commit(dst, "g-back", "source.orders", 4).await;
+    commit(src, "g-back", "orders", 9).await;
+    // g-past read two records produced on the target after the replicated range.
+    produce(
+        dst,
+        "source.orders",
+        &["target-only-1".into(), "target-only-2".into()],
+    )
+    .await;
+    commit(dst, "g-past", "source.orders", 12).await;
+
+    let mut sync = strait_mirror::groups::ReverseSync::new(
+        &reverse_flow(&pair),
+        src.clone(),
+        dst.clone(),
+        Arc::clone(&maps),
+    );
+    let r = sync.sync_once().await.expect("reverse sync");
+    assert_eq!(r.groups_seen, 3, "{r:?}");
+    assert_eq!(r.committed, 1, "{r:?}");
+    assert_eq!(r.left, 2, "{r:?}");
+    let back = committed(src, "g-read", "orders").await.expect("committed");
+    assert_eq!(back, 8, "source offset of v8");
+    assert_eq!(
+        value_at(src, "orders", back).await,
+        value_at(dst, "source.orders", 8).await,
+        "the same record on both sides"
+    );
+    assert_eq!(
+        committed(src, "g-back", "orders").await,
+        Some(9),
+        "never backwards"
+    );
+    assert_eq!(
+        committed(src, "g-past", "orders").await,
+        None,
+        "no invented offset"
+    );
+    // The MM2 checkpoint on the source: upstream = target offset, downstream = source.
+    let records = read_all(src, "target.checkpoints.internal", 0).await;
+    let checkpoints: Vec<Checkpoint> = records
+        .iter()
+        .map(|r| {
+            Checkpoint::decode(
+                r.key.as_deref().expect("key"),
+                r.value.as_deref().expect("value"),
+            )
+            .expect("decode")
+        })
+        .collect();
+    assert_eq!(checkpoints.len(), 1, "{checkpoints:?}");
+    assert_eq!(
+        (
+            checkpoints[0].group.as_str(),
+            checkpoints[0].topic.as_str(),
+            checkpoints[0].upstream_offset,
+            checkpoints[0].downstream_offset
+        ),
+        ("g-read", "orders", 8, 8)
+    );
+    // Again: already there, nothing more committed.
+    let r = sync.sync_once().await.expect("reverse sync");
+    assert_eq!(r.committed, 0, "{r:?}");
+}

@@ -481,6 +481,9 @@ pub struct SyncSpec {
     /// Copy topic ACLs to the target (MM2's `sync.topic.acls.enabled`: WRITE dropped,
     /// ALL downgraded to READ).
     pub topic_acls: bool,
+    /// Commit the exact source positions of groups' target commits on the source (and
+    /// write MM2 checkpoints there), so failback is ready at any moment.
+    pub reverse_group_offsets: bool,
 }
 
 impl Default for SyncSpec {
@@ -491,6 +494,7 @@ impl Default for SyncSpec {
             heartbeats: true,
             checkpoints: true,
             topic_acls: true,
+            reverse_group_offsets: false,
         }
     }
 }

@@ -403,6 +403,8 @@ pub struct Sync {
     pub checkpoints: bool,
     /// Topic ACLs.
     pub topic_acls: bool,
+    /// Reverse group sync (target commits back onto the source).
+    pub reverse_group_offsets: bool,
 }
 
 /// Control-plane cadences.

@@ -647,6 +647,7 @@ impl Validator {
                 heartbeats: spec.sync.heartbeats,
                 checkpoints: spec.sync.checkpoints,
                 topic_acls: spec.sync.topic_acls,
+                reverse_group_offsets: spec.sync.reverse_group_offsets,
             },
             intervals: Intervals {
                 topic_refresh: iv.topic_refresh.0,

@@ -5,14 +5,17 @@
 //! - [`decide`](mod@decide): the pure per-group decision;
 //! - [`checkpoint`]: MM2's checkpoint record format;
 //! - `wire`: Kafka's `Struct` encoding used by MM2's records (also for heartbeats);
-//! - `sync`: [`GroupSync`], the I/O around the decision.
+//! - `sync`: [`GroupSync`], the I/O around the decision;
+//! - [`reverse`]: [`ReverseSync`], target commits translated back onto the source.
 
 pub mod checkpoint;
 pub mod decide;
+pub mod reverse;
 mod sync;
 pub(crate) mod wire;
 
 pub use checkpoint::{Checkpoint, checkpoints_topic};
 pub use decide::{Commit, GroupDecision, PartitionInput, Pending, TargetGroup, decide};
+pub use reverse::{ReverseReport, ReverseSync};
 pub use sync::{GroupSync, GroupSyncReport, target_group_state};
 pub use wire::WireError;

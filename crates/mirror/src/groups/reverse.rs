@@ -1,0 +1,213 @@
+//! Continuous reverse group sync (`sync.reverse_group_offsets`): for every accepted group
+//! with commits on the target's replicated topics, the exact source positions of those
+//! commits (`translate_reverse` through the flow's live offset maps) are committed on the
+//! source — so that failback is ready at any moment — and written as MM2 checkpoints on the
+//! source (`<target>.checkpoints.internal`: upstream = the target offset, downstream = the
+//! source offset).
+//!
+//! Per partition the rules are failback's (`runbook::decide`, `Direction::Failback`): exact
+//! positions only, never backwards, and a target position past the replicated range (records
+//! produced on the target, or not replicated yet) is left alone, never invented. A group is
+//! committed on the source only while it has no active members there.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use strait_client::{Client, CommitOffset, GroupMember};
+use strait_offsets::Registry;
+
+use super::TargetGroup;
+use super::checkpoint::{Checkpoint, checkpoints_topic};
+use super::sync::target_group_state;
+use crate::config::{Flow, TopicDecision};
+use crate::error::MirrorError;
+use crate::runbook::decide::{Direction, Options, PartitionInput, Verdict, decide};
+use crate::topics::internal::InternalTopicWriter;
+
+/// What one round did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReverseReport {
+    /// Groups with commits on replicated target topics.
+    pub groups_seen: usize,
+    /// Partitions committed on the source.
+    pub committed: usize,
+    /// Groups left alone because they are active on the source.
+    pub skipped_active: usize,
+    /// Partitions left alone (not exact, past the replicated range, or backwards).
+    pub left: usize,
+}
+
+/// The reverse sync of one flow.
+#[derive(Debug)]
+pub struct ReverseSync {
+    flow: Flow,
+    source: Client,
+    target: Client,
+    maps: Arc<Registry>,
+    checkpoints: InternalTopicWriter,
+    /// Per group: the source offset last committed per (source topic, partition).
+    last: HashMap<String, BTreeMap<(String, i32), i64>>,
+}
+
+impl ReverseSync {
+    /// The reverse sync of `flow`; `maps` are the data path's live offset maps.
+    pub fn new(flow: &Flow, source: Client, target: Client, maps: Arc<Registry>) -> Self {
+        let topic = checkpoints_topic(&flow.target, flow.policy.separator());
+        ReverseSync {
+            flow: flow.clone(),
+            checkpoints: InternalTopicWriter::new(source.clone(), &topic, flow.replication_factor),
+            source,
+            target,
+            maps,
+            last: HashMap::new(),
+        }
+    }
+
+    /// Whether it runs at all (`sync.reverse_group_offsets`).
+    pub fn enabled(&self) -> bool {
+        self.flow.sync.reverse_group_offsets
+    }
+
+    /// One round over the target's groups.
+    pub async fn sync_once(&mut self) -> Result<ReverseReport, MirrorError> {
+        let mut report = ReverseReport::default();
+        if !self.enabled() {
+            return Ok(report);
+        }
+        let ctx = |e: MirrorError, cluster: &str| e.flow(&self.flow.name).cluster(cluster);
+        let groups = self
+            .target
+            .list_groups()
+            .await
+            .map_err(|e| ctx(MirrorError::kafka("list groups", e), &self.flow.target))?;
+        // Target topic → source topic, for the partitions the data path maps.
+        let names: HashMap<String, String> = self
+            .maps
+            .partitions()
+            .into_iter()
+            .filter_map(|(source, _)| match self.flow.topic_decision(&source) {
+                TopicDecision::Replicate { target_topic } => Some((target_topic, source)),
+                _ => None,
+            })
+            .collect();
+        let mut ids: Vec<String> = groups
+            .into_iter()
+            .map(|g| g.group_id)
+            .filter(|g| self.flow.groups.accepts(g))
+            .collect();
+        ids.sort();
+        ids.dedup();
+        self.last.retain(|g, _| ids.contains(g));
+        let mut checkpoints = Vec::new();
+        for group in ids {
+            let committed = match self.target.offset_fetch(&group, None).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(flow = %self.flow.name, group, error = %e,
+                        "reverse sync: cannot read the group's target offsets; skipped");
+                    continue;
+                }
+            };
+            let mut inputs = Vec::new();
+            for c in committed.into_iter().filter(|c| c.offset >= 0) {
+                let Some(source_topic) = names.get(&c.topic) else {
+                    continue;
+                };
+                let translation = self
+                    .maps
+                    .reader(source_topic, c.partition)
+                    .map(|r| r.translate_reverse(c.offset as u64));
+                inputs.push(PartitionInput {
+                    from_topic: c.topic.clone(),
+                    to_topic: source_topic.clone(),
+                    partition: c.partition,
+                    from_offset: c.offset,
+                    translation,
+                    to_offset: None,
+                });
+            }
+            if inputs.is_empty() {
+                continue;
+            }
+            report.groups_seen += 1;
+            let described = self.source.describe_groups(&[group.as_str()]).await;
+            let idle = matches!(
+                described
+                    .as_ref()
+                    .ok()
+                    .and_then(|d| d.first())
+                    .map(target_group_state),
+                None | Some(TargetGroup::Inactive)
+            ) && described.is_ok();
+            if !idle {
+                report.skipped_active += 1;
+                continue;
+            }
+            for i in &mut inputs {
+                let asked = [i.partition];
+                i.to_offset = self
+                    .source
+                    .offset_fetch(&group, Some(&[(i.to_topic.as_str(), &asked)]))
+                    .await
+                    .ok()
+                    .and_then(|o| o.first().map(|o| o.offset))
+                    .filter(|o| *o >= 0);
+            }
+            let mut commits = Vec::new();
+            for i in &inputs {
+                match decide(Direction::Failback, i, Options::default()) {
+                    Verdict::Commit { offset, .. } => {
+                        commits.push(CommitOffset {
+                            topic: i.to_topic.clone(),
+                            partition: i.partition,
+                            offset: offset as i64,
+                            leader_epoch: -1,
+                            metadata: None,
+                        });
+                        checkpoints.push(Checkpoint {
+                            group: group.clone(),
+                            topic: i.to_topic.clone(),
+                            partition: i.partition,
+                            upstream_offset: i.from_offset,
+                            downstream_offset: offset as i64,
+                            metadata: String::new(),
+                        });
+                    }
+                    Verdict::AlreadyThere { .. } => {}
+                    Verdict::Refused { .. } => report.left += 1,
+                }
+            }
+            if commits.is_empty() {
+                continue;
+            }
+            match self
+                .source
+                .offset_commit(&group, &GroupMember::standalone(), &commits)
+                .await
+            {
+                Ok(()) => {
+                    report.committed += commits.len();
+                    let last = self.last.entry(group.clone()).or_default();
+                    for c in &commits {
+                        last.insert((c.topic.clone(), c.partition), c.offset);
+                    }
+                    tracing::debug!(flow = %self.flow.name, group, partitions = commits.len(),
+                        "reverse sync: committed the group's target positions on the source");
+                }
+                Err(e) => tracing::warn!(flow = %self.flow.name, group, error = %e,
+                    "reverse sync: cannot commit on the source; retrying next round"),
+            }
+        }
+        if !checkpoints.is_empty() {
+            let records: Vec<(Vec<u8>, Vec<u8>)> = checkpoints
+                .iter()
+                .map(|c| (c.encode_key(), c.encode_value()))
+                .collect();
+            self.checkpoints
+                .write(&records)
+                .await
+                .map_err(|e| e.flow(&self.flow.name).cluster(&self.flow.source))?;
+        }
+        Ok(report)
+    }
+}
