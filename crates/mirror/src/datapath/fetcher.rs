@@ -746,6 +746,7 @@ mod tests {
     fn partition(lso: i64, hw: i64, records: Vec<u8>) -> FetchedPartition {
         FetchedPartition {
             topic: "t".into(),
+            topic_id: None,
             partition: 0,
             error_code: 0,
             high_watermark: hw,
