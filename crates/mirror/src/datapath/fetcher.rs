@@ -156,10 +156,17 @@ impl PartitionFeed {
         self.ids.lock().unwrap_or_else(PoisonError::into_inner).0 = id;
     }
 
-    /// Records that the flow is told about new id `new`; false when it already was.
-    fn report(&self, new: Uuid) -> bool {
+    /// Compares the feed's id with `seen` (the metadata's, `None`: no such topic) under
+    /// the id's lock, so that a new id the flow sets meanwhile is either seen here or set
+    /// after the pause (and its reposition unpauses): a re-created topic pauses the
+    /// cursor. Returns the ids when the flow is to be told (once per new id).
+    fn pause_if_recreated(&self, seen: Option<Uuid>) -> Option<(Uuid, Uuid)> {
         let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
-        std::mem::replace(&mut ids.1, new) != new
+        let Seen::Recreated { old, new } = compare(ids.0, seen) else {
+            return None;
+        };
+        self.with_cursor(|c| c.paused = true);
+        (std::mem::replace(&mut ids.1, new) != new).then_some((old, new))
     }
 
     /// Runs `f` on the cursor under its lock.
@@ -315,11 +322,7 @@ impl Router {
             .topics
             .get(&feed.topic)
             .map(|t| t.id);
-        let Seen::Recreated { old, new } = compare(feed.topic_id(), seen) else {
-            return;
-        };
-        feed.with_cursor(|c| c.paused = true);
-        if feed.report(new) {
+        if let Some((old, new)) = feed.pause_if_recreated(seen) {
             tracing::warn!(flow = %self.flow, cluster = %self.cluster, topic = %feed.topic,
                 partition = feed.partition, old = %old, new = %new,
                 "the source topic has a new topic id (deleted and created again): nothing of \
@@ -705,42 +708,4 @@ async fn deliver(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_partial_batch_doubles_the_partition_limit_within_the_room() {
-        assert_eq!(partition_limit(1 << 20, 0, 8 << 20), 1 << 20);
-        assert_eq!(partition_limit(1 << 20, 1, 8 << 20), 2 << 20);
-        assert_eq!(partition_limit(1 << 20, 3, 8 << 20), 8 << 20);
-        assert_eq!(
-            partition_limit(1 << 20, 9, 8 << 20),
-            8 << 20,
-            "capped by the room"
-        );
-        assert_eq!(
-            partition_limit(1 << 20, 40, i32::MAX),
-            i32::MAX,
-            "no overflow"
-        );
-        assert_eq!(
-            partition_limit(1 << 20, 0, 1),
-            1 << 20,
-            "never below the configured limit"
-        );
-    }
-
-    #[test]
-    fn a_batch_larger_than_the_whole_budget_is_a_clear_error_not_a_loop() {
-        let mut head = vec![0u8; 12];
-        head[8..12].copy_from_slice(&(100_000_000i32).to_be_bytes());
-        assert_eq!(partial(&head, 24 << 20), Partial::TooLarge(100_000_012));
-        head[8..12].copy_from_slice(&(3_000_000i32).to_be_bytes());
-        assert_eq!(partial(&head, 24 << 20), Partial::Grow);
-        // Fewer than 12 bytes: the length is unknown yet; ask for more.
-        assert_eq!(partial(&head[..5], 24 << 20), Partial::Grow);
-        // A negative length is the split's error to report; no loop either way.
-        head[8..12].copy_from_slice(&(-1i32).to_be_bytes());
-        assert_eq!(partial(&head, 24 << 20), Partial::Grow);
-    }
-}
+mod tests;
