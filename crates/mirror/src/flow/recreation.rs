@@ -131,21 +131,27 @@ impl FlowRun {
         if let Some(t) = self.topics.get_mut(topic) {
             t.topic_id = id;
         }
-        let restarted: Vec<_> = self
+        let keys: Vec<_> = self
             .running
-            .iter_mut()
-            .filter(|((t, _), _)| t == topic)
-            .map(|(_, r)| {
-                r.topic_id = id;
-                r.progress.dirty.store(true, Ordering::Release);
-                Arc::clone(&r.feed)
-            })
+            .keys()
+            .filter(|(t, _)| t == topic)
+            .cloned()
             .collect();
-        for feed in restarted {
+        for key in keys {
+            let Some(feed) = self.running.get(&key).map(|r| Arc::clone(&r.feed)) else {
+                continue;
+            };
             // The id first: the fetcher reads it before the cursor the pipeline moves.
             feed.set_topic_id(id);
-            // A pipeline that is gone has stopped the flow with its own error.
+            // A pipeline that is gone has stopped the flow with its own error, or is down
+            // (its restart applies the policy: `keep_ids_of_down`).
             let _ = feed.source_recreated().await;
+            // Saved with the new id only once its pipeline was told (a stop that cuts
+            // this loop short saves the others with the id their maps belong to).
+            if let Some(r) = self.running.get_mut(&key) {
+                r.topic_id = id;
+                r.progress.dirty.store(true, Ordering::Release);
+            }
         }
         Ok(())
     }

@@ -42,7 +42,13 @@ impl FlowRun {
                 }
                 Some(Ok(key)) = self.due.join_next() => self.restart_due(key, stop).await?,
                 Some(r) = next_refresh(&mut control) => self.on_refresh(r, stop).await?,
-                Some(r) = self.recreations.recv() => self.on_recreation(r).await?,
+                Some(r) = self.recreations.recv() => {
+                    // Telling the pipelines may wait for room in their feeds: a stop
+                    // does not.
+                    if let Some(done) = interruptible(stop, self.on_recreation(r)).await {
+                        done?;
+                    }
+                }
                 _ = checkpoint.tick(), if control.is_some() => {
                     if let Some(c) = control.as_deref() {
                         c.checkpoint(self.dirty_states());
