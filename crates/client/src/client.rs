@@ -256,12 +256,46 @@ impl Client {
         R: Request,
         F: FnOnce(i16) -> Result<R>,
     {
+        self.send_built_below(broker, purpose, timeout, i16::MAX, build)
+            .await
+    }
+
+    /// [`Client::send_built`] at the negotiated version, but at most `max` (a request whose
+    /// content a higher version cannot carry: a Fetch without topic ids stays below v13).
+    pub(crate) async fn send_built_below<R, F>(
+        &self,
+        broker: &Broker,
+        purpose: Purpose,
+        timeout: Duration,
+        max: i16,
+        build: F,
+    ) -> Result<(i16, R::Response)>
+    where
+        R: Request,
+        F: FnOnce(i16) -> Result<R>,
+    {
         broker.wait_throttle().await;
         let conn = broker.connection(purpose).await?;
-        let version = conn
-            .versions()
-            .pick(R::KEY)
-            .map_err(|e| e.broker(broker.id))?;
+        let versions = conn.versions();
+        let mut version = versions.pick(R::KEY).map_err(|e| e.broker(broker.id))?;
+        if version > max {
+            match versions.broker_range(R::KEY) {
+                Some((lo, _)) if lo <= max => version = max,
+                range => {
+                    return Err(Error::new(ErrorKind::UnsupportedVersion {
+                        api: R::KEY,
+                        broker: range,
+                        ours: (
+                            crate::versions::supported_range(R::KEY).map_or(0, |r| r.0),
+                            max,
+                        ),
+                    })
+                    .api(R::KEY)
+                    .message(format!("this request cannot be sent above v{max}"))
+                    .broker(broker.id));
+                }
+            }
+        }
         let req = build(version)?;
         let resp = conn.call(&req, version, timeout).await?;
         broker.note_throttle(R::throttle_ms(&resp));

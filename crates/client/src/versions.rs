@@ -1,8 +1,10 @@
 //! ApiVersions negotiation: per connection, the highest version both sides support.
 //!
 //! Our side of each range is kafka-protocol 0.18's range, narrowed to versions this crate has
-//! tested and encodes correctly (for instance Produce/Fetch stop at v12, the last versions that
-//! address topics by name; InitProducerId starts at v3 because Tansu fails v0-2).
+//! tested and encodes correctly (for instance Produce stops at v12, the last version that
+//! addresses topics by name; Fetch goes to v13, which addresses them by topic id, and a fetch
+//! that has no id for some topic is sent at v12 at most: `rpc::fetch`; InitProducerId starts
+//! at v3 because Tansu fails v0-2).
 
 use std::collections::HashMap;
 
@@ -15,7 +17,7 @@ pub fn supported_range(api: ApiKey) -> Option<(i16, i16)> {
     use ApiKey::*;
     let ours = match api {
         Produce => (3, 12),
-        Fetch => (4, 12),
+        Fetch => (4, 13),
         ListOffsets => (1, 9),
         Metadata => (1, 12),
         OffsetCommit => (2, 9),
@@ -115,7 +117,7 @@ mod tests {
             (ApiKey::Metadata, 0, 4),
         ]);
         assert_eq!(v.pick(ApiKey::Produce).unwrap(), 11);
-        assert_eq!(v.pick(ApiKey::Fetch).unwrap(), 12); // capped by us
+        assert_eq!(v.pick(ApiKey::Fetch).unwrap(), 13); // capped by us
         assert_eq!(v.pick(ApiKey::Metadata).unwrap(), 4);
         let e = v.pick(ApiKey::InitProducerId).unwrap_err();
         assert!(e.is_unsupported());

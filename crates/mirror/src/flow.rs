@@ -9,6 +9,7 @@
 //! a partition whose source topic was deleted is stopped and forgotten, and only an error
 //! that [`MirrorError::stops_flow`] stops the flow.
 
+mod recreation;
 mod stop;
 mod supervise;
 
@@ -33,7 +34,7 @@ use crate::config::{Config, Flow};
 use crate::connect::connect;
 use crate::control::{Control, Jobs};
 use crate::datapath::budget::Budget;
-use crate::datapath::fetcher::{PartitionFeed, Router};
+use crate::datapath::fetcher::{PartitionFeed, Recreation, Router};
 use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap};
 use crate::datapath::probe::{Bounds, bounds};
 use crate::datapath::recovery::Recovery;
@@ -102,6 +103,10 @@ struct FlowRun {
     registry: Arc<Registry>,
     producer: IdempotentProducer,
     router: Arc<Router>,
+    /// The router's reports of source topics found under a new id.
+    recreations: mpsc::UnboundedReceiver<Recreation>,
+    /// The ids source topics were re-created away from.
+    retired: recreation::Retired,
     fetch_stop: watch::Sender<bool>,
     /// Running pipelines; each ends with its partition and result.
     tasks: JoinSet<(Key, Result<(), MirrorError>)>,
@@ -198,6 +203,7 @@ async fn run_inner(
         isolation: IsolationLevel::ReadCommitted,
     };
     let max_held_bytes = usize::try_from(budget.total() / 2).unwrap_or(usize::MAX);
+    let (recreated, recreations) = mpsc::unbounded_channel();
     let router = Router::new(
         source.clone(),
         &flow.name,
@@ -207,6 +213,7 @@ async fn run_inner(
         budget.clone(),
         Limits::default(),
         fetch_stop_rx,
+        recreated,
     );
     let registry = Arc::new(Registry::new());
     let mut run = FlowRun {
@@ -218,6 +225,8 @@ async fn run_inner(
         registry: Arc::clone(&registry),
         producer,
         router,
+        recreations,
+        retired: recreation::Retired::default(),
         fetch_stop,
         tasks: JoinSet::new(),
         running: BTreeMap::new(),
@@ -354,39 +363,15 @@ impl FlowRun {
         pipelines: &mut Vec<Pipeline>,
     ) -> Result<(), MirrorError> {
         for t in topics {
+            let mut t = t.clone();
+            t.topic_id = self.refreshed_id(&t.source_topic, t.topic_id);
+            let t = &t;
             self.topics.insert(t.source_topic.clone(), t.clone());
             let new: Vec<i32> = (0..t.partitions)
                 .filter(|p| !self.running.contains_key(&(t.source_topic.clone(), *p)))
                 .collect();
-            if let Some(r) = self.running.get(&(t.source_topic.clone(), 0))
-                && r.topic_id != t.topic_id
-                && !r.topic_id.is_nil()
-                && !t.topic_id.is_nil()
-            {
-                let incident =
-                    Incident::topic_recreated(r.topic_id, t.topic_id, Noticed::WhileRunning);
-                self.metrics
-                    .incident(&self.flow.name, &t.source_topic, -1, incident.kind());
-                let skipped = incident
-                    .decide(&Policies::of(&self.flow))
-                    .into_result()
-                    .map_err(|e| e.topic(&t.source_topic))?;
-                tracing::error!(flow = %self.flow.name, topic = %t.source_topic, "{skipped}");
-                let restarted: Vec<_> = self
-                    .running
-                    .iter_mut()
-                    .filter(|((topic, _), _)| *topic == t.source_topic)
-                    .map(|(_, r)| {
-                        r.topic_id = t.topic_id;
-                        r.progress.dirty.store(true, Ordering::Release);
-                        Arc::clone(&r.feed)
-                    })
-                    .collect();
-                for feed in restarted {
-                    // A pipeline that is gone has stopped the flow with its own error.
-                    let _ = feed.source_recreated().await;
-                }
-            }
+            // The partitions running already: a re-created topic (`recreation`).
+            self.apply_topic_id(&t.source_topic, t.topic_id).await?;
             if new.is_empty() {
                 continue;
             }
@@ -517,6 +502,9 @@ impl FlowRun {
             let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
             let (tx, rx) = mpsc::channel(FEED_DEPTH);
             let feed = PartitionFeed::new(&t.source_topic, p, position, tx, pm.clone());
+            // Fetched by the id of the topic the map belongs to: a re-created topic is
+            // refused, never read at this position.
+            feed.set_topic_id(t.topic_id);
             let spec = PartitionSpec {
                 flow: flow.name.clone(),
                 source_cluster: flow.source.clone(),

@@ -1,6 +1,14 @@
 //! Fetch, with records as zero-copy slices of the response frame, and fetch sessions
 //! (KIP-227) with fallback to full fetches.
 //!
+//! Topics are addressed by topic id (KIP-516, Fetch v13) when the broker supports v13 and
+//! every position of the request carries an id ([`FetchPosition::with_topic_id`]); then a
+//! topic that was deleted and re-created under the same name is never read at the old
+//! topic's positions: the broker answers the old id with UNKNOWN_TOPIC_ID (or, in a
+//! session, INCONSISTENT_TOPIC_ID), which [`FetchedPartition::topic_id_unknown`] tells. A
+//! request with a position without an id, or a broker below v13, is sent by name (v12 at
+//! most), and a re-created topic is read like the old one.
+//!
 //! The response frame is read into one buffer, frozen, and decoded from `Bytes`, so each
 //! partition's `records` points into that buffer. A slice pins the whole response buffer until
 //! dropped: copy it (`Bytes::copy_from_slice`) if you keep one partition's data for long.
@@ -12,6 +20,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
 
 use crate::broker::Purpose;
 use crate::client::Client;
@@ -73,6 +82,10 @@ pub struct FetchPosition {
     pub max_bytes: i32,
     /// Our view of the leader epoch (-1 = don't check); lets the broker fence stale leaders.
     pub current_leader_epoch: i32,
+    /// The topic's id (KIP-516), if known: with one for every position of a request, a
+    /// broker that supports Fetch v13 is asked by id, and answers UNKNOWN_TOPIC_ID once
+    /// the topic of that id is gone (even when one of the same name replaced it).
+    pub topic_id: Option<Uuid>,
 }
 
 impl FetchPosition {
@@ -84,8 +97,32 @@ impl FetchPosition {
             offset,
             max_bytes: 1024 * 1024,
             current_leader_epoch: -1,
+            topic_id: None,
         }
     }
+
+    /// The same position, addressed by topic id `id` where the broker supports it (a nil
+    /// id is no id: brokers below KIP-516 report nil ids).
+    pub fn with_topic_id(mut self, id: Uuid) -> Self {
+        self.topic_id = (!id.is_nil()).then_some(id);
+        self
+    }
+}
+
+/// The highest Fetch version that addresses topics by name.
+const LAST_BY_NAME: i16 = 12;
+/// The first Fetch version that addresses topics by id.
+const FIRST_BY_ID: i16 = 13;
+/// UNKNOWN_TOPIC_ID and INCONSISTENT_TOPIC_ID.
+const TOPIC_ID_ERRORS: [i16; 2] = [100, 110];
+/// FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR:
+/// the session is gone or out of step; a full fetch starts a new one.
+const SESSION_ERRORS: [i16; 3] = [70, 71, 106];
+
+/// Whether a request for `positions` may go by topic id: every position has one (a request
+/// mixing names and ids cannot be encoded at any version).
+fn by_id<'a>(mut positions: impl Iterator<Item = &'a FetchPosition>) -> bool {
+    positions.all(|p| p.topic_id.is_some())
 }
 
 /// An aborted transaction in a read-committed fetch.
@@ -100,8 +137,10 @@ pub struct AbortedTxn {
 /// One partition of a fetch response.
 #[derive(Debug, Clone)]
 pub struct FetchedPartition {
-    /// Topic name.
+    /// Topic name (of the position asked for, when the broker answered by id).
     pub topic: String,
+    /// The topic id the broker answered for (Fetch v13+; `None` below).
+    pub topic_id: Option<Uuid>,
     /// Partition index.
     pub partition: i32,
     /// Kafka error code (0 = none).
@@ -128,6 +167,13 @@ impl FetchedPartition {
     pub fn error(&self) -> Option<Error> {
         Error::from_code(self.error_code)
             .map(|e| e.topic(self.topic.clone()).partition(self.partition))
+    }
+
+    /// True when the broker does not know the topic id asked for (UNKNOWN_TOPIC_ID), or
+    /// knows the name under another id (INCONSISTENT_TOPIC_ID): the topic of that id was
+    /// deleted, and perhaps re-created under the same name. Only a fetch by id gets these.
+    pub fn topic_id_unknown(&self) -> bool {
+        TOPIC_ID_ERRORS.contains(&self.error_code)
     }
 }
 
@@ -159,16 +205,49 @@ fn group_by_topic<'a>(
             .with_last_fetched_epoch(-1)
             .with_log_start_offset(-1)
             .with_partition_max_bytes(p.max_bytes);
-        match topics.iter_mut().find(|t| *t.topic.0 == *p.topic) {
+        // At v13+ only the id is encoded; below it only the name.
+        let id = match p.topic_id {
+            Some(id) if version >= FIRST_BY_ID => id,
+            _ => Uuid::nil(),
+        };
+        match topics
+            .iter_mut()
+            .find(|t| *t.topic.0 == *p.topic && t.topic_id == id)
+        {
             Some(t) => t.partitions.push(part),
             None => topics.push(
                 FetchTopic::default()
                     .with_topic(TopicName(StrBytes::from_string(p.topic.clone())))
+                    .with_topic_id(id)
                     .with_partitions(vec![part]),
             ),
         }
     }
     topics
+}
+
+/// The forgotten partitions of an incremental fetch, grouped by topic (by id at v13+).
+fn forgotten_topics(forgotten: &[FetchPosition], version: i16) -> Vec<ForgottenTopic> {
+    let mut ft: Vec<ForgottenTopic> = Vec::new();
+    for p in forgotten {
+        let id = match p.topic_id {
+            Some(id) if version >= FIRST_BY_ID => id,
+            _ => Uuid::nil(),
+        };
+        match ft
+            .iter_mut()
+            .find(|f| *f.topic.0 == *p.topic && f.topic_id == id)
+        {
+            Some(f) => f.partitions.push(p.partition),
+            None => ft.push(
+                ForgottenTopic::default()
+                    .with_topic(TopicName(StrBytes::from_string(p.topic.clone())))
+                    .with_topic_id(id)
+                    .with_partitions(vec![p.partition]),
+            ),
+        }
+    }
+    ft
 }
 
 fn build_request(
@@ -193,14 +272,44 @@ fn build_request(
     r
 }
 
-fn convert(resp: FetchResponse) -> FetchResult {
+/// The topics of a request, in its order: (name, id; nil below v13).
+type Asked = Vec<(String, Uuid)>;
+
+/// Which topic of the request a response topic answers: by id (v13+), else by name. A
+/// topic with neither (Tansu 0.6 answers an unknown topic id with a nil id, no name and
+/// UNKNOWN_TOPIC_OR_PARTITION) is the request's topic at the same index when the response
+/// answers every topic asked for, in order; otherwise it is left nameless (matched by
+/// nobody).
+fn answered(asked: &Asked, index: usize, count: usize, name: &str, id: Uuid) -> (String, Uuid) {
+    if !id.is_nil() {
+        let name = match asked.iter().find(|(_, i)| *i == id) {
+            Some((n, _)) if name.is_empty() => n.clone(),
+            _ => name.to_owned(),
+        };
+        return (name, id);
+    }
+    if !name.is_empty() {
+        return (name.to_owned(), id);
+    }
+    match asked.get(index) {
+        Some(a) if count == asked.len() => a.clone(),
+        _ => (String::new(), id),
+    }
+}
+
+/// The response as [`FetchResult`], each topic named after the request's topic it answers
+/// ([`answered`]).
+fn convert(resp: FetchResponse, asked: &Asked) -> FetchResult {
     let mut partitions = Vec::new();
-    for t in resp.responses {
-        let topic = t.topic.0.to_string();
+    let count = resp.responses.len();
+    for (i, t) in resp.responses.into_iter().enumerate() {
+        let (topic, id) = answered(asked, i, count, &t.topic.0, t.topic_id);
+        let topic_id = (!id.is_nil()).then_some(id);
         for p in t.partitions {
             let leader = p.current_leader;
             partitions.push(FetchedPartition {
                 topic: topic.clone(),
+                topic_id,
                 partition: p.partition_index,
                 error_code: p.error_code,
                 high_watermark: p.high_watermark,
@@ -230,39 +339,39 @@ fn convert(resp: FetchResponse) -> FetchResult {
 }
 
 impl Client {
+    /// One Fetch; by topic id when `by_id` (every position, sent or forgotten, has one),
+    /// else at v12 at most. Returns the topics asked for, in request order, with the
+    /// response.
     async fn fetch_once(
         &self,
         broker_id: i32,
         opts: &FetchOptions,
         session: (i32, i32),
         positions: &[&FetchPosition],
-        forgotten: &[(String, i32)],
-    ) -> Result<FetchResponse> {
+        forgotten: &[FetchPosition],
+        by_id: bool,
+    ) -> Result<(Asked, FetchResponse)> {
         let b = self.broker(broker_id)?;
         let timeout = b.request_timeout() + opts.max_wait;
+        let max = if by_id { i16::MAX } else { LAST_BY_NAME };
+        let mut asked = Asked::new();
         let (_, resp) = self
-            .send_built(&b, Purpose::Fetch, timeout, |v| {
-                let mut ft: Vec<ForgottenTopic> = Vec::new();
-                for (t, p) in forgotten {
-                    match ft.iter_mut().find(|f| *f.topic.0 == **t) {
-                        Some(f) => f.partitions.push(*p),
-                        None => ft.push(
-                            ForgottenTopic::default()
-                                .with_topic(TopicName(StrBytes::from_string(t.clone())))
-                                .with_partitions(vec![*p]),
-                        ),
-                    }
-                }
+            .send_built_below(&b, Purpose::Fetch, timeout, max, |v| {
+                let topics = group_by_topic(positions.iter().copied(), v);
+                asked = topics
+                    .iter()
+                    .map(|t| (t.topic.0.to_string(), t.topic_id))
+                    .collect();
                 Ok(build_request(
                     v,
                     opts,
                     session,
-                    group_by_topic(positions.iter().copied(), v),
-                    ft,
+                    topics,
+                    forgotten_topics(forgotten, v),
                 ))
             })
             .await?;
-        Ok(resp)
+        Ok((asked, resp))
     }
 
     /// One sessionless Fetch from broker `broker_id` (which should lead every partition
@@ -275,11 +384,18 @@ impl Client {
     ) -> Result<FetchResult> {
         let refs: Vec<&FetchPosition> = positions.iter().collect();
         // Session id 0 with epoch -1 (FINAL_EPOCH): a full fetch that creates no session.
-        let resp = self
-            .fetch_once(broker_id, opts, (0, -1), &refs, &[])
+        let (asked, resp) = self
+            .fetch_once(
+                broker_id,
+                opts,
+                (0, -1),
+                &refs,
+                &[],
+                by_id(positions.iter()),
+            )
             .await?;
         Error::check_code(resp.error_code, None).map_err(|e| e.broker(broker_id))?;
-        Ok(convert(resp))
+        Ok(convert(resp, &asked))
     }
 
     /// A fetch session with broker `broker_id` (KIP-227).
@@ -289,6 +405,7 @@ impl Client {
             broker_id,
             id: 0,
             epoch: 0,
+            by_id: false,
             sent: HashMap::new(),
         }
     }
@@ -302,12 +419,18 @@ impl Client {
 /// result may omit partitions. On FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH,
 /// or after a network error, the session falls back to a full fetch. Brokers that do not
 /// support sessions (session id 0 in the answer) get a full fetch every time.
+///
+/// A session is by topic id or by name throughout (as its first request): when the
+/// positions change from one to the other, or a partition's topic id changes (a
+/// re-created topic), the session starts over with a full fetch.
 #[derive(Debug)]
 pub struct FetchSession {
     client: Client,
     broker_id: i32,
     id: i32,
     epoch: i32,
+    /// Whether the session's requests address topics by id.
+    by_id: bool,
     sent: HashMap<(String, i32), FetchPosition>,
 }
 
@@ -335,9 +458,18 @@ impl FetchSession {
         positions: &[FetchPosition],
         opts: &FetchOptions,
     ) -> Result<FetchResult> {
+        let by_id = by_id(positions.iter());
+        let renamed = positions.iter().any(|p| {
+            self.sent
+                .get(&(p.topic.clone(), p.partition))
+                .is_some_and(|s| s.topic_id != p.topic_id)
+        });
+        if self.id != 0 && (by_id != self.by_id || renamed) {
+            self.reset();
+        }
         for attempt in 0..2 {
             let full = self.id == 0;
-            let (send, forgotten): (Vec<&FetchPosition>, Vec<(String, i32)>) = if full {
+            let (send, forgotten): (Vec<&FetchPosition>, Vec<FetchPosition>) = if full {
                 (positions.iter().collect(), Vec::new())
             } else {
                 let wanted: HashMap<(&str, i32), &FetchPosition> = positions
@@ -350,16 +482,23 @@ impl FetchSession {
                     .collect();
                 let forgotten = self
                     .sent
-                    .keys()
-                    .filter(|(t, p)| !wanted.contains_key(&(t.as_str(), *p)))
-                    .cloned()
+                    .iter()
+                    .filter(|((t, p), _)| !wanted.contains_key(&(t.as_str(), *p)))
+                    .map(|(_, s)| s.clone())
                     .collect();
                 (send, forgotten)
             };
             let epoch = if full { 0 } else { self.epoch };
-            let resp = match self
+            let (asked, resp) = match self
                 .client
-                .fetch_once(self.broker_id, opts, (self.id, epoch), &send, &forgotten)
+                .fetch_once(
+                    self.broker_id,
+                    opts,
+                    (self.id, epoch),
+                    &send,
+                    &forgotten,
+                    by_id,
+                )
                 .await
             {
                 Ok(r) => r,
@@ -369,7 +508,7 @@ impl FetchSession {
                     return Err(e);
                 }
             };
-            if matches!(resp.error_code, 70 | 71) && attempt == 0 {
+            if SESSION_ERRORS.contains(&resp.error_code) && attempt == 0 {
                 tracing::debug!(
                     broker = self.broker_id,
                     code = resp.error_code,
@@ -385,6 +524,7 @@ impl FetchSession {
             if full {
                 self.id = resp.session_id;
                 self.epoch = 1;
+                self.by_id = by_id;
             } else {
                 // Epochs wrap to 1 (0 would mean "new session").
                 self.epoch = if self.epoch == i32::MAX {
@@ -399,138 +539,11 @@ impl FetchSession {
                     .map(|p| ((p.topic.clone(), p.partition), p.clone()))
                     .collect();
             }
-            return Ok(convert(resp));
+            return Ok(convert(resp, &asked));
         }
         Err(Error::protocol("fetch session could not be re-established"))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    //! Fetch sessions against an in-process fake broker (Tansu does not do sessions).
-
-    use super::*;
-    use crate::ClientConfig;
-    use crate::connection::tests::{answer_api_versions, read_request, write_response};
-    use kafka_protocol::messages::metadata_response::{
-        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
-    };
-    use kafka_protocol::messages::{ApiKey, MetadataResponse};
-    use kafka_protocol::protocol::Decodable;
-    use tokio::net::TcpListener;
-
-    /// (session_id, epoch, partitions sent, forgotten) of each Fetch the fake received.
-    type Seen = (i32, i32, Vec<(String, i32, i64)>, Vec<(String, i32)>);
-
-    async fn fake_broker(answers: Vec<(i16, i32)>) -> (String, tokio::task::JoinHandle<Vec<Seen>>) {
-        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
-        let answers = std::sync::Arc::new(parking_lot::Mutex::new(answers.into_iter()));
-        let h = tokio::spawn(async move {
-            let mut conns = Vec::new();
-            while let Ok(Ok((mut s, _))) =
-                tokio::time::timeout(std::time::Duration::from_secs(1), l.accept()).await
-            {
-                let (seen, answers) = (seen.clone(), answers.clone());
-                conns.push(tokio::spawn(async move {
-                    answer_api_versions(
-                        &mut s,
-                        &[(ApiKey::Metadata, 0, 12), (ApiKey::Fetch, 4, 12)],
-                    )
-                    .await;
-                    while let Some((h, mut body)) = read_request(&mut s).await {
-                        let v = h.request_api_version;
-                        if h.request_api_key == ApiKey::Metadata as i16 {
-                            let r = MetadataResponse::default()
-                                .with_controller_id(BrokerId(1))
-                                .with_brokers(vec![
-                                    MetadataResponseBroker::default()
-                                        .with_node_id(BrokerId(1))
-                                        .with_host(StrBytes::from_static_str("127.0.0.1"))
-                                        .with_port(addr.port() as i32),
-                                ])
-                                .with_topics(vec![
-                                    MetadataResponseTopic::default()
-                                        .with_name(Some(TopicName(StrBytes::from_static_str("t"))))
-                                        .with_partitions(
-                                            (0..3)
-                                                .map(|p| {
-                                                    MetadataResponsePartition::default()
-                                                        .with_partition_index(p)
-                                                        .with_leader_id(BrokerId(1))
-                                                })
-                                                .collect(),
-                                        ),
-                                ]);
-                            write_response(&mut s, &h, &r).await;
-                            continue;
-                        }
-                        let req = FetchRequest::decode(&mut body, v).unwrap();
-                        seen.lock().push((
-                            req.session_id,
-                            req.session_epoch,
-                            req.topics
-                                .iter()
-                                .flat_map(|t| {
-                                    t.partitions.iter().map(|p| {
-                                        (t.topic.0.to_string(), p.partition, p.fetch_offset)
-                                    })
-                                })
-                                .collect(),
-                            req.forgotten_topics_data
-                                .iter()
-                                .flat_map(|t| {
-                                    t.partitions.iter().map(|p| (t.topic.0.to_string(), *p))
-                                })
-                                .collect(),
-                        ));
-                        let (code, id) = answers.lock().next().unwrap_or((0, 77));
-                        let r = FetchResponse::default()
-                            .with_error_code(code)
-                            .with_session_id(id);
-                        write_response(&mut s, &h, &r).await;
-                    }
-                }));
-            }
-            for c in conns {
-                let _ = c.await;
-            }
-            std::mem::take(&mut *seen.lock())
-        });
-        (addr.to_string(), h)
-    }
-
-    #[tokio::test]
-    async fn incremental_fetches_send_only_changes_and_fall_back_on_session_errors() {
-        let (addr, fake) = fake_broker(vec![(0, 77), (0, 77), (0, 77), (70, 0), (0, 78)]).await;
-        let c = crate::Client::connect(ClientConfig::new([addr]))
-            .await
-            .unwrap();
-        let mut s = c.fetch_session(1);
-        let opts = FetchOptions::default();
-        let a = FetchPosition::new("t", 0, 10);
-        let b = FetchPosition::new("t", 1, 20);
-        let c2 = FetchPosition::new("t", 2, 30);
-        // 1: full fetch creating a session.
-        s.fetch(&[a.clone(), b.clone()], &opts).await.unwrap();
-        assert_eq!(s.session_id(), 77);
-        // 2: only partition 0 moved.
-        let a2 = FetchPosition::new("t", 0, 15);
-        s.fetch(&[a2.clone(), b.clone()], &opts).await.unwrap();
-        // 3: partition 1 dropped, partition 2 added.
-        s.fetch(&[a2.clone(), c2.clone()], &opts).await.unwrap();
-        // 4: FETCH_SESSION_ID_NOT_FOUND → 5: a full fetch, new session.
-        s.fetch(&[a2.clone(), c2.clone()], &opts).await.unwrap();
-        assert_eq!(s.session_id(), 78);
-        drop(s);
-        drop(c);
-        let seen = fake.await.unwrap();
-        let t = |p: i32, o: i64| ("t".to_string(), p, o);
-        assert_eq!(seen[0], (0, 0, vec![t(0, 10), t(1, 20)], vec![]));
-        assert_eq!(seen[1], (77, 1, vec![t(0, 15)], vec![]));
-        assert_eq!(seen[2], (77, 2, vec![t(2, 30)], vec![("t".to_string(), 1)]));
-        assert_eq!(seen[3], (77, 3, vec![], vec![]));
-        assert_eq!(seen[4], (0, 0, vec![t(0, 15), t(2, 30)], vec![]));
-    }
-}
+mod tests;

@@ -10,6 +10,12 @@
 //! set takes its share of that reservation before it is handed on. The partition's [`Cursor`] is the fetch
 //! position; a pipeline that must re-read (incident handling) bumps its generation, and
 //! data fetched under an older generation is dropped.
+//!
+//! A feed fetches by the topic id its map belongs to (Fetch v13, when the broker reports
+//! ids): a source topic deleted and created again is refused, never read at the old
+//! position. The partition is routed again, and when the metadata shows its topic under
+//! another id ([`super::topic_id`]) the feed is paused and its flow told
+//! ([`Recreation`]); the flow applies `on_topic_recreation`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -21,8 +27,12 @@ use strait_client::{AbortedTxn, Client, FetchOptions, FetchPosition, FetchedPart
 use strait_records::{Limits, split};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use uuid::Uuid;
 
 use super::budget::{Budget, Reservation, Share};
+use super::stability::Stability;
+pub use super::topic_id::Recreation;
+use super::topic_id::{Seen, compare};
 use crate::error::MirrorError;
 use crate::metrics::PartitionMetrics;
 
@@ -84,6 +94,9 @@ pub struct PartitionFeed {
     pub partition: i32,
     /// The position the feed was created at (the map's source position).
     start: i64,
+    /// The source topic id its map belongs to, fetched by (nil: fetched by name), and the
+    /// new id last reported to the flow (nil: none).
+    ids: Mutex<(Uuid, Uuid)>,
     cursor: Mutex<Cursor>,
     tx: mpsc::Sender<Feed>,
     last_end: Mutex<i64>,
@@ -108,6 +121,7 @@ impl PartitionFeed {
             topic: topic.to_owned(),
             partition,
             start: position,
+            ids: Mutex::new((Uuid::nil(), Uuid::nil())),
             cursor: Mutex::new(Cursor {
                 position,
                 generation: 0,
@@ -128,6 +142,31 @@ impl PartitionFeed {
     /// past them (they are waiting in the channel).
     pub fn start_position(&self) -> i64 {
         self.start
+    }
+
+    /// The source topic id the feed fetches by (nil: by name).
+    pub fn topic_id(&self) -> Uuid {
+        self.ids.lock().unwrap_or_else(PoisonError::into_inner).0
+    }
+
+    /// Fetch by topic id `id` from now on (nil: by name): the id of the topic the
+    /// partition's map belongs to, set when the feed is created and when the flow
+    /// restarts the map for a re-created topic.
+    pub fn set_topic_id(&self, id: Uuid) {
+        self.ids.lock().unwrap_or_else(PoisonError::into_inner).0 = id;
+    }
+
+    /// Compares the feed's id with `seen` (the metadata's, `None`: no such topic) under
+    /// the id's lock, so that a new id the flow sets meanwhile is either seen here or set
+    /// after the pause (and its reposition unpauses): a re-created topic pauses the
+    /// cursor. Returns the ids when the flow is to be told (once per new id).
+    fn pause_if_recreated(&self, seen: Option<Uuid>) -> Option<(Uuid, Uuid)> {
+        let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        let Seen::Recreated { old, new } = compare(ids.0, seen) else {
+            return None;
+        };
+        self.with_cursor(|c| c.paused = true);
+        (std::mem::replace(&mut ids.1, new) != new).then_some((old, new))
     }
 
     /// Runs `f` on the cursor under its lock.
@@ -172,6 +211,7 @@ pub struct Router {
     budget: Budget,
     limits: Limits,
     stop: watch::Receiver<bool>,
+    recreations: mpsc::UnboundedSender<Recreation>,
     fetchers: Mutex<HashMap<i32, Assign>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -186,7 +226,8 @@ impl std::fmt::Debug for Router {
 
 impl Router {
     /// A router for `client` (the source cluster `cluster` of `flow`); fetchers stop when
-    /// `stop` turns true.
+    /// `stop` turns true. A partition whose source topic turns out re-created is reported
+    /// on `recreations`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         client: Client,
@@ -197,6 +238,7 @@ impl Router {
         budget: Budget,
         limits: Limits,
         stop: watch::Receiver<bool>,
+        recreations: mpsc::UnboundedSender<Recreation>,
     ) -> Arc<Self> {
         Arc::new(Router {
             client,
@@ -207,6 +249,7 @@ impl Router {
             budget,
             limits,
             stop,
+            recreations,
             fetchers: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
         })
@@ -236,7 +279,11 @@ impl Router {
             if *self.stop.borrow() || feed.stopped() {
                 return;
             }
-            match self.client.leader_for(&feed.topic, feed.partition).await {
+            let found = self.client.leader_for(&feed.topic, feed.partition).await;
+            // Also when the partition has no leader: the re-created topic may have fewer
+            // partitions.
+            self.check_topic_id(&feed);
+            match found {
                 Ok((leader, _)) if leader >= 0 => break leader,
                 Ok(_) => {}
                 Err(e) => {
@@ -265,6 +312,31 @@ impl Router {
             .push(task);
     }
 
+    /// Compares the feed's topic id with the one in the client's metadata (just refreshed
+    /// by the leader lookup); a re-created topic pauses the feed and is reported once per
+    /// new id (`super::topic_id` has the rules).
+    fn check_topic_id(&self, feed: &PartitionFeed) {
+        let seen = self
+            .client
+            .cached_metadata()
+            .topics
+            .get(&feed.topic)
+            .map(|t| t.id);
+        if let Some((old, new)) = feed.pause_if_recreated(seen) {
+            tracing::warn!(flow = %self.flow, cluster = %self.cluster, topic = %feed.topic,
+                partition = feed.partition, old = %old, new = %new,
+                "the source topic has a new topic id (deleted and created again): nothing of \
+                 the new topic is fetched until on_topic_recreation decides");
+            // A flow that is gone stops its fetchers anyway.
+            let _ = self.recreations.send(Recreation {
+                topic: feed.topic.clone(),
+                partition: feed.partition,
+                old,
+                new,
+            });
+        }
+    }
+
     /// Waits for every fetcher to exit (after `stop` turned true).
     pub async fn join(&self) {
         let tasks: Vec<_> =
@@ -289,77 +361,13 @@ const FETCH_BACKOFF: BackoffConfig = BackoffConfig {
     max: Duration::from_secs(3),
 };
 
-/// Whether a source broker's last stable offset can be trusted to decide transactions.
-///
-/// Apache Kafka answers a `read_committed` fetch only up to the partition's last stable
-/// offset (LSO), below which every transaction is decided, and lists the aborted ones
-/// overlapping the data: transactional data below the LSO and not listed is committed and
-/// need not wait for its marker. Tansu 0.6 has an LSO too (while a transaction is open it
-/// stops there: LSO 0 < HW 150, nothing returned past it) but never an aborted list, so
-/// after an abort its aborted data sits below LSO = HW looking committed
-/// (docs/compatibility.md): an LSO below the high watermark proves nothing, and there only
-/// the markers decide.
-///
-/// What proves it: the broker advertises DescribeProducers (KIP-664, Kafka 2.8+), which
-/// reads the per-producer state the LSO and the aborted-transaction index come from. Tansu
-/// does not advertise it. A response that contradicts the LSO (a batch returned past it)
-/// withdraws the trust for good.
-#[derive(Debug, Default, Clone)]
-struct Stability {
-    contradicted: bool,
-    /// Set by a background check of the broker's ApiVersions.
-    advertised: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Stability {
-    /// Checks in the background whether `broker` advertises DescribeProducers.
-    fn check_advertised(&self, client: &Client, broker: i32) {
-        let (client, flag) = (client.clone(), Arc::clone(&self.advertised));
-        tokio::spawn(async move {
-            let api = strait_client::protocol::messages::ApiKey::DescribeProducers;
-            if client.advertises(broker, api).await.unwrap_or(false) {
-                flag.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-        });
-    }
-
-    /// Withdraws the trust if a partition of the response has a batch past its LSO.
-    fn observe(&mut self, partitions: &[FetchedPartition]) {
-        self.contradicted |= partitions
-            .iter()
-            .filter(|p| p.error_code == 0)
-            .any(|p| past_lso(p.last_stable_offset, &p.records));
-    }
-
-    fn trusted(&self) -> bool {
-        !self.contradicted && self.advertised.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-/// Whether `records` hold a batch starting at or past `lso` (the base offset of each batch
-/// in order; a last batch whose 12-byte head is cut short is ignored). No LSO (−1):
-/// nothing to contradict.
-fn past_lso(lso: i64, records: &[u8]) -> bool {
-    if lso < 0 {
-        return false;
-    }
-    let mut at = 0usize;
-    while let Some(head) = records.get(at..at.saturating_add(12)) {
-        let base = i64::from_be_bytes(head[0..8].try_into().unwrap_or_default());
-        let len = i32::from_be_bytes(head[8..12].try_into().unwrap_or_default());
-        let Ok(len) = usize::try_from(len) else { break };
-        if base >= lso {
-            return true;
-        }
-        at = at.saturating_add(12).saturating_add(len);
-    }
-    false
-}
-
 /// Kafka codes after which the partition is routed again: NOT_LEADER_OR_FOLLOWER,
 /// UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH,
-/// UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID, REPLICA_NOT_AVAILABLE.
-const REROUTE: [i16; 7] = [6, 3, 5, 74, 75, 100, 9];
+/// UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID, REPLICA_NOT_AVAILABLE.
+/// Routing looks the topic up again, which finds a re-created topic
+/// ([`Router::check_topic_id`]); Tansu refuses an unknown topic id with
+/// UNKNOWN_TOPIC_OR_PARTITION, Kafka with UNKNOWN_TOPIC_ID.
+const REROUTE: [i16; 8] = [6, 3, 5, 74, 75, 100, 110, 9];
 /// OFFSET_OUT_OF_RANGE.
 const OUT_OF_RANGE: i16 = 1;
 
@@ -394,12 +402,14 @@ async fn run_fetcher(
             }
         }
         let min_room = router.min_fetch_room();
-        let mut wanted: Vec<(Arc<PartitionFeed>, Cursor)> = Vec::new();
+        let mut wanted: Vec<(Arc<PartitionFeed>, Cursor, Uuid)> = Vec::new();
         for p in &parts {
+            // The id before the cursor: the flow sets a new id before it moves the cursor.
+            let id = p.topic_id();
             let c = p.with_cursor(|c| *c);
             let share = p.share(&router.budget, &router.flow);
             if !c.paused && p.tx.capacity() > 0 && router.budget.may_fetch(share, min_room) {
-                wanted.push((Arc::clone(p), c));
+                wanted.push((Arc::clone(p), c, id));
             }
         }
         if wanted.is_empty() {
@@ -431,8 +441,9 @@ async fn run_fetcher(
         };
         let positions: Vec<FetchPosition> = wanted
             .iter()
-            .map(|(p, c)| {
-                let mut pos = FetchPosition::new(p.topic.clone(), p.partition, c.position);
+            .map(|(p, c, id)| {
+                let mut pos =
+                    FetchPosition::new(p.topic.clone(), p.partition, c.position).with_topic_id(*id);
                 let partial = p.partial.load(std::sync::atomic::Ordering::Relaxed);
                 pos.max_bytes = partition_limit(router.partition_max_bytes, partial, room);
                 pos
@@ -452,7 +463,7 @@ async fn run_fetcher(
         match result {
             Err(e) => {
                 failures += 1;
-                for (p, _) in &wanted {
+                for (p, _, _) in &wanted {
                     p.metrics.fetch_error();
                 }
                 if failures == 1 || failures.is_multiple_of(20) {
@@ -474,10 +485,12 @@ async fn run_fetcher(
                 behind = false;
                 stability.observe(&result.partitions);
                 for fp in result.partitions {
-                    let Some((p, c)) = wanted
-                        .iter()
-                        .find(|(p, _)| p.topic == fp.topic && p.partition == fp.partition)
-                    else {
+                    // Answered by id: only for the id asked for.
+                    let Some((p, c, _)) = wanted.iter().find(|(p, _, id)| {
+                        p.topic == fp.topic
+                            && p.partition == fp.partition
+                            && fp.topic_id.is_none_or(|got| got == *id)
+                    }) else {
                         continue;
                     };
                     let delivered = tokio::select! {
@@ -695,103 +708,4 @@ async fn deliver(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_partial_batch_doubles_the_partition_limit_within_the_room() {
-        assert_eq!(partition_limit(1 << 20, 0, 8 << 20), 1 << 20);
-        assert_eq!(partition_limit(1 << 20, 1, 8 << 20), 2 << 20);
-        assert_eq!(partition_limit(1 << 20, 3, 8 << 20), 8 << 20);
-        assert_eq!(
-            partition_limit(1 << 20, 9, 8 << 20),
-            8 << 20,
-            "capped by the room"
-        );
-        assert_eq!(
-            partition_limit(1 << 20, 40, i32::MAX),
-            i32::MAX,
-            "no overflow"
-        );
-        assert_eq!(
-            partition_limit(1 << 20, 0, 1),
-            1 << 20,
-            "never below the configured limit"
-        );
-    }
-
-    /// Batch heads (base offset, length) of `len`-byte bodies at `bases`.
-    fn heads(bases: &[i64], len: i32) -> Vec<u8> {
-        let mut v = Vec::new();
-        for b in bases {
-            v.extend_from_slice(&b.to_be_bytes());
-            v.extend_from_slice(&len.to_be_bytes());
-            v.extend(std::iter::repeat_n(0u8, len as usize));
-        }
-        v
-    }
-
-    #[test]
-    fn a_batch_at_or_past_the_lso_is_found() {
-        assert!(!past_lso(10, &heads(&[0, 5], 40)));
-        assert!(past_lso(5, &heads(&[0, 5], 40)));
-        assert!(!past_lso(-1, &heads(&[0, 5], 40)), "no LSO");
-        assert!(!past_lso(0, &[]));
-        assert!(
-            !past_lso(0, &heads(&[0], 40)[..8]),
-            "a head cut short is ignored"
-        );
-    }
-
-    fn partition(lso: i64, hw: i64, records: Vec<u8>) -> FetchedPartition {
-        FetchedPartition {
-            topic: "t".into(),
-            partition: 0,
-            error_code: 0,
-            high_watermark: hw,
-            last_stable_offset: lso,
-            log_start_offset: 0,
-            aborted_transactions: Vec::new(),
-            preferred_read_replica: -1,
-            current_leader: None,
-            records: Bytes::from(records),
-        }
-    }
-
-    #[test]
-    fn an_lso_below_the_high_watermark_alone_is_no_proof() {
-        // Tansu with a transaction open: LSO 0 < HW 150, nothing past it. After an abort it
-        // has aborted data below LSO = HW and no aborted list: trusting it would forward it.
-        let mut s = Stability::default();
-        s.observe(&[partition(0, 150, Vec::new())]);
-        assert!(!s.trusted());
-    }
-
-    #[test]
-    fn a_broker_advertising_describe_producers_is_trusted_until_contradicted_for_good() {
-        let mut s = Stability::default();
-        s.advertised
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        assert!(s.trusted());
-        s.observe(&[partition(20, 20, heads(&[0], 10))]);
-        assert!(s.trusted(), "data below the LSO is what Kafka returns");
-        s.observe(&[partition(3, 20, heads(&[0, 3], 10))]);
-        assert!(!s.trusted(), "a batch past the LSO");
-        s.observe(&[partition(20, 20, heads(&[0], 10))]);
-        assert!(!s.trusted(), "for good");
-    }
-
-    #[test]
-    fn a_batch_larger_than_the_whole_budget_is_a_clear_error_not_a_loop() {
-        let mut head = vec![0u8; 12];
-        head[8..12].copy_from_slice(&(100_000_000i32).to_be_bytes());
-        assert_eq!(partial(&head, 24 << 20), Partial::TooLarge(100_000_012));
-        head[8..12].copy_from_slice(&(3_000_000i32).to_be_bytes());
-        assert_eq!(partial(&head, 24 << 20), Partial::Grow);
-        // Fewer than 12 bytes: the length is unknown yet; ask for more.
-        assert_eq!(partial(&head[..5], 24 << 20), Partial::Grow);
-        // A negative length is the split's error to report; no loop either way.
-        head[8..12].copy_from_slice(&(-1i32).to_be_bytes());
-        assert_eq!(partial(&head, 24 << 20), Partial::Grow);
-    }
-}
+mod tests;

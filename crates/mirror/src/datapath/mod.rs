@@ -9,6 +9,8 @@
 //! | [`quota`] | pure: a partition's quota of the budget; the process-wide limit of held bytes |
 //! | [`probe`] | partition bounds from the Fetch high watermark (not ListOffsets latest) |
 //! | [`fetcher`] | per-broker fetchers with fetch sessions, and the leader [`fetcher::Router`] |
+//! | [`topic_id`] | pure: whether a feed's source topic is still the topic of its id (a re-created topic is never read at the old position) |
+//! | [`stability`] | whether a source broker's last stable offset can decide transactions |
 //! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules |
 //! | [`partition`] | drives the pipeline: fetcher feed, producer (≤ 5 in flight), acknowledgements, the offset map |
 //!
@@ -25,4 +27,6 @@ pub mod plan;
 pub mod probe;
 pub mod quota;
 pub mod recovery;
+pub mod stability;
 pub mod tail;
+pub mod topic_id;

@@ -42,6 +42,13 @@ impl FlowRun {
                 }
                 Some(Ok(key)) = self.due.join_next() => self.restart_due(key, stop).await?,
                 Some(r) = next_refresh(&mut control) => self.on_refresh(r, stop).await?,
+                Some(r) = self.recreations.recv() => {
+                    // Telling the pipelines may wait for room in their feeds: a stop
+                    // does not.
+                    if let Some(done) = interruptible(stop, self.on_recreation(r)).await {
+                        done?;
+                    }
+                }
                 _ = checkpoint.tick(), if control.is_some() => {
                     if let Some(c) = control.as_deref() {
                         c.checkpoint(self.dirty_states());
@@ -304,15 +311,8 @@ impl FlowRun {
         // A partition down when its topic's id changed keeps the id its map belongs to:
         // its restart applies the topic re-creation policy.
         for t in &r.topics {
-            for key in self.down.iter().filter(|(x, _)| *x == t.source_topic) {
-                if let Some(run) = self.running.get(key)
-                    && run.topic_id != t.topic_id
-                    && !run.topic_id.is_nil()
-                    && !t.topic_id.is_nil()
-                {
-                    self.stale_ids.entry(key.clone()).or_insert(run.topic_id);
-                }
-            }
+            let id = self.refreshed_id(&t.source_topic, t.topic_id);
+            self.keep_ids_of_down(&t.source_topic, id);
         }
         // A topic still being stopped is started again by a later refresh (as a new topic:
         // the topic-id check decides by policy).
@@ -352,6 +352,9 @@ impl FlowRun {
                 "the state of a deleted topic's partition could not be written");
         }
         self.registry.remove(&key.0, key.1);
+        if !self.running.keys().any(|(t, _)| *t == key.0) {
+            self.retired.forget(&key.0);
+        }
         self.metrics
             .remove_partition(&self.flow.name, &key.0, key.1);
         tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
