@@ -15,7 +15,7 @@ mod supervise;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use strait_client::{
@@ -84,7 +84,15 @@ pub struct FlowSummary {
 
 #[derive(Clone)]
 struct Running {
+    /// The source topic's id as the flow knows it now (re-creations are detected
+    /// against it).
     topic_id: Uuid,
+    /// The id saved with the map: the one the map belongs to. After a re-creation the
+    /// new id is saved only once the pipeline restarted the map (`pending_id`: the new
+    /// id and the pipeline's re-creation count when it was told), so a crash in between
+    /// never saves the old map under the new id.
+    map_id: Uuid,
+    pending_id: Option<(Uuid, u64)>,
     feed: Arc<PartitionFeed>,
     target_topic: String,
     map: SharedMap,
@@ -92,6 +100,30 @@ struct Running {
     metrics: PartitionMetrics,
     /// Stops this partition's pipeline gracefully.
     stop: Arc<watch::Sender<bool>>,
+}
+
+impl Running {
+    /// The partition's state to save: its map with the id the map belongs to. The
+    /// re-creation count is read under the map's lock, where the pipeline publishes it,
+    /// so the two always agree.
+    fn state(&self) -> PartitionState {
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let recreated = self.progress.recreated.load(Ordering::Acquire);
+        PartitionState {
+            topic_id: saved_topic_id(self.map_id, self.pending_id, recreated),
+            target_topic: self.target_topic.clone(),
+            snapshot: map.snapshot().bytes,
+        }
+    }
+}
+
+/// The topic id to save with a map: `pending`'s id once the pipeline's re-creation
+/// count passed the one it had when told of the re-creation, else the map's own.
+fn saved_topic_id(map_id: Uuid, pending: Option<(Uuid, u64)>, recreated: u64) -> Uuid {
+    match pending {
+        Some((id, seen)) if recreated > seen => id,
+        _ => map_id,
+    }
 }
 
 /// The flow's moving parts.
@@ -549,6 +581,8 @@ impl FlowRun {
                 key,
                 Running {
                     topic_id: t.topic_id,
+                    map_id: t.topic_id,
+                    pending_id: None,
                     target_topic: t.target_topic.clone(),
                     map,
                     progress,
@@ -695,5 +729,21 @@ impl FlowRun {
                 DEFAULT_MAX_MESSAGE_BYTES
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OLD: Uuid = Uuid::from_bytes([1; 16]);
+    const NEW: Uuid = Uuid::from_bytes([2; 16]);
+
+    #[test]
+    fn a_new_topic_id_is_saved_only_with_a_map_restarted_for_it() {
+        assert_eq!(saved_topic_id(OLD, None, 7), OLD);
+        // Told at count 3: until the pipeline applied the restart, the old map's id.
+        assert_eq!(saved_topic_id(OLD, Some((NEW, 3)), 3), OLD);
+        assert_eq!(saved_topic_id(OLD, Some((NEW, 3)), 4), NEW);
     }
 }

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -78,6 +78,9 @@ pub struct Progress {
     pub end: AtomicI64,
     /// Woken when `done` turns true.
     pub notify: Notify,
+    /// Map restarts for a re-created source topic applied by the pipeline (published
+    /// under the map's lock).
+    pub recreated: AtomicU64,
 }
 
 /// Runs the pipeline until `stop` turns true (graceful: in-flight batches are awaited and
@@ -305,7 +308,14 @@ impl<'a> Driver<'a> {
                     acks.push_back(Box::pin(ack.wait()));
                 }
                 Action::Record => {
-                    let recorded = self.lock().update(|m| machine.record(m));
+                    // The re-creation count is published under the map's lock: a
+                    // checkpoint sees a restarted map together with its count.
+                    let recreated = &self.progress.recreated;
+                    let recorded = self.lock().update(|m| {
+                        let r = machine.record(m);
+                        recreated.store(machine.recreations(), Ordering::Release);
+                        r
+                    });
                     let recorded = self.counted(recorded)?;
                     self.recorded(&recorded);
                 }

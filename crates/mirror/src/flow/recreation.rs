@@ -138,7 +138,11 @@ impl FlowRun {
             .cloned()
             .collect();
         for key in keys {
-            let Some(feed) = self.running.get(&key).map(|r| Arc::clone(&r.feed)) else {
+            let Some((feed, seen)) = self.running.get(&key).map(|r| {
+                // Before the pipeline is told: its restart of the map counts past this.
+                let seen = r.progress.recreated.load(Ordering::Acquire);
+                (Arc::clone(&r.feed), seen)
+            }) else {
                 continue;
             };
             // The id first: the fetcher reads it before the cursor the pipeline moves.
@@ -150,6 +154,10 @@ impl FlowRun {
             // this loop short saves the others with the id their maps belong to).
             if let Some(r) = self.running.get_mut(&key) {
                 r.topic_id = id;
+                // Saved with the map once the pipeline restarted it (`Running::state`).
+                let now = r.progress.recreated.load(Ordering::Acquire);
+                r.map_id = super::saved_topic_id(r.map_id, r.pending_id, now);
+                r.pending_id = Some((id, seen));
                 r.progress.dirty.store(true, Ordering::Release);
             }
         }

@@ -1,12 +1,10 @@
 //! A flow's state writes and its bounded graceful stop.
 
 use std::collections::BTreeSet;
-use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
 use super::{FlowRun, FlowSummary, flatten};
 use crate::error::MirrorError;
-use crate::state::PartitionState;
 
 impl FlowRun {
     /// Writes the state of partitions that changed (or of all, when `all`).
@@ -18,20 +16,7 @@ impl FlowRun {
                 continue;
             }
             flagged.push(key.clone());
-            let snapshot = r
-                .map
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .snapshot()
-                .bytes;
-            states.push((
-                key.clone(),
-                PartitionState {
-                    topic_id: r.topic_id,
-                    target_topic: r.target_topic.clone(),
-                    snapshot,
-                },
-            ));
+            states.push((key.clone(), r.state()));
         }
         let n = states.len() as u64;
         if let Err(e) = self.state_writer.write(&states).await {

@@ -5,8 +5,8 @@
 //! is cut short by a stop.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -78,16 +78,7 @@ impl FlowRun {
     }
 
     fn state_of(&self, r: &super::Running) -> PartitionState {
-        PartitionState {
-            topic_id: r.topic_id,
-            target_topic: r.target_topic.clone(),
-            snapshot: r
-                .map
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .snapshot()
-                .bytes,
-        }
+        r.state()
     }
 
     async fn on_done(

@@ -249,6 +249,8 @@ pub struct Pipeline<P> {
     source_cluster: String,
     outbox: VecDeque<Action>,
     check: Option<Check>,
+    /// Map restarts for a re-created source topic applied so far.
+    recreations: u64,
 }
 
 impl<P: Clone> Pipeline<P> {
@@ -264,6 +266,7 @@ impl<P: Clone> Pipeline<P> {
             in_flight: 0,
             generation: 0,
             phase: Phase::Running,
+            recreations: 0,
             until: settings.until,
             done: false,
             policies: settings.policies,
@@ -614,13 +617,23 @@ impl<P: Clone> Pipeline<P> {
                     if update == Update::ReachedEnd {
                         self.mark_done();
                     }
-                    record::apply(map, &update).map_err(MirrorError::offset_map)
+                    let r = record::apply(map, &update).map_err(MirrorError::offset_map);
+                    if r.is_ok() && matches!(update, Update::SourceRecreated(_)) {
+                        self.recreations += 1;
+                    }
+                    r
                 }
             };
             result.inspect_err(|_| self.phase = Phase::Failed)?;
         }
         self.check_done(map);
         Ok(recorded)
+    }
+
+    /// How many times the map was restarted for a re-created source topic (the flow saves
+    /// a new topic id only with a map that belongs to it).
+    pub fn recreations(&self) -> u64 {
+        self.recreations
     }
 
     /// Records an acknowledged batch where it landed.

@@ -433,6 +433,22 @@ fn a_source_recreation_restarts_the_map_at_the_new_log_start() {
 }
 
 #[test]
+fn a_map_restart_for_a_recreation_is_counted_only_once_it_is_in_the_map() {
+    // The flow saves a re-created topic's new id only with a map restarted for it.
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.source_recreated();
+    h.run().expect("run");
+    h.p.log_start(0).expect("log start");
+    h.run().expect("run");
+    assert_eq!(h.p.recreations(), 0, "behind the batch in flight");
+    h.p.acked(0).expect("ack");
+    h.run().expect("record");
+    assert_eq!(h.p.recreations(), 1, "applied to the map");
+}
+
+#[test]
 fn stop_produces_nothing_more_but_records_acks_in_flight() {
     let mut h = Harness::new(0, None, IncidentPolicy::Fail);
     h.fetch(&[(0, 2)]).expect("plan");
