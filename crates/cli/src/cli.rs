@@ -48,6 +48,9 @@ pub enum Command {
     Plan {
         #[command(flatten)]
         config: ConfigArg,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Show per-flow replication progress and lag from the state topics.
     Status {

@@ -52,7 +52,7 @@ fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Validate { config },
         } => config_cmd::validate_cmd(&config.path),
-        Command::Plan { config } => plan::plan_cmd(&config.path),
+        Command::Plan { config, json } => plan::plan_cmd(&config.path, *json),
         Command::Check { config } => check::check_cmd(&config.path),
         Command::Status { config, json } => status::status_cmd(&config.path, *json),
         Command::Failover(args) => {

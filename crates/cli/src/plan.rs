@@ -1,45 +1,76 @@
 //! `strait plan -c FILE`: a dry run of topic sync. For each enabled flow, what would be
 //! created or changed on the target and why, and which source topics are skipped and why.
-//! Reads both clusters; writes nothing.
+//! Also the topic ACLs `sync.topic_acls` would create. Reads both clusters; writes
+//! nothing. `--json` prints the same as one JSON document.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use serde_json::{Value, json};
 use strait_client::Client;
-use strait_mirror::acls::{self, AclError};
+use strait_mirror::acls::{self, AclError, AclPlan};
 use strait_mirror::config::{Cluster, Config, Flow, load};
 use strait_mirror::topics::{TopicPlan, current_plan};
 
-/// Runs `strait plan`.
-pub fn plan_cmd(path: &Path) -> anyhow::Result<ExitCode> {
+/// Runs `strait plan` (`json`: one JSON document instead of text).
+pub fn plan_cmd(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let config = load(path)?;
     runtime()?.block_on(async {
+        let mut flows = Vec::new();
         for flow in config.enabled_flows() {
             let (source, target) = clients(&config, flow).await?;
             let (plan, _) = current_plan(flow, &source, &target, true).await?;
-            print!("{}", render(flow, &plan));
-            print!("{}", render_acls(flow, &source, &target).await?);
+            let acls = acl_plan(flow, &source, &target).await?;
+            if json {
+                flows.push(plan_json(flow, &plan, &acls));
+            } else {
+                print!("{}", render(flow, &plan));
+                print!("{}", render_acls(&acls));
+            }
+        }
+        if json {
+            println!("{}", json!({ "flows": flows }));
         }
         Ok(ExitCode::SUCCESS)
     })
 }
 
-/// The ACL part of the plan: what `sync.topic_acls` would create and what it skips.
-async fn render_acls(flow: &Flow, source: &Client, target: &Client) -> anyhow::Result<String> {
-    let mut out = String::new();
+/// The ACL part of a flow's plan.
+enum Acls {
+    /// `sync.topic_acls = false`.
+    Off,
+    /// A side does not support ACLs (why).
+    Unsupported(String),
+    /// What the sync would do.
+    Plan(AclPlan),
+}
+
+/// What `sync.topic_acls` would create and skip.
+async fn acl_plan(flow: &Flow, source: &Client, target: &Client) -> anyhow::Result<Acls> {
     if !flow.sync.topic_acls {
-        let _ = writeln!(out, "  acls: sync.topic_acls = false");
-        return Ok(out);
+        return Ok(Acls::Off);
     }
     match acls::plan_sync(source, target, flow).await {
-        Err(AclError::Unsupported(why)) => {
+        Err(AclError::Unsupported(why)) => Ok(Acls::Unsupported(why)),
+        Err(AclError::Failed(e)) => Err(e.into()),
+        Ok((plan, _)) => Ok(Acls::Plan(plan)),
+    }
+}
+
+fn render_acls(acls: &Acls) -> String {
+    let mut out = String::new();
+    match acls {
+        Acls::Off => {
+            let _ = writeln!(out, "  acls: sync.topic_acls = false");
+        }
+        Acls::Unsupported(why) => {
             let _ = writeln!(out, "  acls: ! {why}");
         }
-        Err(AclError::Failed(e)) => return Err(e.into()),
-        Ok((plan, _)) => {
+        Acls::Plan(plan) => {
             for b in &plan.create {
                 let _ = writeln!(out, "  acl     create {b}");
             }
@@ -55,7 +86,77 @@ async fn render_acls(flow: &Flow, source: &Client, target: &Client) -> anyhow::R
             );
         }
     }
-    Ok(out)
+    out
+}
+
+/// A flow's plan as JSON: the same facts as the text, for automation.
+fn plan_json(flow: &Flow, plan: &TopicPlan, acls: &Acls) -> Value {
+    let create: Vec<Value> = plan
+        .create
+        .iter()
+        .map(|c| {
+            json!({
+                "source_topic": c.source_topic, "target_topic": c.target_topic,
+                "partitions": c.partitions, "replication_factor": c.replication_factor,
+                "configs": c.configs,
+            })
+        })
+        .collect();
+    let alter: Vec<Value> = plan
+        .alter_configs
+        .iter()
+        .map(|a| {
+            json!({
+                "source_topic": a.source_topic, "target_topic": a.target_topic,
+                "set": a.set.iter().cloned().collect::<BTreeMap<_, _>>(), "delete": a.delete,
+            })
+        })
+        .collect();
+    let grow: Vec<Value> = plan
+        .grow_partitions
+        .iter()
+        .map(|g| {
+            json!({
+                "source_topic": g.source_topic, "target_topic": g.target_topic,
+                "from": g.from, "to": g.to,
+            })
+        })
+        .collect();
+    let replicate: Vec<Value> = plan
+        .replicate
+        .iter()
+        .map(|r| {
+            json!({
+                "source_topic": r.source_topic, "target_topic": r.target_topic,
+                "source_partitions": r.source_partitions,
+                "target_partitions": r.target_partitions,
+            })
+        })
+        .collect();
+    let skipped: Vec<Value> = plan
+        .skipped
+        .iter()
+        .map(|(t, why)| json!({ "topic": t, "reason": why.to_string() }))
+        .collect();
+    let acls = match acls {
+        Acls::Off => json!({ "enabled": false }),
+        Acls::Unsupported(why) => json!({ "enabled": true, "unsupported": why }),
+        Acls::Plan(p) => json!({
+            "enabled": true,
+            "create": p.create.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "present": p.present,
+            "skipped": p
+                .skipped
+                .iter()
+                .map(|(b, why)| json!({ "acl": b.to_string(), "reason": why.to_string() }))
+                .collect::<Vec<_>>(),
+        }),
+    };
+    json!({
+        "flow": flow.name, "source": flow.source, "target": flow.target,
+        "create": create, "alter_configs": alter, "grow_partitions": grow,
+        "replicate": replicate, "skipped": skipped, "acls": acls,
+    })
 }
 
 /// A small current-thread runtime: these commands make a handful of calls.
