@@ -37,6 +37,16 @@ impl RunSummary {
         self.flows.iter().map(|f| f.records).sum()
     }
 
+    /// Produce requests over all flows.
+    pub fn produce_requests(&self) -> u64 {
+        self.flows.iter().map(|f| f.produce_requests).sum()
+    }
+
+    /// Produced batches over all flows.
+    pub fn produced_batches(&self) -> u64 {
+        self.flows.iter().map(|f| f.produced_batches).sum()
+    }
+
     /// Bytes over all flows.
     pub fn bytes(&self) -> u64 {
         self.flows.iter().map(|f| f.bytes).sum()

@@ -80,6 +80,11 @@ pub struct FlowSummary {
     pub bytes: u64,
     /// Groups translated by the last group sync.
     pub groups_translated: usize,
+    /// Produce requests the data path's producer sent.
+    pub produce_requests: u64,
+    /// Batch transmissions of the data path's producer (after coalescing; a retried
+    /// batch counts once per attempt).
+    pub produced_batches: u64,
 }
 
 #[derive(Clone)]

@@ -164,16 +164,23 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
                 display.finish();
                 report.memory.replication_peak_rss_bytes =
                     Some(cost.rss.peak_bytes).filter(|b| *b > 0);
-                report.replication = Some(ReplicationReport::new(
-                    summary.records(),
-                    summary.bytes(),
-                    stats.value_bytes,
-                    cost.elapsed.as_secs_f64(),
-                    Some(load_rate),
-                    Cpu::from(cost.engine_threads_cpu),
-                    Cpu::from(cost.process_cpu),
-                    Cpu::from(cost.rss.sampler_cpu),
-                ));
+                report.replication = Some(
+                    ReplicationReport::new(
+                        summary.records(),
+                        summary.bytes(),
+                        stats.value_bytes,
+                        cost.elapsed.as_secs_f64(),
+                        Some(load_rate),
+                        Cpu::from(cost.engine_threads_cpu),
+                        Cpu::from(cost.process_cpu),
+                        Cpu::from(cost.rss.sampler_cpu),
+                    )
+                    .with_batches(
+                        stats.batches,
+                        summary.produced_batches(),
+                        summary.produce_requests(),
+                    ),
+                );
                 let display = progress::Display::start("verifying", None, None);
                 let v = verify_copy();
                 display.finish();

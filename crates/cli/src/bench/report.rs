@@ -143,6 +143,47 @@ pub struct ReplicationReport {
     pub cpu_secs_per_gib_values: f64,
     /// Process CPU seconds per GiB of batch bytes.
     pub process_cpu_secs_per_gib_batches: f64,
+    /// Per-batch cost: the engine's CPU per source batch forwarded, per batch produced
+    /// (after coalescing) and per Produce request.
+    pub per_batch: Option<PerBatch>,
+}
+
+/// Engine CPU per unit of work (the per-batch cost issue 16 tracks).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct PerBatch {
+    /// Source batches (as loaded).
+    pub source_batches: u64,
+    /// Batches the producer sent (after coalescing; retries counted).
+    pub produced_batches: u64,
+    /// Produce requests sent.
+    pub produce_requests: u64,
+    /// Engine CPU µs per source batch.
+    pub cpu_us_per_source_batch: f64,
+    /// Engine CPU µs per produced batch.
+    pub cpu_us_per_produced_batch: f64,
+    /// Engine CPU µs per Produce request.
+    pub cpu_us_per_request: f64,
+}
+
+impl PerBatch {
+    /// The per-unit costs of `engine_cpu_secs`.
+    pub fn new(engine_cpu_secs: f64, source: u64, produced: u64, requests: u64) -> Self {
+        let per = |n: u64| {
+            if n == 0 {
+                0.0
+            } else {
+                engine_cpu_secs * 1e6 / n as f64
+            }
+        };
+        PerBatch {
+            source_batches: source,
+            produced_batches: produced,
+            produce_requests: requests,
+            cpu_us_per_source_batch: per(source),
+            cpu_us_per_produced_batch: per(produced),
+            cpu_us_per_request: per(requests),
+        }
+    }
 }
 
 impl ReplicationReport {
@@ -183,7 +224,20 @@ impl ReplicationReport {
             cpu_secs_per_gib_batches: per_gib(engine_cpu.total(), batch_bytes),
             cpu_secs_per_gib_values: per_gib(engine_cpu.total(), value_bytes),
             process_cpu_secs_per_gib_batches: per_gib(process_cpu.total(), batch_bytes),
+            per_batch: None,
         }
+    }
+
+    /// With the per-batch cost: `source` batches loaded, `produced` batches and `requests`
+    /// Produce requests the engine sent.
+    pub fn with_batches(mut self, source: u64, produced: u64, requests: u64) -> Self {
+        self.per_batch = Some(PerBatch::new(
+            self.engine_cpu.total(),
+            source,
+            produced,
+            requests,
+        ));
+        self
     }
 }
 
@@ -295,6 +349,20 @@ impl Report {
                     r.cpu_secs_per_gib_values
                 ),
             ));
+            if let Some(b) = &r.per_batch {
+                rows.push((
+                    "engine CPU per unit".into(),
+                    format!(
+                        "{:.1} µs per source batch ({}), {:.1} µs per produced batch ({}), {:.1} µs per Produce request ({})",
+                        b.cpu_us_per_source_batch,
+                        b.source_batches,
+                        b.cpu_us_per_produced_batch,
+                        b.produced_batches,
+                        b.cpu_us_per_request,
+                        b.produce_requests
+                    ),
+                ));
+            }
             rows.push((
                 "process CPU (phase)".into(),
                 format!(
@@ -395,5 +463,11 @@ mod tests {
         assert!((r.cpu_secs_per_gib_values - 1.5).abs() < 1e-9);
         assert!((r.mib_per_sec - 512.0).abs() < 1e-9);
         assert!((r.vs_load.unwrap_or(0.0) - 0.5).abs() < 1e-9);
+        let b = r.with_batches(1000, 250, 50).per_batch.expect("per batch");
+        // 1.5 s of engine CPU.
+        assert!((b.cpu_us_per_source_batch - 1500.0).abs() < 1e-6);
+        assert!((b.cpu_us_per_produced_batch - 6000.0).abs() < 1e-6);
+        assert!((b.cpu_us_per_request - 30000.0).abs() < 1e-6);
+        assert_eq!(PerBatch::new(1.0, 0, 0, 0).cpu_us_per_request, 0.0);
     }
 }

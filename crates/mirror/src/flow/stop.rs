@@ -92,6 +92,8 @@ impl FlowRun {
                 .sum(),
             bytes: self.running.values().map(|r| r.metrics.bytes_total()).sum(),
             groups_translated,
+            produce_requests: self.producer.stats().requests,
+            produced_batches: self.producer.stats().batches,
         }
     }
 }
