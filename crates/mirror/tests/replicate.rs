@@ -11,7 +11,10 @@ use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{
     self, Codec, ConsumeOptions, ConsumedRecord, ProduceOptions, Transaction,
 };
-use strait_testkit::{DataGen, RecordSpec, TansuCluster, TestRecord};
+use strait_testkit::{
+    BrokerOptions, DataGen, Direction, FaultProxy, RecordSpec, TansuBroker, TansuCluster,
+    TestRecord,
+};
 
 fn config(source: &str, target: &str, extra: &str) -> Config {
     let text = format!(
@@ -289,13 +292,25 @@ fn a_backlog_far_larger_than_the_in_flight_budget_is_replicated_whole() {
     );
 }
 
+/// The brokers of [`two_held_flows`]: the source behind a proxy that delays each answer.
+struct HeldBrokers {
+    _source: TansuBroker,
+    _proxy: FaultProxy,
+    target: TansuBroker,
+}
+
 /// Two flows (two fetchers, sharing one budget), each with a committed transaction of
 /// ~0.9 MiB in topic `held.<flow>`: each partition holds less than the 1 MiB a partition
 /// may hold before its COMMIT marker comes (Tansu: markers decide), but together more
-/// than the 1 MiB every partition together may hold.
-fn two_held_flows() -> (TansuCluster, Config, Vec<TestRecord>, Vec<TestRecord>) {
-    let cluster = TansuCluster::start(2).expect("brokers");
-    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+/// than the 1 MiB every partition together may hold. The source answers through a proxy
+/// that delays each answer by 40 ms once the data is written, so that reading either
+/// transaction (about 15 fetches) takes long enough for the two flows to hold theirs at
+/// the same time, whatever the scheduling.
+fn two_held_flows() -> (HeldBrokers, Config, Vec<TestRecord>, Vec<TestRecord>) {
+    let (source, proxy) =
+        TansuBroker::start_behind_proxy(BrokerOptions::default()).expect("source");
+    let target = TansuBroker::start().expect("target");
+    let (src, dst) = (proxy.bootstrap(), target.bootstrap());
     let mut data = DataGen::new(5);
     let mut produced = Vec::new();
     for topic in ["held.a", "held.b"] {
@@ -340,7 +355,31 @@ fetch_partition_max_bytes = "64KiB"
     let config = load_str(&text, "test config", &|_| None).expect("valid config");
     let b = produced.pop().unwrap_or_default();
     let a = produced.pop().unwrap_or_default();
-    (cluster, config, a, b)
+    proxy.set_delay(Direction::Downstream, Duration::from_millis(40));
+    let brokers = HeldBrokers {
+        _source: source,
+        _proxy: proxy,
+        target,
+    };
+    (brokers, config, a, b)
+}
+
+/// `consume`, once the target topic exists (the engine creates it at its first refresh).
+fn consume_when_created(
+    bootstrap: &str,
+    topic: &str,
+    options: &ConsumeOptions,
+) -> Vec<ConsumedRecord> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match rdkafka::consume(bootstrap, topic, options) {
+            Ok(got) => return got,
+            Err(e) if e.to_string().contains("no metadata") && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("consume {topic}: {e}"),
+        }
+    }
 }
 
 /// Held bytes count against one limit for the whole process, not only per partition.
@@ -375,8 +414,8 @@ fn transactions_held_over_half_the_budget_together_fail_with_a_clear_error_under
 /// its transaction once decided; both transactions reach the targets whole.
 #[test]
 fn transactions_held_over_half_the_budget_together_are_replicated_by_spilling() {
-    let (cluster, config, a, b) = two_held_flows();
-    let dst = cluster.broker(1).bootstrap();
+    let (brokers, config, a, b) = two_held_flows();
+    let dst = brokers.target.bootstrap();
     let engine = Engine::new(config);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -388,7 +427,7 @@ fn transactions_held_over_half_the_budget_together_are_replicated_by_spilling() 
             .await
     });
     for (topic, want) in [("src.held.a", &a), ("src.held.b", &b)] {
-        let got = rdkafka::consume(
+        let got = consume_when_created(
             &dst,
             topic,
             &ConsumeOptions {
@@ -396,8 +435,7 @@ fn transactions_held_over_half_the_budget_together_are_replicated_by_spilling() 
                 max_time: Duration::from_secs(90),
                 ..ConsumeOptions::count(want.len())
             },
-        )
-        .expect("consume");
+        );
         let got: Vec<TestRecord> = got.iter().map(|r| r.to_test_record()).collect();
         assert!(
             &got == want,
