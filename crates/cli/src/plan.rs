@@ -57,7 +57,7 @@ async fn acl_plan(flow: &Flow, source: &Client, target: &Client) -> anyhow::Resu
     match acls::plan_sync(source, target, flow).await {
         Err(AclError::Unsupported(why)) => Ok(Acls::Unsupported(why)),
         Err(AclError::Failed(e)) => Err(e.into()),
-        Ok((plan, _)) => Ok(Acls::Plan(plan)),
+        Ok(plan) => Ok(Acls::Plan(plan)),
     }
 }
 

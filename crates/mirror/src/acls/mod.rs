@@ -8,7 +8,7 @@
 
 pub mod map;
 
-use strait_client::{AclBinding, AclResource, Client, ErrorKind};
+use strait_client::{AclResource, Client, ErrorKind};
 
 pub use map::{AclPlan, Skip, plan, target_binding};
 
@@ -70,11 +70,7 @@ impl std::fmt::Display for AclError {
 }
 
 /// Reads both sides' topic ACLs and plans the sync.
-pub async fn plan_sync(
-    source: &Client,
-    target: &Client,
-    flow: &Flow,
-) -> Result<(AclPlan, Vec<AclBinding>), AclError> {
+pub async fn plan_sync(source: &Client, target: &Client, flow: &Flow) -> Result<AclPlan, AclError> {
     let src = source
         .describe_acls(AclResource::Topic)
         .await
@@ -83,7 +79,7 @@ pub async fn plan_sync(
         .describe_acls(AclResource::Topic)
         .await
         .map_err(|e| acl_error("describe ACLs", e, &flow.target, flow))?;
-    Ok((plan(&src, &dst, flow), src))
+    Ok(plan(&src, &dst, flow))
 }
 
 fn acl_error(what: &str, e: strait_client::Error, cluster: &str, flow: &Flow) -> AclError {
@@ -132,7 +128,7 @@ impl AclSync {
         if self.off.is_some() {
             return Ok(AclSyncReport::default());
         }
-        let (plan, _) = match plan_sync(&self.source, &self.target, &self.flow).await {
+        let plan = match plan_sync(&self.source, &self.target, &self.flow).await {
             Ok(p) => p,
             Err(AclError::Unsupported(why)) => return Ok(self.turn_off(why)),
             Err(AclError::Failed(e)) => return Err(e),

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use strait_client::backoff::{Backoff, BackoffConfig};
 use strait_client::{
-    Client, FetchOptions, FetchPosition, IsolationLevel, OffsetSpec, PartitionConsumer,
+    Client, ConsumedRecord, FetchOptions, FetchPosition, IsolationLevel, OffsetSpec,
+    PartitionConsumer,
 };
 
 use crate::error::MirrorError;
@@ -108,18 +109,14 @@ pub async fn bounds(
     }
 }
 
-/// Checks a broker's answer to ListOffsets by timestamp `ms` for `partition`: the record
-/// at `offset` must be at least that recent (Kafka returns the first offset whose
-/// timestamp is ≥ it). A broker that answers otherwise does not implement time lookups
-/// (Tansu 0.6 answers offset 0 for every timestamp): a configuration error naming it,
-/// never a start at the wrong place.
-pub async fn check_time_offset(
+/// The first record at or after `offset` of `topic`/`partition` (read_committed, a few
+/// short fetches): `None` at the end of the log.
+pub async fn first_record_at(
     client: &Client,
     topic: &str,
     partition: i32,
     offset: i64,
-    ms: i64,
-) -> Result<(), MirrorError> {
+) -> Result<Option<ConsumedRecord>, strait_client::Error> {
     let opts = FetchOptions {
         max_wait: Duration::from_millis(100),
         isolation: IsolationLevel::ReadCommitted,
@@ -128,27 +125,44 @@ pub async fn check_time_offset(
     let mut consumer =
         PartitionConsumer::new(client.clone(), topic, partition, offset).with_options(opts);
     for _ in 0..3 {
-        let records = consumer.poll().await.map_err(|e| {
-            MirrorError::kafka("fetch at the offset for the start time", e).topic(topic)
-        })?;
+        let records = consumer.poll().await?;
         if let Some(r) = records.into_iter().find(|r| r.offset >= offset) {
-            if r.timestamp >= ms {
-                return Ok(());
-            }
-            return Err(MirrorError::config(format!(
-                "topics.start_position: asked for the first record of {topic}/{partition} at \
-                 or after {ms} ms, the source answered offset {offset}, whose record is from \
-                 {} ms: this broker does not implement ListOffsets by timestamp (Tansu 0.6 \
-                 answers 0 for every time); start from \"earliest\" or \"latest\" instead",
-                r.timestamp
-            ))
-            .topic(topic)
-            .partition(partition));
+            return Ok(Some(r));
         }
         if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
             break;
         }
     }
-    // Nothing at or after the offset (yet): nothing older is copied either.
-    Ok(())
+    Ok(None)
+}
+
+/// Checks a broker's answer to ListOffsets by timestamp `ms` for `partition`: the record
+/// at `offset` must be at least that recent (Kafka returns the first offset whose
+/// timestamp is ≥ it). A broker that answers otherwise does not implement time lookups
+/// (Tansu 0.6 answers offset 0 for every timestamp): a configuration error naming it,
+/// never a start at the wrong place. Nothing at or after the offset (yet) passes.
+pub async fn check_time_offset(
+    client: &Client,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    ms: i64,
+) -> Result<(), MirrorError> {
+    let record = first_record_at(client, topic, partition, offset)
+        .await
+        .map_err(|e| {
+            MirrorError::kafka("fetch at the offset for the start time", e).topic(topic)
+        })?;
+    match record {
+        Some(r) if r.timestamp < ms => Err(MirrorError::config(format!(
+            "topics.start_position: asked for the first record of {topic}/{partition} at \
+             or after {ms} ms, the source answered offset {offset}, whose record is from \
+             {} ms: this broker does not implement ListOffsets by timestamp (Tansu 0.6 \
+             answers 0 for every time); start from \"earliest\" or \"latest\" instead",
+            r.timestamp
+        ))
+        .topic(topic)
+        .partition(partition)),
+        _ => Ok(()),
+    }
 }

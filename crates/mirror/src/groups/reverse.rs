@@ -10,18 +10,17 @@
 //! produced on the target, or not replicated yet) is left alone, never invented. A group is
 //! committed on the source only while it has no active members there.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use strait_client::{Client, CommitOffset, GroupMember};
 use strait_offsets::Registry;
 
-use super::TargetGroup;
 use super::checkpoint::{Checkpoint, checkpoints_topic};
-use super::sync::target_group_state;
 use crate::config::{Flow, TopicDecision};
 use crate::error::MirrorError;
-use crate::runbook::decide::{Direction, Options, PartitionInput, Verdict, decide};
+use crate::runbook::activity;
+use crate::runbook::decide::{Direction, GroupActivity, Options, PartitionInput, Verdict, decide};
 use crate::topics::internal::InternalTopicWriter;
 
 /// What one round did.
@@ -45,8 +44,6 @@ pub struct ReverseSync {
     target: Client,
     maps: Arc<Registry>,
     checkpoints: InternalTopicWriter,
-    /// Per group: the source offset last committed per (source topic, partition).
-    last: HashMap<String, BTreeMap<(String, i32), i64>>,
 }
 
 impl ReverseSync {
@@ -59,7 +56,6 @@ impl ReverseSync {
             source,
             target,
             maps,
-            last: HashMap::new(),
         }
     }
 
@@ -97,7 +93,6 @@ impl ReverseSync {
             .collect();
         ids.sort();
         ids.dedup();
-        self.last.retain(|g, _| ids.contains(g));
         let mut checkpoints = Vec::new();
         for group in ids {
             let committed = match self.target.offset_fetch(&group, None).await {
@@ -130,16 +125,7 @@ impl ReverseSync {
                 continue;
             }
             report.groups_seen += 1;
-            let described = self.source.describe_groups(&[group.as_str()]).await;
-            let idle = matches!(
-                described
-                    .as_ref()
-                    .ok()
-                    .and_then(|d| d.first())
-                    .map(target_group_state),
-                None | Some(TargetGroup::Inactive)
-            ) && described.is_ok();
-            if !idle {
+            if activity(&self.source, &group).await != GroupActivity::Idle {
                 report.skipped_active += 1;
                 continue;
             }
@@ -187,10 +173,6 @@ impl ReverseSync {
             {
                 Ok(()) => {
                     report.committed += commits.len();
-                    let last = self.last.entry(group.clone()).or_default();
-                    for c in &commits {
-                        last.insert((c.topic.clone(), c.partition), c.offset);
-                    }
                     tracing::debug!(flow = %self.flow.name, group, partitions = commits.len(),
                         "reverse sync: committed the group's target positions on the source");
                 }

@@ -13,12 +13,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use strait_client::{Client, CommitOffset, FetchOptions, GroupMember, PartitionConsumer};
+use strait_client::{Client, CommitOffset, GroupMember};
 use strait_offsets::OffsetMap;
 
 pub use decide::{Direction, GroupActivity, Options, PartitionInput, Refusal, Verdict};
 
 use crate::config::{Flow, TopicDecision};
+use crate::datapath::probe::first_record_at;
 use crate::error::MirrorError;
 use crate::groups::{TargetGroup, target_group_state};
 use crate::state::{decode_map, read_state};
@@ -285,7 +286,8 @@ pub async fn execute(clusters: &Clusters, flow: &Flow, plan: &Plan) -> Result<us
     Ok(commits.len())
 }
 
-async fn activity(client: &Client, group: &str) -> GroupActivity {
+/// Whether `group` has members on `client`'s cluster (an error counts as active).
+pub(crate) async fn activity(client: &Client, group: &str) -> GroupActivity {
     match client.describe_groups(&[group]).await {
         Ok(described) => match described.first().map(target_group_state) {
             None | Some(TargetGroup::Inactive) => GroupActivity::Idle,
@@ -297,31 +299,15 @@ async fn activity(client: &Client, group: &str) -> GroupActivity {
     }
 }
 
-/// The first record at or after `offset` (read_committed, one short fetch).
+/// The first record at or after `offset`, as the report shows it.
 async fn peek(client: &Client, topic: &str, partition: i32, offset: i64) -> Peek {
-    let mut consumer = PartitionConsumer::new(client.clone(), topic, partition, offset)
-        .with_options(FetchOptions {
-            max_wait: Duration::from_millis(100),
-            ..FetchOptions::default()
-        });
-    for _ in 0..3 {
-        match consumer.poll().await {
-            Ok(records) => {
-                if let Some(r) = records.into_iter().find(|r| r.offset >= offset) {
-                    return Peek::Record {
-                        offset: r.offset,
-                        key: r.key,
-                        timestamp: r.timestamp,
-                    };
-                }
-                if consumer.high_watermark() >= 0
-                    && consumer.position() >= consumer.high_watermark()
-                {
-                    return Peek::End;
-                }
-            }
-            Err(e) => return Peek::Unreadable(e.to_string()),
-        }
+    match first_record_at(client, topic, partition, offset).await {
+        Ok(Some(r)) => Peek::Record {
+            offset: r.offset,
+            key: r.key,
+            timestamp: r.timestamp,
+        },
+        Ok(None) => Peek::End,
+        Err(e) => Peek::Unreadable(e.to_string()),
     }
-    Peek::End
 }
