@@ -284,3 +284,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn exactly_once_source_support_and_the_transaction_boundary_interval_map_to_delivery() {
+    let (toml, unmapped) = import_mm2(
+        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n\
+         a->b.enabled = true\nexactly.once.source.support = enabled\n\
+         transaction.boundary = interval\ntransaction.boundary.interval.ms = 500\n",
+    )
+    .unwrap();
+    assert!(unmapped.is_empty(), "{unmapped:?}");
+    let flow = &load_imported(&toml).flows[0];
+    assert!(flow.delivery.exactly_once(), "{toml}");
+    assert_eq!(
+        flow.delivery.transaction_interval,
+        Duration::from_millis(500)
+    );
+    assert_eq!(flow.delivery.transactional_id, "strait.a-to-b");
+
+    let (toml, unmapped) = import_mm2(
+        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n\
+         a->b.enabled = true\nexactly.once.source.support = preparing\n\
+         transaction.boundary = connector\n",
+    )
+    .unwrap();
+    assert!(!load_imported(&toml).flows[0].delivery.exactly_once());
+    assert_eq!(unmapped.len(), 1, "{unmapped:?}");
+    assert_eq!(unmapped[0].key, "transaction.boundary");
+}

@@ -7,9 +7,11 @@
 //! - [`resolved`]: the types the engine consumes ([`Config`], [`Flow`], [`Cluster`], …).
 //! - [`filter`], [`policy`]: compiled include/exclude lists and the naming policy.
 //! - [`problem`], [`suggest`]: error reporting and "did you mean".
+//! - [`delivery`]: `[flows.delivery]`, at-least-once or exactly-once.
 //! - [`mm2`]: importing a MirrorMaker 2 properties file.
 
 pub mod defaults;
+pub mod delivery;
 pub mod env;
 pub mod filter;
 pub mod load;

@@ -275,6 +275,12 @@ pub struct FlowSpec {
     /// Control-plane cadences (`[flows.intervals]`).
     #[serde(default)]
     pub intervals: IntervalsSpec,
+    /// Delivery guarantee (`[flows.delivery]`).
+    #[serde(
+        default,
+        skip_serializing_if = "super::delivery::DeliverySpec::is_default"
+    )]
+    pub delivery: super::delivery::DeliverySpec,
 }
 
 fn yes() -> bool {

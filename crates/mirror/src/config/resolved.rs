@@ -332,6 +332,8 @@ pub struct Flow {
     pub sync: Sync,
     /// Control-plane cadences.
     pub intervals: Intervals,
+    /// Delivery guarantee.
+    pub delivery: super::delivery::Delivery,
 }
 
 /// Why a flow does or does not replicate a topic.

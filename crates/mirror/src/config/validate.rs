@@ -614,6 +614,13 @@ impl Validator {
             self.duration(iv_at.key(key), d, INTERVAL_BOUNDS);
         }
 
+        let delivery = super::delivery::resolve(
+            &spec.delivery,
+            &name,
+            &at.key("delivery"),
+            &mut self.problems,
+        );
+
         if self.problems.len() != before {
             return None;
         }
@@ -657,6 +664,7 @@ impl Validator {
                 checkpoint: iv.checkpoint.0,
                 heartbeat: iv.heartbeat.0,
             },
+            delivery: delivery?,
         })
     }
 

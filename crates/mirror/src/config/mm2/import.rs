@@ -15,6 +15,7 @@ use crate::config::model::{
 };
 
 mod security;
+use crate::config::delivery::{DeliverySpec, Guarantee};
 use crate::config::units::HumanDuration;
 
 /// An MM2 key that is not (fully) represented in the generated TOML.
@@ -304,6 +305,7 @@ impl Props {
             topic_configs: Default::default(),
             sync: Default::default(),
             intervals: Default::default(),
+            delivery: Default::default(),
         };
         let fk = |k: &str| vec![format!("{source}->{target}.{k}"), k.to_owned()];
         // MM2 default: a flow is off unless enabled.
@@ -406,7 +408,54 @@ impl Props {
         if let Some(d) = group_syncs.into_iter().flatten().min() {
             iv.group_sync = d;
         }
+        self.delivery(&mut flow.delivery, &fk);
         flow
+    }
+
+    /// `exactly.once.source.support` (the worker's switch: `enabled` turns exactly-once
+    /// on; `preparing` and `disabled` keep at-least-once), `transaction.boundary`
+    /// (`poll` and `interval` both commit on Strait's interval; `connector` has no
+    /// equivalent), `transaction.boundary.interval.ms`, and the producer's
+    /// `transaction.timeout.ms`.
+    fn delivery(&mut self, d: &mut DeliverySpec, fk: &dyn Fn(&str) -> Vec<String>) {
+        if let Some((k, v)) = self.first(&fk("exactly.once.source.support")) {
+            match v.to_ascii_lowercase().as_str() {
+                "enabled" => d.guarantee = Guarantee::ExactlyOnce,
+                "preparing" | "disabled" => d.guarantee = Guarantee::AtLeastOnce,
+                _ => self.unmapped(
+                    &k,
+                    "not enabled, preparing or disabled; at-least-once was used",
+                ),
+            }
+        }
+        if let Some((k, v)) = self.first(&fk("transaction.boundary")) {
+            match v.to_ascii_lowercase().as_str() {
+                "poll" | "interval" => {}
+                _ => self.unmapped(
+                    &k,
+                    "only poll and interval have an equivalent: Strait commits every                      `delivery.transaction_interval`",
+                ),
+            }
+        }
+        for (key, slot) in [
+            (
+                "transaction.boundary.interval.ms",
+                &mut d.transaction_interval,
+            ),
+            (
+                "producer.transaction.timeout.ms",
+                &mut d.transaction_timeout,
+            ),
+        ] {
+            let found = fk(key)
+                .into_iter()
+                .find(|k| self.map.contains_key(k.as_str()));
+            if let Some(k) = found
+                && let Some(v) = self.millis(&k)
+            {
+                *slot = v;
+            }
+        }
     }
 
     fn boolean(&mut self, keys: &[String]) -> Option<bool> {
@@ -527,8 +576,9 @@ fn reason(key: &str) -> &'static str {
         "use.defaults.from" => {
             return "topic configs are copied from the source; excluded ones keep the target's defaults";
         }
-        "exactly.once.support" | "exactly.once.source.support" | "transaction.boundary" => {
-            return "exactly-once mode is not configurable yet";
+        "exactly.once.support" => {
+            return "a connector's request for exactly-once; the worker's \
+                    `exactly.once.source.support` decides (`delivery.guarantee`)";
         }
         "consumer.poll.timeout.ms" | "admin.timeout.ms" => {
             return "Strait's client uses each cluster's `request_timeout`";

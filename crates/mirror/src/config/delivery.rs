@@ -1,0 +1,236 @@
+//! `[flows.delivery]`: the delivery guarantee of a flow — the file's form, the resolved
+//! form and its checks.
+//!
+//! - `guarantee = "at_least_once"` (default): batches are written by the idempotent
+//!   producer; after a crash, content-checked recovery finds what landed past the last
+//!   state write (duplicates bounded by what was in flight).
+//! - `guarantee = "exactly_once"`: batches and the state records describing them are
+//!   written in one target transaction, committed every `transaction_interval`; a
+//!   `read_committed` consumer on the target sees every source record once.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::problem::{KeyPath, Problem};
+use super::units::HumanDuration;
+
+/// Default `transaction_interval`.
+pub const TRANSACTION_INTERVAL: HumanDuration = HumanDuration::millis(250);
+/// Default `transaction_timeout` (Kafka's `transaction.timeout.ms` default).
+pub const TRANSACTION_TIMEOUT: HumanDuration = HumanDuration::secs(60);
+/// `transaction_interval` bounds: below, the coordinator is hammered; above, consumers
+/// wait minutes for data.
+const INTERVAL_BOUNDS: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(600));
+/// `transaction_timeout` bounds (Kafka's `transaction.max.timeout.ms` default is 15 min).
+const TIMEOUT_BOUNDS: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(900));
+
+/// What `read_committed` consumers of the target are promised.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Guarantee {
+    /// Every record arrives; a crash may repeat what was in flight.
+    #[default]
+    AtLeastOnce,
+    /// Every record arrives once for `read_committed` consumers; data and state commit
+    /// together.
+    ExactlyOnce,
+}
+
+impl Guarantee {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Guarantee::AtLeastOnce => "at_least_once",
+            Guarantee::ExactlyOnce => "exactly_once",
+        }
+    }
+}
+
+/// `[flows.delivery]` as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeliverySpec {
+    /// `at_least_once` or `exactly_once`.
+    pub guarantee: Guarantee,
+    /// How often the open transaction commits (`exactly_once`).
+    pub transaction_interval: HumanDuration,
+    /// How long the target's coordinator lets a transaction stay open before aborting it.
+    pub transaction_timeout: HumanDuration,
+    /// The `transactional.id`; default `strait.<flow name>`. Stable across restarts: a
+    /// new process with the same id fences the old one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactional_id: Option<String>,
+}
+
+impl Default for DeliverySpec {
+    fn default() -> Self {
+        DeliverySpec {
+            guarantee: Guarantee::AtLeastOnce,
+            transaction_interval: TRANSACTION_INTERVAL,
+            transaction_timeout: TRANSACTION_TIMEOUT,
+            transactional_id: None,
+        }
+    }
+}
+
+impl DeliverySpec {
+    /// Whether every key has its default (the table is then not written out).
+    pub fn is_default(&self) -> bool {
+        *self == DeliverySpec::default()
+    }
+}
+
+/// The resolved delivery settings of a flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The guarantee.
+    pub guarantee: Guarantee,
+    /// Commit cadence.
+    pub transaction_interval: Duration,
+    /// Coordinator timeout of an open transaction.
+    pub transaction_timeout: Duration,
+    /// The `transactional.id`.
+    pub transactional_id: String,
+}
+
+impl Delivery {
+    /// Whether the flow writes in transactions.
+    pub fn exactly_once(&self) -> bool {
+        self.guarantee == Guarantee::ExactlyOnce
+    }
+
+    /// At-least-once with the default settings, for flow `name`.
+    pub fn at_least_once(name: &str) -> Self {
+        Delivery {
+            guarantee: Guarantee::AtLeastOnce,
+            transaction_interval: TRANSACTION_INTERVAL.0,
+            transaction_timeout: TRANSACTION_TIMEOUT.0,
+            transactional_id: default_transactional_id(name),
+        }
+    }
+}
+
+/// `strait.<flow name>`.
+pub fn default_transactional_id(flow: &str) -> String {
+    format!("strait.{flow}")
+}
+
+/// Checks `spec` (at `at`, the `delivery` table of flow `flow`); every problem goes to
+/// `problems`.
+pub fn resolve(
+    spec: &DeliverySpec,
+    flow: &str,
+    at: &KeyPath,
+    problems: &mut Vec<Problem>,
+) -> Option<Delivery> {
+    let before = problems.len();
+    for (key, d, (min, max)) in [
+        (
+            "transaction_interval",
+            spec.transaction_interval,
+            INTERVAL_BOUNDS,
+        ),
+        (
+            "transaction_timeout",
+            spec.transaction_timeout,
+            TIMEOUT_BOUNDS,
+        ),
+    ] {
+        if d.0 < min || d.0 > max {
+            problems.push(
+                Problem::new(at.key(key), format!("{d} is out of range")).expected(format!(
+                    "a duration between {} and {}",
+                    HumanDuration(min),
+                    HumanDuration(max)
+                )),
+            );
+        }
+    }
+    if problems.len() == before && spec.transaction_interval.0 >= spec.transaction_timeout.0 {
+        problems.push(
+            Problem::new(
+                at.key("transaction_interval"),
+                format!(
+                    "{} is not shorter than transaction_timeout ({}): every transaction \
+                     would be aborted by the coordinator before it commits",
+                    spec.transaction_interval, spec.transaction_timeout
+                ),
+            )
+            .expected("transaction_interval well below transaction_timeout"),
+        );
+    }
+    let id = match &spec.transactional_id {
+        Some(id) if id.is_empty() || id.chars().any(char::is_control) => {
+            problems.push(
+                Problem::new(
+                    at.key("transactional_id"),
+                    "must be a non-empty printable string",
+                )
+                .expected("e.g. \"strait.<flow name>\""),
+            );
+            None
+        }
+        Some(id) => Some(id.clone()),
+        None => Some(default_transactional_id(flow)),
+    };
+    if problems.len() != before {
+        return None;
+    }
+    Some(Delivery {
+        guarantee: spec.guarantee,
+        transaction_interval: spec.transaction_interval.0,
+        transaction_timeout: spec.transaction_timeout.0,
+        transactional_id: id?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(spec: &DeliverySpec) -> Result<Delivery, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let at = KeyPath::root().key("flows").index(0).key("delivery");
+        match resolve(spec, "a-to-b", &at, &mut problems) {
+            Some(d) => Ok(d),
+            None => Err(problems),
+        }
+    }
+
+    #[test]
+    fn the_default_is_at_least_once_with_an_id_named_after_the_flow() {
+        let d = check(&DeliverySpec::default()).unwrap();
+        assert!(!d.exactly_once());
+        assert_eq!(d.transactional_id, "strait.a-to-b");
+        assert_eq!(d, Delivery::at_least_once("a-to-b"));
+    }
+
+    #[test]
+    fn an_interval_not_shorter_than_the_timeout_is_refused() {
+        let spec = DeliverySpec {
+            guarantee: Guarantee::ExactlyOnce,
+            transaction_interval: HumanDuration::secs(60),
+            transaction_timeout: HumanDuration::secs(30),
+            transactional_id: None,
+        };
+        let e = check(&spec).unwrap_err();
+        assert_eq!(e.len(), 1);
+        assert!(
+            e[0].to_string().contains("transaction_interval"),
+            "{}",
+            e[0]
+        );
+    }
+
+    #[test]
+    fn out_of_range_durations_and_an_empty_id_are_each_reported() {
+        let spec = DeliverySpec {
+            guarantee: Guarantee::ExactlyOnce,
+            transaction_interval: HumanDuration::millis(1),
+            transaction_timeout: HumanDuration::secs(3600),
+            transactional_id: Some(String::new()),
+        };
+        assert_eq!(check(&spec).unwrap_err().len(), 3);
+    }
+}
