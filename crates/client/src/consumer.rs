@@ -1,7 +1,9 @@
 //! A record-level consumer for one partition: fetch → batches → records.
 
 use bytes::Bytes;
-use strait_records::{AbortedFilter, AbortedTransaction, Limits, split};
+use strait_records::{
+    AbortedFilter, AbortedTransaction, Batch, Limits, Resolved, TxnResolver, split,
+};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -23,7 +25,9 @@ pub struct ConsumedRecord {
 }
 
 /// Reads one partition from an offset, following the leader. Control batches are skipped;
-/// with [`IsolationLevel::ReadCommitted`] aborted transactions are filtered out.
+/// with [`IsolationLevel::ReadCommitted`] aborted transactions are filtered out (by the
+/// broker's aborted list; with [`PartitionConsumer::resolving_markers`] also by the
+/// transactions' own markers).
 #[derive(Debug)]
 pub struct PartitionConsumer {
     client: Client,
@@ -33,6 +37,9 @@ pub struct PartitionConsumer {
     high_watermark: i64,
     opts: FetchOptions,
     limits: Limits,
+    resolver: Option<TxnResolver>,
+    /// Where reading started: records of a first batch straddling it are not returned.
+    start: i64,
 }
 
 impl PartitionConsumer {
@@ -46,7 +53,18 @@ impl PartitionConsumer {
             high_watermark: -1,
             opts: FetchOptions::default(),
             limits: Limits::default(),
+            resolver: None,
+            start: offset,
         }
+    }
+
+    /// Returns a transaction's records only once its COMMIT marker is read, and never
+    /// those of one that ended with ABORT, whatever the broker's aborted list says (some
+    /// Kafka-compatible brokers send none). Records of a transaction still open at the
+    /// end of the log are not returned (they stay held until its marker arrives).
+    pub fn resolving_markers(mut self) -> Self {
+        self.resolver = Some(TxnResolver::new(self.limits));
+        self
     }
 
     /// Sets the fetch options.
@@ -107,36 +125,58 @@ impl PartitionConsumer {
         let mut filter = AbortedFilter::new(&aborted, self.limits);
         let committed_only = self.opts.isolation == IsolationLevel::ReadCommitted;
         let mut out = Vec::new();
-        for b in &batches {
+        for b in batches {
             let h = *b.header();
             let verdict = filter
-                .check(b)
+                .check(&b)
                 .map_err(|e| Error::protocol(format!("batch at {}: {e}", h.base_offset)))?;
             let next = h.next_offset();
+            if h.next_offset() <= self.offset {
+                continue; // already read (a fetch can start before the position)
+            }
+            if let Some(resolver) = &mut self.resolver {
+                resolver
+                    .push(b, verdict)
+                    .map_err(|e| Error::protocol(format!("batch at {}: {e}", h.base_offset)))?;
+                self.offset = self.offset.max(next);
+                while let Some(resolved) = resolver.pop() {
+                    if let Resolved::Forward(b) = resolved {
+                        records_of(&b, self.start, &self.limits, &mut out)?;
+                    }
+                }
+                continue;
+            }
             if h.attributes.is_control() || (committed_only && verdict.is_dropped()) {
                 self.offset = self.offset.max(next);
                 continue;
             }
-            b.verify_crc()
-                .map_err(|e| Error::protocol(format!("batch at {}: {e}", h.base_offset)))?;
-            let records = b
-                .records(&self.limits)
-                .map_err(|e| Error::protocol(format!("batch at {}: {e}", h.base_offset)))?;
-            for r in records {
-                let r = r.map_err(|e| Error::protocol(format!("record: {e}")))?;
-                if r.offset < self.offset {
-                    continue; // a batch can start before the offset we asked for
-                }
-                out.push(ConsumedRecord {
-                    offset: r.offset,
-                    timestamp: r.timestamp,
-                    key: r.key,
-                    value: r.value,
-                    headers: r.headers.into_iter().map(|h| (h.key, h.value)).collect(),
-                });
-            }
+            records_of(&b, self.offset, &self.limits, &mut out)?;
             self.offset = self.offset.max(next);
         }
         Ok(out)
     }
+}
+
+/// Appends the records of `b` at or after `from` to `out` (its CRC checked first).
+fn records_of(b: &Batch, from: i64, limits: &Limits, out: &mut Vec<ConsumedRecord>) -> Result<()> {
+    let base = b.header().base_offset;
+    b.verify_crc()
+        .map_err(|e| Error::protocol(format!("batch at {base}: {e}")))?;
+    let records = b
+        .records(limits)
+        .map_err(|e| Error::protocol(format!("batch at {base}: {e}")))?;
+    for r in records {
+        let r = r.map_err(|e| Error::protocol(format!("record: {e}")))?;
+        if r.offset < from {
+            continue; // a batch can start before the offset we asked for
+        }
+        out.push(ConsumedRecord {
+            offset: r.offset,
+            timestamp: r.timestamp,
+            key: r.key,
+            value: r.value,
+            headers: r.headers.into_iter().map(|h| (h.key, h.value)).collect(),
+        });
+    }
+    Ok(())
 }

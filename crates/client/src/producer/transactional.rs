@@ -218,6 +218,37 @@ impl TransactionalProducer {
         (t, i.producer.stats())
     }
 
+    /// Stops sending for good, as [`IdempotentProducer::abort`]: batches not in flight
+    /// fail with `reason`, later sends fail. The open transaction is left to be aborted by
+    /// the coordinator (its timeout) or by the next producer with this `transactional.id`.
+    pub fn halt(&self, reason: &str) {
+        self.inner.producer.abort(reason);
+    }
+
+    /// Asks the coordinator whether this producer was fenced (another producer initialised
+    /// the `transactional.id` since), without changing anything it owns: an
+    /// AddPartitionsToTxn of `topic`/`partition` under the current epoch. `Ok(true)`:
+    /// fenced (PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH: a bumped epoch). `Ok(false)`:
+    /// the epoch is still ours (the partition is then part of the open transaction, which
+    /// the caller is about to abort or abandon). For a caller deciding, after a failure,
+    /// whether it may start again — which would fence whoever owns the id now.
+    pub async fn probe_fenced(&self, topic: &str, partition: i32) -> Result<bool> {
+        let id = self.current_identity()?;
+        let (client, tid) = (&self.inner.client, &self.inner.cfg.transactional_id);
+        let list: [(&str, &[i32]); 1] = [(topic, &[partition])];
+        match client.add_partitions_to_txn(tid, id, &list).await {
+            Ok(()) => Ok(false),
+            Err(e)
+                if e.is_fenced()
+                    || e.kafka_error()
+                        == Some(kafka_protocol::ResponseError::InvalidProducerEpoch) =>
+            {
+                Ok(true)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Starts a transaction (nothing is sent until the first batch).
     pub fn begin(&self) -> Result<()> {
         self.inner.txn.lock().begin()
