@@ -323,6 +323,12 @@ impl MirrorError {
         )
     }
 
+    /// Whether another producer took the flow's `transactional.id` (exactly-once): the
+    /// flow must stop for good, never start again and fence its successor.
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, MirrorError::Kafka { source, .. } if source.is_fenced())
+    }
+
     /// Whether retrying the operation may succeed (network trouble, leader moves, …).
     pub fn is_retriable(&self) -> bool {
         match self {

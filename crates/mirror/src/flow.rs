@@ -9,6 +9,7 @@
 //! a partition whose source topic was deleted is stopped and forgotten, and only an error
 //! that [`MirrorError::stops_flow`] stops the flow.
 
+mod exactly_once;
 mod recreation;
 mod stop;
 mod supervise;
@@ -22,7 +23,7 @@ use strait_client::{
     Client, FetchOptions, IdempotentProducer, IsolationLevel, OffsetSpec, ProducerConfig,
     ResourceType,
 };
-use strait_offsets::{OffsetMap, Registry, Side};
+use strait_offsets::{MapWriter, OffsetMap, Registry, Side};
 use strait_records::Limits;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -38,6 +39,7 @@ use crate::datapath::fetcher::{PartitionFeed, Recreation, Router};
 use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap};
 use crate::datapath::probe::{Bounds, bounds};
 use crate::datapath::recovery::Recovery;
+use crate::datapath::sink::Sink;
 use crate::error::MirrorError;
 use crate::groups::{GroupSync, ReverseSync};
 use crate::heartbeat::Heartbeats;
@@ -120,6 +122,14 @@ impl Running {
             snapshot: map.snapshot().bytes,
         }
     }
+
+    /// Exactly-once: the state to commit and a copy of the map it encodes (the registry's
+    /// committed copy becomes it once the commit succeeds).
+    fn committed_view(&self) -> (PartitionState, OffsetMap) {
+        let state = self.state();
+        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        (state, map.read(OffsetMap::clone))
+    }
 }
 
 /// The topic id to save with a map: `pending`'s id once the pipeline's re-creation
@@ -138,7 +148,9 @@ struct FlowRun {
     target: Client,
     metrics: Metrics,
     registry: Arc<Registry>,
-    producer: IdempotentProducer,
+    producer: Sink,
+    /// Exactly-once: the transactional producer, the commit barrier, the committed maps.
+    eos: Option<exactly_once::Eos>,
     router: Arc<Router>,
     /// The router's reports of source topics found under a new id.
     recreations: mpsc::UnboundedReceiver<Recreation>,
@@ -189,7 +201,14 @@ pub async fn run_flow(
     stop: watch::Receiver<bool>,
 ) -> Result<FlowSummary, MirrorError> {
     metrics.set_flow_state(&flow.name, FlowState::Starting);
-    let result = run_inner(&flow, &config, metrics.clone(), budget, once, stop).await;
+    let result = if flow.delivery.exactly_once() {
+        exactly_once::run_restarting(&flow, stop, |stop| {
+            run_inner(&flow, &config, metrics.clone(), budget.clone(), once, stop)
+        })
+        .await
+    } else {
+        run_inner(&flow, &config, metrics.clone(), budget, once, stop).await
+    };
     match &result {
         Ok(_) => metrics.set_flow_state(&flow.name, FlowState::Stopped),
         Err(e) => metrics.set_flow_state(&flow.name, FlowState::Failed(e.to_string())),
@@ -214,10 +233,6 @@ async fn run_inner(
         connect(cluster(&flow.source)?, &flow.name),
         connect(cluster(&flow.target)?, &flow.name)
     )?;
-    state::ensure_state_topic(&target, flow).await?;
-    let saved = state::read_state(&target, flow).await?;
-    tracing::info!(flow = %flow.name, partitions = saved.len(), "state loaded");
-
     let producer_config = ProducerConfig {
         max_in_flight: usize::from(config.engine.max_in_flight_per_partition).clamp(1, 5),
         delivery_timeout: config.engine.delivery_timeout,
@@ -225,13 +240,32 @@ async fn run_inner(
         request_timeout: cluster(&flow.target)?.request_timeout,
         ..ProducerConfig::default()
     };
-    let producer = IdempotentProducer::new(target.clone(), producer_config)
-        .await
-        .map_err(|e| {
-            MirrorError::kafka("InitProducerId", e)
-                .flow(&flow.name)
-                .cluster(&flow.target)
-        })?;
+    // Exactly-once: fencing comes first, so that the state read next is final.
+    let eos = match flow.delivery.exactly_once() {
+        true => Some(exactly_once::start_producer(&target, flow, producer_config).await?),
+        false => None,
+    };
+    let producer = match &eos {
+        Some(e) => Sink::Transactional(e.producer.clone()),
+        None => Sink::Idempotent(
+            IdempotentProducer::new(target.clone(), producer_config)
+                .await
+                .map_err(|e| {
+                    MirrorError::kafka("InitProducerId", e)
+                        .flow(&flow.name)
+                        .cluster(&flow.target)
+                })?,
+        ),
+    };
+    state::ensure_state_topic(&target, flow).await?;
+    let saved = state::read_state(&target, flow).await?;
+    tracing::info!(flow = %flow.name, partitions = saved.len(),
+        guarantee = flow.delivery.guarantee.as_str(), "state loaded");
+    let mut state_writer =
+        StateWriter::new(target.clone(), flow).with_producer_config(producer_config);
+    if let Some(e) = &eos {
+        state_writer = state_writer.in_transactions(e.producer.clone());
+    }
     let (fetch_stop, fetch_stop_rx) = watch::channel(false);
     let opts = FetchOptions {
         max_wait: config.engine.fetch_max_wait.max(Duration::from_millis(5)),
@@ -255,12 +289,13 @@ async fn run_inner(
     let registry = Arc::new(Registry::new());
     let mut run = FlowRun {
         flow: flow.clone(),
-        state_writer: StateWriter::new(target.clone(), flow).with_producer_config(producer_config),
+        state_writer,
         source: source.clone(),
         target: target.clone(),
         metrics: metrics.clone(),
         registry: Arc::clone(&registry),
         producer,
+        eos,
         router,
         recreations,
         retired: recreation::Retired::default(),
@@ -307,6 +342,8 @@ async fn run_inner(
             "replicating");
         if once {
             run.supervise(&mut stop, None).await?;
+            // Exactly-once: the group sync below translates against committed maps.
+            run.commit().await?;
             let report = group_sync.sync_once().await;
             return Ok(report.map(|r| r.groups_translated).unwrap_or_else(|e| {
                 tracing::warn!(flow = %flow.name, error = %e, "group sync failed");
@@ -332,6 +369,17 @@ async fn run_inner(
         // epoch after a failed one could duplicate a request whose fate is unknown.
         run.producer.abort(&e.to_string());
     }
+    let result = match (result, &run.eos) {
+        (Err(e), Some(eos)) => {
+            // Exactly-once: the open transaction is abandoned (its drivers stop), and the
+            // flow must not start again if it was fenced.
+            eos.gate.fail();
+            let fenced = exactly_once::fenced(&eos.producer, flow).await;
+            let _ = run.shutdown().await;
+            return Err(fenced.unwrap_or(e).flow(&flow.name));
+        }
+        (r, _) => r,
+    };
     // Graceful stop (also after an error, to save what was acknowledged).
     let stopped = run.shutdown().await;
     let groups_translated = result.map_err(|e: MirrorError| e.flow(&flow.name))?;
@@ -443,6 +491,9 @@ impl FlowRun {
             if let Some(r) = self.running.remove(key) {
                 r.feed.with_cursor(|c| c.stopped = true);
             }
+            if let Some(eos) = &mut self.eos {
+                eos.committed.remove(key);
+            }
             self.registry.remove(&key.0, key.1);
         }
     }
@@ -487,6 +538,17 @@ impl FlowRun {
                 continue;
             };
             let (map, tail, birth) = self.initial_map(t, p, *s, *d, by_time.get(&p).copied())?;
+            // Exactly-once: past the committed map the target holds only our markers and
+            // aborted batches (invisible to read_committed consumers); nothing to read back.
+            let tail = if self.eos.is_some() {
+                if let Some((from, end)) = tail {
+                    tracing::info!(flow = %flow.name, topic = %t.target_topic, partition = p,
+                        offsets = end - from, "exactly-once: the target offsets past the last                         commit hold aborted data and markers of an earlier run; replication                         resumes after them");
+                }
+                None
+            } else {
+                tail
+            };
             let recovery = match tail {
                 None => Recovery::none(),
                 Some((from, end)) => {
@@ -529,10 +591,21 @@ impl FlowRun {
             let position = map_for_state.next(Side::Source) as i64;
             // Re-register after a restart of the partition (not today: topics only grow).
             self.registry.remove(&t.source_topic, p);
-            let writer = self
-                .registry
-                .register(&t.source_topic, p, map_for_state)
-                .map_err(|e| MirrorError::state(e.to_string()))?;
+            let writer = match &mut self.eos {
+                // The registry gets the committed copy; the pipeline writes its own.
+                Some(eos) => {
+                    let committed = self
+                        .registry
+                        .register(&t.source_topic, p, map_for_state.clone())
+                        .map_err(|e| MirrorError::state(e.to_string()))?;
+                    eos.committed.insert(key.clone(), committed);
+                    MapWriter::new(map_for_state)
+                }
+                None => self
+                    .registry
+                    .register(&t.source_topic, p, map_for_state)
+                    .map_err(|e| MirrorError::state(e.to_string()))?,
+            };
             let map: SharedMap = Arc::new(Mutex::new(writer));
             let progress = Arc::new(Progress::default());
             progress.end.store(s.end, Ordering::Relaxed);
@@ -558,6 +631,7 @@ impl FlowRun {
                 coalesce_max_bytes: self.engine.coalesce_max_bytes,
                 recompress: self.engine.recompress,
                 budget: self.budget.clone(),
+                gate: self.eos.as_ref().map(|e| Arc::clone(&e.gate)),
             };
             if recovery.remaining() > 0 {
                 tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,

@@ -12,6 +12,8 @@
 //! | [`topic_id`] | pure: whether a feed's source topic is still the topic of its id (a re-created topic is never read at the old position) |
 //! | [`stability`] | whether a source broker's last stable offset can decide transactions |
 //! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules |
+//! | [`sink`] | the flow's producer: idempotent (at-least-once) or transactional (exactly-once) |
+//! | [`commit`] | exactly-once: the barrier between the drivers and the committer that ends each transaction |
 //! | [`partition`] | drives the pipeline: fetcher feed, producer (≤ 5 in flight), acknowledgements, the offset map |
 //!
 //! Fetcher → (bounded channel) → partition driver → [`pipeline::Pipeline`] (plan → recovery →
@@ -20,6 +22,7 @@
 
 pub mod budget;
 pub mod coalesce;
+pub mod commit;
 pub mod fetcher;
 pub mod partition;
 pub mod pipeline;
@@ -27,6 +30,7 @@ pub mod plan;
 pub mod probe;
 pub mod quota;
 pub mod recovery;
+pub mod sink;
 pub mod stability;
 pub mod tail;
 pub mod topic_id;

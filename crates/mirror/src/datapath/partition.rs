@@ -16,16 +16,18 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use strait_client::{Ack, Client, IdempotentProducer, IsolationLevel, OffsetSpec};
+use strait_client::{Ack, Client, IsolationLevel, OffsetSpec};
 use strait_offsets::{MapWriter, Side};
-use strait_records::{CompressedPolicy, Limits, MergeOptions};
+use strait_records::{Batch, CompressedPolicy, Limits, MergeOptions};
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::budget::{Budget, Reservation};
+use super::commit::GateHandle;
 use super::fetcher::{Feed, PartitionFeed};
 use super::pipeline::{Action, Fetched, Pipeline, Recorded, Settings};
 use super::plan::Planner;
 use super::recovery::Recovery;
+use super::sink::Sink;
 use crate::config::model::RecompressPolicy;
 use crate::error::MirrorError;
 use crate::incident::Policies;
@@ -65,6 +67,9 @@ pub struct PartitionSpec {
     pub recompress: RecompressPolicy,
     /// The in-flight budget (a merged batch reserves its own bytes when it can).
     pub budget: Budget,
+    /// Exactly-once: the flow's commit barrier (batches wait while it is sealed; the
+    /// partition reports when everything it handed on is recorded).
+    pub gate: Option<Arc<super::commit::Gate>>,
 }
 
 /// Progress shared with the flow.
@@ -92,7 +97,7 @@ pub async fn run(
     rx: mpsc::Receiver<Feed>,
     map: SharedMap,
     progress: Arc<Progress>,
-    producer: IdempotentProducer,
+    producer: Sink,
     source: Client,
     target: Client,
     recovery: Recovery,
@@ -108,7 +113,21 @@ pub async fn run(
         target: &target,
     };
     let mut acks: VecDeque<AckWait> = VecDeque::new();
-    let result = driver.run(rx, recovery, stop, &mut acks).await;
+    let mut held = Held {
+        gate: spec
+            .gate
+            .as_ref()
+            .map(|g| g.join((spec.source_topic.clone(), spec.partition))),
+        waiting: VecDeque::new(),
+    };
+    let result = driver.run(rx, recovery, stop, &mut acks, &mut held).await;
+    if let (Err(_), Some(g)) = (&result, &held.gate) {
+        // Batches of the open transaction may be written without being in the map: it
+        // must not commit.
+        g.fail();
+    }
+    // Leaves the barrier: the committer no longer waits for this partition.
+    drop(held);
     feed.with_cursor(|c| c.stopped = true);
     if result.is_err() {
         // Settle the batches handed to the producer whose outcome nobody recorded: a
@@ -129,8 +148,36 @@ pub async fn run(
 type AckWait = Pin<Box<dyn Future<Output = strait_client::Result<Ack>> + Send>>;
 type LogStartWait<'a> = Pin<Box<dyn Future<Output = Result<i64, MirrorError>> + Send + 'a>>;
 
+/// Exactly-once: the driver's membership of the commit barrier and the batches released
+/// by the pipeline while it is sealed (handed on, in order, when it opens).
+struct Held {
+    gate: Option<GateHandle>,
+    waiting: VecDeque<Batch>,
+}
+
+impl Held {
+    /// Whether a batch released now must wait.
+    fn must_wait(&self) -> bool {
+        !self.waiting.is_empty() || self.must_wait_gate()
+    }
+
+    /// Whether the barrier is sealed.
+    fn must_wait_gate(&self) -> bool {
+        self.gate.as_ref().is_some_and(GateHandle::sealed)
+    }
+}
+
+/// The barrier changed (never resolves without one).
+async fn gate_changed(gate: &mut Option<GateHandle>) {
+    match gate {
+        Some(g) => g.changed().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// What woke the driver.
 enum Wake {
+    Gate,
     Stop,
     Acked(strait_client::Result<Ack>),
     LogStart(Result<i64, MirrorError>),
@@ -142,7 +189,7 @@ struct Driver<'a> {
     feed: &'a PartitionFeed,
     map: &'a SharedMap,
     progress: &'a Progress,
-    producer: &'a IdempotentProducer,
+    producer: &'a Sink,
     source: &'a Client,
     target: &'a Client,
 }
@@ -156,6 +203,7 @@ impl<'a> Driver<'a> {
         recovery: Recovery,
         mut stop: watch::Receiver<bool>,
         acks: &mut VecDeque<AckWait>,
+        held: &mut Held,
     ) -> Result<(), MirrorError> {
         let spec = self.spec;
         let limits = Limits::default();
@@ -181,6 +229,7 @@ impl<'a> Driver<'a> {
             },
             target_topic: spec.target_topic.clone(),
             source_cluster: spec.source_cluster.clone(),
+            transactional: spec.gate.is_some(),
         };
         let mut machine: Pipeline<Arc<Reservation>> =
             self.lock().read(|m| Pipeline::new(settings, m, recovery));
@@ -191,13 +240,26 @@ impl<'a> Driver<'a> {
             stopping = true;
         }
         loop {
-            self.act(&mut machine, acks, &mut log_start).await?;
+            self.act(&mut machine, acks, &mut log_start, held).await?;
+            if let Some(g) = &mut held.gate {
+                if g.failed() {
+                    return Err(MirrorError::other(
+                        "the flow's transaction failed; the flow restarts from its last commit",
+                    ));
+                }
+                if g.sealed() && acks.is_empty() {
+                    // Everything handed on is recorded: the map describes exactly this
+                    // partition's batches in the sealed transaction.
+                    g.quiet();
+                }
+            }
             if machine.is_finished() {
                 return Ok(());
             }
             let wants_feed = machine.wants_feed();
             let wake = tokio::select! {
                 biased;
+                () = gate_changed(&mut held.gate) => Wake::Gate,
                 r = stop.changed(), if !stopping => match r {
                     Ok(()) if !*stop.borrow() => continue,
                     _ => Wake::Stop,
@@ -207,6 +269,13 @@ impl<'a> Driver<'a> {
                 item = rx.recv(), if wants_feed => Wake::Feed(item),
             };
             match wake {
+                Wake::Gate => {
+                    if !held.must_wait_gate() {
+                        while let Some(batch) = held.waiting.pop_front() {
+                            acks.push_back(self.send(batch).await?);
+                        }
+                    }
+                }
                 Wake::Stop => {
                     stopping = true;
                     machine.stop();
@@ -283,12 +352,24 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// Hands a batch to the producer.
+    async fn send(&self, batch: Batch) -> Result<AckWait, MirrorError> {
+        let spec = self.spec;
+        let ack = self
+            .producer
+            .send(&spec.target_topic, spec.partition, batch)
+            .await
+            .map_err(|e| MirrorError::kafka("produce", e))?;
+        Ok(Box::pin(ack.wait()))
+    }
+
     /// Does everything the machine asks for until it waits for an event.
     async fn act(
         &self,
         machine: &mut Pipeline<Arc<Reservation>>,
         acks: &mut VecDeque<AckWait>,
         log_start: &mut Option<LogStartWait<'a>>,
+        held: &mut Held,
     ) -> Result<(), MirrorError> {
         let (spec, feed) = (self.spec, self.feed);
         let repin = |bytes, like: &Arc<Reservation>| {
@@ -300,12 +381,11 @@ impl<'a> Driver<'a> {
                     if let Some(c) = coalesced {
                         feed.metrics.coalesced(c.inputs as u64, c.bytes as u64);
                     }
-                    let ack = self
-                        .producer
-                        .send(&spec.target_topic, spec.partition, batch)
-                        .await
-                        .map_err(|e| MirrorError::kafka("produce", e))?;
-                    acks.push_back(Box::pin(ack.wait()));
+                    if held.must_wait() {
+                        held.waiting.push_back(batch);
+                    } else {
+                        acks.push_back(self.send(batch).await?);
+                    }
                 }
                 Action::Record => {
                     // The re-creation count is published under the map's lock: a

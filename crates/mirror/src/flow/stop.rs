@@ -67,6 +67,20 @@ impl FlowRun {
             self.tasks.abort_all();
             while self.tasks.join_next().await.is_some() {}
         }
+        if let Some(eos) = &self.eos {
+            // Exactly-once: the last transaction commits what was recorded; after a
+            // failure nothing more is written (the next run aborts the open transaction).
+            if eos.gate.failed() || drained.is_err() {
+                return first_error.map_or(Ok(()), Err);
+            }
+            return match tokio::time::timeout(grace * 2, self.commit()).await {
+                Ok(r) => r.and(first_error.map_or(Ok(()), Err)),
+                Err(_) => Err(MirrorError::state(format!(
+                    "the last transaction did not commit within {:?}; the next run resumes                      from the previous commit",
+                    grace * 2
+                ))),
+            };
+        }
         match tokio::time::timeout(grace, self.write_state(true)).await {
             Ok(r) => r?,
             Err(_) => {

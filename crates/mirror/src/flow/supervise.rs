@@ -29,6 +29,9 @@ impl FlowRun {
         mut control: Option<&mut Control>,
     ) -> Result<(), MirrorError> {
         let mut checkpoint = interval(self.flow.intervals.checkpoint);
+        let eos = self.eos.is_some();
+        // Exactly-once: the state is written only by the committer, in its transactions.
+        let mut commit = interval(self.flow.delivery.transaction_interval);
         let mut stopping = stop.clone();
         loop {
             if self.once && self.caught_up() {
@@ -49,7 +52,8 @@ impl FlowRun {
                         done?;
                     }
                 }
-                _ = checkpoint.tick(), if control.is_some() => {
+                _ = commit.tick(), if eos => self.commit().await?,
+                _ = checkpoint.tick(), if control.is_some() && !eos => {
                     if let Some(c) = control.as_deref() {
                         c.checkpoint(self.dirty_states());
                     }
@@ -104,6 +108,14 @@ impl FlowRun {
     /// A partition's pipeline, or an attempt to restart it, failed: schedule its restart,
     /// or stop the flow.
     fn on_failed(&mut self, key: Key, e: MirrorError) -> Result<(), MirrorError> {
+        if self.eos.is_some() {
+            // Its batches in the open transaction may be written without being in its
+            // map: the transaction must not commit, and the flow restarts from the last
+            // commit (`exactly_once::run_restarting`).
+            tracing::warn!(flow = %self.flow.name, topic = %key.0, partition = key.1,
+                error = %e, "partition failed; exactly-once: the open transaction is                 abandoned and the flow restarts from its last commit");
+            return Err(e);
+        }
         let now = Instant::now();
         let restarts = self
             .restarts
@@ -343,6 +355,9 @@ impl FlowRun {
                 "the state of a deleted topic's partition could not be written");
         }
         self.registry.remove(&key.0, key.1);
+        if let Some(eos) = &mut self.eos {
+            eos.committed.remove(key);
+        }
         if !self.running.keys().any(|(t, _)| *t == key.0) {
             self.retired.forget(&key.0);
         }

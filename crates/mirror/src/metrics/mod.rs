@@ -15,6 +15,7 @@ mod family;
 pub mod http;
 mod restart;
 mod tls;
+mod transactions;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -295,6 +296,7 @@ impl Families {
 
 struct Inner {
     f: Families,
+    txn: transactions::TxnFamilies,
     registry: Registry,
     flows: Mutex<BTreeMap<String, FlowState>>,
     /// Every partition's progress, for `/health`'s stall check.
@@ -379,6 +381,7 @@ impl Metrics {
         Metrics {
             inner: Arc::new(Inner {
                 f: Families::new(&mut registry),
+                txn: transactions::TxnFamilies::new(&mut registry),
                 registry,
                 flows: Mutex::new(BTreeMap::new()),
                 partitions: Mutex::new(Vec::new()),

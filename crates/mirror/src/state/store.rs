@@ -5,7 +5,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use strait_client::{
     Client, FetchOptions, IsolationLevel, NewTopic, OffsetSpec, PartitionConsumer, ProducerConfig,
-    ProducerRecord, RecordProducer,
+    ProducerRecord, RecordProducer, TransactionalProducer,
 };
 use strait_records::Compression;
 
@@ -54,7 +54,9 @@ pub async fn ensure_state_topic(target: &Client, flow: &Flow) -> Result<(), Mirr
 }
 
 /// Reads the flow's state topic to its end; the last value per key wins. A missing topic
-/// is an empty state.
+/// is an empty state. Only committed state counts: records written in a transaction
+/// (exactly-once) are taken once its COMMIT marker is read, never after an ABORT, whatever
+/// the broker's aborted list says (Tansu sends none).
 pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, MirrorError> {
     let ctx = |e: MirrorError| e.flow(&flow.name).cluster(&flow.target);
     let kafka = |what: &str, e| {
@@ -86,8 +88,9 @@ pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, Mirr
         max_wait: Duration::from_millis(50),
         ..FetchOptions::default()
     };
-    let mut consumer =
-        PartitionConsumer::new(target.clone(), &flow.state_topic, 0, start).with_options(opts);
+    let mut consumer = PartitionConsumer::new(target.clone(), &flow.state_topic, 0, start)
+        .with_options(opts)
+        .resolving_markers();
     loop {
         let records = consumer.poll().await.map_err(|e| kafka("read", e))?;
         for r in records {
@@ -128,6 +131,8 @@ pub struct StateWriter {
     cluster: String,
     topic: String,
     producer: Option<RecordProducer>,
+    /// Exactly-once: states are written in the flow's open transaction instead.
+    txn: Option<TransactionalProducer>,
     /// Timeouts of the producer (created on first write): the flow's delivery and request
     /// timeouts, so a state write gives up on the same schedule as the data it describes.
     producer_config: ProducerConfig,
@@ -150,8 +155,17 @@ impl StateWriter {
             cluster: flow.target.clone(),
             topic: flow.state_topic.clone(),
             producer: None,
+            txn: None,
             producer_config: ProducerConfig::default(),
         }
+    }
+
+    /// Writes into `producer`'s open transaction (exactly-once): the states become
+    /// visible when the flow's committer commits it, together with the batches they
+    /// describe.
+    pub fn in_transactions(mut self, producer: TransactionalProducer) -> Self {
+        self.txn = Some(producer);
+        self
     }
 
     /// Sets the timeouts of the producer the writer starts on its first write.
@@ -178,6 +192,16 @@ impl StateWriter {
                 )
             })
             .collect();
+        if let Some(txn) = &self.txn {
+            let result = async {
+                for ack in txn.send_records(&self.topic, 0, &records).await? {
+                    ack.wait().await?;
+                }
+                Ok(())
+            }
+            .await;
+            return result.map_err(|e| self.err("write in the transaction", e));
+        }
         // Taken out for the write and put back only when it succeeds: a write that fails,
         // or is cancelled half-way, leaves no producer with a stuck batch behind.
         let producer = match self.producer.take() {

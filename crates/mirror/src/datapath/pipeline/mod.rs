@@ -39,6 +39,9 @@
 //!   the map's target side moves past them (mapped to nothing, exact), the batch is
 //!   recorded where it landed and [`Action::Duplicates`] reports them. Otherwise it is the
 //!   incident above.
+//! - **Transactional target** (exactly-once): our commit markers and aborted batches take
+//!   target offsets, so an acknowledgement past where the map expects it is recorded where
+//!   it landed, with no target read (the offsets between are a gap of the map).
 //! - **Failure.** A batch that fails for good fails the pipeline: the producer fails every
 //!   later unresolved batch of the partition with it (the sequencer's rule), nothing after
 //!   it is recorded, and nothing more is produced. A restart builds a new pipeline from
@@ -100,6 +103,11 @@ pub struct Settings {
     pub target_topic: String,
     /// Source cluster name (context for errors about fetched bytes).
     pub source_cluster: String,
+    /// Exactly-once: the target partition also holds our transaction markers and the
+    /// batches of our aborted transactions, so a batch acknowledged past where the map
+    /// expects it is recorded where it landed (the offsets between hold nothing a
+    /// `read_committed` consumer reads).
+    pub transactional: bool,
 }
 
 /// One fetched record set.
@@ -245,6 +253,7 @@ pub struct Pipeline<P> {
     until: Option<i64>,
     done: bool,
     policies: Policies,
+    transactional: bool,
     target_topic: String,
     source_cluster: String,
     outbox: VecDeque<Action>,
@@ -270,6 +279,7 @@ impl<P: Clone> Pipeline<P> {
             until: settings.until,
             done: false,
             policies: settings.policies,
+            transactional: settings.transactional,
             target_topic: settings.target_topic,
             source_cluster: settings.source_cluster,
             outbox: VecDeque::new(),
@@ -641,6 +651,9 @@ impl<P: Clone> Pipeline<P> {
         let check = self.check.take();
         let base = match ack_base(ack, map.next(Side::Target)) {
             AckBase::At(base) => base,
+            AckBase::Mismatch { acked, expected } if self.transactional && acked > expected => {
+                acked
+            }
             AckBase::Mismatch { acked, .. } if self.duplicates_before(check, acked, map)? => acked,
             AckBase::Mismatch { acked, expected } => {
                 let skipped = Incident::acked_elsewhere(&self.target_topic, acked, expected)

@@ -59,6 +59,7 @@ pub(super) fn settings(start: i64, until: Option<i64>, policies: Policies) -> Se
         merge: MergeOptions::new(1 << 20),
         target_topic: "dst".into(),
         source_cluster: "src".into(),
+        transactional: false,
     }
 }
 
@@ -642,4 +643,46 @@ fn an_ack_below_the_map_is_the_incident_without_reading_the_target() {
     h.p.acked(5).expect("ack");
     let e = h.run().expect_err("incident");
     assert_eq!(e.incident_kind(), Some(IncidentKind::TargetMismatch));
+}
+
+#[test]
+fn on_a_transactional_target_an_ack_past_the_map_is_recorded_where_it_landed() {
+    // Exactly-once: A lands at 0..2, our commit marker takes 2, B lands at 3.
+    let map = map_at(0, 0);
+    let mut s = settings(0, None, Policies::all(IncidentPolicy::Fail));
+    s.transactional = true;
+    let mut h = Harness {
+        p: Pipeline::new(s, &map, Recovery::none()),
+        map,
+        target: None,
+    };
+    h.fetch(&[(0, 2), (2, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(0).expect("ack A");
+    h.p.acked(3).expect("ack B");
+    let d = h.run().expect("no incident, no target read");
+    assert!(d.other.is_empty(), "{:?}", d.other);
+    assert_eq!(h.next(), (4, 5));
+    let runs: Vec<(u64, u64, u64)> = h
+        .map
+        .runs()
+        .map(|r| (r.source_start(), r.target_start(), r.len()))
+        .collect();
+    assert_eq!(runs, vec![(0, 0, 2), (2, 3, 2)], "the marker is a gap");
+}
+
+#[test]
+fn on_a_transactional_target_an_ack_below_the_map_is_still_an_incident() {
+    let map = map_at(0, 10);
+    let mut s = settings(0, None, Policies::all(IncidentPolicy::Fail));
+    s.transactional = true;
+    let mut h = Harness {
+        p: Pipeline::new(s, &map, Recovery::none()),
+        map,
+        target: None,
+    };
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(5).expect("ack");
+    assert!(h.run().is_err(), "landing below the map is not ours");
 }
