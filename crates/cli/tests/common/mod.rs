@@ -48,6 +48,15 @@ impl Strait {
         self.child.wait().expect("reap");
     }
 
+    /// Sends `signal` (`"STOP"`, `"CONT"`, …) with kill(1).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
     /// SIGTERM; the exit status and how long the exit took (`None`: still running after
     /// `deadline`).
     pub fn terminate(&mut self, deadline: Duration) -> (Option<ExitStatus>, Duration) {

@@ -1,0 +1,419 @@
+//! Exactly-once replication (`delivery.guarantee = "exactly_once"`, docs/operations.md
+//! "Delivery guarantees") of the real `strait` binary between two Tansu brokers, with a
+//! producer writing numbered records the whole time:
+//!
+//! - kill -9 at random moments, many times, then a drain: every source record is on the
+//!   target exactly once for a `read_committed` reader, in order per partition;
+//! - a zombie: a `strait run` frozen with SIGSTOP while a replacement takes over is fenced
+//!   when resumed (exits with a clear error), and nothing is duplicated;
+//! - source transactions, committed and aborted: committed data once, aborted never.
+//!
+//! The reader is librdkafka (`isolation.level=read_committed`). Tansu sends no aborted
+//! list in Fetch, so librdkafka also returns the batches of aborted transactions there
+//! (docs/compatibility.md): each target partition is also read with strait-client's
+//! marker-resolving consumer, and librdkafka's records are kept only at offsets whose
+//! transaction committed. Against Apache Kafka that filter keeps everything.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use strait_client::{Client, ClientConfig, FetchOptions, IsolationLevel, PartitionConsumer};
+use strait_mirror::datapath::probe::bounds;
+use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
+use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, ProduceOptions, Transaction};
+use strait_testkit::{TansuCluster, TestRecord};
+
+mod common;
+use common::Strait;
+
+const TOPIC: &str = "eos";
+const TARGET: &str = "src.eos";
+const PARTITIONS: i32 = 3;
+/// Records per partition in one producer call.
+const PER_CALL: u64 = 20;
+
+fn config(dir: &Path, source: &str, target: &str) -> PathBuf {
+    let text = format!(
+        r#"{}[flows.topics]
+include = ["{TOPIC}"]
+{SYNC_OFF}[flows.delivery]
+guarantee = "exactly_once"
+transaction_interval = "100ms"
+[engine]
+fetch_max_wait = "50ms"
+[metrics]
+enabled = false
+"#,
+        two_cluster_flow(source, target, "3s")
+    );
+    let path = dir.join("strait.toml");
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// A background producer of numbered records (`"<partition>:<sequence>"`), stopped and
+/// joined on drop.
+struct Producer {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Result<u64, String>>>,
+}
+
+impl Producer {
+    fn start(bootstrap: String) -> Producer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let opts = ProduceOptions {
+                idempotence: true,
+                batch_num_messages: Some(10),
+                ..ProduceOptions::default()
+            };
+            let mut next = vec![0u64; PARTITIONS as usize];
+            let mut total = 0;
+            while !flag.load(Ordering::Acquire) {
+                let mut records = Vec::new();
+                for p in 0..PARTITIONS {
+                    for _ in 0..PER_CALL {
+                        let seq = &mut next[p as usize];
+                        records.push(TestRecord::new("k", format!("{p}:{seq}")).with_partition(p));
+                        *seq += 1;
+                    }
+                }
+                let delivered = rdkafka::produce(&bootstrap, TOPIC, &records, &opts)
+                    .map_err(|e| e.to_string())?;
+                if let Some(d) = delivered.iter().find(|d| d.error.is_some()) {
+                    return Err(format!("delivery failed: {d:?}"));
+                }
+                total += records.len() as u64;
+            }
+            Ok(total)
+        });
+        Producer {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stops and returns how many records were produced.
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Release);
+        match self.handle.take().expect("running").join() {
+            Ok(Ok(n)) => n,
+            Ok(Err(e)) => panic!("producer: {e}"),
+            Err(_) => panic!("producer thread panicked"),
+        }
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Per partition, the end (read_uncommitted: the high watermark; read_committed: the
+/// last stable offset); `None` while the topic does not exist.
+fn ends(bootstrap: &str, topic: &str, isolation: IsolationLevel) -> Option<Vec<i64>> {
+    runtime().block_on(async {
+        let client = Client::connect(ClientConfig::new([bootstrap])).await.ok()?;
+        let partitions: Vec<i32> = (0..PARTITIONS).collect();
+        let b = bounds(&client, topic, &partitions, isolation).await.ok()?;
+        Some(
+            partitions
+                .iter()
+                .map(|p| b.get(p).map_or(0, |b| b.end))
+                .collect(),
+        )
+    })
+}
+
+/// Per partition, the offsets of records whose transaction committed (or that are not
+/// transactional), by the markers in the log.
+fn committed_offsets(bootstrap: &str, topic: &str) -> BTreeMap<i32, BTreeSet<i64>> {
+    runtime().block_on(async {
+        let client = Client::connect(ClientConfig::new([bootstrap]))
+            .await
+            .expect("connect");
+        let mut out = BTreeMap::new();
+        for p in 0..PARTITIONS {
+            let opts = FetchOptions {
+                max_wait: Duration::from_millis(50),
+                ..FetchOptions::default()
+            };
+            let mut c = PartitionConsumer::new(client.clone(), topic, p, 0)
+                .with_options(opts)
+                .resolving_markers();
+            let mut offsets = BTreeSet::new();
+            loop {
+                for r in c.poll().await.expect("poll") {
+                    offsets.insert(r.offset);
+                }
+                if c.high_watermark() >= 0 && c.position() >= c.high_watermark() {
+                    break;
+                }
+            }
+            out.insert(p, offsets);
+        }
+        out
+    })
+}
+
+/// Values per partition in offset order, read by librdkafka (`isolation`), keeping only
+/// the offsets in `keep` when given.
+fn read(
+    bootstrap: &str,
+    topic: &str,
+    isolation: Isolation,
+    keep: Option<&BTreeMap<i32, BTreeSet<i64>>>,
+) -> BTreeMap<i32, Vec<String>> {
+    let opts = ConsumeOptions {
+        isolation,
+        idle: Duration::from_secs(3),
+        ..ConsumeOptions::until_idle(Duration::from_secs(3))
+    };
+    let mut records = rdkafka::consume(bootstrap, topic, &opts).expect("consume");
+    records.sort_by_key(|r| (r.partition, r.offset));
+    let mut out: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+    for r in records {
+        if let Some(keep) = keep
+            && !keep
+                .get(&r.partition)
+                .is_some_and(|k| k.contains(&r.offset))
+        {
+            continue;
+        }
+        let v = r.value.map(|v| String::from_utf8_lossy(&v).into_owned());
+        out.entry(r.partition)
+            .or_default()
+            .push(v.unwrap_or_default());
+    }
+    out
+}
+
+/// The target read as a read_committed consumer sees it on a broker that lists aborted
+/// transactions (see the module doc).
+fn target_committed(dst: &str) -> BTreeMap<i32, Vec<String>> {
+    let keep = committed_offsets(dst, TARGET);
+    read(dst, TARGET, Isolation::ReadCommitted, Some(&keep))
+}
+
+/// Every source record on the target exactly once, in order, per partition.
+fn assert_exactly_once(src: &str, dst: &str, produced: u64, log: &str) {
+    let source = read(src, TOPIC, Isolation::ReadCommitted, None);
+    let total: usize = source.values().map(Vec::len).sum();
+    assert_eq!(total as u64, produced, "the source holds what was produced");
+    let target = target_committed(dst);
+    for p in 0..PARTITIONS {
+        let s = source.get(&p).cloned().unwrap_or_default();
+        let t = target.get(&p).cloned().unwrap_or_default();
+        let mut seen = BTreeSet::new();
+        let dups: Vec<&String> = t.iter().filter(|v| !seen.insert(v.as_str())).collect();
+        let lost = s.iter().filter(|v| !seen.contains(v.as_str())).count();
+        assert!(
+            dups.is_empty() && lost == 0 && t == s,
+            "partition {p}: {} source records, {} on the target, {} duplicates (first {:?}), \
+             {lost} lost\n{log}",
+            s.len(),
+            t.len(),
+            dups.len(),
+            dups.first()
+        );
+    }
+}
+
+fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Records committed on the target (the sum of the last stable offsets).
+fn committed_on_target(dst: &str) -> i64 {
+    ends(dst, TARGET, IsolationLevel::ReadCommitted).map_or(0, |e| e.iter().sum())
+}
+
+/// Waits until the target's committed view holds as many records as the source (it may
+/// hold aborted ones too on Tansu, so it is checked by content afterwards).
+fn wait_drained(src: &str, dst: &str, strait: &mut Strait) {
+    let source: i64 = ends(src, TOPIC, IsolationLevel::ReadCommitted)
+        .expect("source ends")
+        .iter()
+        .sum();
+    let start = Instant::now();
+    loop {
+        strait.assert_running();
+        let keep = committed_offsets(dst, TARGET);
+        let committed: usize = keep.values().map(BTreeSet::len).sum();
+        if committed as i64 >= source {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the target did not drain: {committed} of {source} records committed\n{}",
+            strait.log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// How many kill -9s: `STRAIT_EOS_KILLS` (scripts/soak sets 50), else 20.
+fn kills() -> usize {
+    std::env::var("STRAIT_EOS_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20)
+}
+
+#[test]
+fn kill_9_at_random_moments_under_load_then_every_record_is_committed_exactly_once() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), &src, &dst);
+    let log = dir.path().join("strait.log");
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let producer = Producer::start(src.clone());
+    let kills = kills();
+    // A small xorshift: the moments differ per kill, the run is reproducible.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..kills {
+        let before = committed_on_target(&dst);
+        let mut strait = Strait::start(&cfg, &log);
+        wait_for("a commit after the start", Duration::from_secs(30), || {
+            strait.assert_running();
+            committed_on_target(&dst) > before
+        });
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        // Anywhere within a few transaction intervals: mid-transaction, mid-commit, between.
+        std::thread::sleep(Duration::from_millis(seed % 700));
+        strait.kill9();
+        println!(
+            "kill {}/{kills} at {} committed",
+            i + 1,
+            committed_on_target(&dst)
+        );
+    }
+    let produced = producer.finish();
+    let mut strait = Strait::start(&cfg, &log);
+    wait_drained(&src, &dst, &mut strait);
+    let (status, _) = strait.terminate(Duration::from_secs(20));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "{}",
+        strait.log_tail()
+    );
+    assert_exactly_once(&src, &dst, produced, &strait.log_tail());
+    println!("{kills} kills: {produced} records, each committed once on the target");
+}
+
+#[test]
+fn a_frozen_process_is_fenced_by_its_replacement_and_duplicates_nothing() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), &src, &dst);
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let producer = Producer::start(src.clone());
+    let mut old = Strait::start(&cfg, &dir.path().join("old.log"));
+    wait_for("replication", Duration::from_secs(30), || {
+        old.assert_running();
+        committed_on_target(&dst) > 200
+    });
+    old.signal("STOP");
+    let frozen_at = committed_on_target(&dst);
+    let mut new = Strait::start(&cfg, &dir.path().join("new.log"));
+    wait_for(
+        "the replacement to take over",
+        Duration::from_secs(30),
+        || {
+            new.assert_running();
+            committed_on_target(&dst) > frozen_at + 200
+        },
+    );
+    old.signal("CONT");
+    let (status, _) = old.wait_exit(Duration::from_secs(60));
+    let old_log = old.log_text();
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "the resumed process must stop with an error: {status:?}\n{}",
+        old.log_tail()
+    );
+    assert!(
+        old_log.contains("fenced"),
+        "the resumed process says it was fenced:\n{}",
+        old.log_tail()
+    );
+    let produced = producer.finish();
+    wait_drained(&src, &dst, &mut new);
+    let (status, _) = new.terminate(Duration::from_secs(20));
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{}", new.log_tail());
+    assert_exactly_once(&src, &dst, produced, &new.log_tail());
+}
+
+#[test]
+fn source_transactions_committed_once_aborted_never() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), &src, &dst);
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let batch = |tag: &str| -> Vec<TestRecord> {
+        (0..PARTITIONS)
+            .flat_map(|p| {
+                (0..15)
+                    .map(move |i| TestRecord::new("k", format!("{p}:{tag}{i}")).with_partition(p))
+            })
+            .collect()
+    };
+    for (tag, txn) in [
+        ("plain", Transaction::None),
+        ("committed", Transaction::Commit),
+        ("aborted", Transaction::Abort),
+        ("after", Transaction::Commit),
+    ] {
+        let opts = ProduceOptions {
+            idempotence: true,
+            transaction: txn,
+            ..ProduceOptions::default()
+        };
+        rdkafka::produce(&src, TOPIC, &batch(tag), &opts).expect("produce");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(["run", "--once", "-c"])
+        .arg(&cfg)
+        .output()
+        .expect("strait run --once");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "strait run --once: {stderr}");
+    let target = target_committed(&dst);
+    for p in 0..PARTITIONS {
+        let want: Vec<String> = ["plain", "committed", "after"]
+            .iter()
+            .flat_map(|tag| (0..15).map(move |i| format!("{p}:{tag}{i}")))
+            .collect();
+        assert_eq!(
+            target.get(&p).cloned().unwrap_or_default(),
+            want,
+            "partition {p}\n{stderr}"
+        );
+    }
+}
