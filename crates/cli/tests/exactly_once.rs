@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 use strait_client::{Client, ClientConfig, FetchOptions, IsolationLevel, PartitionConsumer};
 use strait_mirror::datapath::probe::bounds;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
-use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, ProduceOptions, Transaction};
+use strait_testkit::rdkafka::{
+    self, ConsumeOptions, Isolation, ProduceOptions, StartOffset, Transaction,
+};
 use strait_testkit::{TansuCluster, TestRecord};
 
 mod common;
@@ -37,10 +39,15 @@ const PARTITIONS: i32 = 3;
 const PER_CALL: u64 = 20;
 
 fn config(dir: &Path, source: &str, target: &str) -> PathBuf {
+    config_with(dir, source, target, SYNC_OFF)
+}
+
+/// [`config`] with another `[flows.sync]` table.
+fn config_with(dir: &Path, source: &str, target: &str, sync: &str) -> PathBuf {
     let text = format!(
         r#"{}[flows.topics]
 include = ["{TOPIC}"]
-{SYNC_OFF}[flows.delivery]
+{sync}[flows.delivery]
 guarantee = "exactly_once"
 transaction_interval = "100ms"
 [engine]
@@ -370,11 +377,12 @@ fn a_frozen_process_is_fenced_by_its_replacement_and_duplicates_nothing() {
 }
 
 #[test]
-fn source_transactions_committed_once_aborted_never() {
+fn source_transactions_committed_once_aborted_never_and_a_group_translates_exactly() {
     let cluster = TansuCluster::start(2).expect("brokers");
     let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
     let dir = tempfile::tempdir().expect("temp dir");
-    let cfg = config(dir.path(), &src, &dst);
+    let sync = "[flows.sync]\ngroup_offsets = true\nheartbeats = false\ncheckpoints = false\n";
+    let cfg = config_with(dir.path(), &src, &dst, sync);
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     let batch = |tag: &str| -> Vec<TestRecord> {
         (0..PARTITIONS)
@@ -397,6 +405,20 @@ fn source_transactions_committed_once_aborted_never() {
         };
         rdkafka::produce(&src, TOPIC, &batch(tag), &opts).expect("produce");
     }
+    // A group on the source that has read up to `1:after3` (its next record), past the
+    // markers and the aborted transaction.
+    let source = rdkafka::consume(
+        &src,
+        TOPIC,
+        &ConsumeOptions::until_idle(Duration::from_secs(2)),
+    )
+    .expect("consume");
+    let at = source
+        .iter()
+        .find(|r| r.value.as_deref() == Some(b"1:after3".as_slice()))
+        .expect("1:after3 on the source")
+        .offset;
+    rdkafka::commit_group_offsets(&src, "g-eos", TOPIC, &[(1, at)]).expect("group commit");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_strait"))
         .args(["run", "--once", "-c"])
         .arg(&cfg)
@@ -416,4 +438,26 @@ fn source_transactions_committed_once_aborted_never() {
             "partition {p}\n{stderr}"
         );
     }
+    // The target group resumes at the very record.
+    let translated = rdkafka::list_group_offsets(&dst, "g-eos")
+        .expect("target group offsets")
+        .into_iter()
+        .find(|o| o.topic == TARGET && o.partition == 1)
+        .unwrap_or_else(|| panic!("g-eos committed on the target\n{stderr}"))
+        .offset;
+    let next = rdkafka::consume(
+        &dst,
+        TARGET,
+        &ConsumeOptions {
+            partitions: Some(vec![1]),
+            from: StartOffset::Offset(translated),
+            ..ConsumeOptions::count(1)
+        },
+    )
+    .expect("consume at the translated offset");
+    assert_eq!(
+        next.first().and_then(|r| r.value.clone()).as_deref(),
+        Some(b"1:after3".as_slice()),
+        "source offset {at} translated to target offset {translated}"
+    );
 }
