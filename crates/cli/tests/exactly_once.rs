@@ -30,6 +30,7 @@ use strait_testkit::rdkafka::{
 use strait_testkit::{TansuCluster, TestRecord};
 
 mod common;
+mod faults_kit;
 use common::Strait;
 
 const TOPIC: &str = "eos";
@@ -242,6 +243,67 @@ fn assert_exactly_once(src: &str, dst: &str, produced: u64, log: &str) {
     }
 }
 
+/// Per partition, value by offset, read by librdkafka with read_uncommitted (every record
+/// the log holds).
+fn values_by_offset(bootstrap: &str, topic: &str) -> BTreeMap<i32, BTreeMap<i64, String>> {
+    let opts = ConsumeOptions {
+        isolation: Isolation::ReadUncommitted,
+        ..ConsumeOptions::until_idle(Duration::from_secs(3))
+    };
+    let mut out: BTreeMap<i32, BTreeMap<i64, String>> = BTreeMap::new();
+    for r in rdkafka::consume(bootstrap, topic, &opts).expect("consume") {
+        let v = r.value.map(|v| String::from_utf8_lossy(&v).into_owned());
+        out.entry(r.partition)
+            .or_default()
+            .insert(r.offset, v.unwrap_or_default());
+    }
+    out
+}
+
+/// The committed offset maps (read from the state topic as `strait` reads them on start)
+/// map every source record to the target offset holding the same record, and every
+/// source record is mapped: translation is exact.
+fn assert_maps_exact(cfg: &Path, src: &str, dst: &str) {
+    let config = strait_mirror::config::load(cfg).expect("config");
+    let flow = config.flows[0].clone();
+    let registry = runtime().block_on(async {
+        let client = Client::connect(ClientConfig::new([dst]))
+            .await
+            .expect("connect");
+        strait_mirror::state::load_maps(&client, &flow)
+            .await
+            .expect("load maps")
+    });
+    let source = values_by_offset(src, TOPIC);
+    let target = values_by_offset(dst, TARGET);
+    for p in 0..PARTITIONS {
+        let reader = registry.reader(TOPIC, p).expect("a map per partition");
+        let runs: Vec<(u64, u64, u64)> = reader.read(|m| {
+            m.runs()
+                .map(|r| (r.source_start(), r.target_start(), r.len()))
+                .collect()
+        });
+        let (s, t) = (&source[&p], &target[&p]);
+        let mut mapped = 0usize;
+        for (ss, ts, len) in &runs {
+            for i in 0..*len {
+                let (so, to) = ((ss + i) as i64, (ts + i) as i64);
+                assert_eq!(
+                    s.get(&so),
+                    t.get(&to),
+                    "partition {p}: source offset {so} maps to target offset {to} (runs {runs:?})"
+                );
+                mapped += 1;
+            }
+        }
+        assert_eq!(
+            mapped,
+            s.len(),
+            "partition {p}: every source record is mapped"
+        );
+    }
+}
+
 fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
@@ -329,6 +391,7 @@ fn kill_9_at_random_moments_under_load_then_every_record_is_committed_exactly_on
         strait.log_tail()
     );
     assert_exactly_once(&src, &dst, produced, &strait.log_tail());
+    assert_maps_exact(&cfg, &src, &dst);
     println!("{kills} kills: {produced} records, each committed once on the target");
 }
 
@@ -460,4 +523,52 @@ fn source_transactions_committed_once_aborted_never_and_a_group_translates_exact
         Some(b"1:after3".as_slice()),
         "source offset {at} translated to target offset {translated}"
     );
+}
+
+#[test]
+fn rst_cuts_of_the_target_keep_every_record_once_and_the_maps_exact() {
+    let net = faults_kit::Net::start(&[]);
+    let (src, dst) = (net.source.bootstrap(), net.target.bootstrap());
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let delivery =
+        "[flows.delivery]\nguarantee = \"exactly_once\"\ntransaction_interval = \"100ms\"";
+    let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults_kit::free_port());
+    let producer = Producer::start(src.clone());
+    let mut strait = Strait::start(&cfg, &dir.path().join("strait.log"));
+    let cuts = 8;
+    for i in 0..cuts {
+        let before = committed_on_target(&dst);
+        wait_for(
+            &format!("a commit before cut {}", i + 1),
+            Duration::from_secs(60),
+            || {
+                strait.assert_running();
+                committed_on_target(&dst) > before
+            },
+        );
+        // Mid-stream: Produce requests, AddPartitionsToTxn and EndTxn are all in flight.
+        net.target_proxy.reset();
+        std::thread::sleep(Duration::from_millis(300));
+        net.target_proxy.uncut();
+    }
+    let produced = producer.finish();
+    wait_drained(&src, &dst, &mut strait);
+    let (status, _) = strait.terminate(Duration::from_secs(20));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "{}",
+        strait.log_tail()
+    );
+    let log = strait.log_text();
+    println!(
+        "{cuts} RST cuts: {produced} records; re-sent batches found where they landed: {}; \
+         flow restarts: {}",
+        log.matches("found where it landed").count(),
+        log.matches("restarting the flow from its last commit")
+            .count()
+    );
+    assert_exactly_once(&src, &dst, produced, &strait.log_tail());
+    assert_maps_exact(&cfg, &src, &dst);
 }

@@ -283,6 +283,10 @@ impl<'a> Driver<'a> {
                 Wake::Acked(acked) => {
                     acks.pop_front();
                     match acked {
+                        Ok(a) if a.base_offset < 0 && spec.gate.is_some() => {
+                            let at = self.locate_own().await?;
+                            machine.acked(at)?
+                        }
                         Ok(a) => machine.acked(a.base_offset)?,
                         Err(e) => {
                             self.feed.metrics.produce_error();
@@ -469,6 +473,60 @@ impl<'a> Driver<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Exactly-once: where the batch acknowledged without an offset (a re-sent batch the
+    /// broker already held: DUPLICATE_SEQUENCE_NUMBER) landed. Past the map's end the
+    /// target holds our commit markers and aborted batches of earlier epochs, so "where
+    /// the map expects it" may be wrong; every earlier batch of ours is recorded and later
+    /// ones land after it, so it is the first data batch at or past the map's end stamped
+    /// with our current producer id and epoch.
+    async fn locate_own(&self) -> Result<i64, MirrorError> {
+        let spec = self.spec;
+        let from = self.lock().read(|m| m.next(Side::Target)) as i64;
+        let Some(us) = self.producer.identity() else {
+            return Err(MirrorError::other("no producer id to find our batch by"));
+        };
+        let end = self
+            .target
+            .list_offsets(
+                &spec.target_topic,
+                &[(spec.partition, OffsetSpec::Latest)],
+                IsolationLevel::ReadUncommitted,
+            )
+            .await
+            .map_err(|e| MirrorError::kafka("list offsets", e).topic(&spec.target_topic))?
+            .first()
+            .map_or(from, |o| o.offset);
+        let batches = super::tail::read_tail(
+            self.target,
+            &spec.target_topic,
+            spec.partition,
+            from,
+            end,
+            &Limits::default(),
+        )
+        .await?;
+        let found = batches.iter().map(|b| *b.header()).find(|h| {
+            h.base_offset >= from
+                && !h.attributes.is_control()
+                && h.producer_id == us.id
+                && h.producer_epoch == us.epoch
+        });
+        match found {
+            Some(h) => {
+                tracing::info!(flow = %spec.flow, topic = %spec.target_topic,
+                    partition = spec.partition, at = h.base_offset, expected = from,
+                    "a re-sent batch the target already held: found where it landed");
+                Ok(h.base_offset)
+            }
+            None => Err(MirrorError::other(format!(
+                "a re-sent batch was acknowledged as already written, but no batch of                  producer id {} epoch {} lies between target offsets {from} and {end}",
+                us.id, us.epoch
+            ))
+            .topic(&spec.target_topic)
+            .partition(spec.partition)),
+        }
     }
 
     /// The target partition's log start (ListOffsets EARLIEST).
