@@ -172,6 +172,15 @@ pub enum MirrorError {
         /// What is wrong and which setting to change.
         message: String,
     },
+    /// Exactly-once: another process initialised the flow's `transactional.id`; this one
+    /// must stop for good (starting again would fence its successor).
+    #[error("{ctx}{message}")]
+    Fenced {
+        /// Where.
+        ctx: Box<Context>,
+        /// What happened.
+        message: String,
+    },
     /// Anything else, with a message.
     #[error("{ctx}{message}")]
     Other {
@@ -234,6 +243,14 @@ impl MirrorError {
         }
     }
 
+    /// Exactly-once: the flow's `transactional.id` was taken by another process.
+    pub fn fenced(message: impl Into<String>) -> Self {
+        MirrorError::Fenced {
+            ctx: Box::default(),
+            message: message.into(),
+        }
+    }
+
     /// Anything else.
     pub fn other(message: impl Into<String>) -> Self {
         MirrorError::Other {
@@ -252,6 +269,7 @@ impl MirrorError {
             | MirrorError::Incident { ctx, .. }
             | MirrorError::State { ctx, .. }
             | MirrorError::Config { ctx, .. }
+            | MirrorError::Fenced { ctx, .. }
             | MirrorError::Other { ctx, .. } => Some(ctx.as_ref()),
             MirrorError::MetricsListen { .. } => None,
         }
@@ -266,6 +284,7 @@ impl MirrorError {
             | MirrorError::Incident { ctx, .. }
             | MirrorError::State { ctx, .. }
             | MirrorError::Config { ctx, .. }
+            | MirrorError::Fenced { ctx, .. }
             | MirrorError::Other { ctx, .. } => Some(ctx.as_mut()),
             MirrorError::MetricsListen { .. } => None,
         }
@@ -326,7 +345,11 @@ impl MirrorError {
     /// Whether another producer took the flow's `transactional.id` (exactly-once): the
     /// flow must stop for good, never start again and fence its successor.
     pub fn is_fenced(&self) -> bool {
-        matches!(self, MirrorError::Kafka { source, .. } if source.is_fenced())
+        match self {
+            MirrorError::Fenced { .. } => true,
+            MirrorError::Kafka { source, .. } => source.is_fenced(),
+            _ => false,
+        }
     }
 
     /// Whether retrying the operation may succeed (network trouble, leader moves, …).

@@ -126,8 +126,14 @@ impl Running {
     /// Exactly-once: the state to commit and a copy of the map it encodes (the registry's
     /// committed copy becomes it once the commit succeeds).
     fn committed_view(&self) -> (PartitionState, OffsetMap) {
-        let state = self.state();
-        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        // One lock: the snapshot and the copy are the same map.
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let recreated = self.progress.recreated.load(Ordering::Acquire);
+        let state = PartitionState {
+            topic_id: saved_topic_id(self.map_id, self.pending_id, recreated),
+            target_topic: self.target_topic.clone(),
+            snapshot: map.snapshot().bytes,
+        };
         (state, map.read(OffsetMap::clone))
     }
 }
@@ -202,7 +208,7 @@ pub async fn run_flow(
 ) -> Result<FlowSummary, MirrorError> {
     metrics.set_flow_state(&flow.name, FlowState::Starting);
     let result = if flow.delivery.exactly_once() {
-        exactly_once::run_restarting(&flow, stop, |stop| {
+        exactly_once::run_restarting(&flow, &metrics, once, stop, |stop| {
             run_inner(&flow, &config, metrics.clone(), budget.clone(), once, stop)
         })
         .await
@@ -374,9 +380,23 @@ async fn run_inner(
             // Exactly-once: the open transaction is abandoned (its drivers stop), and the
             // flow must not start again if it was fenced.
             eos.gate.fail();
-            let fenced = exactly_once::fenced(&eos.producer, flow).await;
-            let _ = run.shutdown().await;
-            return Err(fenced.unwrap_or(e).flow(&flow.name));
+            let producer = eos.producer.clone();
+            // The root cause: an error that stops the flow, whichever partition saw it
+            // (the others fail only because the transaction did).
+            let e = match run.shutdown().await {
+                Err(s) if s.stops_flow() && !e.stops_flow() => s,
+                _ => e,
+            };
+            if e.stops_flow() || *stop.borrow() {
+                return Err(e.flow(&flow.name));
+            }
+            return Err(
+                match exactly_once::ownership(&producer, flow, &mut stop).await {
+                    exactly_once::Ownership::Fenced(f) => f,
+                    _ => e,
+                }
+                .flow(&flow.name),
+            );
         }
         (r, _) => r,
     };
@@ -438,6 +458,11 @@ impl FlowRun {
         self.metrics
             .state_records_written(&self.flow.name, births.len() as u64);
         self.spawn(pipelines);
+        if self.eos.is_some() && !births.is_empty() {
+            // Exactly-once: a new partition's start is durable once committed (a crash
+            // before would start it again elsewhere: `latest`, a timestamp).
+            self.commit().await?;
+        }
         Ok(())
     }
 
@@ -543,7 +568,9 @@ impl FlowRun {
             let tail = if self.eos.is_some() {
                 if let Some((from, end)) = tail {
                     tracing::info!(flow = %flow.name, topic = %t.target_topic, partition = p,
-                        offsets = end - from, "exactly-once: the target offsets past the last                         commit hold aborted data and markers of an earlier run; replication                         resumes after them");
+                        offsets = end - from, "exactly-once: the target offsets past the last \
+                        commit hold aborted data and markers of an earlier run; replication \
+                        resumes after them");
                 }
                 None
             } else {

@@ -225,26 +225,37 @@ impl TransactionalProducer {
         self.inner.producer.abort(reason);
     }
 
-    /// Asks the coordinator whether this producer was fenced (another producer initialised
-    /// the `transactional.id` since), without changing anything it owns: an
-    /// AddPartitionsToTxn of `topic`/`partition` under the current epoch. `Ok(true)`:
-    /// fenced (PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH: a bumped epoch). `Ok(false)`:
-    /// the epoch is still ours (the partition is then part of the open transaction, which
-    /// the caller is about to abort or abandon). For a caller deciding, after a failure,
-    /// whether it may start again — which would fence whoever owns the id now.
+    /// Asks the coordinator whether another producer initialised the `transactional.id`
+    /// since this one did — for a caller deciding, after a failure, whether it may start
+    /// again (which would fence whoever owns the id now). First InitProducerId with the
+    /// current id and epoch (KIP-360/KIP-588): it succeeds — aborting the open transaction
+    /// and bumping the epoch — when the id is still ours, also after the coordinator
+    /// timed the transaction out, and fails with PRODUCER_FENCED when another producer
+    /// took it. A broker that refuses that form (Tansu: UNKNOWN_SERVER_ERROR) is asked with
+    /// an AddPartitionsToTxn of `topic`/`partition` under the current epoch instead.
+    /// `Ok(true)`: fenced. Afterwards this producer must not be used for transactions (its
+    /// epoch may have moved); the caller starts a new one or stops.
     pub async fn probe_fenced(&self, topic: &str, partition: i32) -> Result<bool> {
         let id = self.current_identity()?;
         let (client, tid) = (&self.inner.client, &self.inner.cfg.transactional_id);
+        let fenced = |e: &Error| {
+            e.is_fenced()
+                || e.kafka_error() == Some(kafka_protocol::ResponseError::InvalidProducerEpoch)
+        };
+        let tmo = self.inner.cfg.transaction_timeout;
+        match client.init_producer_id(Some(tid), tmo, Some(id)).await {
+            Ok(_) => return Ok(false),
+            Err(e) if fenced(&e) => return Ok(true),
+            Err(e) if e.is_retriable() => return Err(e),
+            Err(e) => {
+                tracing::debug!(error = %e, "InitProducerId with the current epoch refused; \
+                    asking with AddPartitionsToTxn");
+            }
+        }
         let list: [(&str, &[i32]); 1] = [(topic, &[partition])];
         match client.add_partitions_to_txn(tid, id, &list).await {
             Ok(()) => Ok(false),
-            Err(e)
-                if e.is_fenced()
-                    || e.kafka_error()
-                        == Some(kafka_protocol::ResponseError::InvalidProducerEpoch) =>
-            {
-                Ok(true)
-            }
+            Err(e) if fenced(&e) => Ok(true),
             Err(e) => Err(e),
         }
     }

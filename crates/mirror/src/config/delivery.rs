@@ -185,6 +185,31 @@ pub fn resolve(
     })
 }
 
+/// Two exactly-once flows with one `transactional.id` would fence each other forever.
+pub fn unique_transactional_ids(flows: &[super::Flow]) -> Vec<Problem> {
+    let mut seen: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+    let mut problems = Vec::new();
+    for f in flows.iter().filter(|f| f.delivery.exactly_once()) {
+        if let Some(other) = seen.insert(&f.delivery.transactional_id, &f.name) {
+            problems.push(
+                Problem::new(
+                    KeyPath::root()
+                        .key("flows")
+                        .key(f.name.clone())
+                        .key("delivery"),
+                    format!(
+                        "transactional_id {:?} is also flow {other}'s: the two would fence \
+                         each other",
+                        f.delivery.transactional_id
+                    ),
+                )
+                .expected("one transactional_id per flow"),
+            );
+        }
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +257,29 @@ mod tests {
             transactional_id: Some(String::new()),
         };
         assert_eq!(check(&spec).unwrap_err().len(), 3);
+    }
+
+    #[test]
+    fn two_exactly_once_flows_with_one_transactional_id_are_refused() {
+        let toml = r#"
+[clusters.a]
+bootstrap_servers = "a:9092"
+[clusters.b]
+bootstrap_servers = "b:9092"
+[[flows]]
+source = "a"
+target = "b"
+[flows.delivery]
+guarantee = "exactly_once"
+transactional_id = "shared"
+[[flows]]
+source = "b"
+target = "a"
+[flows.delivery]
+guarantee = "exactly_once"
+transactional_id = "shared"
+"#;
+        let e = crate::config::load_str(toml, "t.toml", &|_| None).unwrap_err();
+        assert!(e.to_string().contains("would fence each other"), "{e}");
     }
 }

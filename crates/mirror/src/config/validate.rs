@@ -66,6 +66,8 @@ pub fn validate(file: &ConfigFile) -> Result<Config, Vec<Problem>> {
         .filter_map(|(i, spec)| v.flow(i, spec, &cluster_names))
         .collect();
     v.unique_flows(&file.flows);
+    v.problems
+        .extend(super::delivery::unique_transactional_ids(&flows));
     v.identity_cycles(&flows);
 
     let engine = v.engine(&file.engine);

@@ -15,8 +15,8 @@
 //!   report for another generation, or while open, is ignored.
 //! - **A driver fails.** The barrier fails (its batches may be written without being in
 //!   its map: the transaction must not commit).
-//! - **Members.** A driver joins when it starts and leaves when it ends (however it ends:
-//!   the handle's drop). A member that joins while sealed has handed nothing on in `g` and
+//! - **Members.** A driver joins when it starts and leaves when it ends; one that ends
+//!   without releasing its membership (a panic, a cancelled task) fails the barrier. A member that joins while sealed has handed nothing on in `g` and
 //!   counts as quiet; one that leaves is no longer awaited.
 //! - **Ready.** The committer may write the states and commit once every member is quiet.
 //! - **Reopen.** After the commit (or when there was nothing to commit) the committer opens
@@ -152,6 +152,7 @@ impl Gate {
             member: m,
             rx: self.state.subscribe(),
             reported: None,
+            released: false,
         }
     }
 
@@ -231,9 +232,16 @@ pub struct GateHandle {
     member: Member,
     rx: watch::Receiver<GateState>,
     reported: Option<u64>,
+    released: bool,
 }
 
 impl GateHandle {
+    /// The driver ended cleanly (everything it handed on is recorded): it leaves the
+    /// barrier. A handle dropped without this (a panic, a cancelled task) fails it.
+    pub fn release(mut self) {
+        self.released = true;
+    }
+
     /// Whether batches must wait (sealed).
     pub fn sealed(&self) -> bool {
         self.rx.borrow().sealed
@@ -269,6 +277,9 @@ impl GateHandle {
 
 impl Drop for GateHandle {
     fn drop(&mut self) {
+        if !self.released {
+            self.gate.fail();
+        }
         let m = &self.member;
         self.gate.update(|b| b.leave(m));
     }
@@ -349,6 +360,15 @@ mod tests {
     }
 
     #[test]
+    fn a_driver_dropped_without_releasing_fails_the_gate() {
+        let gate = Gate::new();
+        let h = gate.join(m(0));
+        gate.seal();
+        drop(h);
+        assert!(gate.failed());
+    }
+
+    #[test]
     fn with_no_members_a_sealed_generation_is_ready_at_once() {
         let mut b = Barrier::new();
         b.seal();
@@ -370,7 +390,7 @@ mod tests {
         };
         tokio::task::yield_now().await;
         assert!(!waiter.is_finished());
-        drop(b);
+        b.release();
         assert!(waiter.await.unwrap());
         gate.open();
         a.changed().await;

@@ -121,12 +121,15 @@ pub async fn run(
         waiting: VecDeque::new(),
     };
     let result = driver.run(rx, recovery, stop, &mut acks, &mut held).await;
-    if let (Err(_), Some(g)) = (&result, &held.gate) {
-        // Batches of the open transaction may be written without being in the map: it
-        // must not commit.
-        g.fail();
+    // Leaves the barrier: the committer no longer waits for this partition. After an
+    // error, batches of the open transaction may be written without being in the map: it
+    // must not commit.
+    if let Some(g) = held.gate.take() {
+        match &result {
+            Ok(()) => g.release(),
+            Err(_) => g.fail(),
+        }
     }
-    // Leaves the barrier: the committer no longer waits for this partition.
     drop(held);
     feed.with_cursor(|c| c.stopped = true);
     if result.is_err() {
@@ -521,7 +524,8 @@ impl<'a> Driver<'a> {
                 Ok(h.base_offset)
             }
             None => Err(MirrorError::other(format!(
-                "a re-sent batch was acknowledged as already written, but no batch of                  producer id {} epoch {} lies between target offsets {from} and {end}",
+                "a re-sent batch was acknowledged as already written, but no batch of \
+                 producer id {} epoch {} lies between target offsets {from} and {end}",
                 us.id, us.epoch
             ))
             .topic(&spec.target_topic)

@@ -31,6 +31,7 @@ use super::{FlowRun, Key};
 use crate::config::Flow;
 use crate::datapath::commit::Gate;
 use crate::error::MirrorError;
+use crate::metrics::{FlowState, Metrics};
 use crate::state::PartitionState;
 use crate::supervisor::Restarts;
 
@@ -65,16 +66,24 @@ pub(super) async fn start_producer(
         compression: Compression::Lz4,
         max_batch_bytes: STATE_BATCH_BYTES,
     };
-    let err = |e| {
-        MirrorError::kafka(
-            format!(
-                "InitProducerId for transactional.id {:?}",
-                d.transactional_id
-            ),
-            e,
-        )
-        .flow(&flow.name)
-        .cluster(&flow.target)
+    let err = |e: strait_client::Error| {
+        let what = format!(
+            "InitProducerId for transactional.id {:?}",
+            d.transactional_id
+        );
+        // Not allowed (TransactionalId ACL), a timeout above the broker's maximum, no
+        // transactions at all: retrying cannot help.
+        let stops = e.is_transaction_fatal() || e.is_unsupported();
+        let e = if stops {
+            MirrorError::config(format!(
+                "{what}: {e} (check the principal's WRITE/DESCRIBE on TransactionalId, and \
+                 delivery.transaction_timeout against the broker's \
+                 transaction.max.timeout.ms)"
+            ))
+        } else {
+            MirrorError::kafka(what, e)
+        };
+        e.flow(&flow.name).cluster(&flow.target)
     };
     let p = TransactionalProducer::new(target.clone(), cfg)
         .await
@@ -99,8 +108,10 @@ impl FlowRun {
         let (gate, producer) = (Arc::clone(&eos.gate), eos.producer.clone());
         let sealed = Instant::now();
         gate.seal();
-        // Every batch handed on resolves within the delivery timeout; a request past it.
-        let bound = self.engine.delivery_timeout + self.stop_grace;
+        // Every batch handed on resolves within the delivery timeout (a request past it);
+        // past the transaction timeout the coordinator has aborted it anyway.
+        let bound = (self.engine.delivery_timeout + self.stop_grace)
+            .min(self.flow.delivery.transaction_timeout);
         match tokio::time::timeout(bound, gate.ready()).await {
             Ok(true) => {}
             Ok(false) => {
@@ -172,9 +183,14 @@ impl FlowRun {
 
 /// Runs an exactly-once flow, starting it again from its committed state after an error
 /// that does not stop it for good (a fenced producer — another process took the flow's
-/// `transactional.id` — and configuration errors do), with the supervisor's backoff.
+/// `transactional.id` — and configuration errors and `fail` incidents do), with the
+/// supervisor's backoff (reset once a run stayed up [`crate::supervisor::HEALTHY_AFTER`];
+/// `--once` gives up after [`crate::supervisor::ONCE_RESTART_LIMIT`] restarts). While it
+/// waits, the flow's state names the error (`/health` answers 503).
 pub(super) async fn run_restarting<F, Fut, T>(
     flow: &Flow,
+    metrics: &Metrics,
+    once: bool,
     mut stop: watch::Receiver<bool>,
     mut run: F,
 ) -> Result<T, MirrorError>
@@ -183,29 +199,31 @@ where
     Fut: Future<Output = Result<T, MirrorError>>,
 {
     let mut restarts = Restarts::new(Instant::now());
+    if once {
+        restarts = restarts.with_limit(crate::supervisor::ONCE_RESTART_LIMIT);
+    }
     loop {
+        restarts.started(Instant::now());
         let e = match run(stop.clone()).await {
             Ok(v) => return Ok(v),
             Err(e) => e,
         };
-        if e.is_fenced() {
-            return Err(MirrorError::other(format!(
-                "fenced: another process now replicates this flow with transactional.id {:?} \
-                 (this one stops; nothing it wrote after that is committed): {e}",
-                flow.delivery.transactional_id
-            ))
-            .flow(&flow.name));
-        }
-        if e.stops_flow() || *stop.borrow() {
+        if e.is_fenced() || e.stops_flow() || *stop.borrow() {
             return Err(e);
         }
-        let delay = match restarts.failed(Instant::now(), &e) {
-            crate::supervisor::Verdict::Restart { delay, .. } => delay,
+        let (delay, attempt) = match restarts.failed(Instant::now(), &e) {
+            crate::supervisor::Verdict::Restart { delay, attempt } => (delay, attempt),
             crate::supervisor::Verdict::StopFlow => return Err(e),
         };
-        tracing::warn!(flow = %flow.name, error = %e,
+        tracing::warn!(flow = %flow.name, error = %e, attempt,
             "the flow's transaction failed; restarting the flow from its last commit in \
              {delay:?}");
+        metrics.set_flow_state(
+            &flow.name,
+            FlowState::Failed(format!(
+                "restarting from the last commit (attempt {attempt}): {e}"
+            )),
+        );
         tokio::select! {
             () = tokio::time::sleep(delay.max(Duration::from_millis(100))) => {}
             _ = stop.wait_for(|v| *v) => return Err(e),
@@ -213,28 +231,43 @@ where
     }
 }
 
-/// After a failure: a fenced-producer error when the coordinator says another producer
-/// owns the flow's `transactional.id` now ([`TransactionalProducer::probe_fenced`], asked
-/// a few times when the cluster does not answer), `None` when the epoch is still ours.
-pub(super) async fn fenced(producer: &TransactionalProducer, flow: &Flow) -> Option<MirrorError> {
+/// Whether the flow still owns its `transactional.id` after a failure.
+pub(super) enum Ownership {
+    /// The coordinator says so: the flow may start again.
+    Ours,
+    /// Another producer took it: the flow stops for good (this error says why).
+    Fenced(MirrorError),
+    /// A stop came before the coordinator answered.
+    Stopped,
+}
+
+/// Asks the coordinator ([`TransactionalProducer::probe_fenced`]) until it answers or a
+/// stop comes: a flow that starts again without knowing would fence its successor.
+pub(super) async fn ownership(
+    producer: &TransactionalProducer,
+    flow: &Flow,
+    stop: &mut watch::Receiver<bool>,
+) -> Ownership {
     let mut backoff = strait_client::backoff::Backoff::new(Default::default());
-    for _ in 0..3 {
+    loop {
         match producer.probe_fenced(&flow.state_topic, 0).await {
             Ok(true) => {
-                return Some(MirrorError::kafka(
-                    "the flow's transactional producer",
-                    strait_client::Error::new(strait_client::ErrorKind::Fenced(format!(
-                        "transactional.id {:?} was initialised by another producer",
-                        flow.delivery.transactional_id
-                    ))),
-                ));
+                return Ownership::Fenced(MirrorError::fenced(format!(
+                    "fenced: another process now replicates this flow with transactional.id \
+                     {:?} (this one stops; nothing it wrote after that is committed)",
+                    flow.delivery.transactional_id
+                )));
             }
-            Ok(false) => return None,
+            Ok(false) => return Ownership::Ours,
             Err(e) => {
-                tracing::debug!(flow = %flow.name, error = %e, "fencing probe failed");
-                tokio::time::sleep(backoff.next_delay()).await;
+                tracing::warn!(flow = %flow.name, error = %e,
+                    "cannot tell yet whether another process took the flow's transactional.id; \
+                     asking again before restarting");
             }
         }
+        tokio::select! {
+            () = tokio::time::sleep(backoff.next_delay()) => {}
+            _ = stop.wait_for(|v| *v) => return Ownership::Stopped,
+        }
     }
-    None
 }

@@ -73,11 +73,11 @@ impl FlowRun {
             if eos.gate.failed() || drained.is_err() {
                 return first_error.map_or(Ok(()), Err);
             }
-            return match tokio::time::timeout(grace * 2, self.commit()).await {
+            return match tokio::time::timeout(grace, self.commit()).await {
                 Ok(r) => r.and(first_error.map_or(Ok(()), Err)),
                 Err(_) => Err(MirrorError::state(format!(
-                    "the last transaction did not commit within {:?}; the next run resumes                      from the previous commit",
-                    grace * 2
+                    "the last transaction did not commit within {grace:?}; the next run \
+                     resumes from the previous commit"
                 ))),
             };
         }

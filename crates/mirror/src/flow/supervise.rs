@@ -52,7 +52,19 @@ impl FlowRun {
                         done?;
                     }
                 }
-                _ = commit.tick(), if eos => self.commit().await?,
+                _ = commit.tick(), if eos => {
+                    // A stop does not wait for a commit stuck on the target: the
+                    // transaction is abandoned (aborted by the next run, as after kill -9).
+                    match interruptible(stop, self.commit()).await {
+                        Some(r) => r?,
+                        None => {
+                            if let Some(e) = &self.eos {
+                                e.gate.fail();
+                            }
+                            return Ok(());
+                        }
+                    }
+                }
                 _ = checkpoint.tick(), if control.is_some() && !eos => {
                     if let Some(c) = control.as_deref() {
                         c.checkpoint(self.dirty_states());
@@ -113,7 +125,8 @@ impl FlowRun {
             // map: the transaction must not commit, and the flow restarts from the last
             // commit (`exactly_once::run_restarting`).
             tracing::warn!(flow = %self.flow.name, topic = %key.0, partition = key.1,
-                error = %e, "partition failed; exactly-once: the open transaction is                 abandoned and the flow restarts from its last commit");
+                error = %e, "partition failed; exactly-once: the open transaction is \
+                abandoned and the flow restarts from its last commit");
             return Err(e);
         }
         let now = Instant::now();

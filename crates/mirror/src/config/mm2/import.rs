@@ -433,7 +433,8 @@ impl Props {
                 "poll" | "interval" => {}
                 _ => self.unmapped(
                     &k,
-                    "only poll and interval have an equivalent: Strait commits every                      `delivery.transaction_interval`",
+                    "only poll and interval have an equivalent: Strait commits every \
+                     `delivery.transaction_interval`",
                 ),
             }
         }
