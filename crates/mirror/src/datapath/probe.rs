@@ -136,11 +136,25 @@ pub async fn first_record_at(
     Ok(None)
 }
 
-/// Checks a broker's answer to ListOffsets by timestamp `ms` for `partition`: the record
-/// at `offset` must be at least that recent (Kafka returns the first offset whose
-/// timestamp is ≥ it). A broker that answers otherwise does not implement time lookups
-/// (Tansu 0.6 answers offset 0 for every timestamp): a configuration error naming it,
-/// never a start at the wrong place. Nothing at or after the offset (yet) passes.
+/// Whether a broker's answer `offset` to ListOffsets by timestamp `ms` for `partition`
+/// holds: the first record at or after `offset` is at least that recent (Kafka returns
+/// the first offset whose timestamp is ≥ it). Nothing at or after the offset (yet) holds.
+/// Tansu 0.6 answers offset 0 for every timestamp, which fails this for any time after its
+/// first record.
+pub async fn time_offset_holds(
+    client: &Client,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    ms: i64,
+) -> Result<bool, strait_client::Error> {
+    let record = first_record_at(client, topic, partition, offset).await?;
+    Ok(record.is_none_or(|r| r.timestamp >= ms))
+}
+
+/// Checks a broker's answer to ListOffsets by timestamp `ms` for `partition` with
+/// [`time_offset_holds`]. A broker that answers otherwise does not implement time lookups:
+/// a configuration error naming it, never a start at the wrong place.
 pub async fn check_time_offset(
     client: &Client,
     topic: &str,
