@@ -1,0 +1,299 @@
+//! `strait replay`, end to end (docs/operations.md, "Replay a time range"): two Tansu
+//! brokers, a source topic of three partitions whose records carry explicit CreateTime
+//! timestamps, keys, values and headers, produced by librdkafka in batches of four so the
+//! range's first and last batch must be cut. librdkafka reads the target as the
+//! independent reader and commits the group positions that are translated.
+//!
+//! Tansu 0.6 answers offset 0 to every ListOffsets by time, so these runs also prove the
+//! fallback search by batch maxTimestamp finds the right offsets.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::Value;
+use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
+use strait_testkit::rdkafka::{self, ConsumeOptions, ConsumedRecord, ProduceOptions};
+use strait_testkit::{RecordHeader, TansuCluster, TestRecord};
+
+const TOPIC: &str = "events";
+const TARGET_TOPIC: &str = "src.events";
+const PARTITIONS: i32 = 3;
+const PER_PARTITION: i64 = 30;
+/// CreateTime of record `i` of partition `p`: `BASE_MS + i s + p ms`.
+const BASE_MS: i64 = 1_764_547_200_000; // 2025-12-01T00:00:00Z
+const GROUP: &str = "replayers";
+
+fn strait(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run strait")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn rfc3339(ms: i64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms as u64)).to_string()
+}
+
+fn config(dir: &Path, source: &str, target: &str) -> PathBuf {
+    let mut cfg = two_cluster_flow(source, target, "5s");
+    cfg.push_str(&format!(
+        "[flows.topics]\ninclude = [\"{TOPIC}\", \"ghost\"]\n{SYNC_OFF}[metrics]\nenabled = false\n"
+    ));
+    let path = dir.join("strait.toml");
+    std::fs::write(&path, cfg).expect("config");
+    path
+}
+
+fn record(p: i32, i: i64) -> TestRecord {
+    let mut r = TestRecord::new(format!("k{p}-{i}"), format!("v{p}-{i}"))
+        .with_partition(p)
+        .with_timestamp(BASE_MS + i * 1000 + i64::from(p));
+    if i % 3 == 0 {
+        r = r
+            .with_header(RecordHeader::new("trace", format!("t{i}")))
+            .with_header(RecordHeader::null("empty"));
+    }
+    r
+}
+
+fn produce(bootstrap: &str) {
+    let records: Vec<TestRecord> = (0..PARTITIONS)
+        .flat_map(|p| (0..PER_PARTITION).map(move |i| record(p, i)))
+        .collect();
+    let opts = ProduceOptions {
+        batch_num_messages: Some(4),
+        ..ProduceOptions::default()
+    };
+    rdkafka::produce(bootstrap, TOPIC, &records, &opts).expect("produce");
+}
+
+fn read(bootstrap: &str, topic: &str) -> Vec<ConsumedRecord> {
+    rdkafka::consume(bootstrap, topic, &ConsumeOptions::default()).expect("consume")
+}
+
+fn partition(records: &[ConsumedRecord], p: i32) -> Vec<&ConsumedRecord> {
+    let mut got: Vec<&ConsumedRecord> = records.iter().filter(|r| r.partition == p).collect();
+    got.sort_by_key(|r| r.offset);
+    got
+}
+
+/// `strait offsets translate` rows: (partition, source offset, translated).
+fn translated(out: &Output) -> Vec<(i32, i64, Option<i64>)> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 5 || f[0] != TOPIC {
+                return None;
+            }
+            Some((f[1].parse().ok()?, f[2].parse().ok()?, f[4].parse().ok()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_middle_range_is_copied_exactly_translates_and_is_not_copied_twice() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    produce(&src);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), &src, &dst);
+    let cfg = cfg.to_str().expect("utf-8");
+
+    // The flow copies the topic first: the replay then backfills into the same target
+    // topic, after the flow's records.
+    let run = strait(&["run", "--once", "-c", cfg]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    assert_eq!(read(&dst, TARGET_TOPIC).len(), (PER_PARTITION * 3) as usize);
+
+    // Records 6..21 of each partition: --from between records 5 and 6, --until between
+    // 20 and 21 (the batches of four are 4..8 and 20..24: both cut).
+    let from = rfc3339(BASE_MS + 5_500);
+    let until = rfc3339(BASE_MS + 20_500);
+    let args = [
+        "replay", "-c", cfg, "--topic", TOPIC, "--from", &from, "--until", &until,
+    ];
+    let dry = strait(&args);
+    assert_eq!(dry.status.code(), Some(0), "{}", text(&dry));
+    let stdout = String::from_utf8_lossy(&dry.stdout);
+    assert!(stdout.contains("dry run: nothing copied"), "{}", text(&dry));
+    assert!(stdout.contains("6..21"), "{}", text(&dry));
+    assert_eq!(read(&dst, TARGET_TOPIC).len(), (PER_PARTITION * 3) as usize);
+
+    let mut exec: Vec<&str> = args.to_vec();
+    exec.extend(["--execute", "--json"]);
+    let out = strait(&exec);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(summary["executed"], true, "{summary}");
+    assert_eq!(summary["target_topic"], TARGET_TOPIC);
+    let id = summary["replay"].as_str().expect("id").to_owned();
+    for p in summary["partitions"].as_array().expect("partitions") {
+        assert_eq!(p["source_start"], 6, "{p}");
+        assert_eq!(p["source_end"], 21, "{p}");
+        assert_eq!(p["records_copied"], 15, "{p}");
+        assert_eq!(p["target_start"], PER_PARTITION, "{p}");
+        assert_eq!(p["target_end"], PER_PARTITION + 15, "{p}");
+        // Tansu answers 0 to ListOffsets by time: the search found them.
+        assert_eq!(p["from_found_by"]["method"], "search", "{p}");
+        assert_eq!(p["until_found_by"]["method"], "search", "{p}");
+    }
+
+    // librdkafka reads exactly the records of the range after the flow's, in order,
+    // byte for byte (key, value, headers, timestamp).
+    let source = read(&src, TOPIC);
+    let target = read(&dst, TARGET_TOPIC);
+    for p in 0..PARTITIONS {
+        let src_p = partition(&source, p);
+        let dst_p = partition(&target, p);
+        assert_eq!(dst_p.len(), (PER_PARTITION + 15) as usize, "partition {p}");
+        let replayed: Vec<TestRecord> = dst_p[PER_PARTITION as usize..]
+            .iter()
+            .map(|r| r.to_test_record())
+            .collect();
+        let expected: Vec<TestRecord> = src_p[6..21].iter().map(|r| r.to_test_record()).collect();
+        assert_eq!(replayed, expected, "partition {p}");
+        let offsets: Vec<i64> = dst_p[PER_PARTITION as usize..]
+            .iter()
+            .map(|r| r.offset)
+            .collect();
+        assert_eq!(
+            offsets,
+            (PER_PARTITION..PER_PARTITION + 15).collect::<Vec<_>>()
+        );
+    }
+
+    // Positions inside the range translate through the replay's map; the flow's own map
+    // is untouched.
+    for (p, o) in [(0, 10), (1, 6), (2, 21)] {
+        rdkafka::commit_group_offsets(&src, GROUP, TOPIC, &[(p, o)]).expect("commit");
+    }
+    let t = strait(&[
+        "offsets",
+        "translate",
+        "-c",
+        cfg,
+        "--group",
+        GROUP,
+        "--replay",
+        &id,
+    ]);
+    assert_eq!(t.status.code(), Some(0), "{}", text(&t));
+    assert_eq!(
+        translated(&t),
+        [(0, 10, Some(34)), (1, 6, Some(30)), (2, 21, Some(45))],
+        "{}",
+        text(&t)
+    );
+    let flow_t = strait(&["offsets", "translate", "-c", cfg, "--group", GROUP]);
+    assert_eq!(flow_t.status.code(), Some(0), "{}", text(&flow_t));
+    assert_eq!(
+        translated(&flow_t),
+        [(0, 10, Some(10)), (1, 6, Some(6)), (2, 21, Some(21))],
+        "{}",
+        text(&flow_t)
+    );
+
+    // The same replay again is refused and copies nothing.
+    let again = strait(&exec[..exec.len() - 1]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("already copied"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(
+        read(&dst, TARGET_TOPIC).len(),
+        ((PER_PARTITION + 15) * 3) as usize
+    );
+
+    // The flow goes on after a replay into its own target topic: its recovery finds the
+    // replayed records repeat records it wrote (mapped to nothing), and new records land
+    // after them.
+    let more: Vec<TestRecord> = (PER_PARTITION..PER_PARTITION + 5)
+        .map(|i| record(0, i))
+        .collect();
+    rdkafka::produce(&src, TOPIC, &more, &ProduceOptions::default()).expect("produce");
+    let rerun = strait(&["run", "--once", "-c", cfg]);
+    assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun));
+    let target = read(&dst, TARGET_TOPIC);
+    let dst_p0 = partition(&target, 0);
+    assert_eq!(dst_p0.len(), (PER_PARTITION + 15 + 5) as usize);
+    let tail: Vec<TestRecord> = dst_p0[(PER_PARTITION + 15) as usize..]
+        .iter()
+        .map(|r| r.to_test_record())
+        .collect();
+    let mut new: Vec<TestRecord> = more;
+    for r in &mut new {
+        r.partition = Some(0);
+    }
+    assert_eq!(tail, new);
+
+    // A topic the flow would replicate but the source does not have.
+    let ghost = strait(&["replay", "-c", cfg, "--topic", "ghost", "--from", &from]);
+    assert_eq!(ghost.status.code(), Some(1), "{}", text(&ghost));
+    assert!(
+        String::from_utf8_lossy(&ghost.stderr).contains("topic ghost does not exist on the source"),
+        "{}",
+        text(&ghost)
+    );
+}
+
+#[test]
+fn bad_input_is_refused_with_a_clear_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // No broker is reached: every mistake is found before connecting.
+    let cfg = config(dir.path(), "127.0.0.1:1", "127.0.0.1:2");
+    let cfg = cfg.to_str().expect("utf-8");
+    let from = rfc3339(BASE_MS + 10_000);
+    let before = rfc3339(BASE_MS);
+
+    let out = strait(&["replay", "-c", cfg, "--topic", TOPIC, "--from", "yesterday"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not an RFC 3339 time"),
+        "{}",
+        text(&out)
+    );
+
+    let out = strait(&[
+        "replay", "-c", cfg, "--topic", TOPIC, "--from", &from, "--until", &before,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("must be before --until"),
+        "{}",
+        text(&out)
+    );
+
+    let out = strait(&["replay", "-c", cfg, "--topic", "payments", "--from", &from]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("topic payments is not replicated by any enabled flow"),
+        "{}",
+        text(&out)
+    );
+
+    let out = strait(&[
+        "replay", "-c", cfg, "--topic", TOPIC, "--from", &from, "--flow", "nope",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no enabled flow named nope"),
+        "{}",
+        text(&out)
+    );
+}
