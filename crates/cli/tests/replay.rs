@@ -297,3 +297,185 @@ fn bad_input_is_refused_with_a_clear_error() {
         text(&out)
     );
 }
+
+/// A `strait replay --execute` running in the background, killed (SIGKILL) and reaped on
+/// drop, also when an assertion fails.
+struct Background(std::process::Child);
+
+impl Background {
+    fn start(args: &[&str]) -> Background {
+        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start strait");
+        Background(child)
+    }
+
+    fn exited(&mut self) -> bool {
+        self.0.try_wait().expect("try_wait").is_some()
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The source offsets the replay's saved maps reached, per partition (read with the
+/// state reader Strait uses).
+fn saved_progress(
+    rt: &tokio::runtime::Runtime,
+    client: &strait_client::Client,
+    flow: &strait_mirror::config::Flow,
+) -> Vec<(i32, u64, i64, i64)> {
+    use strait_offsets::{DEFAULT_RUN_BUDGET, OffsetMap, Side};
+    let saved = rt
+        .block_on(strait_mirror::state::read_replays(client, flow))
+        .unwrap_or_default();
+    saved
+        .iter()
+        .map(|(k, s)| {
+            let map = OffsetMap::from_snapshot(&s.snapshot, DEFAULT_RUN_BUDGET).expect("map");
+            (k.partition, map.next(Side::Source), s.start, s.end)
+        })
+        .collect()
+}
+
+#[test]
+fn an_interrupted_replay_resumes_from_its_map_and_copies_each_record_once() {
+    const N: i64 = 400;
+    let source = strait_testkit::TansuBroker::start().expect("source");
+    let (target, proxy) = strait_testkit::TansuBroker::start_behind_proxy(Default::default())
+        .expect("target behind a proxy");
+    let (src, dst) = (source.bootstrap(), proxy.bootstrap());
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let records: Vec<TestRecord> = (0..PARTITIONS)
+        .flat_map(|p| {
+            (0..N).map(move |i| {
+                TestRecord::new(format!("k{p}-{i}"), format!("v{p}-{i}"))
+                    .with_partition(p)
+                    .with_timestamp(BASE_MS + i * 100)
+            })
+        })
+        .collect();
+    let opts = ProduceOptions {
+        batch_num_messages: Some(2),
+        ..ProduceOptions::default()
+    };
+    rdkafka::produce(&src, TOPIC, &records, &opts).expect("produce");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cfg = two_cluster_flow(&src, &dst, "5s");
+    cfg.push_str(&format!(
+        "[flows.topics]\ninclude = [\"{TOPIC}\"]\n{SYNC_OFF}[flows.intervals]\n\
+         checkpoint = \"100ms\"\n[metrics]\nenabled = false\n"
+    ));
+    let cfg_path = dir.path().join("strait.toml");
+    std::fs::write(&cfg_path, cfg).expect("config");
+    let cfg = cfg_path.to_str().expect("utf-8");
+    // Records 51..351 of each partition into a topic the replay creates.
+    let (from, until) = (rfc3339(BASE_MS + 5_050), rfc3339(BASE_MS + 35_050));
+    let args = [
+        "replay",
+        "-c",
+        cfg,
+        "--topic",
+        TOPIC,
+        "--from",
+        &from,
+        "--until",
+        &until,
+        "--to",
+        "replayed",
+        "--execute",
+        "--json",
+    ];
+
+    // Every answer 50 ms late: the copy takes seconds, and is killed once its
+    // saved map shows it part-way.
+    proxy.set_delay(
+        strait_testkit::Direction::Downstream,
+        Duration::from_millis(20),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let config = strait_mirror::config::load(&cfg_path).expect("config");
+    let flow = config.enabled_flows().next().expect("a flow").clone();
+    // The state is read from the target directly, not through the slow proxy.
+    let client = rt
+        .block_on(strait_client::Client::connect(
+            strait_client::ClientConfig::new([target.bootstrap()]),
+        ))
+        .expect("client");
+    let mut first = Background::start(&args);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let progress = saved_progress(&rt, &client, &flow);
+        if progress
+            .iter()
+            .any(|(_, next, start, end)| *next as i64 > *start && (*next as i64) < *end)
+        {
+            break;
+        }
+        assert!(
+            !first.exited(),
+            "the replay ended before it was seen part-way: {progress:?}"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no progress saved: {progress:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(first);
+    proxy.set_delay(strait_testkit::Direction::Downstream, Duration::ZERO);
+
+    let resumed = strait(&args);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    let summary: Value = serde_json::from_slice(&resumed.stdout).expect("json");
+    assert_eq!(summary["decision"], "resume", "{summary}");
+    for p in summary["partitions"].as_array().expect("partitions") {
+        // The whole run's target range, also what the killed execution copied.
+        assert_eq!(
+            (&p["target_start"], &p["target_end"]),
+            (&Value::from(0), &Value::from(300)),
+            "{p}"
+        );
+    }
+    let source = read(&src, TOPIC);
+    let target = read(&dst, "replayed");
+    for p in 0..PARTITIONS {
+        let got: Vec<TestRecord> = partition(&target, p)
+            .iter()
+            .map(|r| r.to_test_record())
+            .collect();
+        let expected: Vec<TestRecord> = partition(&source, p)[51..351]
+            .iter()
+            .map(|r| r.to_test_record())
+            .collect();
+        assert_eq!(got.len(), expected.len(), "partition {p}: {summary}");
+        assert!(
+            got == expected,
+            "partition {p}: not the range, once, in order"
+        );
+    }
+
+    // --again copies the range once more, as a new run.
+    let mut again_args = args.to_vec();
+    again_args.push("--again");
+    let again = strait(&again_args);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    let summary: Value = serde_json::from_slice(&again.stdout).expect("json");
+    assert_eq!(
+        (summary["decision"].as_str(), summary["run"].as_u64()),
+        (Some("start"), Some(2))
+    );
+    assert_eq!(read(&dst, "replayed").len(), 2 * 300 * PARTITIONS as usize);
+}

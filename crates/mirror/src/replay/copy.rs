@@ -51,8 +51,9 @@ pub struct PartitionSummary {
     /// Records found already on the target when an interrupted run resumed (matched by
     /// content, not written again).
     pub already_there: u64,
-    /// Target offsets of the partition's replayed records, first and after the last
-    /// (`None`: nothing in the range, or done before this execution).
+    /// Target offsets of the partition's replayed records (of the whole run, also what
+    /// an interrupted execution copied): the first, and the one after the last (`None`:
+    /// nothing in the range).
     pub target: Option<(u64, u64)>,
     /// The partition was done before this execution (a resume).
     pub was_done: bool,
@@ -320,7 +321,6 @@ struct Copier<'a> {
 struct Counts {
     records: u64,
     already_there: u64,
-    target_first: Option<u64>,
 }
 
 impl Copier<'_> {
@@ -338,9 +338,10 @@ impl Copier<'_> {
             source_end: plan.end,
             records: counts.records,
             already_there: counts.already_there,
-            target: counts
-                .target_first
-                .map(|first| (first, map.next(Side::Target))),
+            target: map
+                .runs()
+                .next()
+                .map(|r| (r.target_start(), map.next(Side::Target))),
             was_done,
         };
         if job.done {
@@ -401,18 +402,19 @@ impl Copier<'_> {
                 self.hand_on(step, &mut job, &mut queue).await?;
                 self.settle(&mut queue, &mut job.map, &mut counts, self.window)
                     .await?;
-            }
-            if last_write.elapsed() >= self.checkpoint {
-                writer
-                    .write_encoded(vec![record(
-                        self.prepared,
-                        self.run,
-                        plan,
-                        &mut job.map,
-                        ReplayStatus::Copying,
-                    )])
-                    .await?;
-                last_write = Instant::now();
+                // Between steps, not per fetch: one fetch may hold the whole range.
+                if last_write.elapsed() >= self.checkpoint {
+                    writer
+                        .write_encoded(vec![record(
+                            self.prepared,
+                            self.run,
+                            plan,
+                            &mut job.map,
+                            ReplayStatus::Copying,
+                        )])
+                        .await?;
+                    last_write = Instant::now();
+                }
             }
         }
         self.settle(&mut queue, &mut job.map, &mut counts, 0)
@@ -504,7 +506,6 @@ impl Copier<'_> {
                 Pending::There(meta, base) => {
                     counts.already_there += meta.records();
                     record_at(map, &meta, base).map_err(map_err)?;
-                    counts.target_first.get_or_insert(base);
                 }
                 Pending::Sent(meta, ack) => {
                     let ack = ack
@@ -520,7 +521,6 @@ impl Copier<'_> {
                     };
                     counts.records += meta.records();
                     record_at(map, &meta, base).map_err(map_err)?;
-                    counts.target_first.get_or_insert(base);
                 }
             }
         }
