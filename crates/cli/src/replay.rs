@@ -77,7 +77,7 @@ pub fn replay_cmd(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let target_topic = match (&args.to, flow.topic_decision(&args.topic)) {
         (Some(to), _) => to.clone(),
         (None, TopicDecision::Replicate { target_topic }) => target_topic,
-        (None, _) => unreachable_decision(&args.topic, flow)?,
+        (None, _) => not_replicated(&args.topic, flow)?,
     };
     let spec = match Spec::new(&args.topic, &target_topic, args.from, args.until) {
         Ok(s) => s,
@@ -127,7 +127,7 @@ fn choose_flow<'a>(
             .find(|f| f.name == name)
             .with_context(|| format!("no enabled flow named {name}"))?;
         if !matches!(flow.topic_decision(topic), TopicDecision::Replicate { .. }) {
-            unreachable_decision(topic, flow)?;
+            not_replicated(topic, flow)?;
         }
         return Ok(flow);
     }
@@ -168,7 +168,7 @@ fn choose_flow<'a>(
     }
 }
 
-fn unreachable_decision<T>(topic: &str, flow: &Flow) -> anyhow::Result<T> {
+fn not_replicated<T>(topic: &str, flow: &Flow) -> anyhow::Result<T> {
     anyhow::bail!(
         "topic {topic} is not replicated by flow {} ({}): a replay copies a topic of a flow",
         flow.name,

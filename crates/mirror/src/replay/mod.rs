@@ -99,6 +99,12 @@ pub async fn prepare(
     again: bool,
 ) -> Result<Prepared, MirrorError> {
     let ctx = |e: MirrorError| e.flow(&flow.name);
+    if spec.target_topic == flow.state_topic || spec.target_topic.starts_with("__") {
+        return Err(ctx(MirrorError::config(format!(
+            "{} is the flow's state topic or an internal topic: a replay cannot write there",
+            spec.target_topic
+        ))));
+    }
     let topic = spec.source_topic.as_str();
     let meta = source
         .metadata(Some(&[topic]))
