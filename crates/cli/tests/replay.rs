@@ -479,3 +479,59 @@ fn an_interrupted_replay_resumes_from_its_map_and_copies_each_record_once() {
     );
     assert_eq!(read(&dst, "replayed").len(), 2 * 300 * PARTITIONS as usize);
 }
+
+#[test]
+fn aborted_transactions_and_markers_in_the_range_are_left_out() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, TOPIC, 1, &[]).expect("topic");
+    // Records 0..10 plain, 10..15 aborted, 15..20 committed, 20..30 plain; record i at
+    // BASE_MS + i s.
+    let rec = |i: i64| {
+        TestRecord::new(format!("k{i}"), format!("v{i}"))
+            .with_partition(0)
+            .with_timestamp(BASE_MS + i * 1000)
+    };
+    for (range, transaction) in [
+        (0..10, rdkafka::Transaction::None),
+        (10..15, rdkafka::Transaction::Abort),
+        (15..20, rdkafka::Transaction::Commit),
+        (20..30, rdkafka::Transaction::None),
+    ] {
+        let records: Vec<TestRecord> = range.map(rec).collect();
+        let opts = ProduceOptions {
+            transaction,
+            batch_num_messages: Some(3),
+            ..ProduceOptions::default()
+        };
+        rdkafka::produce(&src, TOPIC, &records, &opts).expect("produce");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), &src, &dst);
+    let cfg = cfg.to_str().expect("utf-8");
+    // From record 5 to record 25 (excluded), across both transactions.
+    let (from, until) = (rfc3339(BASE_MS + 5_000), rfc3339(BASE_MS + 25_000));
+    let out = strait(&[
+        "replay",
+        "-c",
+        cfg,
+        "--topic",
+        TOPIC,
+        "--from",
+        &from,
+        "--until",
+        &until,
+        "--execute",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let values: Vec<String> = read(&dst, TARGET_TOPIC)
+        .iter()
+        .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
+        .collect();
+    let expected: Vec<String> = (5..10)
+        .chain(15..20)
+        .chain(20..25)
+        .map(|i| format!("v{i}"))
+        .collect();
+    assert_eq!(values, expected, "{}", text(&out));
+}

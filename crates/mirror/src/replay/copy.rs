@@ -182,7 +182,7 @@ impl Job<'_> {
 }
 
 /// The map a partition starts from and what the target must be checked for (rules
-/// 13–16 on a resume).
+/// 14–17 on a resume).
 async fn job<'a>(
     target: &Client,
     topic: &str,

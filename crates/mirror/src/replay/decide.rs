@@ -15,7 +15,10 @@
 //! 4. *A batch whose maxTimestamp is at or after it bounds the answer*: its first record
 //!    at or after the time is a candidate, and the search looks before the batch.
 //! 5. *The search ends when its bounds meet*; the answer is the earliest candidate, or the
-//!    end of the log. Each probe halves the bounds, so it takes at most 64 fetches. It
+//!    end of the log.
+//! 6. *A transaction marker is not a record of the range*: its batch is passed over like
+//!    rule 3 whatever its timestamp (set by the transaction coordinator's clock, not the
+//!    producer's). Each probe halves the bounds, so it takes at most 64 fetches. It
 //!    assumes timestamps do not decrease along the log (CreateTime set by producers can;
 //!    then the answer is a record at or after the time whose batches before all end
 //!    before it, which is not necessarily the first).
@@ -23,27 +26,27 @@
 //! **Cut** ([`cut`]): the planner ([`crate::datapath::plan::Planner`], started at the
 //! range's first offset) already leaves out the records before it (its *partial* rule);
 //! past the end:
-//! 6. *A step that ends at or before the end is kept as it is* (a forwarded batch stays
+//! 7. *A step that ends at or before the end is kept as it is* (a forwarded batch stays
 //!    zero-copy).
-//! 7. *A step that starts at or after the end is dropped.*
-//! 8. *A batch that straddles the end is rebuilt with the records before it* (strait-records'
+//! 8. *A step that starts at or after the end is dropped.*
+//! 9. *A batch that straddles the end is rebuilt with the records before it* (strait-records'
 //!    builder, the batch's codec).
-//! 9. *A skip past the end stops at the end.*
+//! 10. *A skip past the end stops at the end.*
 //!
 //! **Runs** ([`decide_run`]): a replay is identified by (source topic, target topic,
 //! `--from`, `--until`) ([`Spec::id`]); each execution is a run.
-//! 10. *No earlier run: run 1 starts.*
-//! 11. *A completed run is not repeated without `--again`*: refused, naming it.
-//! 12. *An interrupted run resumes* (`--again` starts a new run instead: what the
+//! 11. *No earlier run: run 1 starts.*
+//! 12. *A completed run is not repeated without `--again`*: refused, naming it.
+//! 13. *An interrupted run resumes* (`--again` starts a new run instead: what the
 //!     interrupted run copied stays on the target, and its map stays for translation).
 //!
 //! **Resume of a partition** ([`resume`]):
-//! 13. *A partition marked done is not copied again.*
-//! 14. *The target ending where the saved map does: copying goes on from the map.*
-//! 15. *The target holding more: the records past the map must be the replay's next
+//! 14. *A partition marked done is not copied again.*
+//! 15. *The target ending where the saved map does: copying goes on from the map.*
+//! 16. *The target holding more: the records past the map must be the replay's next
 //!     records, checked by content* (the flow's crash recovery,
 //!     [`crate::datapath::recovery`]); anything else refuses the resume.
-//! 16. *The target holding less than the map: the resume is refused* (records the map
+//! 17. *The target holding less than the map: the resume is refused* (records the map
 //!     points at are gone).
 
 use strait_records::{BatchBuilder, Limits, Record};
@@ -150,11 +153,13 @@ pub struct Probed {
     pub next: i64,
     /// Its maxTimestamp.
     pub max_timestamp: i64,
+    /// A control batch (a transaction marker).
+    pub control: bool,
     /// Its records' (offset, timestamp), in order.
     pub records: Vec<(i64, i64)>,
 }
 
-/// Rules 3–5: a bounded binary search over a partition's batches for the first record at
+/// Rules 3–6: a bounded binary search over a partition's batches for the first record at
 /// or after `ms`, for brokers whose ListOffsets by time is wrong.
 #[derive(Debug, Clone)]
 pub struct TimeSearch {
@@ -202,8 +207,8 @@ impl TimeSearch {
             self.hi = at.max(self.lo);
             return;
         };
-        if b.max_timestamp < self.ms {
-            // Rule 3.
+        if b.control || b.max_timestamp < self.ms {
+            // Rules 3 and 6.
             self.lo = b.next.max(at + 1).min(self.hi);
         } else {
             // Rule 4.
@@ -229,7 +234,7 @@ impl TimeSearch {
     }
 }
 
-/// Rules 6–9: `step` limited to source offsets before `end`.
+/// Rules 7–10: `step` limited to source offsets before `end`.
 pub fn cut(step: Step, end: i64, limits: &Limits) -> Result<Option<Step>, strait_records::Error> {
     match step {
         Step::Skip { source_next } => Ok(Some(Step::Skip {
@@ -280,7 +285,7 @@ pub fn cut(step: Step, end: i64, limits: &Limits) -> Result<Option<Step>, strait
     }
 }
 
-/// Rule 8: the records before `end` as one batch (a subset of a batch that fit the
+/// Rule 9: the records before `end` as one batch (a subset of a batch that fit the
 /// target, so it fits too).
 fn rebuild(
     records: &[Record],
@@ -330,7 +335,7 @@ pub enum RunDecision {
     },
 }
 
-/// Rules 10–12: `latest` is the highest-numbered earlier run of the same replay.
+/// Rules 11–13: `latest` is the highest-numbered earlier run of the same replay.
 pub fn decide_run(latest: Option<EarlierRun>, again: bool) -> RunDecision {
     match latest {
         None => RunDecision::Start { run: 1 },
@@ -343,18 +348,18 @@ pub fn decide_run(latest: Option<EarlierRun>, again: bool) -> RunDecision {
 /// Where one partition of a resumed run goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resume {
-    /// Rule 13: nothing left to copy.
+    /// Rule 14: nothing left to copy.
     Done,
-    /// Rule 14: from the map's source position; nothing to check on the target.
+    /// Rule 15: from the map's source position; nothing to check on the target.
     Continue,
-    /// Rule 15: the target's records `from..end` must be matched by content first.
+    /// Rule 16: the target's records `from..end` must be matched by content first.
     Check {
         /// The map's target position.
         from: i64,
         /// The target's end.
         end: i64,
     },
-    /// Rule 16: refused.
+    /// Rule 17: refused.
     TargetShorter {
         /// The map's target position.
         expected: i64,
@@ -363,7 +368,7 @@ pub enum Resume {
     },
 }
 
-/// Rules 13–16: `map_target_next` is the saved map's target position, `target_end` the
+/// Rules 14–17: `map_target_next` is the saved map's target position, `target_end` the
 /// target partition's end now.
 pub fn resume(done: bool, map_target_next: i64, target_end: i64) -> Resume {
     if done {

@@ -108,6 +108,7 @@ fn search(n: i64, size: i64, ts: impl Fn(i64) -> i64, ms: i64) -> (TimeOffset, u
             base,
             next: (base + size).min(n),
             max_timestamp: (base..(base + size).min(n)).map(&ts).max().unwrap(),
+            control: false,
             records: (base..(base + size).min(n)).map(|o| (o, ts(o))).collect(),
         };
         s.observe(at, Some(&probed));
@@ -141,6 +142,7 @@ fn rule_3_a_batch_ending_before_the_time_moves_the_search_past_it() {
             base: 40,
             next: 60,
             max_timestamp: 499,
+            control: false,
             records: vec![],
         }),
     );
@@ -170,7 +172,34 @@ fn rule_5_the_search_is_bounded_by_the_bits_of_an_offset() {
 }
 
 #[test]
-fn rule_6_a_step_ending_before_the_end_is_kept_as_it_is() {
+fn rule_6_a_transaction_marker_is_passed_over_whatever_its_timestamp() {
+    // Records at 1000 + o, batches of one; offsets 20 and 41 are markers stamped "now".
+    let ts = |o: i64| 1000 + o;
+    for ms in [1010, 1030, 1045, 1060] {
+        let mut s = TimeSearch::new(ms, bounds(0, 64));
+        while let Some(at) = s.next_probe() {
+            let control = at == 20 || at == 41;
+            let t = if control { 9_999_999 } else { ts(at) };
+            s.observe(
+                at,
+                Some(&Probed {
+                    base: at,
+                    next: at + 1,
+                    max_timestamp: t,
+                    control,
+                    records: vec![(at, t)],
+                }),
+            );
+        }
+        let expected = (0..64)
+            .find(|o| *o != 20 && *o != 41 && ts(*o) >= ms)
+            .unwrap();
+        assert_eq!(s.answer(), Some(TimeOffset::At(expected)), "ms {ms}");
+    }
+}
+
+#[test]
+fn rule_7_a_step_ending_before_the_end_is_kept_as_it_is() {
     let b = batch(10, 5, Compression::Lz4, |_| 0);
     let bytes = b.clone().into_bytes();
     let kept = cut(forward(b), 15, &Limits::default()).unwrap().unwrap();
@@ -181,7 +210,7 @@ fn rule_6_a_step_ending_before_the_end_is_kept_as_it_is() {
 }
 
 #[test]
-fn rule_7_a_step_starting_at_or_after_the_end_is_dropped() {
+fn rule_8_a_step_starting_at_or_after_the_end_is_dropped() {
     let b = batch(15, 5, Compression::None, |_| 0);
     assert!(cut(forward(b), 15, &Limits::default()).unwrap().is_none());
     let r = Step::Reencoded {
@@ -192,7 +221,7 @@ fn rule_7_a_step_starting_at_or_after_the_end_is_dropped() {
 }
 
 #[test]
-fn rule_8_a_batch_straddling_the_end_is_rebuilt_with_the_records_before_it() {
+fn rule_9_a_batch_straddling_the_end_is_rebuilt_with_the_records_before_it() {
     for codec in [Compression::None, Compression::Zstd] {
         let b = batch(10, 5, codec, |o| 1000 + o);
         let step = cut(forward(b), 13, &Limits::default()).unwrap().unwrap();
@@ -227,7 +256,7 @@ fn rule_8_a_batch_straddling_the_end_is_rebuilt_with_the_records_before_it() {
 }
 
 #[test]
-fn rule_9_a_skip_past_the_end_stops_at_the_end() {
+fn rule_10_a_skip_past_the_end_stops_at_the_end() {
     match cut(Step::Skip { source_next: 50 }, 40, &Limits::default()).unwrap() {
         Some(Step::Skip { source_next }) => assert_eq!(source_next, 40),
         other => panic!("{other:?}"),
@@ -235,7 +264,7 @@ fn rule_9_a_skip_past_the_end_stops_at_the_end() {
 }
 
 #[test]
-fn rules_10_11_12_runs_start_refuse_or_resume() {
+fn rules_11_12_13_runs_start_refuse_or_resume() {
     assert_eq!(decide_run(None, false), RunDecision::Start { run: 1 });
     assert_eq!(decide_run(None, true), RunDecision::Start { run: 1 });
     let done = EarlierRun {
@@ -262,7 +291,7 @@ fn rules_10_11_12_runs_start_refuse_or_resume() {
 }
 
 #[test]
-fn rules_13_to_16_a_partition_resumes_from_its_map_after_checking_the_target() {
+fn rules_14_to_17_a_partition_resumes_from_its_map_after_checking_the_target() {
     assert_eq!(resume(true, 5, 9), Resume::Done);
     assert_eq!(resume(false, 5, 5), Resume::Continue);
     assert_eq!(resume(false, 5, 9), Resume::Check { from: 5, end: 9 });

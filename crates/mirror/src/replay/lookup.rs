@@ -149,6 +149,7 @@ async fn probe_at(
         base: h.base_offset,
         next: h.next_offset(),
         max_timestamp: h.max_timestamp,
+        control: h.attributes.is_control(),
         records,
     }))
 }

@@ -90,7 +90,7 @@ impl Prepared {
 
 /// Prepares a replay of `spec` on `flow`: checks the topics, reads the flow's saved
 /// replays, decides the run ([`decide::decide_run`]) and finds each partition's range
-/// (for a new run: by time, rules 1–5; on a resume: as saved).
+/// (for a new run: by time, rules 1–6; on a resume: as saved).
 pub async fn prepare(
     source: &Client,
     target: &Client,
