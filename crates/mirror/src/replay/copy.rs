@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use strait_client::{
-    AckFuture, Client, IdempotentProducer, NewTopic, ProducerConfig, ResourceType,
+    AckFuture, Client, IdempotentProducer, IsolationLevel, NewTopic, ProducerConfig, ResourceType,
 };
 use strait_offsets::{OffsetMap, Side};
 use strait_records::Limits;
@@ -99,14 +99,9 @@ pub async fn execute(
             .map_err(ctx)?;
     }
     let partitions: Vec<i32> = prepared.partitions.iter().map(|p| p.partition).collect();
-    let target_bounds = probe::bounds(
-        target,
-        topic,
-        &partitions,
-        strait_client::IsolationLevel::ReadUncommitted,
-    )
-    .await
-    .map_err(|e| ctx(MirrorError::kafka("target partition ends", e).topic(topic)))?;
+    let target_bounds = probe::bounds(target, topic, &partitions, IsolationLevel::ReadUncommitted)
+        .await
+        .map_err(|e| ctx(MirrorError::kafka("target partition ends", e).topic(topic)))?;
     let limits = Limits::default();
     let mut jobs = Vec::new();
     for plan in &prepared.partitions {
@@ -144,11 +139,22 @@ pub async fn execute(
         limits,
     };
     let mut out = Vec::new();
-    for j in jobs {
-        let summary = copier
-            .copy(j, &mut writer)
-            .await
-            .map_err(|e| ctx(e.topic(&prepared.spec.source_topic)))?;
+    for mut j in jobs {
+        let copied = copier.copy(&mut j, &mut writer).await;
+        let summary = match copied {
+            Ok(s) => s,
+            Err(e) => {
+                // What was acknowledged is kept, so a run again resumes there (what landed
+                // after it is matched by content then).
+                let status = j.status();
+                let saved = record(prepared, run, j.plan, &mut j.map, status);
+                if let Err(w) = writer.write_encoded(vec![saved]).await {
+                    tracing::warn!(flow = %flow.name, replay = %prepared.id, error = %w,
+                        "replay: saving the progress after a failure");
+                }
+                return Err(ctx(e.topic(&prepared.spec.source_topic)));
+            }
+        };
         tracing::info!(flow = %flow.name, replay = %prepared.id, run,
             partition = summary.partition, records = summary.records,
             source_start = summary.source_start, source_end = summary.source_end,
@@ -326,7 +332,7 @@ struct Counts {
 impl Copier<'_> {
     async fn copy(
         &self,
-        mut job: Job<'_>,
+        job: &mut Job<'_>,
         writer: &mut StateWriter,
     ) -> Result<PartitionSummary, MirrorError> {
         let plan = job.plan;
@@ -356,7 +362,18 @@ impl Copier<'_> {
         let mut waiting_since: Option<Instant> = None;
         let topic = &self.prepared.spec.source_topic;
         while planner.released_next() < end {
-            let fetched = fetch_one(self.source, topic, p, fetch_pos, FETCH_BYTES).await?;
+            // read_uncommitted: the planner decides transactions by their markers, which a
+            // read_committed fetch would not return past the last stable offset (another
+            // transaction still open after the range would keep a decided one waiting).
+            let fetched = fetch_one(
+                self.source,
+                topic,
+                p,
+                fetch_pos,
+                FETCH_BYTES,
+                IsolationLevel::ReadUncommitted,
+            )
+            .await?;
             let (records, aborted) = match fetched {
                 Some(f) => (f.records, f.aborted_transactions),
                 None => (bytes::Bytes::new(), Vec::new()),
@@ -399,7 +416,7 @@ impl Copier<'_> {
                     MirrorError::records("replay: cutting the last batch", e).partition(p)
                 })?;
                 let Some(step) = cut else { continue };
-                self.hand_on(step, &mut job, &mut queue).await?;
+                self.hand_on(step, job, &mut queue).await?;
                 self.settle(&mut queue, &mut job.map, &mut counts, self.window)
                     .await?;
                 // Between steps, not per fetch: one fetch may hold the whole range.

@@ -123,7 +123,16 @@ async fn probe_at(
 ) -> Result<Option<Probed>, MirrorError> {
     let limits = Limits::default();
     // At least one whole batch comes back whatever the cap.
-    let Some(p) = fetch_one(client, topic, partition, at, 1).await? else {
+    let Some(p) = fetch_one(
+        client,
+        topic,
+        partition,
+        at,
+        1,
+        IsolationLevel::ReadCommitted,
+    )
+    .await?
+    else {
         return Ok(None);
     };
     let bad = |offset: i64, e| {
@@ -154,22 +163,22 @@ async fn probe_at(
     }))
 }
 
-/// One read_committed fetch of `topic`/`partition` at `at` from its leader, retrying
-/// leader moves and connection errors a few times; `None` when the broker answers for no
-/// partition.
+/// One fetch of `topic`/`partition` at `at` from its leader, retrying leader moves and
+/// connection errors a few times; `None` when the broker answers for no partition.
 pub(super) async fn fetch_one(
     client: &Client,
     topic: &str,
     partition: i32,
     at: i64,
     max_bytes: i32,
+    isolation: IsolationLevel,
 ) -> Result<Option<FetchedPartition>, MirrorError> {
     let opts = FetchOptions {
         // Not 0: Tansu answers nothing at all for max_wait = 0.
         max_wait: Duration::from_millis(50),
         min_bytes: 1,
         max_bytes,
-        isolation: IsolationLevel::ReadCommitted,
+        isolation,
     };
     let mut backoff = Backoff::new(BackoffConfig {
         initial: Duration::from_millis(100),
