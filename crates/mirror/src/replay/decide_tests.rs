@@ -133,6 +133,29 @@ fn rule_3_4_5_the_search_finds_the_first_record_at_or_after_the_time() {
 }
 
 #[test]
+fn rule_3_4_5_offsets_left_by_compaction_do_not_mislead_the_search() {
+    // Only even offsets hold records (at 1000 + o), in batches spanning 4 offsets: a
+    // probe at an odd offset gets the batch around it, whose records skip it.
+    let mut s = TimeSearch::new(1031, bounds(0, 80));
+    while let Some(at) = s.next_probe() {
+        let base = at - at % 4;
+        let records: Vec<(i64, i64)> = (base..base + 4)
+            .filter(|o| o % 2 == 0)
+            .map(|o| (o, 1000 + o))
+            .collect();
+        let probed = Probed {
+            base,
+            next: base + 4,
+            max_timestamp: records.iter().map(|r| r.1).max().unwrap_or(-1),
+            control: false,
+            records,
+        };
+        s.observe(at, Some(&probed));
+    }
+    assert_eq!(s.answer(), Some(TimeOffset::At(32)));
+}
+
+#[test]
 fn rule_3_a_batch_ending_before_the_time_moves_the_search_past_it() {
     let mut s = TimeSearch::new(500, bounds(0, 100));
     let at = s.next_probe().unwrap();

@@ -139,6 +139,10 @@ pub fn decode_replay_value(bytes: &[u8]) -> Result<ReplayState, StateDecodeError
     let from_ms = i64::from_be_bytes(r.array()?);
     let has_until = r.u8()?;
     let until = i64::from_be_bytes(r.array()?);
+    // One encoding per value: no until is written as flag 0 and time 0.
+    if has_until > 1 || (has_until == 0 && until != 0) {
+        return Err(StateDecodeError::Version(has_until));
+    }
     let start = i64::from_be_bytes(r.array()?);
     let end = i64::from_be_bytes(r.array()?);
     let partitions = u32::from_be_bytes(r.array()?);
@@ -216,6 +220,24 @@ mod tests {
         }
         for n in 0..v.len() {
             assert!(decode_replay_value(&v[..n]).is_err(), "truncated to {n}");
+        }
+    }
+
+    #[test]
+    fn a_replay_value_has_one_encoding() {
+        let mut s = sample();
+        s.until_ms = None;
+        let v = encode_replay_value(&s);
+        // The until flag sits after version, status, topic id and the two topic names.
+        let at = 2 + 16 + 2 + s.source_topic.len() + 2 + s.target_topic.len() + 8;
+        assert_eq!(v[at], 0);
+        for (flag, time) in [(2u8, 0i64), (0, 5)] {
+            let mut c = v[..v.len() - 4].to_vec();
+            c[at] = flag;
+            c[at + 1..at + 9].copy_from_slice(&time.to_be_bytes());
+            let crc = crc32c::crc32c(&c);
+            c.extend_from_slice(&crc.to_be_bytes());
+            assert!(decode_replay_value(&c).is_err(), "flag {flag} time {time}");
         }
     }
 
