@@ -5,7 +5,8 @@
 //! independent reader and commits the group positions that are translated.
 //!
 //! Tansu 0.6 answers offset 0 to every ListOffsets by time, so these runs also prove the
-//! fallback search by batch maxTimestamp finds the right offsets.
+//! fallback search by batch maxTimestamp finds the right offsets. Every `strait` process a
+//! test starts in the background is killed on drop, also when an assertion fails.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -15,6 +16,8 @@ use serde_json::Value;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{self, ConsumeOptions, ConsumedRecord, ProduceOptions};
 use strait_testkit::{RecordHeader, TansuCluster, TestRecord};
+
+mod common;
 
 const TOPIC: &str = "events";
 const TARGET_TOPIC: &str = "src.events";
@@ -534,4 +537,84 @@ fn aborted_transactions_and_markers_in_the_range_are_left_out() {
         .map(|i| format!("v{i}"))
         .collect();
     assert_eq!(values, expected, "{}", text(&out));
+}
+
+#[test]
+fn a_replay_into_the_target_topic_of_a_running_flow_leaves_the_flow_replicating() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    produce(&src);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg_path = config(dir.path(), &src, &dst);
+    let cfg = cfg_path.to_str().expect("utf-8");
+    let mut flow = common::Strait::start(&cfg_path, &dir.path().join("run.log"));
+    let wait = |n: usize, what: &str, flow: &mut common::Strait| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let got = read(&dst, TARGET_TOPIC).len();
+            if got >= n {
+                return got;
+            }
+            flow.assert_running();
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: {got} of {n} records on the target\n{}",
+                flow.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    wait((PER_PARTITION * 3) as usize, "the flow's copy", &mut flow);
+    let (from, until) = (rfc3339(BASE_MS + 5_500), rfc3339(BASE_MS + 20_500));
+    let out = strait(&[
+        "replay",
+        "-c",
+        cfg,
+        "--topic",
+        TOPIC,
+        "--from",
+        &from,
+        "--until",
+        &until,
+        "--execute",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // New records while the flow runs, after the replayed ones.
+    let more: Vec<TestRecord> = (0..PARTITIONS)
+        .flat_map(|p| (PER_PARTITION..PER_PARTITION + 5).map(move |i| record(p, i)))
+        .collect();
+    rdkafka::produce(&src, TOPIC, &more, &ProduceOptions::default()).expect("produce");
+    wait(
+        ((PER_PARTITION + 15 + 5) * 3) as usize,
+        "the flow after the replay",
+        &mut flow,
+    );
+    flow.assert_running();
+    let source = read(&src, TOPIC);
+    let target = read(&dst, TARGET_TOPIC);
+    for p in 0..PARTITIONS {
+        let src_p: Vec<TestRecord> = partition(&source, p)
+            .iter()
+            .map(|r| r.to_test_record())
+            .collect();
+        let dst_p: Vec<TestRecord> = partition(&target, p)
+            .iter()
+            .map(|r| r.to_test_record())
+            .collect();
+        // The flow's 30, the replay's 15, then the flow's 5 new ones: nothing lost,
+        // nothing else duplicated.
+        let mut expected = src_p[..30].to_vec();
+        expected.extend_from_slice(&src_p[6..21]);
+        expected.extend_from_slice(&src_p[30..35]);
+        assert_eq!(dst_p, expected, "partition {p}");
+    }
+    // The running flow took the replayed records for repeats of its own (its live
+    // duplicate check) and said so.
+    assert!(
+        flow.log_text()
+            .contains("the target holds a duplicate of records of ours at offsets 30..45"),
+        "{}",
+        flow.log_tail()
+    );
 }
