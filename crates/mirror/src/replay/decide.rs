@@ -245,7 +245,7 @@ pub fn cut(step: Step, end: i64, limits: &Limits) -> Result<Option<Step>, strait
             source_first,
             count,
         } => {
-            if source_first + count <= end {
+            if source_first.saturating_add(count) <= end {
                 return Ok(Some(Step::Forward {
                     batch,
                     source_first,

@@ -1,6 +1,6 @@
 //! "The first offset at or after a time" for every partition of a topic: the broker's
 //! ListOffsets by timestamp, checked against the record it points at
-//! ([`probe::time_offset_holds`]); when the broker's answer is provably wrong (Tansu 0.6
+//! ([`probe::older_record_at`]); when the broker's answer is provably wrong (Tansu 0.6
 //! answers 0 for every time), a bounded binary search over fetches by batch maxTimestamp
 //! ([`TimeSearch`]) — which assumes timestamps do not decrease along the log.
 
@@ -64,12 +64,12 @@ pub async fn offsets_for_time(
             // -1: no record that recent (a broker that does not know says 0, see below).
             Some(a) if a.offset < 0 => Some(TimeOffset::None),
             Some(a) => {
-                let holds = probe::time_offset_holds(client, topic, partition, a.offset, ms)
+                let older = probe::older_record_at(client, topic, partition, a.offset, ms)
                     .await
                     .map_err(|e| {
                         kafka("fetch at the offset for the time", e).partition(partition)
                     })?;
-                holds.then_some(TimeOffset::At(a.offset))
+                older.is_none().then_some(TimeOffset::At(a.offset))
             }
             None => None,
         };
