@@ -618,3 +618,50 @@ fn a_replay_into_the_target_topic_of_a_running_flow_leaves_the_flow_replicating(
         flow.log_tail()
     );
 }
+
+#[test]
+fn a_transaction_still_open_is_left_out_the_range_ends_at_the_last_stable_offset() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, TOPIC, 1, &[]).expect("topic");
+    let rec = |i: i64| {
+        TestRecord::new(format!("k{i}"), format!("v{i}"))
+            .with_partition(0)
+            .with_timestamp(BASE_MS + i * 1000)
+    };
+    for (range, transaction) in [
+        (0..10, rdkafka::Transaction::None),
+        (10..15, rdkafka::Transaction::Open),
+    ] {
+        let records: Vec<TestRecord> = range.map(rec).collect();
+        let opts = ProduceOptions {
+            transaction,
+            ..ProduceOptions::default()
+        };
+        rdkafka::produce(&src, TOPIC, &records, &opts).expect("produce");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), &src, &dst);
+    let cfg = cfg.to_str().expect("utf-8");
+    let from = rfc3339(BASE_MS + 2_000);
+    let out = strait(&[
+        "replay",
+        "-c",
+        cfg,
+        "--topic",
+        TOPIC,
+        "--from",
+        &from,
+        "--execute",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(summary["partitions"][0]["source_end"], 10, "{summary}");
+    let values: Vec<String> = read(&dst, TARGET_TOPIC)
+        .iter()
+        .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
+        .collect();
+    let expected: Vec<String> = (2..10).map(|i| format!("v{i}")).collect();
+    assert_eq!(values, expected);
+}
