@@ -552,7 +552,9 @@ fn a_replay_into_the_target_topic_of_a_running_flow_leaves_the_flow_replicating(
     let wait = |n: usize, what: &str, flow: &mut common::Strait| {
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         loop {
-            let got = read(&dst, TARGET_TOPIC).len();
+            // The topic may not exist yet: the flow creates it.
+            let got = rdkafka::consume(&dst, TARGET_TOPIC, &ConsumeOptions::default())
+                .map_or(0, |r| r.len());
             if got >= n {
                 return got;
             }
