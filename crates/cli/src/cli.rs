@@ -66,6 +66,9 @@ pub enum Command {
     /// Move a consumer group back from a flow's target to its source through the same
     /// offset maps, reversed (a dry run unless --execute).
     Failback(SwitchArgs),
+    /// Copy a time range of one source topic once to the target, with an offset map of
+    /// its own (a dry run unless --execute).
+    Replay(crate::replay::ReplayArgs),
     /// Consumer-group offset tools.
     Offsets {
         #[command(subcommand)]
@@ -94,6 +97,10 @@ pub enum OffsetsCommand {
         /// Only this topic.
         #[arg(long, value_name = "T")]
         topic: Option<String>,
+        /// Translate through the offset map of this replay (the id `strait replay`
+        /// prints) instead of the flows' maps.
+        #[arg(long, value_name = "ID")]
+        replay: Option<String>,
     },
 }
 

@@ -3,7 +3,8 @@
 //! Layout: [`cli`] defines the command line; [`config_cmd`] implements the config tools,
 //! which need only `strait_mirror::config`; [`logging`] sets up tracing; [`run_cmd`] runs
 //! the engine; [`check`], [`plan`], [`status`] and [`offsets`] inspect the clusters and the
-//! flows' state topics; [`runbook`] moves consumer groups between clusters; [`bench`] measures replication.
+//! flows' state topics; [`runbook`] moves consumer groups between clusters; [`replay`] copies
+//! a time range of a topic once; [`bench`] measures replication.
 
 mod bench;
 mod check;
@@ -12,6 +13,7 @@ mod config_cmd;
 mod logging;
 mod offsets;
 mod plan;
+mod replay;
 mod run_cmd;
 mod runbook;
 mod status;
@@ -61,14 +63,19 @@ fn main() -> ExitCode {
         Command::Failback(args) => {
             runbook::switch_cmd(strait_mirror::runbook::Direction::Failback, args)
         }
+        Command::Replay(args) => replay::replay_cmd(args),
         Command::Offsets {
             command:
                 OffsetsCommand::Translate {
                     config,
                     group,
                     topic,
+                    replay,
                 },
-        } => offsets::translate_cmd(&config.path, group, topic.as_deref()),
+        } => match replay {
+            Some(id) => offsets::translate_replay_cmd(&config.path, group, topic.as_deref(), id),
+            None => offsets::translate_cmd(&config.path, group, topic.as_deref()),
+        },
         // Handled above, before logging is set up.
         Command::Run { .. } => Ok(ExitCode::SUCCESS),
     };

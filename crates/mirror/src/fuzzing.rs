@@ -14,6 +14,7 @@ use crate::config::{load_str, parse_str};
 use crate::groups::Checkpoint;
 use crate::heartbeat::Heartbeat;
 use crate::state::codec::{self, PartitionState};
+use crate::state::replay;
 
 /// Splits `data` in two: the first two bytes (big-endian) give the length of the first
 /// part, capped at what is left.
@@ -45,7 +46,7 @@ fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
     a
 }
 
-/// The state topic's key and value codec ([`codec`]).
+/// The state topic's key and value codecs ([`codec`], and [`replay`] for replay records).
 ///
 /// - the whole input, as a key and as a value: decodes or fails; what decodes re-encodes
 ///   to the same bytes (the format has one encoding per value), and a decoded snapshot is
@@ -71,6 +72,53 @@ pub fn fuzz_state_codec(data: &[u8]) {
         snapshot: snapshot.to_vec(),
     };
     assert_eq!(codec::decode_value(&codec::encode_value(&state)), Ok(state));
+
+    // The replay records sharing the topic (state::replay): the same two properties.
+    if let Ok(key) = replay::decode_replay_key(data) {
+        assert_eq!(
+            replay::encode_replay_key(&key),
+            data,
+            "replay key re-encodes"
+        );
+    }
+    if let Ok(state) = replay::decode_replay_value(data) {
+        assert_eq!(
+            replay::encode_replay_value(&state),
+            data,
+            "replay value re-encodes"
+        );
+        let _ = OffsetMap::from_snapshot(&state.snapshot, DEFAULT_RUN_BUDGET);
+    }
+    let key = replay::ReplayKey {
+        id: string(head, u16::MAX as usize),
+        run: u32::from_be_bytes(array(snapshot)),
+        partition,
+    };
+    assert_eq!(
+        replay::decode_replay_key(&replay::encode_replay_key(&key)),
+        Ok(key)
+    );
+    let n = i64::from_be_bytes(array(snapshot));
+    let state = replay::ReplayState {
+        status: if n % 2 == 0 {
+            replay::ReplayStatus::Copying
+        } else {
+            replay::ReplayStatus::Done
+        },
+        topic_id: Uuid::from_bytes(array(head)),
+        source_topic: string(head, u16::MAX as usize),
+        target_topic: string(snapshot, u16::MAX as usize),
+        from_ms: n,
+        until_ms: (n % 3 != 0).then_some(n.wrapping_mul(7)),
+        start: n.wrapping_add(1),
+        end: n.wrapping_sub(1),
+        partitions: u32::from_be_bytes(array(head)),
+        snapshot: snapshot.to_vec(),
+    };
+    assert_eq!(
+        replay::decode_replay_value(&replay::encode_replay_value(&state)),
+        Ok(state)
+    );
 }
 
 /// MM2's checkpoint and heartbeat records ([`Checkpoint`], [`Heartbeat`]).

@@ -14,7 +14,8 @@
 //!   endpoint.
 //! - [`datapath`]: fetchers, batch planning, the produce pipeline, the in-flight budget,
 //!   crash recovery.
-//! - [`state`]: the per-flow state topic (offset maps) and [`state::load_maps`].
+//! - [`state`]: the per-flow state topic (offset maps, replay maps) and [`state::load_maps`].
+//! - [`replay`]: `strait replay`, a time range of a topic copied once, with its own map.
 //! - [`flow`]: one flow's lifecycle, supervising its partitions ([`supervisor`] decides
 //!   restarts; `control` runs its periodic jobs as tasks); [`engine`]: [`Engine`] runs every flow
 //!   (continuously or `--once`, with a [`RunSummary`]); [`connect`]: clients with a
@@ -34,6 +35,7 @@ pub mod groups;
 pub mod heartbeat;
 pub mod incident;
 pub mod metrics;
+pub mod replay;
 pub mod runbook;
 pub mod state;
 pub mod supervisor;

@@ -136,11 +136,25 @@ pub async fn first_record_at(
     Ok(None)
 }
 
-/// Checks a broker's answer to ListOffsets by timestamp `ms` for `partition`: the record
-/// at `offset` must be at least that recent (Kafka returns the first offset whose
-/// timestamp is ≥ it). A broker that answers otherwise does not implement time lookups
-/// (Tansu 0.6 answers offset 0 for every timestamp): a configuration error naming it,
-/// never a start at the wrong place. Nothing at or after the offset (yet) passes.
+/// The proof that a broker's answer `offset` to ListOffsets by timestamp `ms` for
+/// `partition` is wrong: the first record at or after `offset` when it is older than `ms`
+/// (Kafka returns the first offset whose timestamp is ≥ it; Tansu 0.6 answers offset 0 for
+/// every timestamp). `None`: the answer holds (nothing at or after the offset yet holds
+/// too).
+pub async fn older_record_at(
+    client: &Client,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    ms: i64,
+) -> Result<Option<ConsumedRecord>, strait_client::Error> {
+    let record = first_record_at(client, topic, partition, offset).await?;
+    Ok(record.filter(|r| r.timestamp < ms))
+}
+
+/// Checks a broker's answer to ListOffsets by timestamp `ms` for `partition` with
+/// [`older_record_at`]. A broker that answers otherwise does not implement time lookups:
+/// a configuration error naming it, never a start at the wrong place.
 pub async fn check_time_offset(
     client: &Client,
     topic: &str,
@@ -148,13 +162,13 @@ pub async fn check_time_offset(
     offset: i64,
     ms: i64,
 ) -> Result<(), MirrorError> {
-    let record = first_record_at(client, topic, partition, offset)
+    let older = older_record_at(client, topic, partition, offset, ms)
         .await
         .map_err(|e| {
             MirrorError::kafka("fetch at the offset for the start time", e).topic(topic)
         })?;
-    match record {
-        Some(r) if r.timestamp < ms => Err(MirrorError::config(format!(
+    match older {
+        Some(r) => Err(MirrorError::config(format!(
             "topics.start_position: asked for the first record of {topic}/{partition} at \
              or after {ms} ms, the source answered offset {offset}, whose record is from \
              {} ms: this broker does not implement ListOffsets by timestamp (Tansu 0.6 \
@@ -163,6 +177,6 @@ pub async fn check_time_offset(
         ))
         .topic(topic)
         .partition(partition)),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Key: `u8 version (1) | u16 topic length | topic (UTF-8) | i32 partition`, big-endian —
 //! the *source* topic and partition, so the compacted topic keeps the last value per
-//! partition.
+//! partition. The first byte is also the key's *kind*: 1 is a flow partition, 2 a replay
+//! partition ([`super::replay`]); [`key_kind`] tells them apart.
 //!
 //! Value: `u8 version (1) | 16-byte source topic id | u16 target topic length | target
 //! topic | u32 snapshot length | strait-offsets snapshot | u32 CRC-32C` of everything
@@ -45,6 +46,12 @@ pub enum StateDecodeError {
     Utf8,
 }
 
+/// The kind of a state key (its first byte): [`STATE_VERSION`] for a flow partition,
+/// [`super::replay::REPLAY_KEY_KIND`] for a replay partition. `None` for an empty key.
+pub fn key_kind(bytes: &[u8]) -> Option<u8> {
+    bytes.first().copied()
+}
+
 /// Encodes a key.
 pub fn encode_key(topic: &str, partition: i32) -> Vec<u8> {
     let mut k = Vec::with_capacity(7 + topic.len());
@@ -56,7 +63,7 @@ pub fn encode_key(topic: &str, partition: i32) -> Vec<u8> {
 
 /// Decodes a key into (source topic, partition).
 pub fn decode_key(bytes: &[u8]) -> Result<(String, i32), StateDecodeError> {
-    let mut r = Reader { b: bytes };
+    let mut r = Reader::new(bytes);
     version(r.u8()?)?;
     let topic = r.str()?;
     let partition = i32::from_be_bytes(r.array()?);
@@ -80,7 +87,7 @@ pub fn encode_value(state: &PartitionState) -> Vec<u8> {
 
 /// Decodes a value.
 pub fn decode_value(bytes: &[u8]) -> Result<PartitionState, StateDecodeError> {
-    let mut r = Reader { b: bytes };
+    let mut r = Reader::new(bytes);
     version(r.u8()?)?;
     let body_len = bytes
         .len()
@@ -110,19 +117,24 @@ fn version(v: u8) -> Result<(), StateDecodeError> {
     }
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
     // Kafka topic names are at most 249 bytes; longer ones cannot exist.
     let b = &s.as_bytes()[..s.len().min(u16::MAX as usize)];
     out.extend_from_slice(&(b.len() as u16).to_be_bytes());
     out.extend_from_slice(b);
 }
 
-struct Reader<'a> {
+/// Reads the fields of a key or value in order.
+pub(super) struct Reader<'a> {
     b: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], StateDecodeError> {
+    pub(super) fn new(b: &'a [u8]) -> Self {
+        Reader { b }
+    }
+
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], StateDecodeError> {
         if self.b.len() < n {
             return Err(StateDecodeError::Truncated);
         }
@@ -131,23 +143,23 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], StateDecodeError> {
+    pub(super) fn array<const N: usize>(&mut self) -> Result<[u8; N], StateDecodeError> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N)?);
         Ok(a)
     }
 
-    fn u8(&mut self) -> Result<u8, StateDecodeError> {
+    pub(super) fn u8(&mut self) -> Result<u8, StateDecodeError> {
         Ok(self.array::<1>()?[0])
     }
 
-    fn str(&mut self) -> Result<String, StateDecodeError> {
+    pub(super) fn str(&mut self) -> Result<String, StateDecodeError> {
         let len = u16::from_be_bytes(self.array()?) as usize;
         let b = self.take(len)?;
         String::from_utf8(b.to_vec()).map_err(|_| StateDecodeError::Utf8)
     }
 
-    fn end(&self) -> Result<(), StateDecodeError> {
+    pub(super) fn end(&self) -> Result<(), StateDecodeError> {
         if self.b.is_empty() {
             Ok(())
         } else {

@@ -5,14 +5,18 @@
 //! watermark, not ListOffsets) and the last value per key wins.
 //!
 //! [`load_maps`] gives other commands (`offsets translate`, `status`) the maps of a flow.
+//! Replays (`strait replay`) keep their own maps in the same topic under keys of their own
+//! kind ([`replay`]), read with [`read_replays`] and never seen by [`read_state`].
 
 pub mod codec;
+pub mod replay;
 mod store;
 
 use std::collections::BTreeMap;
 
 pub use codec::PartitionState;
-pub use store::{StateWriter, ensure_state_topic, read_state};
+pub use replay::{ReplayKey, ReplayState, ReplayStatus};
+pub use store::{StateWriter, ensure_state_topic, read_replays, read_state};
 
 use strait_client::Client;
 use strait_offsets::{DEFAULT_RUN_BUDGET, OffsetMap, Registry};
@@ -22,6 +26,9 @@ use crate::error::MirrorError;
 
 /// The saved state of every partition of a flow, by (source topic, partition).
 pub type SavedState = BTreeMap<(String, i32), PartitionState>;
+
+/// The saved replay records of a flow, by (replay id, run, partition).
+pub type SavedReplays = BTreeMap<ReplayKey, ReplayState>;
 
 /// Reads `flow`'s state topic from the `target` cluster and rebuilds its offset maps,
 /// keyed by *source* topic and partition. A flow that never ran gives an empty registry.

@@ -9,8 +9,9 @@ use strait_client::{
 };
 use strait_records::Compression;
 
-use super::SavedState;
-use super::codec::{PartitionState, decode_key, decode_value, encode_key, encode_value};
+use super::codec::{PartitionState, decode_key, decode_value, encode_key, encode_value, key_kind};
+use super::replay::{REPLAY_KEY_KIND, decode_replay_key, decode_replay_value};
+use super::{SavedReplays, SavedState};
 use crate::config::Flow;
 use crate::error::MirrorError;
 
@@ -56,8 +57,63 @@ pub async fn ensure_state_topic(target: &Client, flow: &Flow) -> Result<(), Mirr
 /// Reads the flow's state topic to its end; the last value per key wins. A missing topic
 /// is an empty state. Only committed state counts: records written in a transaction
 /// (exactly-once) are taken once its COMMIT marker is read, never after an ABORT, whatever
-/// the broker's aborted list says (Tansu sends none).
+/// the broker's aborted list says (Tansu sends none). Replay records ([`super::replay`])
+/// are left out: they never change the flow's maps.
 pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, MirrorError> {
+    let mut saved = SavedState::new();
+    read_records(target, flow, |key, value| {
+        if key_kind(key) == Some(REPLAY_KEY_KIND) {
+            return Ok(());
+        }
+        let key = decode_key(key).map_err(|e| format!("key: {e}"))?;
+        match value {
+            // A tombstone: the partition's state was deleted.
+            None => {
+                saved.remove(&key);
+            }
+            Some(v) => {
+                let value = decode_value(v).map_err(|e| format!("value: {e}"))?;
+                saved.insert(key, value);
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(saved)
+}
+
+/// Reads the replay records of the flow's state topic to its end (the last value per key
+/// wins); the flow's own partition records are left out.
+pub async fn read_replays(target: &Client, flow: &Flow) -> Result<SavedReplays, MirrorError> {
+    let mut saved = SavedReplays::new();
+    read_records(target, flow, |key, value| {
+        if key_kind(key) != Some(REPLAY_KEY_KIND) {
+            return Ok(());
+        }
+        let key = decode_replay_key(key).map_err(|e| format!("replay key: {e}"))?;
+        match value {
+            None => {
+                saved.remove(&key);
+            }
+            Some(v) => {
+                let value = decode_replay_value(v).map_err(|e| format!("replay value: {e}"))?;
+                saved.insert(key, value);
+            }
+        }
+        Ok(())
+    })
+    .await
+    .map(|()| saved)
+}
+
+/// Reads the flow's state topic from its log start to its end (the Fetch high watermark),
+/// handing every record's key and value (`None`: a tombstone) to `each` in offset order.
+/// A record without a key, or one `each` cannot decode, is an error naming its offset.
+async fn read_records(
+    target: &Client,
+    flow: &Flow,
+    mut each: impl FnMut(&[u8], Option<&[u8]>) -> Result<(), String>,
+) -> Result<(), MirrorError> {
     let ctx = |e: MirrorError| e.flow(&flow.name).cluster(&flow.target);
     let kafka = |what: &str, e| {
         ctx(MirrorError::kafka(
@@ -69,9 +125,8 @@ pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, Mirr
         .metadata(Some(&[flow.state_topic.as_str()]))
         .await
         .map_err(|e| kafka("metadata", e))?;
-    let mut saved = SavedState::new();
     if !meta.topics.contains_key(&flow.state_topic) {
-        return Ok(saved);
+        return Ok(());
     }
     let start = target
         .list_offsets(
@@ -103,20 +158,10 @@ pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, Mirr
             let Some(key) = &r.key else {
                 return Err(bad("no key".to_owned()));
             };
-            let key = decode_key(key).map_err(|e| bad(format!("key: {e}")))?;
-            match &r.value {
-                // A tombstone: the partition's state was deleted.
-                None => {
-                    saved.remove(&key);
-                }
-                Some(v) => {
-                    let value = decode_value(v).map_err(|e| bad(format!("value: {e}")))?;
-                    saved.insert(key, value);
-                }
-            }
+            each(key, r.value.as_deref()).map_err(bad)?;
         }
         if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
-            return Ok(saved);
+            return Ok(());
         }
     }
 }
@@ -179,18 +224,26 @@ impl StateWriter {
         &mut self,
         states: &[((String, i32), PartitionState)],
     ) -> Result<(), MirrorError> {
-        if states.is_empty() {
+        let records: Vec<(Vec<u8>, Vec<u8>)> = states
+            .iter()
+            .map(|((topic, partition), s)| (encode_key(topic, *partition), encode_value(s)))
+            .collect();
+        self.write_encoded(records).await
+    }
+
+    /// Appends encoded (key, value) records — flow or replay records — and waits until the
+    /// target acknowledged them.
+    pub async fn write_encoded(
+        &mut self,
+        records: Vec<(Vec<u8>, Vec<u8>)>,
+    ) -> Result<(), MirrorError> {
+        if records.is_empty() {
             return Ok(());
         }
         ensure_state_topic(&self.target, &self.flow).await?;
-        let records: Vec<ProducerRecord> = states
-            .iter()
-            .map(|((topic, partition), s)| {
-                ProducerRecord::new(
-                    Bytes::from(encode_key(topic, *partition)),
-                    Bytes::from(encode_value(s)),
-                )
-            })
+        let records: Vec<ProducerRecord> = records
+            .into_iter()
+            .map(|(k, v)| ProducerRecord::new(Bytes::from(k), Bytes::from(v)))
             .collect();
         if let Some(txn) = &self.txn {
             let result = async {

@@ -1,0 +1,618 @@
+//! Executing a prepared replay: each partition's range is fetched, planned by the flow's
+//! [`Planner`] (started at the range's first offset, so the first batch is cut there),
+//! cut at the range's end ([`decide::cut`]) and produced with the `IdempotentProducer`
+//! (whole batches forwarded with their header patched, never re-encoded); each
+//! acknowledgement goes into the replay's own map, which is saved to the flow's state
+//! topic under the replay's key. Partitions are copied one after another, with up to the
+//! producer's window of batches in flight.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use strait_client::{
+    AckFuture, Client, IdempotentProducer, IsolationLevel, NewTopic, ProducerConfig, ResourceType,
+};
+use strait_offsets::{OffsetMap, Side};
+use strait_records::Limits;
+
+use super::decide::{self, Resume, RunDecision};
+use super::lookup::fetch_one;
+use super::{PartitionPlan, Prepared};
+use crate::config::Flow;
+use crate::datapath::plan::{Planner, Step};
+use crate::datapath::probe;
+use crate::datapath::recovery::{Decision, Recovery};
+use crate::datapath::tail;
+use crate::error::MirrorError;
+use crate::state::replay::{encode_replay_key, encode_replay_value};
+use crate::state::{ReplayKey, ReplayState, ReplayStatus, StateWriter};
+
+/// Kafka's default `max.message.bytes` (what a topic without the config accepts).
+const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+/// Kafka's TOPIC_ALREADY_EXISTS.
+const TOPIC_ALREADY_EXISTS: i16 = 36;
+/// How long the copy waits at the end of the log for the marker of a transaction its
+/// range ends in before giving up.
+const MARKER_WAIT: Duration = Duration::from_secs(30);
+/// Bytes fetched per request.
+const FETCH_BYTES: i32 = 4 << 20;
+
+/// What one partition of a replay did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionSummary {
+    /// The partition.
+    pub partition: i32,
+    /// First source offset of the range.
+    pub source_start: i64,
+    /// Source offset the range ends before.
+    pub source_end: i64,
+    /// Records this execution wrote to the target.
+    pub records: u64,
+    /// Records found already on the target when an interrupted run resumed (matched by
+    /// content, not written again).
+    pub already_there: u64,
+    /// Target offsets of the partition's replayed records (of the whole run, also what
+    /// an interrupted execution copied): the first, and the one after the last (`None`:
+    /// nothing in the range).
+    pub target: Option<(u64, u64)>,
+    /// The partition was done before this execution (a resume).
+    pub was_done: bool,
+}
+
+/// What a replay did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// The replay's id.
+    pub id: String,
+    /// The run written.
+    pub run: u32,
+    /// Whether the target topic was created.
+    pub created_target: bool,
+    /// Per partition.
+    pub partitions: Vec<PartitionSummary>,
+}
+
+/// Copies the ranges of `prepared` (which [`super::prepare`] made for `flow`) to the
+/// target and saves the replay's maps. Refused replays are an error.
+pub async fn execute(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    prepared: &Prepared,
+    producer_config: ProducerConfig,
+) -> Result<Summary, MirrorError> {
+    let ctx = |e: MirrorError| e.flow(&flow.name);
+    let run = match prepared.decision {
+        RunDecision::Start { run } | RunDecision::Resume { run } => run,
+        RunDecision::AlreadyDone { run } => {
+            return Err(ctx(MirrorError::config(format!(
+                "replay {} was already copied (run {run}); --again copies it once more",
+                prepared.id
+            ))));
+        }
+    };
+    let topic = &prepared.spec.target_topic;
+    let created_target = prepared.target_partitions.is_none();
+    if created_target {
+        create_target(target, flow, topic, prepared.partitions.len() as i32)
+            .await
+            .map_err(ctx)?;
+    }
+    let partitions: Vec<i32> = prepared.partitions.iter().map(|p| p.partition).collect();
+    let target_bounds = probe::bounds(target, topic, &partitions, IsolationLevel::ReadUncommitted)
+        .await
+        .map_err(|e| ctx(MirrorError::kafka("target partition ends", e).topic(topic)))?;
+    let limits = Limits::default();
+    let mut jobs = Vec::new();
+    for plan in &prepared.partitions {
+        let Some(b) = target_bounds.get(&plan.partition).copied() else {
+            return Err(ctx(MirrorError::other(format!(
+                "no end for target partition {topic}/{}",
+                plan.partition
+            ))));
+        };
+        jobs.push(job(target, topic, plan, b, &limits).await.map_err(ctx)?);
+    }
+    let mut writer = StateWriter::new(target.clone(), flow).with_producer_config(producer_config);
+    // Every partition is saved before the first record is copied: an interruption at
+    // any point leaves a run that resumes.
+    let mut first: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    for j in &mut jobs {
+        let status = j.status();
+        first.push(record(prepared, run, j.plan, &mut j.map, status));
+    }
+    writer.write_encoded(first).await.map_err(ctx)?;
+    tracing::info!(flow = %flow.name, replay = %prepared.id, run, source = %prepared.spec.source_topic,
+        target = %topic, "replay: copying {} source offsets", prepared.source_records());
+    let producer = IdempotentProducer::new(target.clone(), producer_config)
+        .await
+        .map_err(|e| ctx(MirrorError::kafka("InitProducerId", e).cluster(&flow.target)))?;
+    let max_batch_bytes = max_message_bytes(target, topic).await;
+    let copier = Copier {
+        source,
+        producer: &producer,
+        prepared,
+        run,
+        max_batch_bytes,
+        window: producer_config.max_in_flight.clamp(1, 5),
+        checkpoint: flow.intervals.checkpoint,
+        limits,
+    };
+    let mut out = Vec::new();
+    for mut j in jobs {
+        let copied = copier.copy(&mut j, &mut writer).await;
+        let summary = match copied {
+            Ok(s) => s,
+            Err(e) => {
+                // What was acknowledged is kept, so a run again resumes there (what landed
+                // after it is matched by content then).
+                let status = j.status();
+                let saved = record(prepared, run, j.plan, &mut j.map, status);
+                if let Err(w) = writer.write_encoded(vec![saved]).await {
+                    tracing::warn!(flow = %flow.name, replay = %prepared.id, error = %w,
+                        "replay: saving the progress after a failure");
+                }
+                return Err(ctx(e.topic(&prepared.spec.source_topic)));
+            }
+        };
+        tracing::info!(flow = %flow.name, replay = %prepared.id, run,
+            partition = summary.partition, records = summary.records,
+            source_start = summary.source_start, source_end = summary.source_end,
+            target = ?summary.target, "replay: partition done");
+        out.push(summary);
+    }
+    Ok(Summary {
+        id: prepared.id.clone(),
+        run,
+        created_target,
+        partitions: out,
+    })
+}
+
+/// One partition to copy.
+struct Job<'a> {
+    plan: &'a PartitionPlan,
+    map: OffsetMap,
+    recovery: Recovery,
+    done: bool,
+}
+
+impl Job<'_> {
+    fn status(&self) -> ReplayStatus {
+        if self.done {
+            ReplayStatus::Done
+        } else {
+            ReplayStatus::Copying
+        }
+    }
+}
+
+/// The map a partition starts from and what the target must be checked for (rules
+/// 14–17 on a resume).
+async fn job<'a>(
+    target: &Client,
+    topic: &str,
+    plan: &'a PartitionPlan,
+    bounds: probe::Bounds,
+    limits: &Limits,
+) -> Result<Job<'a>, MirrorError> {
+    let topic_ctx = |e: MirrorError| e.partition(plan.partition);
+    let Some((map, done)) = &plan.saved else {
+        let mut map = OffsetMap::new();
+        map.advance(plan.start.max(0) as u64, bounds.end.max(0) as u64)
+            .map_err(|e| topic_ctx(MirrorError::offset_map(e)))?;
+        return Ok(Job {
+            plan,
+            map,
+            recovery: Recovery::none(),
+            done: plan.start >= plan.end,
+        });
+    };
+    let map = map.clone();
+    let recovery = match decide::resume(*done, map.next(Side::Target) as i64, bounds.end) {
+        Resume::Done | Resume::Continue => Recovery::none(),
+        Resume::Check { from, end } => {
+            let batches = tail::read_tail(
+                target,
+                topic,
+                plan.partition,
+                (from - tail::LOOKBACK).max(bounds.log_start),
+                end,
+                limits,
+            )
+            .await?;
+            Recovery::from_target(&batches, from as u64, end as u64, *limits).map_err(|e| {
+                topic_ctx(MirrorError::records(
+                    "replay resume: decoding the target",
+                    e,
+                ))
+            })?
+        }
+        Resume::TargetShorter { expected, end } => {
+            return Err(topic_ctx(MirrorError::state(format!(
+                "the replay's map points at target offset {expected}, the target partition \
+                 ends at {end}: records it copied are gone; run it again with --again"
+            ))));
+        }
+    };
+    Ok(Job {
+        plan,
+        map,
+        recovery,
+        done: *done,
+    })
+}
+
+/// The replay record of `plan` as it stands.
+fn record(
+    prepared: &Prepared,
+    run: u32,
+    plan: &PartitionPlan,
+    map: &mut OffsetMap,
+    status: ReplayStatus,
+) -> (Vec<u8>, Vec<u8>) {
+    let key = ReplayKey {
+        id: prepared.id.clone(),
+        run,
+        partition: plan.partition,
+    };
+    let state = ReplayState {
+        status,
+        topic_id: prepared.topic_id,
+        source_topic: prepared.spec.source_topic.clone(),
+        target_topic: prepared.spec.target_topic.clone(),
+        from_ms: prepared.spec.from_ms,
+        until_ms: prepared.spec.until_ms,
+        start: plan.start,
+        end: plan.end,
+        partitions: prepared.partitions.len() as u32,
+        snapshot: map.snapshot().bytes,
+    };
+    (encode_replay_key(&key), encode_replay_value(&state))
+}
+
+/// Where a step's records came from, kept until its acknowledgement is recorded.
+enum Meta {
+    Dense { first: i64, count: i64 },
+    Listed(Vec<u64>),
+}
+
+impl Meta {
+    fn of(step: &Step) -> Option<Meta> {
+        match step {
+            Step::Forward {
+                source_first,
+                count,
+                ..
+            } => Some(Meta::Dense {
+                first: *source_first,
+                count: *count,
+            }),
+            Step::Reencoded { source_offsets, .. } => Some(Meta::Listed(
+                source_offsets.iter().map(|o| *o as u64).collect(),
+            )),
+            Step::Skip { .. } => None,
+        }
+    }
+
+    fn records(&self) -> u64 {
+        match self {
+            Meta::Dense { count, .. } => *count as u64,
+            Meta::Listed(o) => o.len() as u64,
+        }
+    }
+}
+
+/// Work handed on, in source order, until it is in the map.
+enum Pending {
+    Sent(Meta, AckFuture),
+    /// Found on the target by the resume's content check.
+    There(Meta, u64),
+    Skip(i64),
+}
+
+struct Copier<'a> {
+    source: &'a Client,
+    producer: &'a IdempotentProducer,
+    prepared: &'a Prepared,
+    run: u32,
+    max_batch_bytes: usize,
+    window: usize,
+    checkpoint: Duration,
+    limits: Limits,
+}
+
+/// Counts of one partition's copy.
+#[derive(Default)]
+struct Counts {
+    records: u64,
+    already_there: u64,
+}
+
+impl Copier<'_> {
+    async fn copy(
+        &self,
+        job: &mut Job<'_>,
+        writer: &mut StateWriter,
+    ) -> Result<PartitionSummary, MirrorError> {
+        let plan = job.plan;
+        let p = plan.partition;
+        let mut counts = Counts::default();
+        let summary = |counts: &Counts, map: &OffsetMap, was_done: bool| PartitionSummary {
+            partition: p,
+            source_start: plan.start,
+            source_end: plan.end,
+            records: counts.records,
+            already_there: counts.already_there,
+            target: map
+                .runs()
+                .next()
+                .map(|r| (r.target_start(), map.next(Side::Target))),
+            was_done,
+        };
+        if job.done {
+            return Ok(summary(&counts, &job.map, plan.saved.is_some()));
+        }
+        let end = plan.end;
+        let position = job.map.next(Side::Source) as i64;
+        let mut planner: Planner<()> = Planner::new(position, self.max_batch_bytes, self.limits);
+        let mut fetch_pos = position;
+        let mut queue: VecDeque<Pending> = VecDeque::new();
+        let mut last_write = Instant::now();
+        let mut waiting_since: Option<Instant> = None;
+        let topic = &self.prepared.spec.source_topic;
+        while planner.released_next() < end {
+            // read_uncommitted: the planner decides transactions by their markers, which a
+            // read_committed fetch would not return past the last stable offset (another
+            // transaction still open after the range would keep a decided one waiting).
+            let fetched = fetch_one(
+                self.source,
+                topic,
+                p,
+                fetch_pos,
+                FETCH_BYTES,
+                IsolationLevel::ReadUncommitted,
+            )
+            .await?;
+            let (records, aborted) = match fetched {
+                Some(f) => (f.records, f.aborted_transactions),
+                None => (bytes::Bytes::new(), Vec::new()),
+            };
+            let planned = planner
+                .plan(records, &aborted, fetch_pos, ())
+                .map_err(|e| {
+                    MirrorError::records(format!("replay: batch at offset {}", e.offset), e.source)
+                        .partition(p)
+                })?;
+            if planned.next_position <= fetch_pos && planned.steps.is_empty() {
+                // Nothing new: the range ends inside a transaction whose marker is not
+                // written (or not readable) yet.
+                let since = *waiting_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= MARKER_WAIT {
+                    let txn = planner.oldest_open().map_or_else(
+                        || "nothing more is readable".to_owned(),
+                        |t| {
+                            format!(
+                                "the transaction of producer id {} open since source offset {} \
+                                 is not decided",
+                                t.producer_id, t.first_offset
+                            )
+                        },
+                    );
+                    return Err(MirrorError::other(format!(
+                        "replay: the range ends at source offset {end} but {txn} after {}s at \
+                         offset {fetch_pos}; run it again once it is (the run resumes)",
+                        MARKER_WAIT.as_secs()
+                    ))
+                    .partition(p));
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+            waiting_since = None;
+            fetch_pos = planned.next_position;
+            for step in planned.into_steps() {
+                let cut = decide::cut(step, end, &self.limits).map_err(|e| {
+                    MirrorError::records("replay: cutting the last batch", e).partition(p)
+                })?;
+                let Some(step) = cut else { continue };
+                self.hand_on(step, job, &mut queue).await?;
+                self.settle(&mut queue, &mut job.map, &mut counts, self.window)
+                    .await?;
+                // Between steps, not per fetch: one fetch may hold the whole range.
+                if last_write.elapsed() >= self.checkpoint {
+                    writer
+                        .write_encoded(vec![record(
+                            self.prepared,
+                            self.run,
+                            plan,
+                            &mut job.map,
+                            ReplayStatus::Copying,
+                        )])
+                        .await?;
+                    last_write = Instant::now();
+                }
+            }
+        }
+        self.settle(&mut queue, &mut job.map, &mut counts, 0)
+            .await?;
+        if (job.map.next(Side::Source) as i64) < end {
+            job.map
+                .advance_source(end as u64)
+                .map_err(|e| MirrorError::offset_map(e).partition(p))?;
+        }
+        writer
+            .write_encoded(vec![record(
+                self.prepared,
+                self.run,
+                plan,
+                &mut job.map,
+                ReplayStatus::Done,
+            )])
+            .await?;
+        Ok(summary(&counts, &job.map, false))
+    }
+
+    /// Produces a step (or, on a resume, finds it on the target) and queues it.
+    async fn hand_on(
+        &self,
+        step: Step,
+        job: &mut Job<'_>,
+        queue: &mut VecDeque<Pending>,
+    ) -> Result<(), MirrorError> {
+        let p = job.plan.partition;
+        let Some(meta) = Meta::of(&step) else {
+            queue.push_back(Pending::Skip(step.source_next()));
+            return Ok(());
+        };
+        match job.recovery.decide(&step) {
+            Decision::AlreadyWritten { target_base } => {
+                queue.push_back(Pending::There(meta, target_base));
+            }
+            Decision::Mismatch { at, reason } => {
+                return Err(MirrorError::state(format!(
+                    "cannot resume the replay: the target holds records past its saved map \
+                     that are not the replay's next records (at target offset {at}: {reason}); \
+                     something else wrote the partition since the run was interrupted. \
+                     --again copies the range afresh"
+                ))
+                .partition(p));
+            }
+            Decision::Produce => {
+                let (Step::Forward { batch, .. } | Step::Reencoded { batch, .. }) = step else {
+                    return Ok(());
+                };
+                let ack = self
+                    .producer
+                    .send(&self.prepared.spec.target_topic, p, batch)
+                    .await
+                    .map_err(|e| MirrorError::kafka("replay: produce", e).partition(p))?;
+                queue.push_back(Pending::Sent(meta, ack));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records queued work in order until at most `keep` produced batches are unresolved.
+    async fn settle(
+        &self,
+        queue: &mut VecDeque<Pending>,
+        map: &mut OffsetMap,
+        counts: &mut Counts,
+        keep: usize,
+    ) -> Result<(), MirrorError> {
+        loop {
+            let sent = queue
+                .iter()
+                .filter(|q| matches!(q, Pending::Sent(..)))
+                .count();
+            let head_waits = matches!(queue.front(), Some(Pending::Sent(..)));
+            if queue.is_empty() || (head_waits && sent <= keep) {
+                return Ok(());
+            }
+            let Some(item) = queue.pop_front() else {
+                return Ok(());
+            };
+            let map_err = MirrorError::offset_map;
+            match item {
+                Pending::Skip(next) => {
+                    if next as u64 > map.next(Side::Source) {
+                        map.advance_source(next as u64).map_err(map_err)?;
+                    }
+                }
+                Pending::There(meta, base) => {
+                    counts.already_there += meta.records();
+                    record_at(map, &meta, base).map_err(map_err)?;
+                }
+                Pending::Sent(meta, ack) => {
+                    let ack = ack
+                        .wait()
+                        .await
+                        .map_err(|e| MirrorError::kafka("replay: produce", e))?;
+                    let Ok(base) = u64::try_from(ack.base_offset) else {
+                        return Err(MirrorError::other(
+                            "replay: the target acknowledged a batch without its offset \
+                             (DUPLICATE_SEQUENCE_NUMBER): the map cannot place it; run the \
+                             replay again (it resumes and checks the target)",
+                        ));
+                    };
+                    counts.records += meta.records();
+                    record_at(map, &meta, base).map_err(map_err)?;
+                }
+            }
+        }
+    }
+}
+
+fn record_at(map: &mut OffsetMap, meta: &Meta, base: u64) -> Result<(), strait_offsets::MapError> {
+    match meta {
+        Meta::Dense { first, count } => map.append_dense(*first as u64, *count as u64, base),
+        Meta::Listed(offsets) => map.append_listed(offsets, base),
+    }
+}
+
+/// Creates the replay's target topic with the source's partition count (and the flow's
+/// replication factor). Configs are not copied: the flow's topic sync does that for the
+/// topics it replicates.
+async fn create_target(
+    target: &Client,
+    flow: &Flow,
+    topic: &str,
+    partitions: i32,
+) -> Result<(), MirrorError> {
+    let mut new = NewTopic::new(topic, partitions);
+    if let Some(rf) = flow.replication_factor {
+        new = new.with_replication_factor(rf);
+    }
+    let err =
+        |e| MirrorError::kafka(format!("create the target topic {topic}"), e).cluster(&flow.target);
+    let results = target
+        .create_topics(&[new], Duration::from_secs(30))
+        .await
+        .map_err(err)?;
+    for (_, r) in results {
+        match r {
+            Ok(()) => tracing::info!(flow = %flow.name, topic, partitions,
+                "replay: created the target topic"),
+            Err(e) if e.kafka_code() == Some(TOPIC_ALREADY_EXISTS) => {}
+            Err(e) => return Err(err(e)),
+        }
+    }
+    // The new topic's leaders may take a moment to be known.
+    for _ in 0..50 {
+        target.invalidate_metadata();
+        let meta = target.metadata(Some(&[topic])).await.map_err(err)?;
+        if meta
+            .topics
+            .get(topic)
+            .is_some_and(|t| t.partitions.len() as i32 >= partitions)
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(MirrorError::other(format!(
+        "the target topic {topic} was created but its partitions did not appear"
+    )))
+}
+
+/// The target topic's `max.message.bytes`, or Kafka's default: the largest batch the
+/// replay produces (bigger source batches are re-encoded to fit).
+pub async fn max_message_bytes(target: &Client, topic: &str) -> usize {
+    match target
+        .describe_configs(ResourceType::Topic, &[topic], Some(&["max.message.bytes"]))
+        .await
+    {
+        Ok(configs) => configs
+            .iter()
+            .flat_map(|c| &c.entries)
+            .find(|e| e.name == "max.message.bytes")
+            .and_then(|e| e.value.as_deref()?.parse().ok())
+            .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
+        Err(e) => {
+            tracing::debug!(topic, error = %e,
+                "describe configs; assuming Kafka's default max.message.bytes");
+            DEFAULT_MAX_MESSAGE_BYTES
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! `strait replay`: copy a time range of one source topic once to the target, with an
+//! offset map of its own so the replayed range translates too.
+//!
+//! - [`decide`]: pure — the range, the time-search fallback, the cut at the range's end,
+//!   whether a run starts, resumes or is refused, and how a partition resumes.
+//! - `lookup`: the first offset at or after a time (ListOffsets by time, checked; the
+//!   search when the broker is wrong, as Tansu 0.6 is).
+//! - `copy`: the copy of one partition: fetch → [`crate::datapath::plan::Planner`] (the
+//!   flow's planner: whole batches forwarded, transactions decided by their markers, the
+//!   records before the range left out) → [`decide::cut`] → `IdempotentProducer` (the
+//!   header patch, payload not copied) → the replay's map.
+//!
+//! [`prepare`] finds the ranges and the run ([`Prepared`], the plan a dry run prints);
+//! [`execute`] copies them and writes the replay's records into the flow's state topic
+//! ([`crate::state::replay`]): every partition before the first record is copied, then
+//! every `intervals.checkpoint` while copying and when a partition is done. The flow's
+//! own maps are never touched. [`load`] gives `strait offsets translate --replay` the maps.
+
+mod copy;
+pub mod decide;
+mod lookup;
+
+use std::collections::BTreeMap;
+
+use strait_client::{Client, IsolationLevel};
+use strait_offsets::{DEFAULT_RUN_BUDGET, OffsetMap};
+use uuid::Uuid;
+
+pub use copy::{PartitionSummary, Summary, execute, max_message_bytes};
+pub use decide::{RunDecision, Spec, SpecError, TimeOffset};
+pub use lookup::{Found, Method};
+
+use crate::config::Flow;
+use crate::datapath::probe;
+use crate::error::MirrorError;
+use crate::state::{ReplayState, ReplayStatus, SavedReplays, read_replays};
+
+/// One partition of a prepared run.
+#[derive(Debug, Clone)]
+pub struct PartitionPlan {
+    /// The partition (the same index on the target).
+    pub partition: i32,
+    /// First source offset of the range.
+    pub start: i64,
+    /// Source offset the range ends before.
+    pub end: i64,
+    /// How `start` was found (`None` on a resume: saved).
+    pub from_method: Option<Method>,
+    /// How `end` was found (`None`: the end of the log, or saved).
+    pub until_method: Option<Method>,
+    /// A resumed partition: its saved map and whether it is done.
+    pub saved: Option<(OffsetMap, bool)>,
+    /// The target partition's end now (-1: the target topic does not exist yet).
+    pub target_end: i64,
+}
+
+/// A replay ready to execute (or refused), with everything a dry run shows.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The flow whose state topic keeps the replay.
+    pub flow: String,
+    /// What is replayed.
+    pub spec: Spec,
+    /// [`Spec::id`].
+    pub id: String,
+    /// Start, resume, or refuse.
+    pub decision: RunDecision,
+    /// The source topic's id.
+    pub topic_id: Uuid,
+    /// Partitions of the target topic (`None`: it does not exist; `execute` creates it).
+    pub target_partitions: Option<i32>,
+    /// Per partition.
+    pub partitions: Vec<PartitionPlan>,
+}
+
+impl Prepared {
+    /// The run this replay writes (the resumed or started one), if it is not refused.
+    pub fn run(&self) -> Option<u32> {
+        match self.decision {
+            RunDecision::Start { run } | RunDecision::Resume { run } => Some(run),
+            RunDecision::AlreadyDone { .. } => None,
+        }
+    }
+
+    /// Source offsets the replay covers (what is left to copy on a resume is less).
+    pub fn source_records(&self) -> i64 {
+        self.partitions.iter().map(|p| p.end - p.start).sum()
+    }
+}
+
+/// Prepares a replay of `spec` on `flow`: checks the topics, reads the flow's saved
+/// replays, decides the run ([`decide::decide_run`]) and finds each partition's range
+/// (for a new run: by time, rules 1–6; on a resume: as saved).
+pub async fn prepare(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    spec: Spec,
+    again: bool,
+) -> Result<Prepared, MirrorError> {
+    let ctx = |e: MirrorError| e.flow(&flow.name);
+    if spec.target_topic == flow.state_topic || spec.target_topic.starts_with("__") {
+        return Err(ctx(MirrorError::config(format!(
+            "{} is the flow's state topic or an internal topic: a replay cannot write there",
+            spec.target_topic
+        ))));
+    }
+    let topic = spec.source_topic.as_str();
+    let meta = source
+        .metadata(Some(&[topic]))
+        .await
+        .map_err(|e| ctx(MirrorError::kafka("source metadata", e).cluster(&flow.source)))?;
+    let Some(t) = meta.topics.get(topic) else {
+        return Err(ctx(MirrorError::config(format!(
+            "topic {topic} does not exist on the source cluster {}",
+            flow.source
+        ))));
+    };
+    let topic_id = t.id;
+    let mut partitions: Vec<i32> = t.partitions.keys().copied().collect();
+    partitions.sort_unstable();
+    let dst = target
+        .metadata(Some(&[spec.target_topic.as_str()]))
+        .await
+        .map_err(|e| ctx(MirrorError::kafka("target metadata", e).cluster(&flow.target)))?;
+    let target_partitions = dst
+        .topics
+        .get(&spec.target_topic)
+        .map(|t| t.partitions.len() as i32);
+    if let Some(n) = target_partitions
+        && (n as usize) < partitions.len()
+    {
+        return Err(ctx(MirrorError::config(format!(
+            "the target topic {} has {n} partitions, fewer than the {} of {topic}: partition \
+             p is replayed into partition p",
+            spec.target_topic,
+            partitions.len()
+        ))));
+    }
+    let saved = read_replays(target, flow).await?;
+    let id = spec.id();
+    let latest = latest_run(&saved, &id, &spec).map_err(ctx)?;
+    let decision = decide::decide_run(latest, again);
+    let target_ends = match target_partitions {
+        Some(_) => probe::bounds(
+            target,
+            &spec.target_topic,
+            &partitions,
+            IsolationLevel::ReadUncommitted,
+        )
+        .await
+        .map_err(|e| ctx(MirrorError::kafka("target partition ends", e).topic(&spec.target_topic)))?
+        .into_iter()
+        .map(|(p, b)| (p, b.end))
+        .collect(),
+        None => BTreeMap::new(),
+    };
+    let target_end = |p: i32| target_ends.get(&p).copied().unwrap_or(-1);
+    let plans = match decision {
+        RunDecision::Resume { run } => {
+            let mut plans = Vec::new();
+            for p in &partitions {
+                let key = crate::state::ReplayKey {
+                    id: id.clone(),
+                    run,
+                    partition: *p,
+                };
+                let Some(s) = saved.get(&key) else {
+                    return Err(ctx(MirrorError::state(format!(
+                        "replay {id} run {run} has no saved state for partition {p} (the \
+                         topic grew since?): run it again with --again"
+                    ))));
+                };
+                if !s.topic_id.is_nil() && !topic_id.is_nil() && s.topic_id != topic_id {
+                    return Err(ctx(MirrorError::config(format!(
+                        "replay {id} run {run} was started on another topic {topic} (it was \
+                         deleted and re-created since): run it again with --again"
+                    ))));
+                }
+                let map = snapshot_map(s).map_err(ctx)?;
+                plans.push(PartitionPlan {
+                    partition: *p,
+                    start: s.start,
+                    end: s.end,
+                    from_method: None,
+                    until_method: None,
+                    saved: Some((map, s.status == ReplayStatus::Done)),
+                    target_end: target_end(*p),
+                });
+            }
+            plans
+        }
+        RunDecision::Start { .. } => {
+            let bounds = probe::bounds(source, topic, &partitions, IsolationLevel::ReadCommitted)
+                .await
+                .map_err(|e| ctx(MirrorError::kafka("source partition bounds", e).topic(topic)))?;
+            let from = lookup::offsets_for_time(source, topic, &bounds, spec.from_ms)
+                .await
+                .map_err(ctx)?;
+            let until = match spec.until_ms {
+                Some(ms) => Some(
+                    lookup::offsets_for_time(source, topic, &bounds, ms)
+                        .await
+                        .map_err(ctx)?,
+                ),
+                None => None,
+            };
+            let mut plans = Vec::new();
+            for (&p, &b) in &bounds {
+                let f = from.get(&p).copied().unwrap_or(Found {
+                    offset: TimeOffset::None,
+                    method: Method::Broker,
+                });
+                let u = until.as_ref().and_then(|u| u.get(&p).copied());
+                let (start, end) = decide::range(b, f.offset, u.map(|u| u.offset));
+                plans.push(PartitionPlan {
+                    partition: p,
+                    start,
+                    end,
+                    from_method: Some(f.method),
+                    until_method: u.map(|u| u.method),
+                    saved: None,
+                    target_end: target_end(p),
+                });
+            }
+            plans
+        }
+        RunDecision::AlreadyDone { .. } => Vec::new(),
+    };
+    Ok(Prepared {
+        flow: flow.name.clone(),
+        spec,
+        id,
+        decision,
+        topic_id,
+        target_partitions,
+        partitions: plans,
+    })
+}
+
+/// The latest run of replay `id` in `saved`; an id whose saved identity differs from
+/// `spec` (a hash collision) is refused.
+fn latest_run(
+    saved: &SavedReplays,
+    id: &str,
+    spec: &Spec,
+) -> Result<Option<decide::EarlierRun>, MirrorError> {
+    let mut runs: BTreeMap<u32, Vec<&ReplayState>> = BTreeMap::new();
+    for (k, s) in saved.iter().filter(|(k, _)| k.id == id) {
+        if s.source_topic != spec.source_topic
+            || s.target_topic != spec.target_topic
+            || s.from_ms != spec.from_ms
+            || s.until_ms != spec.until_ms
+        {
+            return Err(MirrorError::state(format!(
+                "replay id {id} is saved for another replay ({} -> {}): cannot tell them apart",
+                s.source_topic, s.target_topic
+            )));
+        }
+        runs.entry(k.run).or_default().push(s);
+    }
+    Ok(runs.into_iter().next_back().map(|(run, states)| {
+        let partitions = states.iter().map(|s| s.partitions).max().unwrap_or(0) as usize;
+        let done = states
+            .iter()
+            .filter(|s| s.status == ReplayStatus::Done)
+            .count();
+        decide::EarlierRun {
+            run,
+            complete: done >= partitions && partitions > 0,
+        }
+    }))
+}
+
+fn snapshot_map(s: &ReplayState) -> Result<OffsetMap, MirrorError> {
+    OffsetMap::from_snapshot(&s.snapshot, DEFAULT_RUN_BUDGET).map_err(|e| {
+        MirrorError::state(format!("replay offset map snapshot: {e}")).topic(&s.source_topic)
+    })
+}
+
+/// A saved replay, for translation.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// What was replayed.
+    pub spec: Spec,
+    /// The latest run.
+    pub run: u32,
+    /// Whether every partition of it is done.
+    pub complete: bool,
+    /// Per source partition: its range and the replay's map.
+    pub partitions: BTreeMap<i32, LoadedPartition>,
+}
+
+/// One partition of a [`Loaded`] replay.
+#[derive(Debug, Clone)]
+pub struct LoadedPartition {
+    /// First source offset of the range.
+    pub start: i64,
+    /// Source offset the range ends before.
+    pub end: i64,
+    /// The replay's map.
+    pub map: OffsetMap,
+}
+
+/// The latest run of replay `id` saved in `flow`'s state topic (`None`: no such replay).
+pub async fn load(target: &Client, flow: &Flow, id: &str) -> Result<Option<Loaded>, MirrorError> {
+    let saved = read_replays(target, flow).await?;
+    let Some(run) = saved.keys().filter(|k| k.id == id).map(|k| k.run).max() else {
+        return Ok(None);
+    };
+    let mut partitions = BTreeMap::new();
+    let mut spec = None;
+    let mut count = 0;
+    let mut done = 0;
+    for (k, s) in saved.iter().filter(|(k, _)| k.id == id && k.run == run) {
+        spec.get_or_insert_with(|| Spec {
+            source_topic: s.source_topic.clone(),
+            target_topic: s.target_topic.clone(),
+            from_ms: s.from_ms,
+            until_ms: s.until_ms,
+        });
+        count = count.max(s.partitions as usize);
+        done += usize::from(s.status == ReplayStatus::Done);
+        partitions.insert(
+            k.partition,
+            LoadedPartition {
+                start: s.start,
+                end: s.end,
+                map: snapshot_map(s).map_err(|e| e.flow(&flow.name))?,
+            },
+        );
+    }
+    Ok(spec.map(|spec| Loaded {
+        spec,
+        run,
+        complete: done >= count && count > 0,
+        partitions,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(status: ReplayStatus, partitions: u32) -> ReplayState {
+        ReplayState {
+            status,
+            topic_id: Uuid::nil(),
+            source_topic: "t".into(),
+            target_topic: "u".into(),
+            from_ms: 1,
+            until_ms: None,
+            start: 0,
+            end: 0,
+            partitions,
+            snapshot: OffsetMap::new().snapshot().bytes,
+        }
+    }
+
+    fn key(id: &str, run: u32, partition: i32) -> crate::state::ReplayKey {
+        crate::state::ReplayKey {
+            id: id.into(),
+            run,
+            partition,
+        }
+    }
+
+    #[test]
+    fn a_run_is_complete_only_when_every_partition_is_done() {
+        let spec = Spec::new("t", "u", 1, None).unwrap();
+        let mut saved = SavedReplays::new();
+        saved.insert(key("x", 1, 0), state(ReplayStatus::Done, 2));
+        saved.insert(key("x", 1, 1), state(ReplayStatus::Copying, 2));
+        let latest = latest_run(&saved, "x", &spec).unwrap().unwrap();
+        assert_eq!((latest.run, latest.complete), (1, false));
+        saved.insert(key("x", 1, 1), state(ReplayStatus::Done, 2));
+        assert!(latest_run(&saved, "x", &spec).unwrap().unwrap().complete);
+        // A later run counts, not the first.
+        saved.insert(key("x", 2, 0), state(ReplayStatus::Copying, 2));
+        let latest = latest_run(&saved, "x", &spec).unwrap().unwrap();
+        assert_eq!((latest.run, latest.complete), (2, false));
+        assert_eq!(latest_run(&saved, "y", &spec).unwrap(), None);
+    }
+
+    #[test]
+    fn an_id_saved_for_another_replay_is_refused() {
+        let spec = Spec::new("t", "other", 1, None).unwrap();
+        let mut saved = SavedReplays::new();
+        saved.insert(key("x", 1, 0), state(ReplayStatus::Done, 1));
+        assert!(latest_run(&saved, "x", &spec).is_err());
+    }
+}
