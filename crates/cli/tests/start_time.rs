@@ -1,9 +1,9 @@
 //! `topics.start_position` as an RFC 3339 timestamp: a new partition starts at the first
 //! record whose timestamp is at or after it (ListOffsets by timestamp). Strait checks the
 //! broker's answer against the record it points at; Tansu 0.6 answers offset 0 for every
-//! timestamp (librdkafka's `offsets_for_times` gets the same), so on Tansu the run stops
-//! with a configuration error naming it rather than start at the wrong record. Real Tansu
-//! brokers, librdkafka as the reader.
+//! timestamp (librdkafka's `offsets_for_times` gets the same), so there the log is searched
+//! by batch maxTimestamp instead (`replay::lookup`, shared with `strait replay`). Real
+//! Tansu brokers, librdkafka as the reader.
 
 use std::process::{Command, Output};
 use std::time::{Duration, UNIX_EPOCH};
@@ -67,18 +67,22 @@ fn replicate_from(start: &str) -> (Output, Vec<String>) {
 }
 
 #[test]
-fn on_tansu_a_timestamp_start_stops_with_a_clear_error_and_copies_nothing() {
+fn a_timestamp_start_copies_exactly_the_records_from_that_time_on() {
+    // Between record 14 (BASE + 14 s) and record 15: the first copied is v15.
     let (out, target) = replicate_from(&rfc3339(BASE_MS + 14_500));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("does not implement ListOffsets by timestamp"),
-        "{stderr}"
-    );
-    assert!(
-        target.is_empty(),
-        "nothing copied from the wrong place: {target:?}"
-    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let want: Vec<String> = (15..30).map(|i| format!("v{i}")).collect();
+    assert_eq!(target, want, "{stderr}");
+}
+
+#[test]
+fn a_timestamp_exactly_on_a_record_starts_at_that_record() {
+    let (out, target) = replicate_from(&rfc3339(BASE_MS + 3_000));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let want: Vec<String> = (3..30).map(|i| format!("v{i}")).collect();
+    assert_eq!(target, want, "{stderr}");
 }
 
 #[test]

@@ -20,8 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use strait_client::{
-    Client, FetchOptions, IdempotentProducer, IsolationLevel, OffsetSpec, ProducerConfig,
-    ResourceType,
+    Client, FetchOptions, IdempotentProducer, IsolationLevel, ProducerConfig, ResourceType,
 };
 use strait_offsets::{MapWriter, OffsetMap, Registry, Side};
 use strait_records::Limits;
@@ -555,7 +554,7 @@ impl FlowRun {
                 .topic(&t.target_topic)
         })?;
         let max_batch_bytes = self.max_batch_bytes(&t.target_topic).await;
-        let by_time = self.offsets_by_time(t, partitions).await?;
+        let by_time = self.offsets_by_time(t, &src).await?;
         let mut births = Vec::new();
         for &p in partitions {
             let key = (t.source_topic.clone(), p);
@@ -702,47 +701,37 @@ impl FlowRun {
     }
 
     /// With `topics.start_position` a timestamp: per partition not started before, the
-    /// first source offset whose timestamp is at or after it (ListOffsets by timestamp;
-    /// none when no record is that recent). Empty otherwise.
+    /// first source offset whose timestamp is at or after it (none when no record is that
+    /// recent) — the broker's ListOffsets by timestamp, checked against the record it
+    /// points at, else a search of the log ([`crate::replay::lookup`], shared with
+    /// `strait replay`). Empty otherwise.
     async fn offsets_by_time(
         &self,
         t: &ReplicatedTopic,
-        partitions: &[i32],
+        src: &BTreeMap<i32, Bounds>,
     ) -> Result<BTreeMap<i32, i64>, MirrorError> {
         let StartPosition::Timestamp(ms) = self.flow.start_position else {
             return Ok(BTreeMap::new());
         };
-        let asked: Vec<(i32, OffsetSpec)> = partitions
+        let new: BTreeMap<i32, Bounds> = src
             .iter()
-            .filter(|p| !self.saved.contains_key(&(t.source_topic.clone(), **p)))
-            .map(|p| (*p, OffsetSpec::Timestamp(ms)))
+            .filter(|(p, _)| !self.saved.contains_key(&(t.source_topic.clone(), **p)))
+            .map(|(p, b)| (*p, *b))
             .collect();
-        if asked.is_empty() {
+        if new.is_empty() {
             return Ok(BTreeMap::new());
         }
-        let found = self
-            .source
-            .list_offsets(&t.source_topic, &asked, IsolationLevel::ReadCommitted)
-            .await
-            .map_err(|e| {
-                MirrorError::kafka("list offsets by timestamp", e)
-                    .cluster(&self.flow.source)
-                    .topic(&t.source_topic)
-            })?;
-        let mut out = BTreeMap::new();
-        for o in found.into_iter().filter(|o| o.offset >= 0) {
-            crate::datapath::probe::check_time_offset(
-                &self.source,
-                &t.source_topic,
-                o.partition,
-                o.offset,
-                ms,
-            )
-            .await
-            .map_err(|e| e.flow(&self.flow.name).cluster(&self.flow.source))?;
-            out.insert(o.partition, o.offset);
-        }
-        Ok(out)
+        let found =
+            crate::replay::lookup::offsets_for_time(&self.source, &t.source_topic, &new, ms)
+                .await
+                .map_err(|e| e.flow(&self.flow.name).cluster(&self.flow.source))?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(p, f)| match f.offset {
+                crate::replay::decide::TimeOffset::At(o) => Some((p, o)),
+                crate::replay::decide::TimeOffset::None => None,
+            })
+            .collect())
     }
 
     /// The map a partition starts with, the target range recovery must check (records past

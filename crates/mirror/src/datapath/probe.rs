@@ -13,7 +13,6 @@ use strait_client::{
     PartitionConsumer,
 };
 
-use crate::error::MirrorError;
 
 /// A partition's bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,33 +149,4 @@ pub async fn older_record_at(
 ) -> Result<Option<ConsumedRecord>, strait_client::Error> {
     let record = first_record_at(client, topic, partition, offset).await?;
     Ok(record.filter(|r| r.timestamp < ms))
-}
-
-/// Checks a broker's answer to ListOffsets by timestamp `ms` for `partition` with
-/// [`older_record_at`]. A broker that answers otherwise does not implement time lookups:
-/// a configuration error naming it, never a start at the wrong place.
-pub async fn check_time_offset(
-    client: &Client,
-    topic: &str,
-    partition: i32,
-    offset: i64,
-    ms: i64,
-) -> Result<(), MirrorError> {
-    let older = older_record_at(client, topic, partition, offset, ms)
-        .await
-        .map_err(|e| {
-            MirrorError::kafka("fetch at the offset for the start time", e).topic(topic)
-        })?;
-    match older {
-        Some(r) => Err(MirrorError::config(format!(
-            "topics.start_position: asked for the first record of {topic}/{partition} at \
-             or after {ms} ms, the source answered offset {offset}, whose record is from \
-             {} ms: this broker does not implement ListOffsets by timestamp (Tansu 0.6 \
-             answers 0 for every time); start from \"earliest\" or \"latest\" instead",
-            r.timestamp
-        ))
-        .topic(topic)
-        .partition(partition)),
-        None => Ok(()),
-    }
 }

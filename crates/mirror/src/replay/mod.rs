@@ -18,7 +18,7 @@
 
 mod copy;
 pub mod decide;
-mod lookup;
+pub mod lookup;
 
 use std::collections::BTreeMap;
 
