@@ -569,6 +569,24 @@ fn a_replay_into_the_target_topic_of_a_running_flow_leaves_the_flow_replicating(
     };
     wait((PER_PARTITION * 3) as usize, "the flow's copy", &mut flow);
     let (from, until) = (rfc3339(BASE_MS + 5_500), rfc3339(BASE_MS + 20_500));
+    // A replay into the flow's topic waits for the flow's saved state to pass the range
+    // (rule 19 of replay::guard): the dry run says so until the next checkpoint.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let dry = strait(&[
+            "replay", "-c", cfg, "--topic", TOPIC, "--from", &from, "--until", &until,
+        ]);
+        if dry.status.success() {
+            break;
+        }
+        assert!(
+            text(&dry).contains("saved state has not reached the start of the range"),
+            "{}",
+            text(&dry)
+        );
+        assert!(std::time::Instant::now() < deadline, "{}", text(&dry));
+        std::thread::sleep(Duration::from_millis(300));
+    }
     let out = strait(&[
         "replay",
         "-c",

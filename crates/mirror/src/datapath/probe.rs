@@ -13,7 +13,6 @@ use strait_client::{
     PartitionConsumer,
 };
 
-
 /// A partition's bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bounds {

@@ -18,6 +18,7 @@
 
 mod copy;
 pub mod decide;
+pub mod guard;
 pub mod lookup;
 
 use std::collections::BTreeMap;
@@ -205,6 +206,15 @@ pub async fn prepare(
                 ),
                 None => None,
             };
+            // Rule 18–20: into the flow's own topic only what the flow will recognise.
+            let flow_maps = match flow.topic_decision(topic) {
+                crate::config::TopicDecision::Replicate { target_topic }
+                    if target_topic == spec.target_topic =>
+                {
+                    Some(crate::state::read_state(target, flow).await?)
+                }
+                _ => None,
+            };
             let mut plans = Vec::new();
             for (&p, &b) in &bounds {
                 let f = from.get(&p).copied().unwrap_or(Found {
@@ -213,6 +223,25 @@ pub async fn prepare(
                 });
                 let u = until.as_ref().and_then(|u| u.get(&p).copied());
                 let (start, end) = decide::range(b, f.offset, u.map(|u| u.offset));
+                if let Some(saved) = &flow_maps
+                    && end > start
+                {
+                    let copy = match saved.get(&(topic.to_owned(), p)) {
+                        Some(s) => Some(
+                            crate::state::decode_map(s)
+                                .map_err(ctx)?
+                                .translate(start as u64),
+                        ),
+                        None => None,
+                    };
+                    guard::into_flow_topic(copy, target_end(p), end - start).map_err(|why| {
+                        ctx(MirrorError::config(format!(
+                            "replaying {topic}/{p} from offset {start} into {}, the topic the \
+                             flow replicates to: {why}; replay --to another topic",
+                            spec.target_topic
+                        )))
+                    })?;
+                }
                 plans.push(PartitionPlan {
                     partition: p,
                     start,
