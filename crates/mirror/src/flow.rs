@@ -19,9 +19,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use strait_client::{
-    Client, FetchOptions, IdempotentProducer, IsolationLevel, ProducerConfig, ResourceType,
-};
+use strait_client::{Client, FetchOptions, IdempotentProducer, IsolationLevel, ProducerConfig};
 use strait_offsets::{MapWriter, OffsetMap, Registry, Side};
 use strait_records::Limits;
 use tokio::sync::{mpsc, watch};
@@ -48,8 +46,6 @@ use crate::state::{self, PartitionState, SavedState, StateWriter};
 use crate::supervisor::Restarts;
 use crate::topics::{ReplicatedTopic, TopicSync};
 
-/// Kafka's default `max.message.bytes` (used when the target topic does not say).
-const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
 /// Record sets a fetcher may queue per partition ahead of its pipeline.
 const FEED_DEPTH: usize = 4;
 
@@ -553,7 +549,8 @@ impl FlowRun {
                 .cluster(&flow.target)
                 .topic(&t.target_topic)
         })?;
-        let max_batch_bytes = self.max_batch_bytes(&t.target_topic).await;
+        let max_batch_bytes =
+            crate::datapath::probe::max_message_bytes(&self.target, &t.target_topic).await;
         let by_time = self.offsets_by_time(t, &src).await?;
         let mut births = Vec::new();
         for &p in partitions {
@@ -802,26 +799,6 @@ impl FlowRun {
                 map.target_recreated(dst.end.max(0) as u64, resume)
                     .map_err(|e| ctx(MirrorError::offset_map(e)))?;
                 Ok((map, None, true))
-            }
-        }
-    }
-
-    /// The target topic's `max.message.bytes`, or Kafka's default.
-    async fn max_batch_bytes(&self, topic: &str) -> usize {
-        match self
-            .target
-            .describe_configs(ResourceType::Topic, &[topic], Some(&["max.message.bytes"]))
-            .await
-        {
-            Ok(configs) => configs
-                .iter()
-                .flat_map(|c| &c.entries)
-                .find(|e| e.name == "max.message.bytes")
-                .and_then(|e| e.value.as_deref()?.parse().ok())
-                .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
-            Err(e) => {
-                tracing::debug!(topic, error = %e, "describe configs; assuming Kafka's default max.message.bytes");
-                DEFAULT_MAX_MESSAGE_BYTES
             }
         }
     }

@@ -149,3 +149,31 @@ pub async fn older_record_at(
     let record = first_record_at(client, topic, partition, offset).await?;
     Ok(record.filter(|r| r.timestamp < ms))
 }
+
+/// Kafka's default `max.message.bytes` (used when the target topic does not say).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+
+/// The target topic's `max.message.bytes`, or Kafka's default: the largest batch written
+/// to it (bigger source batches are re-encoded to fit).
+pub async fn max_message_bytes(target: &Client, topic: &str) -> usize {
+    match target
+        .describe_configs(
+            strait_client::ResourceType::Topic,
+            &[topic],
+            Some(&["max.message.bytes"]),
+        )
+        .await
+    {
+        Ok(configs) => configs
+            .iter()
+            .flat_map(|c| &c.entries)
+            .find(|e| e.name == "max.message.bytes")
+            .and_then(|e| e.value.as_deref()?.parse().ok())
+            .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
+        Err(e) => {
+            tracing::debug!(topic, error = %e,
+                "describe configs; assuming Kafka's default max.message.bytes");
+            DEFAULT_MAX_MESSAGE_BYTES
+        }
+    }
+}

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use strait_client::{
-    AckFuture, Client, IdempotentProducer, IsolationLevel, NewTopic, ProducerConfig, ResourceType,
+    AckFuture, Client, IdempotentProducer, IsolationLevel, NewTopic, ProducerConfig,
 };
 use strait_offsets::{OffsetMap, Side};
 use strait_records::Limits;
@@ -27,8 +27,6 @@ use crate::error::MirrorError;
 use crate::state::replay::{encode_replay_key, encode_replay_value};
 use crate::state::{ReplayKey, ReplayState, ReplayStatus, StateWriter};
 
-/// Kafka's default `max.message.bytes` (what a topic without the config accepts).
-const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
 /// Kafka's TOPIC_ALREADY_EXISTS.
 const TOPIC_ALREADY_EXISTS: i16 = 36;
 /// How long the copy waits at the end of the log for the marker of a transaction its
@@ -127,7 +125,7 @@ pub async fn execute(
     let producer = IdempotentProducer::new(target.clone(), producer_config)
         .await
         .map_err(|e| ctx(MirrorError::kafka("InitProducerId", e).cluster(&flow.target)))?;
-    let max_batch_bytes = max_message_bytes(target, topic).await;
+    let max_batch_bytes = crate::datapath::probe::max_message_bytes(target, topic).await;
     let copier = Copier {
         source,
         producer: &producer,
@@ -594,25 +592,4 @@ async fn create_target(
     Err(MirrorError::other(format!(
         "the target topic {topic} was created but its partitions did not appear"
     )))
-}
-
-/// The target topic's `max.message.bytes`, or Kafka's default: the largest batch the
-/// replay produces (bigger source batches are re-encoded to fit).
-pub async fn max_message_bytes(target: &Client, topic: &str) -> usize {
-    match target
-        .describe_configs(ResourceType::Topic, &[topic], Some(&["max.message.bytes"]))
-        .await
-    {
-        Ok(configs) => configs
-            .iter()
-            .flat_map(|c| &c.entries)
-            .find(|e| e.name == "max.message.bytes")
-            .and_then(|e| e.value.as_deref()?.parse().ok())
-            .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
-        Err(e) => {
-            tracing::debug!(topic, error = %e,
-                "describe configs; assuming Kafka's default max.message.bytes");
-            DEFAULT_MAX_MESSAGE_BYTES
-        }
-    }
 }

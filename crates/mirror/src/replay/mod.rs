@@ -27,7 +27,7 @@ use strait_client::{Client, IsolationLevel};
 use strait_offsets::{DEFAULT_RUN_BUDGET, OffsetMap};
 use uuid::Uuid;
 
-pub use copy::{PartitionSummary, Summary, execute, max_message_bytes};
+pub use copy::{PartitionSummary, Summary, execute};
 pub use decide::{RunDecision, Spec, SpecError, TimeOffset};
 pub use lookup::{Found, Method};
 
