@@ -561,6 +561,10 @@ impl FlowRun {
             let (map, tail, birth) = self.initial_map(t, p, *s, *d, by_time.get(&p).copied())?;
             // Exactly-once: past the committed map the target holds only our markers and
             // aborted batches (invisible to read_committed consumers); nothing to read back.
+            let start_gap = match (&self.eos, tail) {
+                (Some(_), Some((from, end))) => u64::try_from(end - from).unwrap_or(0),
+                _ => 0,
+            };
             let tail = if self.eos.is_some() {
                 if let Some((from, end)) = tail {
                     tracing::info!(flow = %flow.name, topic = %t.target_topic, partition = p,
@@ -655,6 +659,7 @@ impl FlowRun {
                 recompress: self.engine.recompress,
                 budget: self.budget.clone(),
                 gate: self.eos.as_ref().map(|e| Arc::clone(&e.gate)),
+                start_gap,
             };
             if recovery.remaining() > 0 {
                 tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,

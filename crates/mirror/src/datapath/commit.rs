@@ -247,6 +247,11 @@ impl GateHandle {
         self.rx.borrow().sealed
     }
 
+    /// The current transaction's number.
+    pub fn generation(&self) -> u64 {
+        self.rx.borrow().generation
+    }
+
     /// Whether the transaction failed (the driver stops).
     pub fn failed(&self) -> bool {
         self.rx.borrow().failed

@@ -70,6 +70,9 @@ pub struct PartitionSpec {
     /// Exactly-once: the flow's commit barrier (batches wait while it is sealed; the
     /// partition reports when everything it handed on is recorded).
     pub gate: Option<Arc<super::commit::Gate>>,
+    /// Exactly-once: target offsets past the committed map at start (markers and aborted
+    /// batches of earlier runs), before the first batch this run writes.
+    pub start_gap: u64,
 }
 
 /// Progress shared with the flow.
@@ -119,6 +122,8 @@ pub async fn run(
             .as_ref()
             .map(|g| g.join((spec.source_topic.clone(), spec.partition))),
         waiting: VecDeque::new(),
+        last_sent: None,
+        gaps: VecDeque::new(),
     };
     let result = driver.run(rx, recovery, stop, &mut acks, &mut held).await;
     // Leaves the barrier: the committer no longer waits for this partition. After an
@@ -156,6 +161,11 @@ type LogStartWait<'a> = Pin<Box<dyn Future<Output = Result<i64, MirrorError>> + 
 struct Held {
     gate: Option<GateHandle>,
     waiting: VecDeque<Batch>,
+    /// The transaction the last batch handed on belongs to.
+    last_sent: Option<u64>,
+    /// Per batch handed on and not yet acknowledged (in order, beside `acks`): the target
+    /// offsets known to lie before it that hold none of our data.
+    gaps: VecDeque<u64>,
 }
 
 impl Held {
@@ -232,7 +242,6 @@ impl<'a> Driver<'a> {
             },
             target_topic: spec.target_topic.clone(),
             source_cluster: spec.source_cluster.clone(),
-            transactional: spec.gate.is_some(),
         };
         let mut machine: Pipeline<Arc<Reservation>> =
             self.lock().read(|m| Pipeline::new(settings, m, recovery));
@@ -275,7 +284,7 @@ impl<'a> Driver<'a> {
                 Wake::Gate => {
                     if !held.must_wait_gate() {
                         while let Some(batch) = held.waiting.pop_front() {
-                            acks.push_back(self.send(batch).await?);
+                            self.hand_on(batch, acks, held).await?;
                         }
                     }
                 }
@@ -286,11 +295,10 @@ impl<'a> Driver<'a> {
                 Wake::Acked(acked) => {
                     acks.pop_front();
                     match acked {
-                        Ok(a) if a.base_offset < 0 && spec.gate.is_some() => {
-                            let at = self.locate_own().await?;
-                            machine.acked(at)?
+                        Ok(a) => {
+                            let gap = held.gaps.pop_front().unwrap_or(0);
+                            machine.acked_after(a.base_offset, gap)?
                         }
-                        Ok(a) => machine.acked(a.base_offset)?,
                         Err(e) => {
                             self.feed.metrics.produce_error();
                             return Err(machine.produce_failed(e));
@@ -359,15 +367,33 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Hands a batch to the producer.
-    async fn send(&self, batch: Batch) -> Result<AckWait, MirrorError> {
+    /// Hands a batch to the producer; its acknowledgement joins `acks`, with the target
+    /// offsets known to lie before it. Exactly-once: the first batch of the run follows
+    /// the start gap (`spec.start_gap`); a batch in a later transaction than the
+    /// partition's previous batch follows that transaction's commit marker (one offset);
+    /// nothing else writes to the partition.
+    async fn hand_on(
+        &self,
+        batch: Batch,
+        acks: &mut VecDeque<AckWait>,
+        held: &mut Held,
+    ) -> Result<(), MirrorError> {
         let spec = self.spec;
+        let generation = held.gate.as_ref().map(GateHandle::generation);
+        let gap = match (held.last_sent, generation) {
+            (None, Some(_)) => spec.start_gap,
+            (Some(last), Some(now)) if now > last => 1,
+            _ => 0,
+        };
         let ack = self
             .producer
             .send(&spec.target_topic, spec.partition, batch)
             .await
             .map_err(|e| MirrorError::kafka("produce", e))?;
-        Ok(Box::pin(ack.wait()))
+        held.last_sent = generation;
+        acks.push_back(Box::pin(ack.wait()));
+        held.gaps.push_back(gap);
+        Ok(())
     }
 
     /// Does everything the machine asks for until it waits for an event.
@@ -391,7 +417,7 @@ impl<'a> Driver<'a> {
                     if held.must_wait() {
                         held.waiting.push_back(batch);
                     } else {
-                        acks.push_back(self.send(batch).await?);
+                        self.hand_on(batch, acks, held).await?;
                     }
                 }
                 Action::Record => {
@@ -476,61 +502,6 @@ impl<'a> Driver<'a> {
             }
         }
         Ok(())
-    }
-
-    /// Exactly-once: where the batch acknowledged without an offset (a re-sent batch the
-    /// broker already held: DUPLICATE_SEQUENCE_NUMBER) landed. Past the map's end the
-    /// target holds our commit markers and aborted batches of earlier epochs, so "where
-    /// the map expects it" may be wrong; every earlier batch of ours is recorded and later
-    /// ones land after it, so it is the first data batch at or past the map's end stamped
-    /// with our current producer id and epoch.
-    async fn locate_own(&self) -> Result<i64, MirrorError> {
-        let spec = self.spec;
-        let from = self.lock().read(|m| m.next(Side::Target)) as i64;
-        let Some(us) = self.producer.identity() else {
-            return Err(MirrorError::other("no producer id to find our batch by"));
-        };
-        let end = self
-            .target
-            .list_offsets(
-                &spec.target_topic,
-                &[(spec.partition, OffsetSpec::Latest)],
-                IsolationLevel::ReadUncommitted,
-            )
-            .await
-            .map_err(|e| MirrorError::kafka("list offsets", e).topic(&spec.target_topic))?
-            .first()
-            .map_or(from, |o| o.offset);
-        let batches = super::tail::read_tail(
-            self.target,
-            &spec.target_topic,
-            spec.partition,
-            from,
-            end,
-            &Limits::default(),
-        )
-        .await?;
-        let found = batches.iter().map(|b| *b.header()).find(|h| {
-            h.base_offset >= from
-                && !h.attributes.is_control()
-                && h.producer_id == us.id
-                && h.producer_epoch == us.epoch
-        });
-        match found {
-            Some(h) => {
-                tracing::info!(flow = %spec.flow, topic = %spec.target_topic,
-                    partition = spec.partition, at = h.base_offset, expected = from,
-                    "a re-sent batch the target already held: found where it landed");
-                Ok(h.base_offset)
-            }
-            None => Err(MirrorError::other(format!(
-                "a re-sent batch was acknowledged as already written, but no batch of \
-                 producer id {} epoch {} lies between target offsets {from} and {end}",
-                us.id, us.epoch
-            ))
-            .topic(&spec.target_topic)
-            .partition(spec.partition)),
-        }
     }
 
     /// The target partition's log start (ListOffsets EARLIEST).

@@ -1,9 +1,7 @@
 //! Where a flow's batches go: the idempotent producer (at-least-once) or the
 //! transactional one (exactly-once; the flow's committer ends each transaction).
 
-use strait_client::{
-    AckFuture, IdempotentProducer, ProducerIdentity, ProducerStats, Result, TransactionalProducer,
-};
+use strait_client::{AckFuture, IdempotentProducer, ProducerStats, Result, TransactionalProducer};
 use strait_records::Batch;
 
 /// A flow's producer of replicated batches.
@@ -38,14 +36,6 @@ impl Sink {
     pub fn reset_partition(&self, topic: &str, partition: i32) {
         if let Sink::Idempotent(p) = self {
             p.reset_partition(topic, partition);
-        }
-    }
-
-    /// The producer id and epoch batches are stamped with now.
-    pub fn identity(&self) -> Option<ProducerIdentity> {
-        match self {
-            Sink::Idempotent(p) => p.identity(),
-            Sink::Transactional(p) => p.identity(),
         }
     }
 

@@ -32,7 +32,7 @@ impl<P: Clone> Pipeline<P> {
     /// Whether the oldest pending item is a batch acknowledged past where the map expects
     /// it and not checked yet: then the target is asked for ([`Action::CheckTarget`]).
     pub(super) fn asks_check(&mut self, map: &OffsetMap) -> bool {
-        if self.check.is_some() || self.transactional {
+        if self.check.is_some() {
             return false;
         }
         let Some(Pending::Sent { ack: Some(ack), .. }) = self.pending.front() else {

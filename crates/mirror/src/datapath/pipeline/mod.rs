@@ -39,9 +39,10 @@
 //!   the map's target side moves past them (mapped to nothing, exact), the batch is
 //!   recorded where it landed and [`Action::Duplicates`] reports them. Otherwise it is the
 //!   incident above.
-//! - **Transactional target** (exactly-once): our commit markers and aborted batches take
-//!   target offsets, so an acknowledgement past where the map expects it is recorded where
-//!   it landed, with no target read (the offsets between are a gap of the map).
+//! - **Known gaps** (exactly-once): our commit markers and aborted batches take target
+//!   offsets. The driver says how many lie before each batch ([`Pipeline::acked_after`]);
+//!   the map's target side moves past them before the batch is recorded, and every rule
+//!   above then applies unchanged (an acknowledgement elsewhere is still checked).
 //! - **Failure.** A batch that fails for good fails the pipeline: the producer fails every
 //!   later unresolved batch of the partition with it (the sequencer's rule), nothing after
 //!   it is recorded, and nothing more is produced. A restart builds a new pipeline from
@@ -103,11 +104,6 @@ pub struct Settings {
     pub target_topic: String,
     /// Source cluster name (context for errors about fetched bytes).
     pub source_cluster: String,
-    /// Exactly-once: the target partition also holds our transaction markers and the
-    /// batches of our aborted transactions, so a batch acknowledged past where the map
-    /// expects it is recorded where it landed (the offsets between hold nothing a
-    /// `read_committed` consumer reads).
-    pub transactional: bool,
 }
 
 /// One fetched record set.
@@ -219,6 +215,9 @@ enum Pending<P> {
         max_timestamp: i64,
         _pins: Vec<P>,
         ack: Option<i64>,
+        /// Target offsets known to lie before the batch that hold none of our data
+        /// ([`Pipeline::acked_after`]); the map's target side moves past them first.
+        gap: u64,
     },
     Update(Update),
 }
@@ -253,7 +252,6 @@ pub struct Pipeline<P> {
     until: Option<i64>,
     done: bool,
     policies: Policies,
-    transactional: bool,
     target_topic: String,
     source_cluster: String,
     outbox: VecDeque<Action>,
@@ -279,7 +277,6 @@ impl<P: Clone> Pipeline<P> {
             until: settings.until,
             done: false,
             policies: settings.policies,
-            transactional: settings.transactional,
             target_topic: settings.target_topic,
             source_cluster: settings.source_cluster,
             outbox: VecDeque::new(),
@@ -492,17 +489,28 @@ impl<P: Clone> Pipeline<P> {
 
     /// The oldest unacknowledged batch was acknowledged at `base_offset` (−1: no offset).
     pub fn acked(&mut self, base_offset: i64) -> Result<(), MirrorError> {
+        self.acked_after(base_offset, 0)
+    }
+
+    /// [`Pipeline::acked`], the driver knowing that `gap` target offsets before the batch
+    /// hold none of our data (exactly-once: our commit marker after the partition's last
+    /// transaction, or, for the first batch of a run, the markers and aborted batches of
+    /// earlier runs past the committed map).
+    pub fn acked_after(&mut self, base_offset: i64, known_gap: u64) -> Result<(), MirrorError> {
         let head = self.pending.iter_mut().find_map(|p| match p {
-            Pending::Sent { ack: a @ None, .. } => Some(a),
+            Pending::Sent {
+                ack: a @ None, gap, ..
+            } => Some((a, gap)),
             _ => None,
         });
-        let Some(slot) = head else {
+        let Some((slot, gap)) = head else {
             self.phase = Phase::Failed;
             return Err(MirrorError::other(
                 "an acknowledgement arrived for no batch in flight",
             ));
         };
         *slot = Some(base_offset);
+        *gap = known_gap;
         self.in_flight -= 1;
         Ok(())
     }
@@ -571,6 +579,7 @@ impl<P: Clone> Pipeline<P> {
                         max_timestamp: out.batch.header().max_timestamp,
                         _pins: out.pins,
                         ack: None,
+                        gap: 0,
                     });
                     return Some(Action::Produce {
                         batch: out.batch,
@@ -599,6 +608,15 @@ impl<P: Clone> Pipeline<P> {
     pub fn record(&mut self, map: &mut OffsetMap) -> Result<Vec<Recorded>, MirrorError> {
         let mut recorded = Vec::new();
         while self.ready() {
+            if let Some(Pending::Sent { gap, .. }) = self.pending.front_mut()
+                && *gap > 0
+            {
+                let skip = std::mem::take(gap);
+                let (s, t) = (map.next(Side::Source), map.next(Side::Target));
+                map.advance(s, t + skip)
+                    .map_err(MirrorError::offset_map)
+                    .inspect_err(|_| self.phase = Phase::Failed)?;
+            }
             if self.asks_check(map) {
                 break;
             }
@@ -651,9 +669,6 @@ impl<P: Clone> Pipeline<P> {
         let check = self.check.take();
         let base = match ack_base(ack, map.next(Side::Target)) {
             AckBase::At(base) => base,
-            AckBase::Mismatch { acked, expected } if self.transactional && acked > expected => {
-                acked
-            }
             AckBase::Mismatch { acked, .. } if self.duplicates_before(check, acked, map)? => acked,
             AckBase::Mismatch { acked, expected } => {
                 let skipped = Incident::acked_elsewhere(&self.target_topic, acked, expected)

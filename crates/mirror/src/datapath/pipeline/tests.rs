@@ -59,7 +59,6 @@ pub(super) fn settings(start: i64, until: Option<i64>, policies: Policies) -> Se
         merge: MergeOptions::new(1 << 20),
         target_topic: "dst".into(),
         source_cluster: "src".into(),
-        transactional: false,
     }
 }
 
@@ -646,20 +645,14 @@ fn an_ack_below_the_map_is_the_incident_without_reading_the_target() {
 }
 
 #[test]
-fn on_a_transactional_target_an_ack_past_the_map_is_recorded_where_it_landed() {
+fn known_gaps_move_the_map_past_our_markers_before_the_batch_is_recorded() {
     // Exactly-once: A lands at 0..2, our commit marker takes 2, B lands at 3.
-    let map = map_at(0, 0);
-    let mut s = settings(0, None, Policies::all(IncidentPolicy::Fail));
-    s.transactional = true;
-    let mut h = Harness {
-        p: Pipeline::new(s, &map, Recovery::none()),
-        map,
-        target: None,
-    };
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.target = None;
     h.fetch(&[(0, 2), (2, 2)]).expect("plan");
     h.run().expect("run");
     h.p.acked(0).expect("ack A");
-    h.p.acked(3).expect("ack B");
+    h.p.acked_after(3, 1).expect("ack B after the marker");
     let d = h.run().expect("no incident, no target read");
     assert!(d.other.is_empty(), "{:?}", d.other);
     assert_eq!(h.next(), (4, 5));
@@ -672,17 +665,28 @@ fn on_a_transactional_target_an_ack_past_the_map_is_recorded_where_it_landed() {
 }
 
 #[test]
-fn on_a_transactional_target_an_ack_below_the_map_is_still_an_incident() {
-    let map = map_at(0, 10);
-    let mut s = settings(0, None, Policies::all(IncidentPolicy::Fail));
-    s.transactional = true;
-    let mut h = Harness {
-        p: Pipeline::new(s, &map, Recovery::none()),
-        map,
-        target: None,
-    };
-    h.fetch(&[(0, 2)]).expect("plan");
+fn an_ack_without_an_offset_after_a_known_gap_lands_past_the_gap() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.target = None;
+    h.fetch(&[(0, 2), (2, 2)]).expect("plan");
     h.run().expect("run");
-    h.p.acked(5).expect("ack");
-    assert!(h.run().is_err(), "landing below the map is not ours");
+    h.p.acked(0).expect("ack A");
+    h.p.acked_after(-1, 1).expect("B re-sent, already held");
+    h.run().expect("record");
+    assert_eq!(h.next(), (4, 5));
+}
+
+#[test]
+fn an_ack_past_the_known_gap_is_still_checked_against_the_target() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.target = None;
+    h.fetch(&[(0, 2), (2, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(0).expect("ack A");
+    h.p.acked_after(5, 1).expect("B lands 2 past the marker");
+    let d = h.run().expect("asks");
+    assert_eq!(
+        d.other,
+        vec!["CheckTarget { from: 0, expected: 3, to: 5 }".to_owned()]
+    );
 }
