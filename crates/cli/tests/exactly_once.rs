@@ -392,7 +392,17 @@ fn kill_9_at_random_moments_under_load_then_every_record_is_committed_exactly_on
     );
     assert_exactly_once(&src, &dst, produced, &strait.log_tail());
     assert_maps_exact(&cfg, &src, &dst);
-    println!("{kills} kills: {produced} records, each committed once on the target");
+    let (snapshots, deltas, tombstones) = state_records(&dst);
+    println!(
+        "{kills} kills: {produced} records, each committed once on the target; state topic: \
+         {snapshots} snapshots, {deltas} deltas, {tombstones} tombstones"
+    );
+    // Each run's first commit of a partition is a snapshot that tombstones the deltas of
+    // the runs before (the maps checked above were rebuilt from what is left).
+    assert!(
+        deltas > 0 && tombstones > 0,
+        "deltas {deltas}, tombstones {tombstones}"
+    );
 }
 
 #[test]
@@ -569,4 +579,42 @@ fn rst_cuts_of_the_target_keep_every_record_once_and_the_maps_exact() {
     );
     assert_exactly_once(&src, &dst, produced, &strait.log_tail());
     assert_maps_exact(&cfg, &src, &dst);
+    let (snapshots, deltas, tombstones) = state_records(&dst);
+    println!("state topic: {snapshots} snapshots, {deltas} deltas, {tombstones} tombstones");
+    assert!(
+        deltas > 0,
+        "transactions commit deltas of the maps, not snapshots"
+    );
+}
+
+/// Committed records of the flow's state topic: (partition snapshots, map deltas, delta
+/// tombstones), by the first key byte (`state::codec`, `state::delta`).
+fn state_records(dst: &str) -> (usize, usize, usize) {
+    runtime().block_on(async {
+        let client = Client::connect(ClientConfig::new([dst]))
+            .await
+            .expect("connect");
+        let opts = FetchOptions {
+            max_wait: Duration::from_millis(50),
+            ..FetchOptions::default()
+        };
+        let topic = "strait-state.src-to-dst.internal";
+        let mut c = PartitionConsumer::new(client, topic, 0, 0)
+            .with_options(opts)
+            .resolving_markers();
+        let (mut s, mut d, mut t) = (0, 0, 0);
+        loop {
+            for r in c.poll().await.expect("poll") {
+                match (r.key.as_deref().and_then(|k| k.first()), r.value.is_some()) {
+                    (Some(1), true) => s += 1,
+                    (Some(3), true) => d += 1,
+                    (Some(3), false) => t += 1,
+                    _ => {}
+                }
+            }
+            if c.high_watermark() >= 0 && c.position() >= c.high_watermark() {
+                return (s, d, t);
+            }
+        }
+    })
 }

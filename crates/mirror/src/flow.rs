@@ -118,18 +118,22 @@ impl Running {
         }
     }
 
-    /// Exactly-once: the state to commit and a copy of the map it encodes (the registry's
-    /// committed copy becomes it once the commit succeeds).
-    fn committed_view(&self) -> (PartitionState, OffsetMap) {
-        // One lock: the snapshot and the copy are the same map.
+    /// Exactly-once: the map's updates since the last checkpoint (a whole snapshot when
+    /// `snapshot`, or when its journal overflowed), with the topic id it belongs to and
+    /// the re-creation count, read under one lock; `None` when nothing changed.
+    fn checkpoint(&self, snapshot: bool) -> Option<(strait_offsets::Checkpoint, Uuid, u64)> {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         let recreated = self.progress.recreated.load(Ordering::Acquire);
-        let state = PartitionState {
-            topic_id: saved_topic_id(self.map_id, self.pending_id, recreated),
-            target_topic: self.target_topic.clone(),
-            snapshot: map.snapshot().bytes,
+        let c = if snapshot {
+            map.snapshot()
+        } else {
+            map.take_checkpoint()?
         };
-        (state, map.read(OffsetMap::clone))
+        Some((
+            c,
+            saved_topic_id(self.map_id, self.pending_id, recreated),
+            recreated,
+        ))
     }
 }
 
@@ -242,7 +246,7 @@ async fn run_inner(
         ..ProducerConfig::default()
     };
     // Exactly-once: fencing comes first, so that the state read next is final.
-    let eos = match flow.delivery.exactly_once() {
+    let mut eos = match flow.delivery.exactly_once() {
         true => Some(exactly_once::start_producer(&target, flow, producer_config).await?),
         false => None,
     };
@@ -259,7 +263,10 @@ async fn run_inner(
         ),
     };
     state::ensure_state_topic(&target, flow).await?;
-    let saved = state::read_state(&target, flow).await?;
+    let (saved, deltas) = state::read_state_and_deltas(&target, flow).await?;
+    if let Some(e) = &mut eos {
+        e.deltas = deltas;
+    }
     tracing::info!(flow = %flow.name, partitions = saved.len(),
         guarantee = flow.delivery.guarantee.as_str(), "state loaded");
     let mut state_writer =
@@ -626,6 +633,8 @@ impl FlowRun {
                         .register(&t.source_topic, p, map_for_state.clone())
                         .map_err(|e| MirrorError::state(e.to_string()))?;
                     eos.committed.insert(key.clone(), committed);
+                    eos.snapshot_due.insert(key.clone());
+                    eos.recreated.remove(&key);
                     MapWriter::new(map_for_state)
                 }
                 None => self

@@ -17,13 +17,13 @@
 //!   state ([`run_restarting`]). No target tail is read back: what an aborted transaction
 //!   wrote stays on the target as aborted data, invisible to `read_committed` consumers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use strait_client::{Client, ProducerConfig, TransactionalConfig, TransactionalProducer};
-use strait_offsets::{MapWriter, OffsetMap};
+use strait_offsets::{Checkpoint, CheckpointKind, DEFAULT_RUN_BUDGET, MapWriter, OffsetMap};
 use strait_records::Compression;
 use tokio::sync::watch;
 
@@ -32,7 +32,8 @@ use crate::config::Flow;
 use crate::datapath::commit::Gate;
 use crate::error::MirrorError;
 use crate::metrics::{FlowState, Metrics};
-use crate::state::PartitionState;
+use crate::state::delta::{self, SNAPSHOT_EVERY};
+use crate::state::{DeltaSeqs, PartitionState, codec};
 use crate::supervisor::Restarts;
 
 /// Largest batch of state records in a transaction.
@@ -49,6 +50,14 @@ pub(super) struct Eos {
     pub committed: BTreeMap<Key, MapWriter>,
     /// When the open transaction began (for the duration metric).
     pub began: Instant,
+    /// Per partition, the delta records on the state topic since its last snapshot.
+    pub deltas: DeltaSeqs,
+    /// Partitions whose next checkpoint is a whole snapshot (each one's first of the run:
+    /// it starts a new delta chain).
+    pub snapshot_due: BTreeSet<Key>,
+    /// Per partition, its re-creation count at the last commit (a change forces a
+    /// snapshot: only snapshots carry the topic id).
+    pub recreated: BTreeMap<Key, u64>,
 }
 
 /// Initialises the flow's transactional producer (fencing any older one with its id)
@@ -94,6 +103,9 @@ pub(super) async fn start_producer(
         gate: Gate::new(),
         committed: BTreeMap::new(),
         began: Instant::now(),
+        deltas: DeltaSeqs::new(),
+        snapshot_due: BTreeSet::new(),
+        recreated: BTreeMap::new(),
     })
 }
 
@@ -129,17 +141,9 @@ impl FlowRun {
                 )));
             }
         }
-        let mut states: Vec<(Key, PartitionState)> = Vec::new();
-        let mut maps: Vec<(Key, OffsetMap)> = Vec::new();
-        for (key, r) in &self.running {
-            if r.progress.dirty.swap(false, Ordering::AcqRel) {
-                let (state, map) = r.committed_view();
-                states.push((key.clone(), state));
-                maps.push((key.clone(), map));
-            }
-        }
+        let (records, applied) = self.transaction_states();
         let result = async {
-            self.state_writer.write(&states).await?;
+            self.state_writer.write_raw(records).await?;
             producer
                 .commit()
                 .await
@@ -155,28 +159,127 @@ impl FlowRun {
         let Some(eos) = &mut self.eos else {
             return Ok(());
         };
-        for (key, map) in maps {
-            if let Some(w) = eos.committed.get_mut(&key) {
-                w.update(|m| *m = map);
-            }
+        let n = applied.len() as u64;
+        for a in applied {
+            eos.committed_one(a).map_err(|e| e.flow(&self.flow.name))?;
         }
-        if !states.is_empty() {
+        if n > 0 {
             let now = Instant::now();
             self.metrics.transaction_ended(
                 &self.flow.name,
                 true,
-                states.len() as u64,
+                n,
                 now.duration_since(eos.began).as_secs_f64(),
                 now.duration_since(sealed).as_secs_f64(),
             );
-            self.metrics
-                .state_records_written(&self.flow.name, states.len() as u64);
+            self.metrics.state_records_written(&self.flow.name, n);
         }
         producer
             .begin()
             .map_err(|e| MirrorError::kafka("begin a transaction", e).flow(&self.flow.name))?;
         eos.began = Instant::now();
         gate.open();
+        Ok(())
+    }
+}
+
+/// Encoded state records (key, value; `None`: a tombstone).
+type StateRecords = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// A partition's checkpoint written in the open transaction, applied to the committed
+/// copy once it commits.
+pub(super) struct Applied {
+    key: Key,
+    checkpoint: Checkpoint,
+    recreated: u64,
+}
+
+impl FlowRun {
+    /// The state records of the open transaction: per partition that changed, a delta of
+    /// its map since the last commit, or a whole snapshot (the first of a run, every
+    /// [`SNAPSHOT_EVERY`] deltas, after a source re-creation, or when the journal
+    /// overflowed) with tombstones for the deltas it covers.
+    fn transaction_states(&self) -> (StateRecords, Vec<Applied>) {
+        let (mut records, mut applied) = (Vec::new(), Vec::new());
+        let Some(eos) = &self.eos else {
+            return (records, applied);
+        };
+        for (key, r) in &self.running {
+            if !r.progress.dirty.swap(false, Ordering::AcqRel) {
+                continue;
+            }
+            let deltas = eos.deltas.get(key).map_or(&[][..], Vec::as_slice);
+            let due = eos.snapshot_due.contains(key)
+                || deltas.len() >= SNAPSHOT_EVERY
+                || eos.recreated.get(key) != Some(&r.progress.recreated.load(Ordering::Acquire));
+            let Some((checkpoint, topic_id, recreated)) = r.checkpoint(due) else {
+                continue;
+            };
+            let (topic, partition) = (&key.0, key.1);
+            match checkpoint.kind {
+                CheckpointKind::Snapshot => {
+                    let state = PartitionState {
+                        topic_id,
+                        target_topic: r.target_topic.clone(),
+                        snapshot: checkpoint.bytes.clone(),
+                    };
+                    records.push((
+                        codec::encode_key(topic, partition),
+                        Some(codec::encode_value(&state)),
+                    ));
+                    for seq in deltas {
+                        records.push((delta::encode_delta_key(topic, partition, *seq), None));
+                    }
+                }
+                CheckpointKind::Delta => records.push((
+                    delta::encode_delta_key(topic, partition, checkpoint.seq),
+                    Some(delta::encode_delta_value(&checkpoint.bytes)),
+                )),
+            }
+            applied.push(Applied {
+                key: key.clone(),
+                checkpoint,
+                recreated,
+            });
+        }
+        (records, applied)
+    }
+}
+
+impl Eos {
+    /// A committed checkpoint: the registry's copy of the map follows it, and the delta
+    /// bookkeeping with it.
+    fn committed_one(&mut self, a: Applied) -> Result<(), MirrorError> {
+        let Applied {
+            key,
+            checkpoint,
+            recreated,
+        } = a;
+        if let Some(w) = self.committed.get_mut(&key) {
+            match checkpoint.kind {
+                CheckpointKind::Snapshot => {
+                    let map = OffsetMap::from_snapshot(&checkpoint.bytes, DEFAULT_RUN_BUDGET)
+                        .map_err(|e| MirrorError::state(format!("committed snapshot: {e}")))?;
+                    w.update(|m| *m = map);
+                }
+                CheckpointKind::Delta => {
+                    w.update(|m| m.replay(&checkpoint.bytes))
+                        .map_err(|e| MirrorError::state(format!("committed delta: {e}")))?;
+                }
+            }
+        }
+        match checkpoint.kind {
+            CheckpointKind::Snapshot => {
+                self.deltas.remove(&key);
+                self.snapshot_due.remove(&key);
+            }
+            CheckpointKind::Delta => self
+                .deltas
+                .entry(key.clone())
+                .or_default()
+                .push(checkpoint.seq),
+        }
+        self.recreated.insert(key, recreated);
         Ok(())
     }
 }

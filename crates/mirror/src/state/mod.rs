@@ -5,10 +5,13 @@
 //! watermark, not ListOffsets) and the last value per key wins.
 //!
 //! [`load_maps`] gives other commands (`offsets translate`, `status`) the maps of a flow.
+//! Exactly-once flows also write per-transaction deltas of the maps ([`delta`]), folded
+//! into the snapshots by [`read_state`].
 //! Replays (`strait replay`) keep their own maps in the same topic under keys of their own
 //! kind ([`replay`]), read with [`read_replays`] and never seen by [`read_state`].
 
 pub mod codec;
+pub mod delta;
 pub mod replay;
 mod store;
 
@@ -16,7 +19,9 @@ use std::collections::BTreeMap;
 
 pub use codec::PartitionState;
 pub use replay::{ReplayKey, ReplayState, ReplayStatus};
-pub use store::{StateWriter, ensure_state_topic, read_replays, read_state};
+pub use store::{
+    DeltaSeqs, StateWriter, ensure_state_topic, read_replays, read_state, read_state_and_deltas,
+};
 
 use strait_client::Client;
 use strait_offsets::{DEFAULT_RUN_BUDGET, OffsetMap, Registry};

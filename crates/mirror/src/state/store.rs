@@ -1,5 +1,6 @@
 //! Reading and writing the state topic.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -10,6 +11,7 @@ use strait_client::{
 use strait_records::Compression;
 
 use super::codec::{PartitionState, decode_key, decode_value, encode_key, encode_value, key_kind};
+use super::delta::{DELTA_KEY_KIND, decode_delta_key, decode_delta_value, rebuild};
 use super::replay::{REPLAY_KEY_KIND, decode_replay_key, decode_replay_value};
 use super::{SavedReplays, SavedState};
 use crate::config::Flow;
@@ -60,9 +62,38 @@ pub async fn ensure_state_topic(target: &Client, flow: &Flow) -> Result<(), Mirr
 /// the broker's aborted list says (Tansu sends none). Replay records ([`super::replay`])
 /// are left out: they never change the flow's maps.
 pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, MirrorError> {
+    read_state_and_deltas(target, flow).await.map(|(s, _)| s)
+}
+
+/// Per partition, the sequence numbers of the delta records on the state topic (not yet
+/// tombstoned), oldest first.
+pub type DeltaSeqs = BTreeMap<(String, i32), Vec<u64>>;
+
+/// [`read_state`], also returning the delta records it folded into the snapshots (an
+/// exactly-once flow tombstones them with its next snapshot of the partition).
+pub async fn read_state_and_deltas(
+    target: &Client,
+    flow: &Flow,
+) -> Result<(SavedState, DeltaSeqs), MirrorError> {
     let mut saved = SavedState::new();
+    let mut deltas: BTreeMap<(String, i32), BTreeMap<u64, Vec<u8>>> = BTreeMap::new();
     read_records(target, flow, |key, value| {
         if key_kind(key) == Some(REPLAY_KEY_KIND) {
+            return Ok(());
+        }
+        if key_kind(key) == Some(DELTA_KEY_KIND) {
+            let (key, seq) = decode_delta_key(key).map_err(|e| format!("delta key: {e}"))?;
+            match value {
+                None => {
+                    if let Some(d) = deltas.get_mut(&key) {
+                        d.remove(&seq);
+                    }
+                }
+                Some(v) => {
+                    let bytes = decode_delta_value(v).map_err(|e| format!("delta value: {e}"))?;
+                    deltas.entry(key).or_default().insert(seq, bytes);
+                }
+            }
             return Ok(());
         }
         let key = decode_key(key).map_err(|e| format!("key: {e}"))?;
@@ -79,7 +110,22 @@ pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, Mirr
         Ok(())
     })
     .await?;
-    Ok(saved)
+    let mut seqs = DeltaSeqs::new();
+    for (key, ds) in deltas {
+        if ds.is_empty() {
+            continue;
+        }
+        seqs.insert(key.clone(), ds.keys().copied().collect());
+        // Deltas of a partition whose state was deleted are left for the tombstones.
+        if let Some(state) = saved.get_mut(&key) {
+            *state = rebuild(state, &ds).map_err(|e| {
+                MirrorError::state(format!("{}/{}: {e}", key.0, key.1))
+                    .flow(&flow.name)
+                    .cluster(&flow.target)
+            })?;
+        }
+    }
+    Ok((saved, seqs))
 }
 
 /// Reads the replay records of the flow's state topic to its end (the last value per key
@@ -237,13 +283,26 @@ impl StateWriter {
         &mut self,
         records: Vec<(Vec<u8>, Vec<u8>)>,
     ) -> Result<(), MirrorError> {
+        self.write_raw(records.into_iter().map(|(k, v)| (k, Some(v))).collect())
+            .await
+    }
+
+    /// [`StateWriter::write_encoded`] with tombstones (`None` values).
+    pub async fn write_raw(
+        &mut self,
+        records: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ) -> Result<(), MirrorError> {
         if records.is_empty() {
             return Ok(());
         }
         ensure_state_topic(&self.target, &self.flow).await?;
         let records: Vec<ProducerRecord> = records
             .into_iter()
-            .map(|(k, v)| ProducerRecord::new(Bytes::from(k), Bytes::from(v)))
+            .map(|(k, v)| {
+                let mut r = ProducerRecord::new(Bytes::from(k), Bytes::new());
+                r.value = v.map(Bytes::from);
+                r
+            })
             .collect();
         if let Some(txn) = &self.txn {
             let result = async {
