@@ -7,7 +7,9 @@
 //! The flow's loop supervises its partitions (`supervise`): a failed partition is
 //! restarted in-process from its recovered state after a backoff ([`crate::supervisor`]),
 //! a partition whose source topic was deleted is stopped and forgotten, and only an error
-//! that [`MirrorError::stops_flow`] stops the flow.
+//! that [`MirrorError::stops_flow`] stops the flow. In exactly-once mode
+//! (`exactly_once`) a failed partition abandons the open transaction and the whole flow
+//! restarts from its last commit instead.
 
 mod exactly_once;
 mod recreation;

@@ -311,4 +311,13 @@ fn exactly_once_source_support_and_the_transaction_boundary_interval_map_to_deli
     assert!(!load_imported(&toml).flows[0].delivery.exactly_once());
     assert_eq!(unmapped.len(), 1, "{unmapped:?}");
     assert_eq!(unmapped[0].key, "transaction.boundary");
+
+    // The target cluster's own worker setting.
+    let (toml, unmapped) = import_mm2(
+        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n\
+         a->b.enabled = true\nb.exactly.once.source.support = enabled\n",
+    )
+    .unwrap();
+    assert!(unmapped.is_empty(), "{unmapped:?}");
+    assert!(load_imported(&toml).flows[0].delivery.exactly_once());
 }

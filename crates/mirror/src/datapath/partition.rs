@@ -1,7 +1,8 @@
 //! One partition's pipeline, driven: the decisions are the pure [`Pipeline`] state machine
 //! (datapath/pipeline); this task only feeds it events — record sets from the fetcher,
-//! acknowledgements from the idempotent producer (which stamps batches and keeps ≤ 5 in
-//! flight), the source log start from ListOffsets, the target's batches around an
+//! acknowledgements from the flow's producer ([`Sink`]: idempotent, or transactional in
+//! exactly-once mode, where batches also wait while the commit barrier is sealed; it
+//! stamps batches and keeps ≤ 5 in flight), the source log start from ListOffsets, the target's batches around an
 //! acknowledgement that landed past the map, stop — and does what it says: hand batches
 //! to the producer, write ready updates into the offset map, read the target, move the
 //! feed's cursor, count metrics and log.

@@ -32,8 +32,8 @@ impl TxnFamilies {
             open: reg(
                 r,
                 "strait_transaction_open_seconds",
-                "How long a committed transaction was open (begin to commit acknowledged): \
-                 the most a record waits between its fetch and its commit.",
+                "How long a committed transaction was open (begin to commit acknowledged); a \
+                 record's wait from its acknowledgement to its commit is at most this.",
                 FLOW,
             ),
             commit: reg(

@@ -408,7 +408,7 @@ impl Props {
         if let Some(d) = group_syncs.into_iter().flatten().min() {
             iv.group_sync = d;
         }
-        self.delivery(&mut flow.delivery, &fk);
+        self.delivery(&mut flow.delivery, &fk, target);
         flow
     }
 
@@ -417,8 +417,11 @@ impl Props {
     /// (`poll` and `interval` both commit on Strait's interval; `connector` has no
     /// equivalent), `transaction.boundary.interval.ms`, and the producer's
     /// `transaction.timeout.ms`.
-    fn delivery(&mut self, d: &mut DeliverySpec, fk: &dyn Fn(&str) -> Vec<String>) {
-        if let Some((k, v)) = self.first(&fk("exactly.once.source.support")) {
+    fn delivery(&mut self, d: &mut DeliverySpec, fk: &dyn Fn(&str) -> Vec<String>, target: &str) {
+        // Also the target cluster's worker setting (`B.exactly.once.source.support`).
+        let mut support = fk("exactly.once.source.support");
+        support.insert(1, format!("{target}.exactly.once.source.support"));
+        if let Some((k, v)) = self.first(&support) {
             match v.to_ascii_lowercase().as_str() {
                 "enabled" => d.guarantee = Guarantee::ExactlyOnce,
                 "preparing" | "disabled" => d.guarantee = Guarantee::AtLeastOnce,
@@ -448,9 +451,9 @@ impl Props {
                 &mut d.transaction_timeout,
             ),
         ] {
-            let found = fk(key)
-                .into_iter()
-                .find(|k| self.map.contains_key(k.as_str()));
+            let mut keys = fk(key);
+            keys.insert(1, format!("{target}.{key}"));
+            let found = keys.into_iter().find(|k| self.map.contains_key(k.as_str()));
             if let Some(k) = found
                 && let Some(v) = self.millis(&k)
             {
