@@ -58,6 +58,10 @@ pub struct BenchArgs {
     /// Print one JSON object on stdout instead of the text table.
     #[arg(long)]
     pub json: bool,
+    /// Replicate with `delivery.guarantee = "exactly_once"` (default transaction interval);
+    /// the target is read as a `read_committed` consumer sees it.
+    #[arg(long)]
+    pub exactly_once: bool,
 }
 
 /// What the bench does.

@@ -235,8 +235,10 @@ pub async fn run(
                 max_wait: TAIL_CATCH_UP_MAX_WAIT,
                 ..opts
             };
-            let mut c =
-                strait_client::PartitionConsumer::new(client, &topic, p, 0).with_options(opts);
+            // As a read_committed consumer sees it (exactly-once: after each commit).
+            let mut c = strait_client::PartitionConsumer::new(client, &topic, p, 0)
+                .with_options(opts)
+                .resolving_markers();
             while !stop.load(Ordering::Relaxed) {
                 let records = c
                     .poll()

@@ -61,7 +61,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         Mode::Drain | Mode::Load => args.fetch_max_wait,
         Mode::Live => Some(args.fetch_max_wait.unwrap_or(LIVE_FETCH_MAX_WAIT)),
     };
-    let config = replicate::build_config(
+    let mut config = replicate::build_config(
         &args.source,
         &args.target,
         &topic,
@@ -69,6 +69,11 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         &args.engine,
         args.tls_ca.as_deref(),
     )?;
+    if args.exactly_once {
+        for f in &mut config.flows {
+            f.delivery.guarantee = strait_mirror::config::delivery::Guarantee::ExactlyOnce;
+        }
+    }
     let target_topic = replicate::target_topic(&config, &topic)?;
     // The bench's own runtime: load generator, verifier, live producer and tailer.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -105,6 +110,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         batch_size: args.batch_size,
         engine_fetch_max_wait_ms: config.engine.fetch_max_wait.as_millis() as u64,
         engine_workers: config.engine.worker_threads,
+        guarantee: config
+            .flows
+            .first()
+            .map_or("at_least_once", |f| f.delivery.guarantee.as_str()),
         load: None,
         replication: None,
         live: None,

@@ -34,6 +34,8 @@ pub struct Report {
     pub engine_fetch_max_wait_ms: u64,
     /// Worker threads of the engine's runtime.
     pub engine_workers: usize,
+    /// `delivery.guarantee` of the flow (`at_least_once`, `exactly_once`).
+    pub guarantee: &'static str,
     /// The drain load.
     pub load: Option<LoadReport>,
     /// The replication phase.
@@ -305,8 +307,8 @@ impl Report {
             (
                 "engine".into(),
                 format!(
-                    "fetch_max_wait {} ms, {} worker threads",
-                    self.engine_fetch_max_wait_ms, self.engine_workers
+                    "fetch_max_wait {} ms, {} worker threads, {}",
+                    self.engine_fetch_max_wait_ms, self.engine_workers, self.guarantee
                 ),
             ),
         ];

@@ -182,8 +182,10 @@ pub async fn digest_partition(
         max_bytes: 4 * 1024 * 1024,
         ..FetchOptions::default()
     };
-    let mut consumer =
-        PartitionConsumer::new(client.clone(), topic, partition, start).with_options(opts);
+    // Committed records only, by the transactions' markers (exactly-once flows).
+    let mut consumer = PartitionConsumer::new(client.clone(), topic, partition, start)
+        .with_options(opts)
+        .resolving_markers();
     let mut digest = PartitionDigest::default();
     let mut last_progress = Instant::now();
     loop {
