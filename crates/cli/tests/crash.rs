@@ -11,19 +11,16 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use strait_client::{Client, ClientConfig, IsolationLevel};
 use strait_mirror::datapath::probe::bounds;
 use strait_testkit::TansuCluster;
-use strait_testkit::TestRecord;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
-use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, ProduceOptions};
+use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation};
 
 mod common;
+use common::load::NumberedProducer;
 use common::{Strait, log_tail};
 
 /// SIGTERM, then the exit status within `deadline` (a test failure if it does not stop).
@@ -45,71 +42,6 @@ const BATCH_RECORDS: u32 = 10;
 const PER_CALL: u64 = 25;
 /// Strait's default `engine.max_in_flight_per_partition`.
 const MAX_IN_FLIGHT: u64 = 5;
-
-/// A background producer of numbered records (`"<partition>:<sequence>"`), stopped and
-/// joined on drop.
-struct Producer {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Result<u64, String>>>,
-}
-
-impl Producer {
-    fn start(bootstrap: String) -> Producer {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let opts = ProduceOptions {
-                idempotence: true,
-                batch_num_messages: Some(BATCH_RECORDS),
-                ..ProduceOptions::default()
-            };
-            let mut next = vec![0u64; PARTITIONS as usize];
-            let mut total = 0;
-            while !flag.load(Ordering::Acquire) {
-                let mut records = Vec::new();
-                for p in 0..PARTITIONS {
-                    let seq = &mut next[p as usize];
-                    for _ in 0..PER_CALL {
-                        let value = format!("{p}:{seq}");
-                        records.push(TestRecord::new("k", value).with_partition(p));
-                        *seq += 1;
-                    }
-                }
-                let delivered = rdkafka::produce(&bootstrap, TOPIC, &records, &opts)
-                    .map_err(|e| e.to_string())?;
-                if let Some(d) = delivered.iter().find(|d| d.error.is_some()) {
-                    return Err(format!("delivery failed: {d:?}"));
-                }
-                total += records.len() as u64;
-            }
-            Ok(total)
-        });
-        Producer {
-            stop,
-            handle: Some(handle),
-        }
-    }
-
-    /// Stops and returns how many records were produced.
-    fn finish(mut self) -> u64 {
-        self.stop.store(true, Ordering::Release);
-        let handle = self.handle.take().expect("running");
-        match handle.join() {
-            Ok(Ok(n)) => n,
-            Ok(Err(e)) => panic!("producer: {e}"),
-            Err(_) => panic!("producer thread panicked"),
-        }
-    }
-}
-
-impl Drop for Producer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
 
 fn config(dir: &Path, source: &str, target: &str) -> PathBuf {
     let text = format!(
@@ -322,7 +254,7 @@ fn stop_and_restart(before: &str, stop: impl FnOnce(&mut Strait)) -> Restarted {
     let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
     let rt = runtime();
     let log = dir.path().join("strait.log");
-    let producer = Producer::start(src.clone());
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, BATCH_RECORDS);
     let mut strait = Strait::start(&cfg, &log);
     wait_for(before, Duration::from_secs(20), || {
         strait.assert_running();
@@ -426,7 +358,7 @@ fn kill_9_repeatedly_under_load_loses_nothing() {
     let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
     let rt = runtime();
     let log = dir.path().join("strait.log");
-    let producer = Producer::start(src.clone());
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, BATCH_RECORDS);
     let started = Instant::now();
     // A deterministic spread of kill moments (0–1.5 s after progress), different per run
     // of the loop; the seed is printed so a failure can be replayed.

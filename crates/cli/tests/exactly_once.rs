@@ -16,9 +16,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use strait_client::{Client, ClientConfig, FetchOptions, IsolationLevel, PartitionConsumer};
@@ -32,6 +29,7 @@ use strait_testkit::{TansuCluster, TestRecord};
 mod common;
 mod faults_kit;
 use common::Strait;
+use common::load::NumberedProducer;
 
 const TOPIC: &str = "eos";
 const TARGET: &str = "src.eos";
@@ -61,69 +59,6 @@ enabled = false
     let path = dir.join("strait.toml");
     std::fs::write(&path, text).expect("write config");
     path
-}
-
-/// A background producer of numbered records (`"<partition>:<sequence>"`), stopped and
-/// joined on drop.
-struct Producer {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Result<u64, String>>>,
-}
-
-impl Producer {
-    fn start(bootstrap: String) -> Producer {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let opts = ProduceOptions {
-                idempotence: true,
-                batch_num_messages: Some(10),
-                ..ProduceOptions::default()
-            };
-            let mut next = vec![0u64; PARTITIONS as usize];
-            let mut total = 0;
-            while !flag.load(Ordering::Acquire) {
-                let mut records = Vec::new();
-                for p in 0..PARTITIONS {
-                    for _ in 0..PER_CALL {
-                        let seq = &mut next[p as usize];
-                        records.push(TestRecord::new("k", format!("{p}:{seq}")).with_partition(p));
-                        *seq += 1;
-                    }
-                }
-                let delivered = rdkafka::produce(&bootstrap, TOPIC, &records, &opts)
-                    .map_err(|e| e.to_string())?;
-                if let Some(d) = delivered.iter().find(|d| d.error.is_some()) {
-                    return Err(format!("delivery failed: {d:?}"));
-                }
-                total += records.len() as u64;
-            }
-            Ok(total)
-        });
-        Producer {
-            stop,
-            handle: Some(handle),
-        }
-    }
-
-    /// Stops and returns how many records were produced.
-    fn finish(mut self) -> u64 {
-        self.stop.store(true, Ordering::Release);
-        match self.handle.take().expect("running").join() {
-            Ok(Ok(n)) => n,
-            Ok(Err(e)) => panic!("producer: {e}"),
-            Err(_) => panic!("producer thread panicked"),
-        }
-    }
-}
-
-impl Drop for Producer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -357,7 +292,7 @@ fn kill_9_at_random_moments_under_load_then_every_record_is_committed_exactly_on
     let cfg = config(dir.path(), &src, &dst);
     let log = dir.path().join("strait.log");
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
-    let producer = Producer::start(src.clone());
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, 10);
     let kills = kills();
     // A small xorshift: the moments differ per kill, the run is reproducible.
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -412,7 +347,7 @@ fn a_frozen_process_is_fenced_by_its_replacement_and_duplicates_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cfg = config(dir.path(), &src, &dst);
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
-    let producer = Producer::start(src.clone());
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, 10);
     let mut old = Strait::start(&cfg, &dir.path().join("old.log"));
     wait_for("replication", Duration::from_secs(30), || {
         old.assert_running();
@@ -544,7 +479,7 @@ fn rst_cuts_of_the_target_keep_every_record_once_and_the_maps_exact() {
     let delivery =
         "[flows.delivery]\nguarantee = \"exactly_once\"\ntransaction_interval = \"100ms\"";
     let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults_kit::free_port());
-    let producer = Producer::start(src.clone());
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, 10);
     let mut strait = Strait::start(&cfg, &dir.path().join("strait.log"));
     let cuts = 8;
     for i in 0..cuts {

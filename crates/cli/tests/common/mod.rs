@@ -2,6 +2,8 @@
 //! log file, killed (SIGKILL) and reaped on drop, also when an assertion fails.
 #![allow(dead_code)]
 
+pub mod load;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
