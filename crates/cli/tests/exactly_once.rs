@@ -553,3 +553,47 @@ fn state_records(dst: &str) -> (usize, usize, usize) {
         }
     })
 }
+
+#[test]
+fn sigterm_during_a_target_stall_exits_within_the_bound_and_a_restart_commits_everything_once() {
+    let net = faults_kit::Net::start(&[]);
+    let (src, dst) = (net.source.bootstrap(), net.target.bootstrap());
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let delivery =
+        "[flows.delivery]\nguarantee = \"exactly_once\"\ntransaction_interval = \"100ms\"";
+    let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults_kit::free_port());
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, 10);
+    let log = dir.path().join("strait.log");
+    let mut strait = Strait::start(&cfg, &log);
+    wait_for("a commit", Duration::from_secs(60), || {
+        strait.assert_running();
+        committed_on_target(&dst) > 0
+    });
+    // Connections open, no bytes moving: the next commit waits on the target.
+    net.target_proxy.stall();
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, took) = strait.terminate(faults_kit::stop_bound() * 2);
+    let bound = faults_kit::stop_bound();
+    assert!(
+        status.is_some() && took <= bound,
+        "stopped after {took:?} (bound {bound:?}): {status:?}\n{}",
+        strait.log_tail()
+    );
+    net.target_proxy.unstall();
+    let produced = producer.finish();
+    let mut strait = Strait::start(&cfg, &log);
+    wait_drained(&src, &dst, &mut strait);
+    let (status, _) = strait.terminate(Duration::from_secs(20));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "{}",
+        strait.log_tail()
+    );
+    println!(
+        "SIGTERM during a target stall: stopped in {took:?} (bound {bound:?}); {produced} records once"
+    );
+    assert_exactly_once(&src, &dst, produced, &strait.log_tail());
+    assert_maps_exact(&cfg, &src, &dst);
+}
