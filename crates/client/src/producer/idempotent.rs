@@ -174,8 +174,23 @@ pub struct AckFuture {
 impl AckFuture {
     /// Waits for the acknowledgement.
     pub async fn wait(self) -> Result<Ack> {
-        self.rx.await.unwrap_or_else(|_| {
-            Err(Error::new(ErrorKind::ConnectionClosed).message("producer dropped"))
+        self.await
+    }
+}
+
+/// Awaiting an `AckFuture` directly is [`AckFuture::wait`] without the boxed `async`
+/// block a caller keeping many of them would need (it is `Unpin`).
+impl std::future::Future for AckFuture {
+    type Output = Result<Ack>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Ack>> {
+        std::pin::Pin::new(&mut self.rx).poll(cx).map(|r| {
+            r.unwrap_or_else(|_| {
+                Err(Error::new(ErrorKind::ConnectionClosed).message("producer dropped"))
+            })
         })
     }
 }
@@ -324,11 +339,16 @@ impl IdempotentProducer {
             ));
         }
         let mut tp: Option<TopicPartition> = None;
-        // Wait for room.
+        // Wait for room. The first look registers no waiter (the usual case: the window
+        // has room); when the window is full, the next pass registers for `changed` before
+        // it looks again, so no wake-up between the look and the wait is missed.
+        let mut first = true;
         let (tp, identity, seq) = loop {
             let notified = inner.changed.notified();
             tokio::pin!(notified);
-            notified.as_mut().enable();
+            if !first {
+                notified.as_mut().enable();
+            }
             {
                 let mut st = inner.state.lock();
                 if let Some(e) = &st.aborted {
@@ -345,6 +365,9 @@ impl IdempotentProducer {
                     drop(st);
                     break (tp.clone(), id, seq);
                 }
+            }
+            if std::mem::take(&mut first) {
+                continue;
             }
             notified.await;
         };

@@ -126,7 +126,8 @@ pub async fn run(
     })
 }
 
-type AckWait = Pin<Box<dyn Future<Output = strait_client::Result<Ack>> + Send>>;
+/// An acknowledgement awaited (unboxed: one per batch in flight).
+type AckWait = strait_client::AckFuture;
 type LogStartWait<'a> = Pin<Box<dyn Future<Output = Result<i64, MirrorError>> + Send + 'a>>;
 
 /// What woke the driver.
@@ -185,13 +186,15 @@ impl<'a> Driver<'a> {
         let mut machine: Pipeline<Arc<Reservation>> =
             self.lock().read(|m| Pipeline::new(settings, m, recovery));
         let mut log_start: Option<LogStartWait<'a>> = None;
+        let mut recorded: Vec<Recorded> = Vec::new();
         let mut stopping = false;
         if *stop.borrow() {
             machine.stop();
             stopping = true;
         }
         loop {
-            self.act(&mut machine, acks, &mut log_start).await?;
+            self.act(&mut machine, acks, &mut log_start, &mut recorded)
+                .await?;
             if machine.is_finished() {
                 return Ok(());
             }
@@ -257,12 +260,8 @@ impl<'a> Driver<'a> {
                 };
                 self.progress.end.store(end, Ordering::Relaxed);
                 let m = &self.feed.metrics;
-                for _ in 0..planned.dropped_control {
-                    m.dropped("control");
-                }
-                for _ in 0..planned.dropped_aborted {
-                    m.dropped("aborted");
-                }
+                m.dropped_n("control", u64::from(planned.dropped_control));
+                m.dropped_n("aborted", u64::from(planned.dropped_aborted));
                 for r in &planned.slow {
                     m.slow_path(r.as_str());
                 }
@@ -289,6 +288,7 @@ impl<'a> Driver<'a> {
         machine: &mut Pipeline<Arc<Reservation>>,
         acks: &mut VecDeque<AckWait>,
         log_start: &mut Option<LogStartWait<'a>>,
+        recorded: &mut Vec<Recorded>,
     ) -> Result<(), MirrorError> {
         let (spec, feed) = (self.spec, self.feed);
         let repin = |bytes, like: &Arc<Reservation>| {
@@ -305,19 +305,19 @@ impl<'a> Driver<'a> {
                         .send(&spec.target_topic, spec.partition, batch)
                         .await
                         .map_err(|e| MirrorError::kafka("produce", e))?;
-                    acks.push_back(Box::pin(ack.wait()));
+                    acks.push_back(ack);
                 }
                 Action::Record => {
                     // The re-creation count is published under the map's lock: a
                     // checkpoint sees a restarted map together with its count.
                     let recreated = &self.progress.recreated;
-                    let recorded = self.lock().update(|m| {
-                        let r = machine.record(m);
+                    let r = self.lock().update(|m| {
+                        let r = machine.record_into(m, recorded);
                         recreated.store(machine.recreations(), Ordering::Release);
                         r
                     });
-                    let recorded = self.counted(recorded)?;
-                    self.recorded(&recorded);
+                    self.counted(r)?;
+                    self.recorded(recorded);
                 }
                 Action::NeedLogStart => {
                     *log_start = Some(Box::pin(source_log_start(self.source, spec)));
@@ -350,9 +350,7 @@ impl<'a> Driver<'a> {
                         partition = spec.partition, duplicates,
                         "recovery: every record found on the target past the last state \
                          write was matched to the source by content");
-                    for _ in 0..duplicates {
-                        feed.metrics.dropped("duplicate_on_target");
-                    }
+                    feed.metrics.dropped_n("duplicate_on_target", duplicates);
                 }
                 Action::CheckTarget { from, expected, to } => {
                     tracing::info!(flow = %spec.flow, topic = %spec.source_topic,
@@ -381,9 +379,7 @@ impl<'a> Driver<'a> {
                         "the target holds a duplicate of records of ours at offsets \
                          {from}..{to} (a request of ours appended again); they are mapped to \
                          nothing and replication goes on past them");
-                    for _ in 0..records {
-                        feed.metrics.dropped("duplicate_on_target");
-                    }
+                    feed.metrics.dropped_n("duplicate_on_target", records);
                 }
                 Action::Done => mark_done(self.progress),
             }
