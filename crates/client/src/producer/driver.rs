@@ -128,13 +128,13 @@ impl Driver {
         let _guard = DriverGuard(self.inner.clone());
         loop {
             self.expire();
+            // `Sequencer::in_flight` walks every partition: only asked for when it
+            // decides something (a new epoch waits for 0), not on every turn.
             let (needs_identity, in_flight, aborted) = {
                 let st = self.inner.state.lock();
-                (
-                    st.seq.needs_identity(),
-                    st.seq.in_flight(),
-                    st.aborted.is_some(),
-                )
+                let needs = st.seq.needs_identity();
+                let in_flight = if needs { st.seq.in_flight() } else { 0 };
+                (needs, in_flight, st.aborted.is_some())
             };
             if aborted {
                 // Only the answers to what is in flight are awaited.
