@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::idempotent::{Inner, State, stamp};
+use super::merge;
 use crate::backoff::Backoff;
 use crate::broker::{Broker, Purpose};
 use crate::connection::Connection;
@@ -377,6 +378,9 @@ impl Driver {
             if q.is_empty() || outstanding >= cfg.max_requests_in_flight.max(1) {
                 return;
             }
+            if !send_now(&self.in_flight, broker.id, q) {
+                return;
+            }
             let mut batches = Vec::new();
             let mut req = ProduceRequest::new(Acks::All);
             req.timeout = cfg.request_timeout;
@@ -554,6 +558,21 @@ impl Driver {
         }
         self.inner.changed.notify_waiters();
     }
+}
+
+/// Whether a broker's sink sends a request for the `ready` partitions now: the facts
+/// [`merge::send_now`] decides on, from every outstanding request (`in_flight`).
+fn send_now(in_flight: &[InFlight], broker: i32, ready: &VecDeque<TopicPartition>) -> bool {
+    let to_broker = || in_flight.iter().filter(|r| r.broker == broker);
+    let largest = to_broker().map(|r| r.batches.len()).max().unwrap_or(0);
+    let in_flight_of = |tp: &TopicPartition| {
+        to_broker()
+            .filter(|r| r.batches.iter().any(|(t, _)| t == tp))
+            .count()
+    };
+    merge::send_now(to_broker().count(), ready.len(), largest, || {
+        ready.iter().all(|tp| in_flight_of(tp) >= merge::BACKLOGGED)
+    })
 }
 
 /// Runs `fut` (queueing a request on an open connection: it waits only while the

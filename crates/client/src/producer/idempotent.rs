@@ -12,6 +12,10 @@
 //! order) and their responses are awaited by the same task, without a task or a timer per
 //! batch. While a broker has its maximum of requests outstanding, ready batches accumulate
 //! and leave together in the next request: under load, requests carry many partitions.
+//! While some are outstanding, a request of backlogged partitions only (each with batches
+//! of its own in flight) that would be smaller than the largest outstanding one waits for
+//! the next response to leave with more (`merge`: request sizes would otherwise only
+//! split); a live partition's batch never waits for it.
 //!
 //! The driver never waits on one broker: leaders come from the metadata cache (a refresh
 //! runs as a task of its own), a broker's produce connection is set up by a task of its
