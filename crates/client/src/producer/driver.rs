@@ -565,14 +565,18 @@ impl Driver {
 fn send_now(in_flight: &[InFlight], broker: i32, ready: &VecDeque<TopicPartition>) -> bool {
     let to_broker = || in_flight.iter().filter(|r| r.broker == broker);
     let largest = to_broker().map(|r| r.batches.len()).max().unwrap_or(0);
-    let in_flight_of = |tp: &TopicPartition| {
-        to_broker()
-            .filter(|r| r.batches.iter().any(|(t, _)| t == tp))
-            .count()
+    // Counted once over the outstanding batches (linear in them, also with thousands of
+    // partitions), and only when the other rules do not decide.
+    let all_backlogged = || {
+        let mut n: HashMap<&TopicPartition, usize> = HashMap::new();
+        for (tp, _) in to_broker().flat_map(|r| &r.batches) {
+            *n.entry(tp).or_default() += 1;
+        }
+        ready
+            .iter()
+            .all(|tp| n.get(tp).copied().unwrap_or(0) >= merge::BACKLOGGED)
     };
-    merge::send_now(to_broker().count(), ready.len(), largest, || {
-        ready.iter().all(|tp| in_flight_of(tp) >= merge::BACKLOGGED)
-    })
+    merge::send_now(to_broker().count(), ready.len(), largest, all_backlogged)
 }
 
 /// Runs `fut` (queueing a request on an open connection: it waits only while the
