@@ -487,6 +487,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     shared: Arc<Shared>,
 ) {
     let mut batch: Vec<Outgoing> = Vec::with_capacity(MAX_COALESCE);
+    // Reused for every write (no allocation per request).
+    let mut parts: VecDeque<Bytes> = VecDeque::new();
+    let mut written = Vec::with_capacity(MAX_COALESCE);
     loop {
         let first = tokio::select! {
             biased;
@@ -502,8 +505,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
         // Register responses before writing so the reader can never see an answer to a
         // request it does not know about.
-        let mut parts: VecDeque<Bytes> = VecDeque::new();
-        let mut written = Vec::with_capacity(batch.len());
+        parts.clear();
         {
             let mut st = shared.state.lock();
             if let Some(e) = st.closed.clone() {
@@ -522,13 +524,13 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         let res = write_parts(&mut wr, &mut parts).await;
         match res {
             Ok(()) => {
-                for w in written {
+                for w in written.drain(..) {
                     let _ = w.send(Ok(()));
                 }
             }
             Err(e) => {
                 let e = Error::from(e).broker(shared.broker_id);
-                for w in written {
+                for w in written.drain(..) {
                     let _ = w.send(Err(e.clone()));
                 }
                 shared.poison(e);
@@ -568,12 +570,14 @@ async fn write_parts<W: AsyncWrite + Unpin>(
     const MAX_SLICES: usize = 64;
     while !parts.is_empty() {
         let n = {
-            let slices: Vec<IoSlice<'_>> = parts
-                .iter()
-                .take(MAX_SLICES)
-                .map(|b| IoSlice::new(b))
-                .collect();
-            wr.write_vectored(&slices).await?
+            // On the stack: no allocation per write.
+            let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+            let mut k = 0;
+            for (s, b) in slices.iter_mut().zip(parts.iter()) {
+                *s = IoSlice::new(b);
+                k += 1;
+            }
+            wr.write_vectored(&slices[..k]).await?
         };
         if n == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());

@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::idempotent::{Inner, State, stamp};
+use super::merge;
 use crate::backoff::Backoff;
 use crate::broker::{Broker, Purpose};
 use crate::connection::Connection;
@@ -128,13 +129,13 @@ impl Driver {
         let _guard = DriverGuard(self.inner.clone());
         loop {
             self.expire();
+            // `Sequencer::in_flight` walks every partition: only asked for when it
+            // decides something (a new epoch waits for 0), not on every turn.
             let (needs_identity, in_flight, aborted) = {
                 let st = self.inner.state.lock();
-                (
-                    st.seq.needs_identity(),
-                    st.seq.in_flight(),
-                    st.aborted.is_some(),
-                )
+                let needs = st.seq.needs_identity();
+                let in_flight = if needs { st.seq.in_flight() } else { 0 };
+                (needs, in_flight, st.aborted.is_some())
             };
             if aborted {
                 // Only the answers to what is in flight are awaited.
@@ -377,6 +378,9 @@ impl Driver {
             if q.is_empty() || outstanding >= cfg.max_requests_in_flight.max(1) {
                 return;
             }
+            if !send_now(&self.in_flight, broker.id, q) {
+                return;
+            }
             let mut batches = Vec::new();
             let mut req = ProduceRequest::new(Acks::All);
             req.timeout = cfg.request_timeout;
@@ -554,6 +558,25 @@ impl Driver {
         }
         self.inner.changed.notify_waiters();
     }
+}
+
+/// Whether a broker's sink sends a request for the `ready` partitions now: the facts
+/// [`merge::send_now`] decides on, from every outstanding request (`in_flight`).
+fn send_now(in_flight: &[InFlight], broker: i32, ready: &VecDeque<TopicPartition>) -> bool {
+    let to_broker = || in_flight.iter().filter(|r| r.broker == broker);
+    let largest = to_broker().map(|r| r.batches.len()).max().unwrap_or(0);
+    // Counted once over the outstanding batches (linear in them, also with thousands of
+    // partitions), and only when the other rules do not decide.
+    let all_backlogged = || {
+        let mut n: HashMap<&TopicPartition, usize> = HashMap::new();
+        for (tp, _) in to_broker().flat_map(|r| &r.batches) {
+            *n.entry(tp).or_default() += 1;
+        }
+        ready
+            .iter()
+            .all(|tp| n.get(tp).copied().unwrap_or(0) >= merge::BACKLOGGED)
+    };
+    merge::send_now(to_broker().count(), ready.len(), largest, all_backlogged)
 }
 
 /// Runs `fut` (queueing a request on an open connection: it waits only while the

@@ -12,6 +12,10 @@
 //! order) and their responses are awaited by the same task, without a task or a timer per
 //! batch. While a broker has its maximum of requests outstanding, ready batches accumulate
 //! and leave together in the next request: under load, requests carry many partitions.
+//! While some are outstanding, a request of backlogged partitions only (each with batches
+//! of its own in flight) that would be smaller than the largest outstanding one waits for
+//! the next response to leave with more (`merge`: request sizes would otherwise only
+//! split); a live partition's batch never waits for it.
 //!
 //! The driver never waits on one broker: leaders come from the metadata cache (a refresh
 //! runs as a task of its own), a broker's produce connection is set up by a task of its
@@ -174,8 +178,23 @@ pub struct AckFuture {
 impl AckFuture {
     /// Waits for the acknowledgement.
     pub async fn wait(self) -> Result<Ack> {
-        self.rx.await.unwrap_or_else(|_| {
-            Err(Error::new(ErrorKind::ConnectionClosed).message("producer dropped"))
+        self.await
+    }
+}
+
+/// Awaiting an `AckFuture` directly is [`AckFuture::wait`] without the boxed `async`
+/// block a caller keeping many of them would need (it is `Unpin`).
+impl std::future::Future for AckFuture {
+    type Output = Result<Ack>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Ack>> {
+        std::pin::Pin::new(&mut self.rx).poll(cx).map(|r| {
+            r.unwrap_or_else(|_| {
+                Err(Error::new(ErrorKind::ConnectionClosed).message("producer dropped"))
+            })
         })
     }
 }
@@ -324,11 +343,16 @@ impl IdempotentProducer {
             ));
         }
         let mut tp: Option<TopicPartition> = None;
-        // Wait for room.
+        // Wait for room. The first look registers no waiter (the usual case: the window
+        // has room); when the window is full, the next pass registers for `changed` before
+        // it looks again, so no wake-up between the look and the wait is missed.
+        let mut first = true;
         let (tp, identity, seq) = loop {
             let notified = inner.changed.notified();
             tokio::pin!(notified);
-            notified.as_mut().enable();
+            if !first {
+                notified.as_mut().enable();
+            }
             {
                 let mut st = inner.state.lock();
                 if let Some(e) = &st.aborted {
@@ -345,6 +369,9 @@ impl IdempotentProducer {
                     drop(st);
                     break (tp.clone(), id, seq);
                 }
+            }
+            if std::mem::take(&mut first) {
+                continue;
             }
             notified.await;
         };

@@ -5,12 +5,14 @@
 //! - `idempotent`: the producer handle around it;
 //! - `driver`: its sink driver task (one sink per leader broker, many partitions per
 //!   Produce request; a hung broker delays only its own partitions);
+//! - `merge`: the pure rule for when a sink's ready partitions leave together;
 //! - `records`: records in → batches (strait-records) → the idempotent producer;
 //! - `transaction`: the pure transaction lifecycle state machine;
 //! - `transactional`: the transactional producer driving it, on the idempotent producer.
 
 mod driver;
 mod idempotent;
+mod merge;
 mod records;
 pub mod sequencer;
 pub mod transaction;

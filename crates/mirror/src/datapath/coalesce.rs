@@ -92,6 +92,10 @@ impl Written {
     }
 }
 
+/// What a batch keeps alive: one pin for a source batch (held inline, no allocation per
+/// batch), its inputs' pins for a merged one.
+pub type Pins<P> = smallvec::SmallVec<[P; 1]>;
+
 /// A batch waiting to be produced.
 #[derive(Debug)]
 pub struct Outgoing<P> {
@@ -100,7 +104,7 @@ pub struct Outgoing<P> {
     /// Where its records came from.
     pub written: Written,
     /// What the batch keeps alive until acknowledged (fetch-buffer reservations).
-    pub pins: Vec<P>,
+    pub pins: Pins<P>,
     /// Whether it may be merged with its neighbours (see the module docs).
     pub mergeable: bool,
 }
@@ -311,7 +315,7 @@ fn outputs<P>(
     let mut out = Vec::with_capacity(merged.len());
     for (m, runs) in merged.into_iter().zip(plans) {
         let range = m.inputs();
-        let mut pins = Vec::new();
+        let mut pins = Pins::new();
         let mut first = None;
         for slot in slots.get_mut(range.clone()).into_iter().flatten() {
             if let Some(o) = slot.take() {
@@ -407,7 +411,7 @@ mod tests {
                 source_first: base as u64,
                 count: n as u64,
             },
-            pins: vec![base as u32],
+            pins: smallvec::smallvec![base as u32],
             mergeable: true,
         }
     }
@@ -474,7 +478,10 @@ mod tests {
         assert_eq!(co.inputs, 8);
         assert_eq!(co.bytes, out.batch.size());
         assert_eq!(out.written, Written::Runs(vec![(0, 80)]));
-        assert_eq!(out.pins, (0..8).map(|i| i * 10).collect::<Vec<u32>>());
+        assert_eq!(
+            out.pins.to_vec(),
+            (0..8).map(|i| i * 10).collect::<Vec<u32>>()
+        );
         assert_eq!(out.batch.header().records_count, 80);
         assert!(matches!(c.next(4), Some(Next::Other("skip"))));
         assert!(matches!(
@@ -568,7 +575,7 @@ mod tests {
                     source_first: (i * 10) as u64,
                     count: 10,
                 },
-                pins: vec![],
+                pins: Pins::new(),
                 mergeable,
             });
         }
@@ -601,7 +608,7 @@ mod tests {
                     source_first: base as u64,
                     count: n as u64,
                 },
-                pins: vec![],
+                pins: Pins::new(),
                 mergeable: true,
             });
         }
@@ -653,7 +660,7 @@ mod tests {
                 source_first: 5,
                 count: 5,
             },
-            pins: vec![],
+            pins: Pins::new(),
             mergeable: true,
         });
         assert!(matches!(

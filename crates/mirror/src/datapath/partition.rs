@@ -154,7 +154,8 @@ pub async fn run(
     })
 }
 
-type AckWait = Pin<Box<dyn Future<Output = strait_client::Result<Ack>> + Send>>;
+/// An acknowledgement awaited (unboxed: one per batch in flight).
+type AckWait = strait_client::AckFuture;
 type LogStartWait<'a> = Pin<Box<dyn Future<Output = Result<i64, MirrorError>> + Send + 'a>>;
 
 /// Exactly-once: the driver's membership of the commit barrier and the batches released
@@ -247,13 +248,15 @@ impl<'a> Driver<'a> {
         let mut machine: Pipeline<Arc<Reservation>> =
             self.lock().read(|m| Pipeline::new(settings, m, recovery));
         let mut log_start: Option<LogStartWait<'a>> = None;
+        let mut recorded: Vec<Recorded> = Vec::new();
         let mut stopping = false;
         if *stop.borrow() {
             machine.stop();
             stopping = true;
         }
         loop {
-            self.act(&mut machine, acks, &mut log_start, held).await?;
+            self.act(&mut machine, acks, &mut log_start, held, &mut recorded)
+                .await?;
             if let Some(g) = &mut held.gate {
                 if g.failed() {
                     return Err(MirrorError::other(
@@ -342,12 +345,8 @@ impl<'a> Driver<'a> {
                 };
                 self.progress.end.store(end, Ordering::Relaxed);
                 let m = &self.feed.metrics;
-                for _ in 0..planned.dropped_control {
-                    m.dropped("control");
-                }
-                for _ in 0..planned.dropped_aborted {
-                    m.dropped("aborted");
-                }
+                m.dropped_n("control", u64::from(planned.dropped_control));
+                m.dropped_n("aborted", u64::from(planned.dropped_aborted));
                 for r in &planned.slow {
                     m.slow_path(r.as_str());
                 }
@@ -392,7 +391,7 @@ impl<'a> Driver<'a> {
             .await
             .map_err(|e| MirrorError::kafka("produce", e))?;
         held.last_sent = generation;
-        acks.push_back(Box::pin(ack.wait()));
+        acks.push_back(ack);
         held.gaps.push_back(gap);
         Ok(())
     }
@@ -404,6 +403,7 @@ impl<'a> Driver<'a> {
         acks: &mut VecDeque<AckWait>,
         log_start: &mut Option<LogStartWait<'a>>,
         held: &mut Held,
+        recorded: &mut Vec<Recorded>,
     ) -> Result<(), MirrorError> {
         let (spec, feed) = (self.spec, self.feed);
         let repin = |bytes, like: &Arc<Reservation>| {
@@ -425,13 +425,13 @@ impl<'a> Driver<'a> {
                     // The re-creation count is published under the map's lock: a
                     // checkpoint sees a restarted map together with its count.
                     let recreated = &self.progress.recreated;
-                    let recorded = self.lock().update(|m| {
-                        let r = machine.record(m);
+                    let r = self.lock().update(|m| {
+                        let r = machine.record_into(m, recorded);
                         recreated.store(machine.recreations(), Ordering::Release);
                         r
                     });
-                    let recorded = self.counted(recorded)?;
-                    self.recorded(&recorded);
+                    self.counted(r)?;
+                    self.recorded(recorded);
                 }
                 Action::NeedLogStart => {
                     *log_start = Some(Box::pin(source_log_start(self.source, spec)));
@@ -464,9 +464,7 @@ impl<'a> Driver<'a> {
                         partition = spec.partition, duplicates,
                         "recovery: every record found on the target past the last state \
                          write was matched to the source by content");
-                    for _ in 0..duplicates {
-                        feed.metrics.dropped("duplicate_on_target");
-                    }
+                    feed.metrics.dropped_n("duplicate_on_target", duplicates);
                 }
                 Action::CheckTarget { from, expected, to } => {
                     tracing::info!(flow = %spec.flow, topic = %spec.source_topic,
@@ -495,9 +493,7 @@ impl<'a> Driver<'a> {
                         "the target holds a duplicate of records of ours at offsets \
                          {from}..{to} (a request of ours appended again); they are mapped to \
                          nothing and replication goes on past them");
-                    for _ in 0..records {
-                        feed.metrics.dropped("duplicate_on_target");
-                    }
+                    feed.metrics.dropped_n("duplicate_on_target", records);
                 }
                 Action::Done => mark_done(self.progress),
             }

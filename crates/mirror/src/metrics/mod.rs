@@ -309,6 +309,9 @@ struct Inner {
     /// Set while the partitions together hold more bytes for open transactions than the
     /// budget allows: the `/health` line naming the oldest open transaction.
     held_alarm: Mutex<Option<String>>,
+    /// Whether `held_alarm` is set (clearing a clear alarm, as every fetch does, takes no
+    /// lock).
+    held_alarm_on: std::sync::atomic::AtomicBool,
 }
 
 /// A partition `/health` watches: flow, topic, partition and its progress (gone when the
@@ -390,6 +393,7 @@ impl Metrics {
                     DEFAULT_STALLED_AFTER.as_millis() as u64,
                 ),
                 held_alarm: Mutex::new(None),
+                held_alarm_on: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -441,6 +445,7 @@ impl Metrics {
             latency: f.latency.get(&[flow, topic]),
             map_runs: Self::ftp(&f.map_runs, flow, topic, partition),
             held: Self::ftp(&f.held_bytes, flow, topic, partition),
+            lazy: Arc::default(),
         }
     }
 
@@ -677,11 +682,17 @@ impl Metrics {
     /// Sets (or clears, with `None`) the `/health` line for bytes held for open
     /// transactions beyond the budget's limit.
     pub fn set_held_alarm(&self, line: Option<String>) {
-        *self
+        let on = &self.inner.held_alarm_on;
+        if line.is_none() && !on.load(Ordering::Acquire) {
+            return;
+        }
+        let mut alarm = self
             .inner
             .held_alarm
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = line;
+            .unwrap_or_else(PoisonError::into_inner);
+        on.store(line.is_some(), Ordering::Release);
+        *alarm = line;
     }
 
     /// Records a flow's state (for `/health` and `strait_flow_up`).
@@ -800,6 +811,25 @@ pub struct PartitionMetrics {
     latency: Histogram,
     map_runs: IntGauge,
     held: IntGauge,
+    /// Series that exist only once they count (they are not rendered at 0 before),
+    /// resolved on first use and shared by the handle's clones.
+    lazy: Arc<LazySeries>,
+}
+
+/// The labelled kinds of `strait_dropped_batches_total` the data path counts, by index in
+/// [`LazySeries::dropped`].
+const DROPPED_KINDS: [&str; 3] = ["control", "aborted", "duplicate_on_target"];
+/// The reasons of `strait_slow_path_batches_total`, by index in [`LazySeries::slow`].
+const SLOW_REASONS: [&str; 4] = ["gapped", "empty", "too_large", "partial"];
+
+/// A partition's series created on first use: the first call takes the family's lock and
+/// builds the label key; every later one is an atomic add on the kept handle.
+#[derive(Default)]
+struct LazySeries {
+    /// Coalescing: inputs, outputs, bytes copied.
+    coalesce: std::sync::OnceLock<[Counter; 3]>,
+    dropped: [std::sync::OnceLock<Counter>; DROPPED_KINDS.len()],
+    slow: [std::sync::OnceLock<Counter>; SLOW_REASONS.len()],
 }
 
 impl std::fmt::Debug for PartitionMetrics {
@@ -846,22 +876,69 @@ impl PartitionMetrics {
         self.metrics.set_held_alarm(line);
     }
 
-    /// See [`Metrics::slow_path_batch`].
-    pub fn slow_path(&self, reason: &str) {
-        self.metrics
-            .slow_path_batch(&self.flow, &self.topic, self.partition, reason);
+    /// The partition's series of `fam` with this last label, from `cache` after the
+    /// first call.
+    fn lazy<'c>(
+        &self,
+        cache: &'c std::sync::OnceLock<Counter>,
+        fam: &Family<Counter>,
+        last: &str,
+    ) -> &'c Counter {
+        cache.get_or_init(|| fam.get(&[&self.flow, &self.topic, &p(self.partition), last]))
     }
 
-    /// See [`Metrics::coalesced`].
+    /// See [`Metrics::slow_path_batch`] (without a lookup after the first call for a
+    /// reason).
+    pub fn slow_path(&self, reason: &str) {
+        match SLOW_REASONS.iter().position(|r| *r == reason) {
+            Some(i) => {
+                let fam = &self.metrics.inner.f.slow_path;
+                self.lazy(&self.lazy.slow[i], fam, reason).inc_by(1);
+            }
+            None => self
+                .metrics
+                .slow_path_batch(&self.flow, &self.topic, self.partition, reason),
+        }
+    }
+
+    /// See [`Metrics::coalesced`] (without a lookup after the first call).
     pub fn coalesced(&self, inputs: u64, bytes: u64) {
-        self.metrics
-            .coalesced(&self.flow, &self.topic, self.partition, inputs, bytes);
+        let [i, o, b] = self.lazy.coalesce.get_or_init(|| {
+            let f = &self.metrics.inner.f;
+            let (fl, t, pt) = (&self.flow, &self.topic, self.partition);
+            [
+                Metrics::ftp(&f.coalesce_inputs, fl, t, pt),
+                Metrics::ftp(&f.coalesce_outputs, fl, t, pt),
+                Metrics::ftp(&f.coalesce_bytes, fl, t, pt),
+            ]
+        });
+        i.inc_by(inputs);
+        o.inc_by(1);
+        b.inc_by(bytes);
     }
 
     /// See [`Metrics::dropped_batch`].
     pub fn dropped(&self, kind: &str) {
-        self.metrics
-            .dropped_batch(&self.flow, &self.topic, self.partition, kind);
+        self.dropped_n(kind, 1);
+    }
+
+    /// `n` source batches dropped (`kind`: `control`, `aborted`, `duplicate_on_target`);
+    /// no lookup after the first call for a kind.
+    pub fn dropped_n(&self, kind: &str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match DROPPED_KINDS.iter().position(|k| *k == kind) {
+            Some(i) => {
+                let fam = &self.metrics.inner.f.dropped;
+                self.lazy(&self.lazy.dropped[i], fam, kind).inc_by(n);
+            }
+            None => {
+                let pp = p(self.partition);
+                let fam = &self.metrics.inner.f.dropped;
+                fam.get(&[&self.flow, &self.topic, &pp, kind]).inc_by(n);
+            }
+        }
     }
 
     /// See [`Metrics::fetch_error`] (and counts the retry that follows).

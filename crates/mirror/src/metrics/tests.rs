@@ -59,6 +59,63 @@ mod unit {
     }
 
     #[test]
+    fn labelled_partition_series_appear_when_they_first_count_and_are_kept_by_the_handle() {
+        let m = Metrics::new();
+        let h = m.partition("f", "t", 0);
+        h.dropped_n("aborted", 0);
+        let text = m.render();
+        for family in [
+            "strait_dropped_batches_total{",
+            "strait_coalesced_input_batches_total{",
+        ] {
+            assert!(
+                !text.contains(family),
+                "{family} before anything counted\n{text}"
+            );
+        }
+        h.dropped_n("aborted", 3);
+        h.dropped("aborted");
+        h.clone().dropped("control");
+        // The plain method counts into the series the handle keeps.
+        m.dropped_batch("f", "t", 0, "aborted");
+        // A kind outside the handle's list is still counted.
+        h.dropped("something_new");
+        h.coalesced(2, 10);
+        h.coalesced(3, 20);
+        h.slow_path("too_large");
+        h.slow_path("too_large");
+        let text = m.render();
+        let lbl = "flow=\"f\",topic=\"t\",partition=\"0\"";
+        for line in [
+            format!("strait_dropped_batches_total{{{lbl},kind=\"aborted\"}} 5"),
+            format!("strait_dropped_batches_total{{{lbl},kind=\"control\"}} 1"),
+            format!("strait_dropped_batches_total{{{lbl},kind=\"something_new\"}} 1"),
+            format!("strait_coalesced_input_batches_total{{{lbl}}} 5"),
+            format!("strait_coalesced_output_batches_total{{{lbl}}} 2"),
+            format!("strait_coalesced_bytes_copied_total{{{lbl}}} 30"),
+            format!("strait_slow_path_batches_total{{{lbl},reason=\"too_large\"}} 2"),
+        ] {
+            assert!(
+                text.contains(&format!("{line}\n")),
+                "missing {line}\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_handle_lists_every_slow_path_reason_the_planner_has() {
+        use crate::datapath::plan::SlowReason;
+        for r in [
+            SlowReason::Gapped,
+            SlowReason::Empty,
+            SlowReason::TooLarge,
+            SlowReason::Partial,
+        ] {
+            assert!(SLOW_REASONS.contains(&r.as_str()), "{}", r.as_str());
+        }
+    }
+
+    #[test]
     fn histogram_is_cumulative_and_label_values_are_escaped() {
         let m = Metrics::new();
         for v in [0.003, 0.2, 1000.0, -1.0] {

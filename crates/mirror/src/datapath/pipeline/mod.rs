@@ -79,7 +79,7 @@ use strait_records::{Batch, Limits, MergeOptions};
 
 use self::live::Check;
 use self::record::{AckBase, Update, ack_base};
-use super::coalesce::{Coalesced, Coalescer, Next, Outgoing, Written};
+use super::coalesce::{Coalesced, Coalescer, Next, Outgoing, Pins, Written};
 use super::plan::{Planner, SlowReason, Step};
 use super::recovery::{Decision, Recovery};
 use crate::error::MirrorError;
@@ -213,7 +213,7 @@ enum Pending<P> {
         batch: Batch,
         bytes: u64,
         max_timestamp: i64,
-        _pins: Vec<P>,
+        _pins: Pins<P>,
         ack: Option<i64>,
         /// Target offsets known to lie before the batch that hold none of our data
         /// ([`Pipeline::acked_after`]); the map's target side moves past them first.
@@ -405,7 +405,7 @@ impl<P: Clone> Pipeline<P> {
                 self.queue.push_batch(Outgoing {
                     batch,
                     written,
-                    pins: vec![pin],
+                    pins: smallvec::smallvec![pin],
                     mergeable,
                 });
             }
@@ -413,7 +413,7 @@ impl<P: Clone> Pipeline<P> {
                 self.queue.push_batch(Outgoing {
                     batch,
                     written,
-                    pins: vec![pin],
+                    pins: smallvec::smallvec![pin],
                     mergeable: false,
                 });
             }
@@ -569,7 +569,7 @@ impl<P: Clone> Pipeline<P> {
                         _ => None,
                     };
                     if let Some(pin) = repinned {
-                        out.pins = vec![pin];
+                        out.pins = smallvec::smallvec![pin];
                     }
                     self.in_flight += 1;
                     self.pending.push_back(Pending::Sent {
@@ -607,6 +607,18 @@ impl<P: Clone> Pipeline<P> {
     /// recorded.
     pub fn record(&mut self, map: &mut OffsetMap) -> Result<Vec<Recorded>, MirrorError> {
         let mut recorded = Vec::new();
+        self.record_into(map, &mut recorded).map(|()| recorded)
+    }
+
+    /// [`Pipeline::record`] into the caller's buffer (cleared first), which the driver
+    /// reuses: no allocation per acknowledgement. On an error, `recorded` holds the
+    /// batches recorded before it.
+    pub fn record_into(
+        &mut self,
+        map: &mut OffsetMap,
+        recorded: &mut Vec<Recorded>,
+    ) -> Result<(), MirrorError> {
+        recorded.clear();
         while self.ready() {
             if let Some(Pending::Sent { gap, .. }) = self.pending.front_mut()
                 && *gap > 0
@@ -655,7 +667,7 @@ impl<P: Clone> Pipeline<P> {
             result.inspect_err(|_| self.phase = Phase::Failed)?;
         }
         self.check_done(map);
-        Ok(recorded)
+        Ok(())
     }
 
     /// How many times the map was restarted for a re-created source topic (the flow saves
