@@ -597,3 +597,42 @@ fn sigterm_during_a_target_stall_exits_within_the_bound_and_a_restart_commits_ev
     assert_exactly_once(&src, &dst, produced, &strait.log_tail());
     assert_maps_exact(&cfg, &src, &dst);
 }
+
+#[test]
+fn a_foreign_writer_on_the_target_is_a_target_mismatch_that_stops_the_flow_under_fail() {
+    let cluster = TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), &src, &dst);
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, 10);
+    let mut strait = Strait::start(&cfg, &dir.path().join("strait.log"));
+    wait_for("replication", Duration::from_secs(30), || {
+        strait.assert_running();
+        committed_on_target(&dst) > 100
+    });
+    // Someone else writes into the target partition Strait owns (not our records).
+    let foreign: Vec<TestRecord> = (0..5)
+        .map(|i| TestRecord::new("x", format!("foreign-{i}")).with_partition(0))
+        .collect();
+    rdkafka::produce(&dst, TARGET, &foreign, &ProduceOptions::default()).expect("produce");
+    // The default on_target_mismatch is "fail": the flow stops, it is not restarted.
+    let (status, _) = strait.wait_exit(Duration::from_secs(60));
+    drop(producer);
+    let log = strait.log_text();
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "the flow stops: {status:?}\n{}",
+        strait.log_tail()
+    );
+    assert!(
+        log.contains("expected") && log.contains("only writer"),
+        "the incident names it:\n{}",
+        strait.log_tail()
+    );
+    assert!(
+        !log.contains("restarting the flow from its last commit"),
+        "a fail incident is not restarted:\n{}",
+        strait.log_tail()
+    );
+}
