@@ -1,0 +1,666 @@
+//! The classic group-membership state machine (JoinGroup / SyncGroup / Heartbeat /
+//! LeaveGroup). Pure: no I/O, no clock, no tasks. The driver ([`super::GroupMember`]) asks
+//! [`Membership::next_step`] what to send, sends it, and feeds the answer back with the
+//! matching `on_*` call; time comes in as `now` arguments.
+//!
+//! One call is in flight at a time. The rules (each has a test named after it):
+//!
+//! 1. **join carries identity**: a JoinGroup carries the member id we hold (empty at first),
+//!    the `group.instance.id` of a static member (KIP-345), the caller's protocol type and
+//!    the session and rebalance timeouts.
+//! 2. **member id required**: MEMBER_ID_REQUIRED (KIP-394) hands us a member id; we adopt it
+//!    and rejoin at once, without backoff.
+//! 3. **the leader assigns**: after a successful join the leader's Sync step carries every
+//!    member's metadata (the driver runs the caller's assignor on it); a follower's carries
+//!    none and sends no assignments.
+//! 4. **sync makes stable**: a successful SyncGroup gives the assignment of that generation
+//!    and the phase becomes [`Phase::Stable`].
+//! 5. **heartbeat on interval**: a stable member heartbeats every `heartbeat_interval` after
+//!    the previous heartbeat was sent.
+//! 6. **rebalance keeps the assignment**: REBALANCE_IN_PROGRESS (heartbeat, join or sync)
+//!    means rejoin at once; the member keeps owning what it owns (cooperative rebalancing:
+//!    only what the new assignment takes away stops) until the new assignment arrives or the
+//!    self-fence deadline passes.
+//! 7. **illegal generation loses the assignment**: ILLEGAL_GENERATION means the group moved
+//!    on without us; the assignment is dropped at once and we rejoin with the same member id.
+//! 8. **unknown member loses the assignment and the id**: UNKNOWN_MEMBER_ID means the
+//!    coordinator expelled us; the assignment is dropped, the member id forgotten, and we
+//!    rejoin.
+//! 9. **fenced instance is fatal**: FENCED_INSTANCE_ID means another process runs with our
+//!    `group.instance.id`; the assignment is dropped and the machine stops
+//!    ([`GroupError::FencedInstance`]).
+//! 10. **refusals are fatal**: any other non-retriable error (INCONSISTENT_GROUP_PROTOCOL,
+//!     INVALID_SESSION_TIMEOUT, GROUP_MAX_SIZE_REACHED, GROUP_AUTHORIZATION_FAILED, a
+//!     protocol type other than ours in the answer, a failing assignor…) stops the machine
+//!     with the assignment dropped.
+//! 11. **retriable errors back off**: network errors, timeouts and coordinator moves retry
+//!     the same call after [`Backoff`]; ownership is unaffected except by rule 12.
+//! 12. **self-fence before expulsion**: ownership lasts until `confirmed + session_timeout −
+//!     fence_margin`, where `confirmed` is the *send* time of the latest request the
+//!     coordinator answered as a member (heartbeat OK or REBALANCE_IN_PROGRESS, join OK,
+//!     sync OK). The coordinator's own timer started when it *received* that request, later,
+//!     so we stop at least `fence_margin` before it can expel us and give our partitions
+//!     away. [`Membership::tick`] at or past the deadline drops the assignment
+//!     ([`GroupError::SelfFenced`]) and the member rejoins with its member id.
+//! 13. **leave drops first**: [`Membership::leave`] drops the assignment before the
+//!     LeaveGroup is sent; any answer (or none) ends in [`Phase::Left`]. A member that never
+//!     got a member id leaves without a call.
+//! 14. **rejoin on request**: [`Membership::request_rejoin`] (the caller released revoked
+//!     partitions, or its metadata changed) turns a stable member into a rejoining one that
+//!     keeps its assignment (rule 6).
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+
+use crate::backoff::{Backoff, BackoffConfig};
+use crate::error::Error;
+
+use super::GroupError;
+
+/// Timing and identity of one member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MembershipConfig {
+    /// The group id.
+    pub group_id: String,
+    /// The protocol type every member of the group uses (`strait` for Strait, `connect`
+    /// for Kafka Connect, `consumer` for consumers).
+    pub protocol_type: String,
+    /// `group.instance.id` for static membership (KIP-345); `None` for a dynamic member.
+    pub instance_id: Option<String>,
+    /// How long the coordinator waits for a heartbeat before expelling the member.
+    pub session_timeout: Duration,
+    /// How long the coordinator waits for every member to rejoin during a rebalance.
+    pub rebalance_timeout: Duration,
+    /// Time between heartbeats.
+    pub heartbeat_interval: Duration,
+    /// How long before the coordinator could expel us we stop owning the assignment.
+    pub fence_margin: Duration,
+    /// Retry timing for retriable failures.
+    pub backoff: BackoffConfig,
+}
+
+impl MembershipConfig {
+    /// A dynamic member of `group_id` with Kafka Connect's timings (session 10 s, rebalance
+    /// 60 s, heartbeat 3 s) and a fence margin of a third of the session timeout.
+    pub fn new(group_id: impl Into<String>, protocol_type: impl Into<String>) -> Self {
+        MembershipConfig {
+            group_id: group_id.into(),
+            protocol_type: protocol_type.into(),
+            instance_id: None,
+            session_timeout: Duration::from_secs(10),
+            rebalance_timeout: Duration::from_secs(60),
+            heartbeat_interval: Duration::from_secs(3),
+            fence_margin: Duration::from_millis(3333),
+            backoff: BackoffConfig::default(),
+        }
+    }
+
+    /// Makes the member static with this `group.instance.id`.
+    pub fn with_instance_id(mut self, id: impl Into<String>) -> Self {
+        self.instance_id = Some(id.into());
+        self
+    }
+
+    /// Sets the session timeout, and the heartbeat interval (a tenth of it) and fence margin
+    /// (a third of it) derived from it.
+    pub fn with_session_timeout(mut self, t: Duration) -> Self {
+        self.session_timeout = t;
+        self.heartbeat_interval = t / 10;
+        self.fence_margin = t / 3;
+        self
+    }
+
+    /// Sets the rebalance timeout.
+    pub fn with_rebalance_timeout(mut self, t: Duration) -> Self {
+        self.rebalance_timeout = t;
+        self
+    }
+
+    /// Checks the timings fit together: a non-empty group id and protocol type, a fence
+    /// margin below the session timeout, and at least two heartbeats within the time the
+    /// member owns its assignment after one (`session_timeout − fence_margin`).
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.group_id.is_empty() {
+            return Err(Error::invalid("the group id is empty"));
+        }
+        if self.protocol_type.is_empty() {
+            return Err(Error::invalid("the protocol type is empty"));
+        }
+        if self.instance_id.as_deref() == Some("") {
+            return Err(Error::invalid("the group.instance.id is empty"));
+        }
+        if self.fence_margin >= self.session_timeout {
+            return Err(Error::invalid(format!(
+                "the fence margin ({:?}) must be below the session timeout ({:?})",
+                self.fence_margin, self.session_timeout
+            )));
+        }
+        let owned = self.session_timeout - self.fence_margin;
+        if self.heartbeat_interval.is_zero() || self.heartbeat_interval * 2 > owned {
+            return Err(Error::invalid(format!(
+                "the heartbeat interval ({:?}) must be positive and fit twice in session \
+                 timeout minus fence margin ({owned:?})",
+                self.heartbeat_interval
+            )));
+        }
+        for (what, t) in [
+            ("session timeout", self.session_timeout),
+            ("rebalance timeout", self.rebalance_timeout),
+        ] {
+            if t.as_millis() > i32::MAX as u128 || t.is_zero() {
+                return Err(Error::invalid(format!(
+                    "the {what} ({t:?}) is out of range"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where the member is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Not in the group; the next step is a JoinGroup.
+    Unjoined,
+    /// A JoinGroup is in flight.
+    Joining,
+    /// Joined a generation; the SyncGroup is next or in flight.
+    AwaitingSync,
+    /// Holds the assignment of the current generation and heartbeats.
+    Stable,
+    /// Rejoining a rebalance while keeping the previous assignment (rule 6).
+    Rebalancing,
+    /// A LeaveGroup is next or in flight.
+    Leaving,
+    /// Left the group (final).
+    Left,
+    /// Stopped on a fatal error (final).
+    Failed,
+}
+
+/// One member as the JoinGroup answer lists it (to the leader only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinedMember {
+    /// Member id.
+    pub member_id: String,
+    /// Its `group.instance.id`, for a static member.
+    pub instance_id: Option<String>,
+    /// Its metadata for the chosen protocol (opaque to the client).
+    pub metadata: Bytes,
+}
+
+/// A successful JoinGroup answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Joined {
+    /// Our member id.
+    pub member_id: String,
+    /// The new generation.
+    pub generation: i32,
+    /// The leader's member id.
+    pub leader_id: String,
+    /// The protocol the coordinator chose.
+    pub protocol: String,
+    /// The protocol type the coordinator reports (JoinGroup v7+), checked against ours.
+    pub protocol_type: Option<String>,
+    /// Every member with its metadata (non-empty for the leader only).
+    pub members: Vec<JoinedMember>,
+}
+
+/// What a JoinGroup answered, as far as the machine cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinAnswer {
+    /// Joined a generation.
+    Joined(Joined),
+    /// MEMBER_ID_REQUIRED: rejoin with this member id.
+    MemberIdRequired(String),
+}
+
+/// The assignment this member holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    /// The generation it belongs to (stamp it on what the assignment writes).
+    pub generation: i32,
+    /// Our member id in that generation.
+    pub member_id: String,
+    /// The leader's member id.
+    pub leader_id: String,
+    /// The protocol chosen for the generation.
+    pub protocol: String,
+    /// The leader's assignment for us (opaque to the client).
+    pub data: Bytes,
+}
+
+impl Assignment {
+    /// True when we are the leader of the generation.
+    pub fn is_leader(&self) -> bool {
+        self.member_id == self.leader_id
+    }
+}
+
+/// A JoinGroup to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinCall {
+    /// The member id we hold ("" at first).
+    pub member_id: String,
+    /// `group.instance.id`, for a static member.
+    pub instance_id: Option<String>,
+}
+
+/// A SyncGroup to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncCall {
+    /// The generation joined.
+    pub generation: i32,
+    /// Our member id.
+    pub member_id: String,
+    /// `group.instance.id`, for a static member.
+    pub instance_id: Option<String>,
+    /// The protocol chosen.
+    pub protocol: String,
+    /// As the leader: every member, to compute the assignments from; `None` as a follower.
+    pub leader_of: Option<Vec<JoinedMember>>,
+}
+
+/// A Heartbeat to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatCall {
+    /// The generation we are in.
+    pub generation: i32,
+    /// Our member id.
+    pub member_id: String,
+    /// `group.instance.id`, for a static member.
+    pub instance_id: Option<String>,
+}
+
+/// A LeaveGroup to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaveCall {
+    /// Our member id.
+    pub member_id: String,
+    /// `group.instance.id`, for a static member.
+    pub instance_id: Option<String>,
+}
+
+/// What the driver does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Send a JoinGroup, answer with [`Membership::on_join`].
+    Join(JoinCall),
+    /// (Leader: compute the assignments, then) send a SyncGroup, answer with
+    /// [`Membership::on_sync`].
+    Sync(SyncCall),
+    /// Send a Heartbeat, answer with [`Membership::on_heartbeat`].
+    Heartbeat(HeartbeatCall),
+    /// Send a LeaveGroup, answer with [`Membership::on_leave`].
+    Leave(LeaveCall),
+    /// Nothing to send before this instant (a heartbeat, a retry, or the fence deadline).
+    /// Call [`Membership::tick`] then, or [`Membership::next_step`] again.
+    Wait(Instant),
+    /// A call is in flight: wait for its answer (but call [`Membership::tick`] at the fence
+    /// deadline, [`Membership::fence_deadline`]).
+    AwaitAnswer,
+    /// Left or failed: nothing more to do.
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    Join,
+    Sync,
+    Heartbeat,
+    Leave,
+}
+
+/// The membership of one member in one group.
+#[derive(Debug)]
+pub struct Membership {
+    cfg: MembershipConfig,
+    phase: Phase,
+    member_id: String,
+    /// The generation joined (valid from AwaitingSync on).
+    joined: Option<Joined>,
+    assignment: Option<Assignment>,
+    /// Send time of the latest request answered as a member (rule 12).
+    confirmed: Option<Instant>,
+    /// The call in flight and when it was sent.
+    in_flight: Option<(Call, Instant)>,
+    next_heartbeat: Option<Instant>,
+    retry_at: Option<Instant>,
+    backoff: Backoff,
+    error: Option<GroupError>,
+}
+
+impl Membership {
+    /// A member that has not joined yet. The config should have passed
+    /// [`MembershipConfig::validate`].
+    pub fn new(cfg: MembershipConfig) -> Self {
+        let backoff = Backoff::new(cfg.backoff);
+        Membership {
+            cfg,
+            phase: Phase::Unjoined,
+            member_id: String::new(),
+            joined: None,
+            assignment: None,
+            confirmed: None,
+            in_flight: None,
+            next_heartbeat: None,
+            retry_at: None,
+            backoff,
+            error: None,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MembershipConfig {
+        &self.cfg
+    }
+
+    /// The phase.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The member id we hold ("" before the coordinator gave one).
+    pub fn member_id(&self) -> &str {
+        &self.member_id
+    }
+
+    /// The assignment we own, if any.
+    pub fn assignment(&self) -> Option<&Assignment> {
+        self.assignment.as_ref()
+    }
+
+    /// Why the member lost its assignment or stopped, most recent first.
+    pub fn last_error(&self) -> Option<&GroupError> {
+        self.error.as_ref()
+    }
+
+    /// When the assignment must be given up if no further answer confirms the membership
+    /// (rule 12); `None` when nothing is owned.
+    pub fn fence_deadline(&self) -> Option<Instant> {
+        self.assignment.as_ref()?;
+        let confirmed = self.confirmed?;
+        Some(confirmed + self.cfg.session_timeout - self.cfg.fence_margin)
+    }
+
+    /// What to do now.
+    pub fn next_step(&mut self, now: Instant) -> Step {
+        self.tick(now);
+        if self.in_flight.is_some() {
+            return Step::AwaitAnswer;
+        }
+        if let Some(at) = self.retry_at {
+            if now < at {
+                return Step::Wait(self.earliest(at));
+            }
+            self.retry_at = None;
+        }
+        match self.phase {
+            Phase::Left | Phase::Failed => Step::Done,
+            Phase::Unjoined | Phase::Rebalancing | Phase::Joining => {
+                if self.phase == Phase::Unjoined {
+                    self.phase = Phase::Joining;
+                }
+                self.in_flight = Some((Call::Join, now));
+                Step::Join(JoinCall {
+                    member_id: self.member_id.clone(),
+                    instance_id: self.cfg.instance_id.clone(),
+                })
+            }
+            Phase::AwaitingSync => {
+                let Some(j) = &self.joined else {
+                    // Unreachable by construction; recover by rejoining.
+                    self.phase = Phase::Unjoined;
+                    return self.next_step(now);
+                };
+                let leader_of = (j.leader_id == j.member_id).then(|| j.members.clone());
+                let call = SyncCall {
+                    generation: j.generation,
+                    member_id: j.member_id.clone(),
+                    instance_id: self.cfg.instance_id.clone(),
+                    protocol: j.protocol.clone(),
+                    leader_of,
+                };
+                self.in_flight = Some((Call::Sync, now));
+                Step::Sync(call)
+            }
+            Phase::Stable => {
+                let due = self.next_heartbeat.unwrap_or(now);
+                if now < due {
+                    return Step::Wait(self.earliest(due));
+                }
+                let Some(a) = &self.assignment else {
+                    self.phase = Phase::Unjoined;
+                    return self.next_step(now);
+                };
+                let call = HeartbeatCall {
+                    generation: a.generation,
+                    member_id: self.member_id.clone(),
+                    instance_id: self.cfg.instance_id.clone(),
+                };
+                self.in_flight = Some((Call::Heartbeat, now));
+                self.next_heartbeat = Some(now + self.cfg.heartbeat_interval);
+                Step::Heartbeat(call)
+            }
+            Phase::Leaving => {
+                if self.member_id.is_empty() {
+                    self.phase = Phase::Left;
+                    return Step::Done;
+                }
+                self.in_flight = Some((Call::Leave, now));
+                Step::Leave(LeaveCall {
+                    member_id: self.member_id.clone(),
+                    instance_id: self.cfg.instance_id.clone(),
+                })
+            }
+        }
+    }
+
+    /// `at`, or the fence deadline if that comes first.
+    fn earliest(&self, at: Instant) -> Instant {
+        self.fence_deadline().map_or(at, |f| f.min(at))
+    }
+
+    /// Applies the self-fence deadline (rule 12). Returns true when it just dropped the
+    /// assignment.
+    pub fn tick(&mut self, now: Instant) -> bool {
+        match self.fence_deadline() {
+            Some(deadline) if now >= deadline => {
+                let silent_for = self.confirmed.map_or(Duration::ZERO, |c| now - c);
+                self.assignment = None;
+                self.error = Some(GroupError::SelfFenced { silent_for });
+                if matches!(self.phase, Phase::Stable | Phase::Rebalancing) {
+                    self.phase = Phase::Joining;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The caller wants a new generation (rule 14). No effect unless stable.
+    /// A heartbeat in flight is answered first; the JoinGroup follows.
+    pub fn request_rejoin(&mut self) {
+        if self.phase == Phase::Stable {
+            self.phase = Phase::Rebalancing;
+        }
+    }
+
+    /// Leave the group (rule 13): the assignment is dropped now; the driver abandons any
+    /// call in flight and sends the LeaveGroup of the next step.
+    pub fn leave(&mut self) {
+        self.assignment = None;
+        self.in_flight = None;
+        self.retry_at = None;
+        if !matches!(self.phase, Phase::Left | Phase::Failed) {
+            self.phase = Phase::Leaving;
+        }
+    }
+
+    /// Stop without a LeaveGroup (a static member restarting within the session timeout
+    /// keeps its place): the assignment is dropped and the phase becomes [`Phase::Left`].
+    pub fn detach(&mut self) {
+        self.assignment = None;
+        self.in_flight = None;
+        self.phase = Phase::Left;
+    }
+
+    /// Takes the in-flight call of kind `call`; `None` (answer ignored) if another is in
+    /// flight (an abandoned call answering late).
+    fn answered(&mut self, call: Call) -> Option<Instant> {
+        match self.in_flight {
+            Some((c, sent)) if c == call => {
+                self.in_flight = None;
+                Some(sent)
+            }
+            _ => None,
+        }
+    }
+
+    fn confirm(&mut self, sent: Instant) {
+        self.confirmed = Some(self.confirmed.map_or(sent, |c| c.max(sent)));
+        self.backoff = Backoff::new(self.cfg.backoff);
+    }
+
+    fn lose(&mut self, err: GroupError) {
+        self.assignment = None;
+        self.error = Some(err);
+    }
+
+    fn fail(&mut self, err: GroupError) {
+        self.lose(err);
+        self.phase = Phase::Failed;
+        self.retry_at = None;
+    }
+
+    fn retry(&mut self, now: Instant, err: &Error) {
+        let delay = self.backoff.next_delay();
+        tracing::debug!(group = %self.cfg.group_id, error = %err, ?delay, "group call failed; retrying");
+        self.retry_at = Some(now + delay);
+    }
+
+    /// Handles the group-level error codes every call shares (rules 6–11).
+    fn on_error(&mut self, now: Instant, sent: Instant, err: Error) {
+        match err.kafka_error() {
+            Some(ResponseError::RebalanceInProgress) => {
+                self.confirm(sent);
+                self.phase = if self.assignment.is_some() {
+                    Phase::Rebalancing
+                } else {
+                    Phase::Joining
+                };
+            }
+            Some(ResponseError::IllegalGeneration) => {
+                self.lose(GroupError::IllegalGeneration);
+                self.phase = Phase::Joining;
+            }
+            Some(ResponseError::UnknownMemberId) => {
+                let member_id = std::mem::take(&mut self.member_id);
+                self.lose(GroupError::UnknownMember { member_id });
+                self.phase = Phase::Joining;
+            }
+            Some(ResponseError::FencedInstanceId) => self.fail(GroupError::FencedInstance {
+                instance_id: self.cfg.instance_id.clone().unwrap_or_default(),
+            }),
+            _ if err.is_retriable() || err.is_coordinator_error() => self.retry(now, &err),
+            _ => self.fail(GroupError::Refused(err)),
+        }
+    }
+
+    /// The JoinGroup answered (rules 1–3, 6–11).
+    pub fn on_join(&mut self, now: Instant, answer: Result<JoinAnswer, Error>) {
+        let Some(sent) = self.answered(Call::Join) else {
+            return;
+        };
+        match answer {
+            Ok(JoinAnswer::MemberIdRequired(id)) => {
+                if id.is_empty() {
+                    self.fail(GroupError::Protocol(
+                        "MEMBER_ID_REQUIRED without a member id".into(),
+                    ));
+                } else {
+                    self.member_id = id;
+                }
+            }
+            Ok(JoinAnswer::Joined(j)) => {
+                if let Some(pt) = &j.protocol_type
+                    && pt != &self.cfg.protocol_type
+                {
+                    return self.fail(GroupError::Protocol(format!(
+                        "the coordinator answered protocol type {pt:?}, not {:?}",
+                        self.cfg.protocol_type
+                    )));
+                }
+                if j.member_id.is_empty() {
+                    return self.fail(GroupError::Protocol(
+                        "JoinGroup succeeded without a member id".into(),
+                    ));
+                }
+                self.confirm(sent);
+                self.member_id = j.member_id.clone();
+                self.joined = Some(j);
+                // A member still owning the previous generation's assignment keeps it
+                // until the sync answers (rule 6).
+                self.phase = Phase::AwaitingSync;
+            }
+            Err(e) => self.on_error(now, sent, e),
+        }
+    }
+
+    /// The SyncGroup answered with our assignment (rules 4, 6–11).
+    pub fn on_sync(&mut self, now: Instant, answer: Result<Bytes, Error>) {
+        let Some(sent) = self.answered(Call::Sync) else {
+            return;
+        };
+        match answer {
+            Ok(data) => {
+                let Some(j) = &self.joined else {
+                    return self.fail(GroupError::Protocol("sync without a join".into()));
+                };
+                let a = Assignment {
+                    generation: j.generation,
+                    member_id: j.member_id.clone(),
+                    leader_id: j.leader_id.clone(),
+                    protocol: j.protocol.clone(),
+                    data,
+                };
+                self.confirm(sent);
+                self.assignment = Some(a);
+                self.phase = Phase::Stable;
+                self.next_heartbeat = Some(now + self.cfg.heartbeat_interval);
+            }
+            Err(e) => self.on_error(now, sent, e),
+        }
+    }
+
+    /// The leader's assignor failed: the machine stops (rule 10).
+    pub fn on_assignor_failed(&mut self, reason: String) {
+        self.in_flight = None;
+        self.fail(GroupError::Assignor(reason));
+    }
+
+    /// The Heartbeat answered (rules 5–12).
+    pub fn on_heartbeat(&mut self, now: Instant, answer: Result<(), Error>) {
+        let Some(sent) = self.answered(Call::Heartbeat) else {
+            return;
+        };
+        // A rejoin requested while the heartbeat was in flight stays requested.
+        match answer {
+            Ok(()) => self.confirm(sent),
+            Err(e) => self.on_error(now, sent, e),
+        }
+    }
+
+    /// The LeaveGroup answered, or failed: either way we are out (rule 13).
+    pub fn on_leave(&mut self, _now: Instant, answer: Result<(), Error>) {
+        if self.answered(Call::Leave).is_none() {
+            return;
+        }
+        if let Err(e) = answer {
+            tracing::debug!(group = %self.cfg.group_id, error = %e, "LeaveGroup failed; the session timeout will expel us");
+        }
+        self.phase = Phase::Left;
+    }
+}
