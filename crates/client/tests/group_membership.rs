@@ -31,8 +31,8 @@ struct Deal {
 }
 
 impl Protocol for Deal {
-    fn protocols(&mut self) -> Vec<(String, Bytes)> {
-        vec![("deal".into(), Bytes::from(self.name.clone()))]
+    fn protocols(&mut self) -> Result<Vec<(String, Bytes)>, String> {
+        Ok(vec![("deal".into(), Bytes::from(self.name.clone()))])
     }
 
     fn assign(

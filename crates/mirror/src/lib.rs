@@ -35,6 +35,7 @@ pub mod heartbeat;
 pub mod incident;
 pub mod metrics;
 pub mod runbook;
+pub mod scale;
 pub mod state;
 pub mod supervisor;
 pub mod topics;

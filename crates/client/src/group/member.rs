@@ -32,7 +32,8 @@ use crate::error::{Error, Result};
 pub trait Protocol: Send + 'static {
     /// The protocols this member supports, most preferred first: `(name, metadata)`.
     /// Called before every JoinGroup, so the metadata can say what the member owns now.
-    fn protocols(&mut self) -> Vec<(String, Bytes)>;
+    /// An `Err` stops the member ([`GroupError::Assignor`]).
+    fn protocols(&mut self) -> std::result::Result<Vec<(String, Bytes)>, String>;
 
     /// As the leader of `generation`: each member's assignment for `protocol`
     /// (`(member id, bytes)`; a member left out gets an empty assignment). An `Err` stops
@@ -256,7 +257,13 @@ impl Driver {
                 }
                 Step::Join(call) => {
                     let (client, cfg) = (self.client.clone(), self.m.config().clone());
-                    let protocols = self.protocol.protocols();
+                    let protocols = match self.protocol.protocols() {
+                        Ok(p) => p,
+                        Err(e) => {
+                            self.m.on_protocol_failed(e);
+                            continue;
+                        }
+                    };
                     let fut = async move { join(&client, &cfg, call, protocols).await };
                     if let Raced::Answer(r) = self.race(fut).await {
                         self.m.on_join(Instant::now(), r);
@@ -271,7 +278,7 @@ impl Driver {
                             {
                                 Ok(a) => a,
                                 Err(e) => {
-                                    self.m.on_assignor_failed(e);
+                                    self.m.on_protocol_failed(e);
                                     continue;
                                 }
                             }

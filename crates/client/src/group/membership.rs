@@ -635,8 +635,9 @@ impl Membership {
         }
     }
 
-    /// The leader's assignor failed: the machine stops (rule 10).
-    pub fn on_assignor_failed(&mut self, reason: String) {
+    /// The caller's protocol failed (the leader's assignor, or writing the metadata): the
+    /// machine stops (rule 10).
+    pub fn on_protocol_failed(&mut self, reason: String) {
         self.in_flight = None;
         self.fail(GroupError::Assignor(reason));
     }

@@ -62,8 +62,8 @@ pub enum GroupError {
     /// The coordinator refused the member for good (a non-retriable error).
     #[error("the group coordinator refused this member: {0}")]
     Refused(Error),
-    /// The caller's assignor failed on the leader.
-    #[error("the assignor failed: {0}")]
+    /// The caller's protocol failed: the leader's assignor, or writing the metadata.
+    #[error("the group protocol failed: {0}")]
     Assignor(String),
     /// The coordinator's answer made no sense.
     #[error("group protocol violation: {0}")]

@@ -243,7 +243,7 @@ fn refusals_are_fatal() {
     m.next_step(t);
     m.on_join(t, Ok(joined("me", "me", 1, &["me"])));
     m.next_step(t);
-    m.on_assignor_failed("no partitions".into());
+    m.on_protocol_failed("no partitions".into());
     assert_eq!(m.phase(), Phase::Failed);
     assert!(matches!(m.last_error(), Some(GroupError::Assignor(_))));
 }
