@@ -150,14 +150,25 @@ async fn members_share_one_strait_group_and_the_leaders_assignment_reaches_all()
     let t0 = Instant::now();
     let a = start(&boot, "g-share", "a", None).await;
     let (g1, shares) = settled(&[&a], -1).await;
-    eprintln!("one member: generation {g1} after {:?}", t0.elapsed());
+    eprintln!(
+        "one member: generation {g1} after {:?}, {:?}",
+        t0.elapsed(),
+        a.current().stats
+    );
     exactly_one_owner(&shares);
     assert!(a.current().assignment.expect("assigned").is_leader());
+    // Tansu, like Kafka (KIP-394), hands a dynamic member its id with MEMBER_ID_REQUIRED.
+    assert_eq!(a.current().stats.member_id_required, 1);
 
     let t1 = Instant::now();
     let bm = start(&boot, "g-share", "b", None).await;
     let (g2, shares) = settled(&[&a, &bm], g1).await;
-    eprintln!("two members: generation {g2} after {:?}", t1.elapsed());
+    eprintln!(
+        "two members: generation {g2} after {:?}; a {:?}; b {:?}",
+        t1.elapsed(),
+        a.current().stats,
+        bm.current().stats
+    );
     exactly_one_owner(&shares);
     assert!(shares.iter().all(|s| s.len() == 6), "{shares:?}");
 
@@ -235,17 +246,20 @@ async fn a_static_member_restarting_within_the_session_timeout() {
     let took = t.elapsed();
     let after_a = a.current();
     eprintln!(
-        "static restart: b2 got generation {} (was {g}) in {took:?}; member id {} (was {b_id}); \
-         a's generation {:?} -> {:?}, assignments received {} -> {}",
+        "static restart: b2 got generation {} (was {g}) in {took:?}, {:?}; member id {} (was \
+         {b_id}); a's generation {:?} -> {:?}, assignments received {} -> {}",
         got.generation,
+        b2.current().stats,
         b2.current().member_id,
         before_a.assignment.as_ref().map(|x| x.generation),
         after_a.assignment.as_ref().map(|x| x.generation),
         before_a.assignments_received,
         after_a.assignments_received,
     );
-    // Kafka's KIP-345 behaviour, which Tansu shares: the same generation, the same
-    // partitions, and no rebalance for the member that stayed.
+    // Kafka's KIP-345 behaviour, which Tansu shares: no MEMBER_ID_REQUIRED for a static
+    // member, the same generation, the same partitions, and no rebalance for the member
+    // that stayed.
+    assert_eq!(b2.current().stats.member_id_required, 0);
     assert_eq!(got.generation, g);
     assert_eq!(partitions(&got), b_share);
     assert_eq!(after_a.assignments_received, before_a.assignments_received);

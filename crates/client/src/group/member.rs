@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use super::GroupError;
 use super::membership::{
     Assignment, HeartbeatCall, JoinAnswer, JoinCall, Joined, JoinedMember, LeaveCall, Membership,
-    MembershipConfig, Phase, Step, SyncCall,
+    MembershipConfig, Phase, Stats, Step, SyncCall,
 };
 use crate::client::{Client, ClientConfig};
 use crate::error::{Error, Result};
@@ -59,6 +59,11 @@ pub struct GroupView {
     pub error: Option<GroupError>,
     /// Assignments received so far (one per completed rebalance).
     pub assignments_received: u64,
+    /// The machine's counters (joins, MEMBER_ID_REQUIRED answers, losses).
+    pub stats: Stats,
+    /// Time spent without a stable assignment since the member started (joining,
+    /// rebalancing, fenced), up to the last change of phase.
+    pub unstable_for: Duration,
 }
 
 impl GroupView {
@@ -67,6 +72,7 @@ impl GroupView {
             && self.member_id == other.member_id
             && self.assignment == other.assignment
             && self.assignments_received == other.assignments_received
+            && self.stats == other.stats
             && self.error.as_ref().map(ToString::to_string)
                 == other.error.as_ref().map(ToString::to_string)
     }
@@ -127,6 +133,8 @@ impl GroupMember {
             assignment: None,
             error: None,
             assignments_received: 0,
+            stats: Stats::default(),
+            unstable_for: Duration::ZERO,
         });
         let (cmd, commands) = mpsc::unbounded_channel();
         let driver = Driver {
@@ -137,6 +145,8 @@ impl GroupMember {
             commands,
             waiting: Vec::new(),
             received: 0,
+            unstable_since: Some(Instant::now()),
+            unstable_for: Duration::ZERO,
         };
         let task = tokio::spawn(driver.run());
         Ok(GroupMember {
@@ -230,6 +240,9 @@ struct Driver {
     /// Callers of leave/detach, told when the task ends.
     waiting: Vec<oneshot::Sender<()>>,
     received: u64,
+    /// Since when the member has had no stable assignment (`None` while stable).
+    unstable_since: Option<Instant>,
+    unstable_for: Duration,
 }
 
 /// The outcome of racing a call against the fence deadline and the commands.
@@ -366,12 +379,26 @@ impl Driver {
         if fresh {
             self.received += 1;
         }
+        let stable = self.m.phase() == Phase::Stable && assignment.is_some();
+        let now = Instant::now();
+        match (stable, self.unstable_since) {
+            (true, Some(since)) => {
+                self.unstable_for += now - since;
+                self.unstable_since = None;
+            }
+            (false, None) if !matches!(self.m.phase(), Phase::Left | Phase::Failed) => {
+                self.unstable_since = Some(now);
+            }
+            _ => {}
+        }
         let next = GroupView {
             phase: self.m.phase(),
             member_id: self.m.member_id().to_string(),
             assignment,
             error: self.m.last_error().cloned(),
             assignments_received: self.received,
+            stats: self.m.stats(),
+            unstable_for: self.unstable_for,
         };
         self.view.send_if_modified(|v| {
             if v.same(&next) {

@@ -313,6 +313,19 @@ enum Call {
     Leave,
 }
 
+/// Counters of one member's life in the group (for metrics and tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// JoinGroup requests sent.
+    pub joins: u64,
+    /// MEMBER_ID_REQUIRED answers (KIP-394).
+    pub member_id_required: u64,
+    /// Assignments received (completed SyncGroups).
+    pub assignments: u64,
+    /// Times the assignment was lost (expelled, fenced, self-fenced).
+    pub lost: u64,
+}
+
 /// The membership of one member in one group.
 #[derive(Debug)]
 pub struct Membership {
@@ -330,6 +343,7 @@ pub struct Membership {
     retry_at: Option<Instant>,
     backoff: Backoff,
     error: Option<GroupError>,
+    stats: Stats,
 }
 
 impl Membership {
@@ -349,7 +363,13 @@ impl Membership {
             retry_at: None,
             backoff,
             error: None,
+            stats: Stats::default(),
         }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
     }
 
     /// The configuration.
@@ -404,6 +424,7 @@ impl Membership {
                     self.phase = Phase::Joining;
                 }
                 self.in_flight = Some((Call::Join, now));
+                self.stats.joins += 1;
                 Step::Join(JoinCall {
                     member_id: self.member_id.clone(),
                     instance_id: self.cfg.instance_id.clone(),
@@ -470,6 +491,7 @@ impl Membership {
             Some(deadline) if now >= deadline => {
                 let silent_for = self.confirmed.map_or(Duration::ZERO, |c| now - c);
                 self.assignment = None;
+                self.stats.lost += 1;
                 self.error = Some(GroupError::SelfFenced { silent_for });
                 if matches!(self.phase, Phase::Stable | Phase::Rebalancing) {
                     self.phase = Phase::Joining;
@@ -525,7 +547,9 @@ impl Membership {
     }
 
     fn lose(&mut self, err: GroupError) {
-        self.assignment = None;
+        if self.assignment.take().is_some() {
+            self.stats.lost += 1;
+        }
         self.error = Some(err);
     }
 
@@ -581,6 +605,7 @@ impl Membership {
                         "MEMBER_ID_REQUIRED without a member id".into(),
                     ));
                 } else {
+                    self.stats.member_id_required += 1;
                     self.member_id = id;
                 }
             }
@@ -627,6 +652,7 @@ impl Membership {
                     data,
                 };
                 self.confirm(sent);
+                self.stats.assignments += 1;
                 self.assignment = Some(a);
                 self.phase = Phase::Stable;
                 self.next_heartbeat = Some(now + self.cfg.heartbeat_interval);

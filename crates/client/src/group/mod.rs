@@ -24,7 +24,7 @@ mod tests;
 
 pub use member::{GroupMember, GroupView, Protocol};
 pub use membership::{
-    Assignment, JoinAnswer, Joined, JoinedMember, Membership, MembershipConfig, Phase, Step,
+    Assignment, JoinAnswer, Joined, JoinedMember, Membership, MembershipConfig, Phase, Stats, Step,
 };
 
 use std::time::Duration;

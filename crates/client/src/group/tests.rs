@@ -75,6 +75,7 @@ fn member_id_required() {
     m.next_step(t);
     m.on_join(t, Ok(JoinAnswer::MemberIdRequired("strait-1-abc".into())));
     assert_eq!(m.member_id(), "strait-1-abc");
+    assert_eq!(m.stats().member_id_required, 1);
     // At once, no backoff, with the id.
     assert_eq!(
         m.next_step(t),
@@ -170,6 +171,7 @@ fn illegal_generation_loses_the_assignment() {
     heartbeat_at(&mut m, t1);
     m.on_heartbeat(t1, Err(code(22)));
     assert!(m.assignment().is_none());
+    assert_eq!(m.stats().lost, 1);
     assert!(matches!(
         m.last_error(),
         Some(GroupError::IllegalGeneration)
