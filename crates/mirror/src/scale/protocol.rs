@@ -3,6 +3,7 @@
 //! (what this worker owns, the flow's partitions and their load); the protocol reads it
 //! when joining (the metadata) and, on the leader, when assigning.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -64,7 +65,9 @@ impl Worker {
     }
 
     /// Members left out of the last assignment because their metadata did not decode
-    /// (another Strait version during a rolling upgrade), with the reason.
+    /// (another Strait version during a rolling upgrade), with the reason. While there are
+    /// any, the leader assigns no partition that no readable member owns: the unreadable
+    /// member might own it.
     pub fn refused_members(&self) -> Vec<(String, String)> {
         self.lock().refused.clone()
     }
@@ -116,7 +119,14 @@ impl Protocol for StraitProtocol {
                 }
             }
         }
-        let partitions = self.worker.lock().partitions.clone();
+        let mut partitions = self.worker.lock().partitions.clone();
+        if !refused.is_empty() {
+            // A member we cannot read may own anything: hand out nothing nobody readable
+            // owns (keeping and revoking stay safe), so no partition gets a second writer.
+            let claimed: BTreeSet<&PartitionId> =
+                decoded.iter().flat_map(|m| m.meta.owned.iter()).collect();
+            partitions.retain(|p| claimed.contains(&p.id));
+        }
         let plan = assign(&decoded, &partitions);
         let mut out = Vec::new();
         for (id, a) in &plan.assignments {

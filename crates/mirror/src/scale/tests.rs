@@ -433,3 +433,80 @@ proptest! {
         }
     }
 }
+
+// ---- the protocol ------------------------------------------------------------------------
+
+#[test]
+fn the_protocol_writes_the_workers_metadata_and_leaves_out_undecodable_members() {
+    use bytes::Bytes;
+    use strait_client::group::{JoinedMember, Protocol};
+
+    let worker = super::protocol::Worker::new("node-1", 2);
+    worker.set_owned(7, vec![pid("t", 1)]);
+    worker.set_partitions(loads(4));
+    let mut proto = worker.protocol();
+    let protocols = proto.protocols().unwrap();
+    assert_eq!(protocols.len(), 1);
+    assert_eq!(protocols[0].0, super::PROTOCOL_NAME);
+    let meta = MemberMetadata::decode(&protocols[0].1).unwrap();
+    assert_eq!(
+        (meta.host.as_str(), meta.capacity, meta.generation),
+        ("node-1", 2, 7)
+    );
+    assert_eq!(meta.owned, [pid("t", 1)]);
+
+    let members = [
+        JoinedMember {
+            member_id: "a".into(),
+            instance_id: None,
+            metadata: protocols[0].1.clone(),
+        },
+        JoinedMember {
+            member_id: "b".into(),
+            instance_id: None,
+            metadata: Bytes::from_static(b"v9?"),
+        },
+    ];
+    let out = proto.assign(super::PROTOCOL_NAME, 8, &members).unwrap();
+    // Only a gets an assignment, and only what it owns: b (unreadable) might own the
+    // other three, so nobody gets them yet. b is reported.
+    assert_eq!(out.len(), 1);
+    let a = MemberAssignment::decode(&out[0].1).unwrap();
+    assert_eq!(a.partitions, [pid("t", 1)]);
+    assert!(a.revoked.is_empty());
+    let refused = worker.refused_members();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].0, "b");
+    assert_eq!(worker.last_plan().map(|(g, _)| g), Some(8));
+    // Another protocol name is refused.
+    assert!(proto.assign("range", 8, &members).is_err());
+}
+
+#[test]
+fn the_protocol_assigns_everything_when_every_member_is_readable() {
+    use strait_client::group::{JoinedMember, Protocol};
+
+    let worker = super::protocol::Worker::new("node-1", 1);
+    worker.set_partitions(loads(4));
+    let mut proto = worker.protocol();
+    let meta = proto.protocols().unwrap().remove(0).1;
+    let members = [
+        JoinedMember {
+            member_id: "a".into(),
+            instance_id: None,
+            metadata: meta.clone(),
+        },
+        JoinedMember {
+            member_id: "b".into(),
+            instance_id: Some("host-b".into()),
+            metadata: meta,
+        },
+    ];
+    let out = proto.assign(super::PROTOCOL_NAME, 1, &members).unwrap();
+    let sizes: Vec<usize> = out
+        .iter()
+        .map(|(_, b)| MemberAssignment::decode(b).unwrap().partitions.len())
+        .collect();
+    assert_eq!(sizes, [2, 2]);
+    assert!(worker.refused_members().is_empty());
+}
