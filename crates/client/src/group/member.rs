@@ -78,6 +78,7 @@ impl GroupView {
     }
 }
 
+#[derive(Debug)]
 enum Command {
     Rejoin,
     Leave(oneshot::Sender<()>),
@@ -199,6 +200,13 @@ impl GroupMember {
         let _ = self.cmd.send(Command::Rejoin);
     }
 
+    /// A handle that asks for a rejoin from another task (the one releasing partitions).
+    pub fn rejoiner(&self) -> Rejoiner {
+        Rejoiner {
+            cmd: self.cmd.clone(),
+        }
+    }
+
     /// Gives the assignment up, sends a LeaveGroup (bounded by the client's request and
     /// retry timeouts) and stops.
     pub async fn leave(mut self) {
@@ -220,6 +228,20 @@ impl GroupMember {
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }
+    }
+}
+
+/// Asks a [`GroupMember`] for a new generation ([`GroupMember::rejoin`]); cheap to clone.
+/// Does nothing once the member stopped.
+#[derive(Debug, Clone)]
+pub struct Rejoiner {
+    cmd: mpsc::UnboundedSender<Command>,
+}
+
+impl Rejoiner {
+    /// See [`GroupMember::rejoin`].
+    pub fn rejoin(&self) {
+        let _ = self.cmd.send(Command::Rejoin);
     }
 }
 

@@ -22,7 +22,7 @@ pub mod membership;
 #[cfg(test)]
 mod tests;
 
-pub use member::{GroupMember, GroupView, Protocol};
+pub use member::{GroupMember, GroupView, Protocol, Rejoiner};
 pub use membership::{
     Assignment, JoinAnswer, Joined, JoinedMember, Membership, MembershipConfig, Phase, Stats, Step,
 };

@@ -14,6 +14,8 @@ pub mod codec;
 pub mod protocol;
 
 #[cfg(test)]
+mod live_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
