@@ -392,7 +392,7 @@ impl Membership {
         self.assignment.as_ref()
     }
 
-    /// Why the member lost its assignment or stopped, most recent first.
+    /// Why the member last lost its assignment or stopped (kept after it recovers).
     pub fn last_error(&self) -> Option<&GroupError> {
         self.error.as_ref()
     }

@@ -39,6 +39,10 @@ pub struct PartitionId {
     pub partition: i32,
 }
 
+/// The pseudo-topic of control-plane jobs: `<` and `>` cannot appear in a Kafka topic
+/// name, so no source partition can collide with one.
+pub const CONTROL_TOPIC: &str = "<control>";
+
 impl PartitionId {
     /// `topic`-`partition`.
     pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> Self {
@@ -46,6 +50,18 @@ impl PartitionId {
             topic: topic.into(),
             partition,
         }
+    }
+
+    /// Control-plane job number `job` (topic sync, group-offset sync, checkpoints,
+    /// heartbeats…) as a pseudo-partition: assigned like a partition, it runs on exactly
+    /// one member and is handed over in two phases like any other.
+    pub fn control(job: i32) -> Self {
+        PartitionId::new(CONTROL_TOPIC, job)
+    }
+
+    /// True for a [`PartitionId::control`] job.
+    pub fn is_control(&self) -> bool {
+        &*self.topic == CONTROL_TOPIC
     }
 }
 

@@ -510,3 +510,20 @@ fn the_protocol_assigns_everything_when_every_member_is_readable() {
     assert_eq!(sizes, [2, 2]);
     assert!(worker.refused_members().is_empty());
 }
+
+#[test]
+fn control_jobs_are_assigned_like_partitions() {
+    let mut parts = loads(4);
+    parts.push(PartitionLoad::idle(PartitionId::control(0)));
+    assert!(PartitionId::control(0).is_control());
+    assert!(!pid("t", 0).is_control());
+    // Owned by a; b joins: the job stays with a or moves in two phases, never to both.
+    let all: Vec<_> = parts.iter().map(|p| p.id.clone()).collect();
+    let ms = vec![member("a", 1, 2, &all), member("b", 1, -1, &[])];
+    let plan = assign(&ms, &parts);
+    check_exactly_one_owner(&plan, &parts);
+    check_cooperative(&plan, &ms);
+    // It round-trips through the assignment encoding.
+    let a = &plan.assignments["a"];
+    assert_eq!(&MemberAssignment::decode(&a.encode().unwrap()).unwrap(), a);
+}
