@@ -184,6 +184,11 @@ async fn members_share_one_strait_group_and_the_leaders_assignment_reaches_all()
         .filter(|m| m.current().assignment.is_some_and(|x| x.is_leader()))
         .count();
     assert_eq!(leaders, 1);
+    // Rebalancing kept every member's assignment until the new one came (rule 6): none
+    // lost it, and none self-fenced while rejoining.
+    for m in [&a, &bm, &c] {
+        assert_eq!(m.current().stats.lost, 0, "{:?}", m.current());
+    }
     let admin = Client::connect(client_cfg(&boot, "admin"))
         .await
         .expect("connect");
@@ -331,4 +336,37 @@ async fn a_member_cut_off_from_the_coordinator_self_fences_before_it_is_expelled
     drop(bm);
     a.leave().await;
     drop(b);
+}
+
+#[tokio::test]
+async fn a_second_process_with_the_same_instance_id_is_not_fenced_by_tansu() {
+    let b = broker();
+    let boot = b.bootstrap();
+    let a = start(&boot, "g-twin", "a", Some("host-a")).await;
+    let (g, shares) = settled(&[&a], -1).await;
+    let a_id = a.current().member_id;
+    // A second process with the same group.instance.id (a misconfiguration: two pods
+    // with one name). Kafka (KIP-345) hands it the member's place and answers the first
+    // process's next heartbeat with FENCED_INSTANCE_ID, which stops it (rule 9).
+    let t = Instant::now();
+    let twin = start(&boot, "g-twin", "twin", Some("host-a")).await;
+    let got = twin
+        .wait_for_assignment(None, WAIT)
+        .await
+        .expect("the twin is assigned");
+    let twin_took = t.elapsed();
+    assert_eq!(got.generation, g);
+    assert_eq!(partitions(&got), shares[0]);
+    // Tansu 0.6 gives the twin the first process's member id, and never fences the first
+    // process: three session timeouts later it still heartbeats and owns the same
+    // partitions, so both own them. docs/compatibility.md.
+    assert_eq!(got.member_id, a_id);
+    tokio::time::sleep(SESSION * 3).await;
+    let first = a.current();
+    eprintln!("twin assigned after {twin_took:?}; the first process then: {first:?}");
+    assert_eq!(first.phase, Phase::Stable, "{first:?}");
+    assert_eq!(first.assignment.map(|x| x.generation), Some(g));
+    assert_eq!(first.stats.lost, 0);
+    drop(twin);
+    drop(a);
 }
