@@ -514,6 +514,7 @@ async fn join(
                 .map(ToString::to_string)
                 .unwrap_or_default(),
             protocol_type: resp.protocol_type.as_ref().map(ToString::to_string),
+            skip_assignment: resp.skip_assignment,
             members: resp
                 .members
                 .into_iter()

@@ -12,7 +12,8 @@
 //!    and rejoin at once, without backoff.
 //! 3. **the leader assigns**: after a successful join the leader's Sync step carries every
 //!    member's metadata (the driver runs the caller's assignor on it); a follower's carries
-//!    none and sends no assignments.
+//!    none and sends no assignments, and so does a static leader told `skip_assignment`
+//!    (KIP-814: it rejoined a stable group, whose assignment stands).
 //! 4. **sync makes stable**: a successful SyncGroup gives the assignment of that generation
 //!    and the phase becomes [`Phase::Stable`].
 //! 5. **heartbeat on interval**: a stable member heartbeats every `heartbeat_interval` after
@@ -206,6 +207,9 @@ pub struct Joined {
     pub protocol_type: Option<String>,
     /// Every member with its metadata (non-empty for the leader only).
     pub members: Vec<JoinedMember>,
+    /// KIP-814 (JoinGroup v9+): a static leader rejoined a stable group; it must not
+    /// assign again (the coordinator keeps the current assignment).
+    pub skip_assignment: bool,
 }
 
 /// What a JoinGroup answered, as far as the machine cares.
@@ -436,7 +440,8 @@ impl Membership {
                     self.phase = Phase::Unjoined;
                     return self.next_step(now);
                 };
-                let leader_of = (j.leader_id == j.member_id).then(|| j.members.clone());
+                let leader_of =
+                    (j.leader_id == j.member_id && !j.skip_assignment).then(|| j.members.clone());
                 let call = SyncCall {
                     generation: j.generation,
                     member_id: j.member_id.clone(),

@@ -31,6 +31,7 @@ fn joined(me: &str, leader: &str, generation: i32, members: &[&str]) -> JoinAnsw
                 metadata: Bytes::from(format!("meta-{m}")),
             })
             .collect(),
+        skip_assignment: false,
     })
 }
 
@@ -105,6 +106,15 @@ fn the_leader_assigns() {
         }
         other => panic!("{other:?}"),
     }
+    // KIP-814: a static leader rejoining a stable group does not assign again.
+    let mut rejoined = Membership::new(cfg().with_instance_id("host-a"));
+    rejoined.next_step(t);
+    let mut j = joined("a", "a", 3, &["a", "b"]);
+    if let JoinAnswer::Joined(x) = &mut j {
+        x.skip_assignment = true;
+    }
+    rejoined.on_join(t, Ok(j));
+    assert!(matches!(rejoined.next_step(t), Step::Sync(s) if s.leader_of.is_none()));
     let mut follower = Membership::new(cfg());
     follower.next_step(t);
     follower.on_join(t, Ok(joined("b", "a", 3, &[])));
