@@ -238,40 +238,61 @@ async fn a_static_member_restarting_within_the_session_timeout() {
     let before_a = a.current();
     let b_share = shares[1].clone();
     let b_id = bm.current().member_id;
+    // a never lost its assignment when b joined: a static member's join waits about a
+    // session timeout on Tansu, longer than a's fence window, and the keep-alives of
+    // rule 15 carried a through.
+    assert_eq!(before_a.stats.lost, 0, "{before_a:?}");
+    assert!(before_a.stats.keepalives_confirmed > 0, "{before_a:?}");
 
     // b stops without a LeaveGroup, as a static member's restart does, and comes back with
     // the same instance id well within the session timeout.
     let t = Instant::now();
     bm.detach().await;
     let b2 = start(&boot, "g-static", "b2", Some("host-b")).await;
-    let got = b2
-        .wait_for_assignment(None, WAIT)
-        .await
-        .expect("the restarted member is assigned");
+    let got = b2.wait_for_assignment(None, Duration::from_secs(20)).await;
     let took = t.elapsed();
     let after_a = a.current();
+    let after_b = b2.current();
     eprintln!(
-        "static restart: b2 got generation {} (was {g}) in {took:?}, {:?}; member id {} (was \
-         {b_id}); a's generation {:?} -> {:?}, assignments received {} -> {}",
-        got.generation,
-        b2.current().stats,
-        b2.current().member_id,
+        "static restart: b2 {got:?} after {took:?}, {:?}; member id {} (was {b_id}); a's \
+         generation {:?} -> {:?}, assignments received {} -> {}, {:?}",
+        after_b.stats,
+        after_b.member_id,
         before_a.assignment.as_ref().map(|x| x.generation),
         after_a.assignment.as_ref().map(|x| x.generation),
         before_a.assignments_received,
         after_a.assignments_received,
+        after_a.stats,
     );
-    // Kafka's KIP-345 behaviour, which Tansu shares: no MEMBER_ID_REQUIRED for a static
-    // member, the same generation, the same partitions, and no rebalance for the member
-    // that stayed.
-    assert_eq!(b2.current().stats.member_id_required, 0);
-    assert_eq!(got.generation, g);
-    assert_eq!(partitions(&got), b_share);
+    // Either way, no MEMBER_ID_REQUIRED for a static member, and the member that stayed
+    // keeps its generation and assignment throughout (Tansu may ask it to rejoin once; it
+    // gets the same generation back).
+    assert_eq!(after_b.stats.member_id_required, 0);
+    assert_eq!(after_a.stats.lost, 0, "{after_a:?}");
     assert_eq!(after_a.assignments_received, before_a.assignments_received);
     assert_eq!(
         after_a.assignment.map(|x| x.generation),
         before_a.assignment.map(|x| x.generation)
     );
+    match got {
+        // Kafka's KIP-345 behaviour, and Tansu's when it gives the restarted process a new
+        // member id (after about a session timeout): the same generation and partitions.
+        Ok(got) => {
+            assert_ne!(after_b.member_id, b_id);
+            assert_eq!(got.generation, g);
+            assert_eq!(partitions(&got), b_share);
+        }
+        // Tansu 0.6 when it gives the restarted process the old member id (at once): its
+        // SyncGroup answers REBALANCE_IN_PROGRESS at every rejoin while the rest of the
+        // group stays stable, so it never gets the assignment; the backoff of rule 6 keeps
+        // it from spinning. docs/compatibility.md.
+        Err(e) => {
+            assert_eq!(after_b.member_id, b_id, "{e}");
+            assert!(after_b.assignment.is_none());
+            assert!(after_b.stats.joins >= 3, "{after_b:?}");
+            assert!(after_b.stats.joins < 100, "spinning: {after_b:?}");
+        }
+    }
     for m in [a, b2] {
         m.leave().await;
     }

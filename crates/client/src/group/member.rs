@@ -108,21 +108,34 @@ impl std::fmt::Debug for GroupMember {
 }
 
 impl GroupMember {
-    /// Connects a client of its own and starts the member.
+    /// Connects two clients of its own (one for the membership calls, one for the
+    /// keep-alives sent while a JoinGroup waits, rule 15) and starts the member.
     pub async fn connect(
         client: ClientConfig,
         cfg: MembershipConfig,
         protocol: impl Protocol,
     ) -> Result<GroupMember> {
         cfg.validate()?;
-        let client = Client::connect(client).await?;
-        GroupMember::start(client, cfg, protocol)
+        let main = Client::connect(client.clone()).await?;
+        let keepalive = Client::connect(client).await?;
+        GroupMember::spawn(main, keepalive, cfg, protocol)
     }
 
-    /// Starts the member on `client` (see the type's note on sharing a client). Fails only
-    /// on an invalid config.
+    /// Starts the member on `client` (see the type's note on sharing a client). The
+    /// keep-alives go through the same client, so on Kafka they wait behind a waiting
+    /// JoinGroup and do not help; [`GroupMember::connect`] avoids that. Fails only on an
+    /// invalid config.
     pub fn start(
         client: Client,
+        cfg: MembershipConfig,
+        protocol: impl Protocol,
+    ) -> Result<GroupMember> {
+        GroupMember::spawn(client.clone(), client, cfg, protocol)
+    }
+
+    fn spawn(
+        client: Client,
+        keepalive: Client,
         cfg: MembershipConfig,
         protocol: impl Protocol,
     ) -> Result<GroupMember> {
@@ -140,6 +153,7 @@ impl GroupMember {
         let (cmd, commands) = mpsc::unbounded_channel();
         let driver = Driver {
             client,
+            keepalive,
             m: machine,
             protocol: Box::new(protocol),
             view: tx,
@@ -255,6 +269,8 @@ impl Drop for GroupMember {
 
 struct Driver {
     client: Client,
+    /// For keep-alives while a JoinGroup waits (another connection).
+    keepalive: Client,
     m: Membership,
     protocol: Box<dyn Protocol>,
     view: watch::Sender<GroupView>,
@@ -350,10 +366,30 @@ impl Driver {
     /// come; a leave or detach abandons the call.
     async fn race<T>(&mut self, fut: impl Future<Output = T>) -> Raced<T> {
         tokio::pin!(fut);
+        let mut keepalive: Option<std::pin::Pin<Box<dyn Future<Output = Result<()>> + Send>>> =
+            None;
         loop {
             let fence = self.m.fence_deadline();
+            let keepalive_at = if keepalive.is_none() {
+                self.m.keepalive_at()
+            } else {
+                None
+            };
             tokio::select! {
                 r = &mut fut => return Raced::Answer(r),
+                _ = sleep_until_opt(keepalive_at) => {
+                    if let Some(call) = self.m.keepalive(Instant::now()) {
+                        let (client, cfg) = (self.keepalive.clone(), self.m.config().clone());
+                        keepalive = Some(Box::pin(async move {
+                            heartbeat(&client, &cfg, call).await
+                        }));
+                    }
+                }
+                r = async { keepalive.as_mut().expect("guarded").await }, if keepalive.is_some() => {
+                    keepalive = None;
+                    self.m.on_keepalive(Instant::now(), r);
+                    self.publish();
+                }
                 _ = sleep_until_opt(fence) => {
                     if self.m.tick(Instant::now()) {
                         tracing::warn!(group = %self.m.config().group_id,

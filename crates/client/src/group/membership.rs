@@ -18,8 +18,10 @@
 //!    and the phase becomes [`Phase::Stable`].
 //! 5. **heartbeat on interval**: a stable member heartbeats every `heartbeat_interval` after
 //!    the previous heartbeat was sent.
-//! 6. **rebalance keeps the assignment**: REBALANCE_IN_PROGRESS (heartbeat, join or sync)
-//!    means rejoin at once; the member keeps owning what it owns (cooperative rebalancing:
+//! 6. **rebalance keeps the assignment**: REBALANCE_IN_PROGRESS means rejoin: at once
+//!    after a heartbeat, after the backoff after a join or sync (a coordinator that
+//!    answers those at once must not make us spin; the backoff resets on a successful
+//!    sync or heartbeat). The member keeps owning what it owns (cooperative rebalancing:
 //!    only what the new assignment takes away stops) until the new assignment arrives or the
 //!    self-fence deadline passes.
 //! 7. **illegal generation loses the assignment**: ILLEGAL_GENERATION means the group moved
@@ -49,6 +51,15 @@
 //! 14. **rejoin on request**: [`Membership::request_rejoin`] (the caller released revoked
 //!     partitions, or its metadata changed) turns a stable member into a rejoining one that
 //!     keeps its assignment (rule 6).
+//! 15. **keep-alive while rejoining**: while a member that still owns its assignment waits
+//!     for a JoinGroup or SyncGroup answer, a keep-alive heartbeat (the old generation) is
+//!     due every `heartbeat_interval` ([`Membership::keepalive`], sent on another
+//!     connection: Kafka serves one connection's requests in order). OK or
+//!     REBALANCE_IN_PROGRESS proves the coordinator still counts us (Kafka resets the
+//!     session on it) and extends ownership (rule 12), so a long rebalance does not make
+//!     members self-fence; UNKNOWN_MEMBER_ID drops the assignment, FENCED_INSTANCE_ID is
+//!     fatal, and anything else (ILLEGAL_GENERATION once the join completed, network
+//!     errors) is ignored: the join's answer decides.
 
 use std::time::{Duration, Instant};
 
@@ -328,6 +339,8 @@ pub struct Stats {
     pub assignments: u64,
     /// Times the assignment was lost (expelled, fenced, self-fenced).
     pub lost: u64,
+    /// Keep-alive heartbeats that extended ownership while rejoining (rule 15).
+    pub keepalives_confirmed: u64,
 }
 
 /// The membership of one member in one group.
@@ -348,6 +361,10 @@ pub struct Membership {
     backoff: Backoff,
     error: Option<GroupError>,
     stats: Stats,
+    /// Send time of the keep-alive in flight (rule 15).
+    keepalive_sent: Option<Instant>,
+    /// Send time of the latest keep-alive.
+    last_keepalive: Option<Instant>,
 }
 
 impl Membership {
@@ -368,6 +385,8 @@ impl Membership {
             backoff,
             error: None,
             stats: Stats::default(),
+            keepalive_sent: None,
+            last_keepalive: None,
         }
     }
 
@@ -489,6 +508,72 @@ impl Membership {
         self.fence_deadline().map_or(at, |f| f.min(at))
     }
 
+    /// When the next keep-alive is due (rule 15): `None` unless we own an assignment, a
+    /// JoinGroup or SyncGroup is in flight, and no keep-alive is.
+    pub fn keepalive_at(&self) -> Option<Instant> {
+        self.assignment.as_ref()?;
+        if self.keepalive_sent.is_some() {
+            return None;
+        }
+        let (_, sent) = self
+            .in_flight
+            .filter(|(c, _)| matches!(c, Call::Join | Call::Sync))?;
+        let last = [self.confirmed, self.last_keepalive, Some(sent)]
+            .into_iter()
+            .flatten()
+            .max()?;
+        Some(last + self.cfg.heartbeat_interval)
+    }
+
+    /// The keep-alive to send now, if one is due (rule 15); answer with
+    /// [`Membership::on_keepalive`].
+    pub fn keepalive(&mut self, now: Instant) -> Option<HeartbeatCall> {
+        if self.keepalive_at()? > now {
+            return None;
+        }
+        let a = self.assignment.as_ref()?;
+        let call = HeartbeatCall {
+            generation: a.generation,
+            member_id: self.member_id.clone(),
+            instance_id: self.cfg.instance_id.clone(),
+        };
+        self.keepalive_sent = Some(now);
+        self.last_keepalive = Some(now);
+        Some(call)
+    }
+
+    /// The keep-alive answered (rule 15).
+    pub fn on_keepalive(&mut self, _now: Instant, answer: Result<(), Error>) {
+        let Some(sent) = self.keepalive_sent.take() else {
+            return;
+        };
+        let rebalancing = Some(ResponseError::RebalanceInProgress);
+        match answer {
+            Ok(()) => self.confirm_keepalive(sent),
+            Err(e) if e.kafka_error() == rebalancing => self.confirm_keepalive(sent),
+            Err(e) => match e.kafka_error() {
+                Some(ResponseError::UnknownMemberId) => self.lose(GroupError::UnknownMember {
+                    member_id: self.member_id.clone(),
+                }),
+                Some(ResponseError::FencedInstanceId) => {
+                    self.in_flight = None;
+                    self.fail(GroupError::FencedInstance {
+                        instance_id: self.cfg.instance_id.clone().unwrap_or_default(),
+                    });
+                }
+                _ => tracing::debug!(group = %self.cfg.group_id, error = %e,
+                    "keep-alive not confirmed; the join's answer decides"),
+            },
+        }
+    }
+
+    fn confirm_keepalive(&mut self, sent: Instant) {
+        if self.assignment.is_some() {
+            self.stats.keepalives_confirmed += 1;
+            self.confirmed = Some(self.confirmed.map_or(sent, |c| c.max(sent)));
+        }
+    }
+
     /// Applies the self-fence deadline (rule 12). Returns true when it just dropped the
     /// assignment.
     pub fn tick(&mut self, now: Instant) -> bool {
@@ -520,6 +605,7 @@ impl Membership {
     pub fn leave(&mut self) {
         self.assignment = None;
         self.in_flight = None;
+        self.keepalive_sent = None;
         self.retry_at = None;
         if !matches!(self.phase, Phase::Left | Phase::Failed) {
             self.phase = Phase::Leaving;
@@ -540,6 +626,8 @@ impl Membership {
         match self.in_flight {
             Some((c, sent)) if c == call => {
                 self.in_flight = None;
+                // The driver abandons a keep-alive still out (rule 15).
+                self.keepalive_sent = None;
                 Some(sent)
             }
             _ => None,
@@ -548,7 +636,6 @@ impl Membership {
 
     fn confirm(&mut self, sent: Instant) {
         self.confirmed = Some(self.confirmed.map_or(sent, |c| c.max(sent)));
-        self.backoff = Backoff::new(self.cfg.backoff);
     }
 
     fn lose(&mut self, err: GroupError) {
@@ -571,7 +658,7 @@ impl Membership {
     }
 
     /// Handles the group-level error codes every call shares (rules 6–11).
-    fn on_error(&mut self, now: Instant, sent: Instant, err: Error) {
+    fn on_error(&mut self, now: Instant, call: Call, sent: Instant, err: Error) {
         match err.kafka_error() {
             Some(ResponseError::RebalanceInProgress) => {
                 self.confirm(sent);
@@ -580,6 +667,10 @@ impl Membership {
                 } else {
                     Phase::Joining
                 };
+                if call != Call::Heartbeat {
+                    // A coordinator answering join and sync at once must not make us spin.
+                    self.retry(now, &err);
+                }
             }
             Some(ResponseError::IllegalGeneration) => {
                 self.lose(GroupError::IllegalGeneration);
@@ -635,7 +726,7 @@ impl Membership {
                 // until the sync answers (rule 6).
                 self.phase = Phase::AwaitingSync;
             }
-            Err(e) => self.on_error(now, sent, e),
+            Err(e) => self.on_error(now, Call::Join, sent, e),
         }
     }
 
@@ -657,12 +748,13 @@ impl Membership {
                     data,
                 };
                 self.confirm(sent);
+                self.backoff = Backoff::new(self.cfg.backoff);
                 self.stats.assignments += 1;
                 self.assignment = Some(a);
                 self.phase = Phase::Stable;
                 self.next_heartbeat = Some(now + self.cfg.heartbeat_interval);
             }
-            Err(e) => self.on_error(now, sent, e),
+            Err(e) => self.on_error(now, Call::Sync, sent, e),
         }
     }
 
@@ -680,8 +772,11 @@ impl Membership {
         };
         // A rejoin requested while the heartbeat was in flight stays requested.
         match answer {
-            Ok(()) => self.confirm(sent),
-            Err(e) => self.on_error(now, sent, e),
+            Ok(()) => {
+                self.confirm(sent);
+                self.backoff = Backoff::new(self.cfg.backoff);
+            }
+            Err(e) => self.on_error(now, Call::Heartbeat, sent, e),
         }
     }
 

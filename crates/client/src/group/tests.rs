@@ -280,6 +280,23 @@ fn retriable_errors_back_off() {
     assert_eq!(m.phase(), Phase::Stable);
     assert!(m.assignment().is_some());
     assert!(matches!(m.next_step(t1), Step::Wait(_)));
+    // REBALANCE_IN_PROGRESS answering a sync: rejoin, but after the backoff, growing while
+    // it repeats, so an instant answer cannot make us spin.
+    let mut m = Membership::new(cfg());
+    let mut now = t;
+    let mut waits = Vec::new();
+    for _ in 0..4 {
+        assert!(matches!(m.next_step(now), Step::Join(_)));
+        m.on_join(now, Ok(joined("me", "other", 1, &[])));
+        assert!(matches!(m.next_step(now), Step::Sync(_)));
+        m.on_sync(now, Err(code(27)));
+        let Step::Wait(at) = m.next_step(now) else {
+            panic!("expected a backoff after REBALANCE_IN_PROGRESS on a sync");
+        };
+        waits.push(at - now);
+        now = at;
+    }
+    assert!(waits[3] > m.config().backoff.initial, "{waits:?}");
 }
 
 #[test]
@@ -382,4 +399,50 @@ fn config_validation_names_the_problem() {
     assert!(c.validate().unwrap_err().to_string().contains("heartbeat"));
     assert!(MembershipConfig::new("", "strait").validate().is_err());
     assert!(cfg().with_instance_id("").validate().is_err());
+}
+
+#[test]
+fn keepalive_while_rejoining() {
+    let t = Instant::now();
+    let mut m = stable(t);
+    let interval = m.config().heartbeat_interval;
+    // Stable: no keep-alive (the ordinary heartbeat does the job).
+    assert_eq!(m.keepalive_at(), None);
+    let t1 = t + interval;
+    heartbeat_at(&mut m, t1);
+    m.on_heartbeat(t1, Err(code(27)));
+    assert!(matches!(m.next_step(t1), Step::Join(_)));
+    // The join waits; a keep-alive with the old generation is due an interval later.
+    assert_eq!(m.keepalive_at(), Some(t1 + interval));
+    assert_eq!(m.keepalive(t1), None);
+    let t2 = t1 + interval;
+    let k = m.keepalive(t2).expect("due");
+    assert_eq!((k.generation, k.member_id.as_str()), (1, "me"));
+    assert_eq!(m.keepalive_at(), None, "one keep-alive at a time");
+    // REBALANCE_IN_PROGRESS confirms: ownership extends from t2.
+    m.on_keepalive(t2, Err(code(27)));
+    assert_eq!(m.fence_deadline(), Some(t2 + Duration::from_secs(20)));
+    assert_eq!(m.stats().keepalives_confirmed, 1);
+    // ILLEGAL_GENERATION (the join completed meanwhile) and network errors are ignored.
+    let t3 = t2 + interval;
+    m.keepalive(t3).expect("due");
+    m.on_keepalive(t3, Err(code(22)));
+    assert!(m.assignment().is_some());
+    assert_eq!(m.fence_deadline(), Some(t2 + Duration::from_secs(20)));
+    // The join's answer abandons a keep-alive still out.
+    let t4 = t3 + interval;
+    m.keepalive(t4).expect("due");
+    m.on_join(t4, Ok(joined("me", "other", 2, &[])));
+    assert!(matches!(m.next_step(t4), Step::Sync(_)));
+    assert_eq!(m.keepalive_at(), Some(t4 + interval));
+    // UNKNOWN_MEMBER_ID drops the assignment.
+    let t5 = t4 + interval;
+    m.keepalive(t5).expect("due");
+    m.on_keepalive(t5, Err(code(25)));
+    assert!(m.assignment().is_none());
+    assert_eq!(m.keepalive_at(), None);
+    // A member that owns nothing sends none.
+    let mut fresh = Membership::new(cfg());
+    fresh.next_step(t);
+    assert_eq!(fresh.keepalive_at(), None);
 }
