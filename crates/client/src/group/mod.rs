@@ -16,8 +16,10 @@
 //! its new owner only after the old owner released it, and the old owner calls
 //! [`GroupMember::rejoin`] once it has.
 
+mod config;
 pub mod member;
 pub mod membership;
+mod types;
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@
 //!
 //! - [`codec`]: the member metadata (worker version, host, capacity, what it owns) and the
 //!   per-member assignment, as versioned, checksummed bytes.
-//! - [`assign`]: the leader's pure assignor: one owner per partition, balanced by lag and
+//! - [`assign`](mod@assign): the leader's pure assignor: one owner per partition, balanced by lag and
 //!   throughput, sticky, and cooperative (a moving partition is revoked in one generation
 //!   and assigned in a later one).
 //! - [`protocol`]: the two wired together as a [`strait_client::group::Protocol`].
