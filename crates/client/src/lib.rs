@@ -83,6 +83,7 @@ pub mod consumer;
 pub mod decode;
 pub mod error;
 mod frame;
+pub mod group;
 pub mod metadata;
 pub mod producer;
 pub mod rpc;

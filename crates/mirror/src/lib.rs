@@ -37,6 +37,7 @@ pub mod incident;
 pub mod metrics;
 pub mod replay;
 pub mod runbook;
+pub mod scale;
 pub mod state;
 pub mod supervisor;
 pub mod topics;

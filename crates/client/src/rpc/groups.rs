@@ -147,6 +147,36 @@ impl Client {
         .await
     }
 
+    /// Sends a membership request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) to the
+    /// group's coordinator and returns the answer with its error code left for the caller's
+    /// state machine ([`crate::group::Membership`]). Only coordinator moves
+    /// (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) and
+    /// network errors are retried here, rediscovering the coordinator, until the retry
+    /// timeout. `wait` is added to the request timeout (a JoinGroup is answered when the
+    /// rebalance completes); `code` reads the answer's error code; `build` gets the
+    /// negotiated version.
+    pub async fn group_call<R, F>(
+        &self,
+        group: &str,
+        wait: Duration,
+        code: fn(&R::Response) -> i16,
+        build: F,
+    ) -> Result<R::Response>
+    where
+        R: crate::rpc::Request,
+        F: Fn(i16) -> Result<R>,
+    {
+        self.send_to_coordinator(CoordinatorType::Group, group, wait, build, |r| {
+            match code(r) {
+                c @ (14..=16) => Err(Error::from_code(c)
+                    .unwrap_or_else(|| Error::protocol("unreachable"))
+                    .api(R::KEY)),
+                _ => Ok(()),
+            }
+        })
+        .await
+    }
+
     /// Removes members from a group (LeaveGroup v3+, batch form).
     pub async fn leave_group(&self, group: &str, member_ids: &[&str]) -> Result<()> {
         let members: Vec<MemberIdentity> = member_ids

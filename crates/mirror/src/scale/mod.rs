@@ -1,0 +1,72 @@
+//! Scale-out (built so far: the pieces, not yet used by the engine): several `strait run`
+//! processes of one flow share its partitions through a Kafka group with protocol type
+//! `strait` ([`strait_client::group`]).
+//!
+//! - [`codec`]: the member metadata (worker version, host, capacity, what it owns) and the
+//!   per-member assignment, as versioned, checksummed bytes.
+//! - [`assign`](mod@assign): the leader's pure assignor: one owner per partition, balanced by lag and
+//!   throughput, sticky, and cooperative (a moving partition is revoked in one generation
+//!   and assigned in a later one).
+//! - [`protocol`]: the two wired together as a [`strait_client::group::Protocol`].
+
+pub mod assign;
+pub mod codec;
+pub mod protocol;
+
+#[cfg(test)]
+mod live_tests;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+pub use assign::{Member, Move, PartitionLoad, Plan, assign};
+pub use codec::{CodecError, MemberAssignment, MemberMetadata};
+
+/// The protocol type Strait's workers join their flow's group with.
+pub const PROTOCOL_TYPE: &str = "strait";
+
+/// The protocol name (one for now; a new assignor would add a second name, and the
+/// coordinator picks one every member supports).
+pub const PROTOCOL_NAME: &str = "strait-cooperative-v1";
+
+/// A source partition of a flow.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PartitionId {
+    /// The source topic.
+    pub topic: Arc<str>,
+    /// The partition number.
+    pub partition: i32,
+}
+
+/// The pseudo-topic of control-plane jobs: `<` and `>` cannot appear in a Kafka topic
+/// name, so no source partition can collide with one.
+pub const CONTROL_TOPIC: &str = "<control>";
+
+impl PartitionId {
+    /// `topic`-`partition`.
+    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> Self {
+        PartitionId {
+            topic: topic.into(),
+            partition,
+        }
+    }
+
+    /// Control-plane job number `job` (topic sync, group-offset sync, checkpoints,
+    /// heartbeats…) as a pseudo-partition: assigned like a partition, it runs on exactly
+    /// one member and is handed over in two phases like any other.
+    pub fn control(job: i32) -> Self {
+        PartitionId::new(CONTROL_TOPIC, job)
+    }
+
+    /// True for a [`PartitionId::control`] job.
+    pub fn is_control(&self) -> bool {
+        &*self.topic == CONTROL_TOPIC
+    }
+}
+
+impl std::fmt::Display for PartitionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}

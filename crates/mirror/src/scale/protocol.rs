@@ -1,0 +1,141 @@
+//! [`StraitProtocol`]: Strait's side of the group protocol, for
+//! [`strait_client::group::GroupMember`]. The engine keeps a [`Worker`] handle up to date
+//! (what this worker owns, the flow's partitions and their load); the protocol reads it
+//! when joining (the metadata) and, on the leader, when assigning.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use strait_client::group::{JoinedMember, Protocol};
+
+use super::assign::{Member, PartitionLoad, Plan, assign};
+use super::codec::MemberMetadata;
+use super::{PROTOCOL_NAME, PartitionId};
+
+#[derive(Debug)]
+struct State {
+    meta: MemberMetadata,
+    partitions: Vec<PartitionLoad>,
+    last_plan: Option<(i32, Plan)>,
+    /// Members whose metadata did not decode in the last assignment, with why.
+    refused: Vec<(String, String)>,
+}
+
+/// The engine's handle on what the protocol reads. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    state: Arc<Mutex<State>>,
+}
+
+impl Worker {
+    /// A worker on `host` with relative `capacity` (≥ 1), owning nothing.
+    pub fn new(host: impl Into<String>, capacity: u32) -> Self {
+        Worker {
+            state: Arc::new(Mutex::new(State {
+                meta: MemberMetadata::new(host, capacity.max(1)),
+                partitions: Vec::new(),
+                last_plan: None,
+                refused: Vec::new(),
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data; keep using it.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records what this worker still owns (call after releasing revoked partitions, and
+    /// after taking an assignment), with the generation it owns them in.
+    pub fn set_owned(&self, generation: i32, owned: Vec<PartitionId>) {
+        let mut s = self.lock();
+        s.meta.generation = if owned.is_empty() { -1 } else { generation };
+        s.meta.owned = owned;
+    }
+
+    /// Records the flow's partitions and their load (read by the leader when assigning).
+    pub fn set_partitions(&self, partitions: Vec<PartitionLoad>) {
+        self.lock().partitions = partitions;
+    }
+
+    /// The last plan this worker computed as leader, with its generation.
+    pub fn last_plan(&self) -> Option<(i32, Plan)> {
+        self.lock().last_plan.clone()
+    }
+
+    /// Members left out of the last assignment because their metadata did not decode
+    /// (another Strait version during a rolling upgrade), with the reason. While there are
+    /// any, the leader assigns no partition that no readable member owns: the unreadable
+    /// member might own it.
+    pub fn refused_members(&self) -> Vec<(String, String)> {
+        self.lock().refused.clone()
+    }
+
+    /// The protocol for [`strait_client::group::GroupMember::start`].
+    pub fn protocol(&self) -> StraitProtocol {
+        StraitProtocol {
+            worker: self.clone(),
+        }
+    }
+}
+
+/// Strait's [`Protocol`]: metadata from the [`Worker`], assignments from [`assign`].
+#[derive(Debug, Clone)]
+pub struct StraitProtocol {
+    worker: Worker,
+}
+
+impl Protocol for StraitProtocol {
+    fn protocols(&mut self) -> Result<Vec<(String, Bytes)>, String> {
+        let meta = self.worker.lock().meta.clone();
+        let bytes = meta.encode().map_err(|e| format!("member metadata: {e}"))?;
+        Ok(vec![(PROTOCOL_NAME.to_string(), Bytes::from(bytes))])
+    }
+
+    fn assign(
+        &mut self,
+        protocol: &str,
+        generation: i32,
+        members: &[JoinedMember],
+    ) -> Result<Vec<(String, Bytes)>, String> {
+        if protocol != PROTOCOL_NAME {
+            return Err(format!(
+                "the coordinator chose protocol {protocol:?}; this worker speaks {PROTOCOL_NAME:?}"
+            ));
+        }
+        let mut decoded = Vec::new();
+        let mut refused = Vec::new();
+        for m in members {
+            match MemberMetadata::decode(&m.metadata) {
+                Ok(meta) => decoded.push(Member {
+                    id: m.member_id.clone(),
+                    meta,
+                }),
+                Err(e) => {
+                    tracing::warn!(member = %m.member_id, error = %e,
+                        "a member's metadata does not decode; it gets no partitions");
+                    refused.push((m.member_id.clone(), e.to_string()));
+                }
+            }
+        }
+        let mut partitions = self.worker.lock().partitions.clone();
+        if !refused.is_empty() {
+            // A member we cannot read may own anything: hand out nothing nobody readable
+            // owns (keeping and revoking stay safe), so no partition gets a second writer.
+            let claimed: BTreeSet<&PartitionId> =
+                decoded.iter().flat_map(|m| m.meta.owned.iter()).collect();
+            partitions.retain(|p| claimed.contains(&p.id));
+        }
+        let plan = assign(&decoded, &partitions);
+        let mut out = Vec::new();
+        for (id, a) in &plan.assignments {
+            let bytes = a.encode().map_err(|e| format!("assignment of {id}: {e}"))?;
+            out.push((id.clone(), Bytes::from(bytes)));
+        }
+        let mut s = self.worker.lock();
+        s.last_plan = Some((generation, plan));
+        s.refused = refused;
+        Ok(out)
+    }
+}

@@ -1,0 +1,529 @@
+//! Tests of the codec and of the assignor's rules (named after them), with property tests.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+
+use super::PartitionId;
+use super::assign::{Member, PartitionLoad, Plan, assign};
+use super::codec::{CodecError, MemberAssignment, MemberMetadata, VERSION};
+
+fn pid(t: &str, p: i32) -> PartitionId {
+    PartitionId::new(t, p)
+}
+
+fn member(id: &str, capacity: u32, generation: i32, owned: &[PartitionId]) -> Member {
+    Member {
+        id: id.into(),
+        meta: MemberMetadata {
+            worker_version: "0.1.0".into(),
+            host: format!("host-{id}"),
+            capacity,
+            generation,
+            owned: owned.to_vec(),
+        },
+    }
+}
+
+fn loads(n: i32) -> Vec<PartitionLoad> {
+    (0..n).map(|p| PartitionLoad::idle(pid("t", p))).collect()
+}
+
+// ---- codec -------------------------------------------------------------------------------
+
+#[test]
+fn metadata_and_assignment_round_trip() {
+    let m = MemberMetadata {
+        worker_version: "0.1.0".into(),
+        host: "node-7".into(),
+        capacity: 3,
+        generation: 12,
+        owned: vec![pid("a", 0), pid("a", 2), pid("b", 1)],
+    };
+    assert_eq!(MemberMetadata::decode(&m.encode().unwrap()).unwrap(), m);
+    let a = MemberAssignment {
+        partitions: vec![pid("a", 1)],
+        revoked: vec![pid("a", 0), pid("b", 4)],
+    };
+    assert_eq!(MemberAssignment::decode(&a.encode().unwrap()).unwrap(), a);
+    // The coordinator's empty assignment for a member the leader left out.
+    assert_eq!(
+        MemberAssignment::decode(&[]).unwrap(),
+        MemberAssignment::default()
+    );
+}
+
+#[test]
+fn unknown_versions_and_damage_are_refused() {
+    let mut bytes = MemberMetadata::new("h", 1).encode().unwrap();
+    // Flip a body byte: the checksum catches it.
+    bytes[3] ^= 0xFF;
+    assert!(matches!(
+        MemberMetadata::decode(&bytes),
+        Err(CodecError::Checksum { .. })
+    ));
+    // A later version, correctly checksummed, is refused by name.
+    let mut v2 = MemberMetadata::new("h", 1).encode().unwrap();
+    v2[0] = VERSION + 1;
+    let n = v2.len() - 4;
+    let crc = crc32c::crc32c(&v2[..n]);
+    v2[n..].copy_from_slice(&crc.to_le_bytes());
+    let e = MemberMetadata::decode(&v2).unwrap_err();
+    assert_eq!(e, CodecError::UnknownVersion(VERSION + 1));
+    assert!(e.to_string().contains("upgrade"), "{e}");
+    // Metadata is not an assignment.
+    let meta = MemberMetadata::new("h", 1).encode().unwrap();
+    assert!(matches!(
+        MemberAssignment::decode(&meta),
+        Err(CodecError::WrongKind { .. })
+    ));
+    // Capacity 0 is refused both ways.
+    assert!(MemberMetadata::new("h", 0).encode().is_err());
+}
+
+proptest! {
+    #[test]
+    fn decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let _ = MemberMetadata::decode(&bytes);
+        let _ = MemberAssignment::decode(&bytes);
+    }
+
+    #[test]
+    fn assignments_round_trip(parts in proptest::collection::btree_set((0u8..4, 0i32..50), 0..40)) {
+        let ps: Vec<PartitionId> = parts.iter().map(|(t, p)| pid(&format!("t{t}"), *p)).collect();
+        let a = MemberAssignment { partitions: ps.clone(), revoked: ps };
+        prop_assert_eq!(MemberAssignment::decode(&a.encode().unwrap()).unwrap(), a);
+    }
+}
+
+// ---- assignor rules ------------------------------------------------------------------------
+
+/// Every partition in exactly one target and at most one current assignment; the current
+/// owners are the target minus the moves and the contested.
+fn check_exactly_one_owner(plan: &Plan, partitions: &[PartitionLoad]) {
+    let all: BTreeSet<&PartitionId> = partitions.iter().map(|p| &p.id).collect();
+    let targeted: BTreeSet<&PartitionId> = plan.target.keys().collect();
+    let contested: BTreeSet<&PartitionId> = plan.contested.iter().collect();
+    assert_eq!(
+        targeted.union(&contested).copied().collect::<BTreeSet<_>>(),
+        all
+    );
+    assert!(targeted.is_disjoint(&contested));
+    let mut owners: BTreeMap<&PartitionId, &str> = BTreeMap::new();
+    for (m, a) in &plan.assignments {
+        for p in &a.partitions {
+            assert!(owners.insert(p, m).is_none(), "{p} owned twice");
+            assert_eq!(plan.target.get(p).map(String::as_str), Some(m.as_str()));
+        }
+    }
+    for mv in &plan.moves {
+        assert!(
+            !owners.contains_key(&mv.partition),
+            "{} moving and owned",
+            mv.partition
+        );
+        assert_eq!(plan.target.get(&mv.partition), Some(&mv.to));
+    }
+    assert_eq!(owners.len() + plan.moves.len(), plan.target.len());
+}
+
+/// Rule 2's bound on the targets: max − min of weight/capacity ≤ heaviest / smallest
+/// capacity (cross-multiplied, exact).
+fn check_balance(plan: &Plan, members: &[Member], partitions: &[PartitionLoad]) {
+    if members.is_empty() {
+        return;
+    }
+    let weight: BTreeMap<&PartitionId, u128> = partitions
+        .iter()
+        .map(|p| (&p.id, u128::from(p.weight())))
+        .collect();
+    let mut load: BTreeMap<&str, u128> = members.iter().map(|m| (m.id.as_str(), 0)).collect();
+    for (p, m) in &plan.target {
+        *load.get_mut(m.as_str()).unwrap() += weight[p];
+    }
+    let cap: BTreeMap<&str, u128> = members
+        .iter()
+        .map(|m| (m.id.as_str(), u128::from(m.meta.capacity)))
+        .collect();
+    let wmax = plan.target.keys().map(|p| weight[p]).max().unwrap_or(0);
+    let cmin = cap.values().copied().min().unwrap();
+    for (x, lx) in &load {
+        for (y, ly) in &load {
+            let (cx, cy) = (cap[x], cap[y]);
+            // lx/cx − ly/cy ≤ wmax/cmin  ⇔  (lx·cy − ly·cx)·cmin ≤ wmax·cx·cy
+            let lhs = (lx * cy).saturating_sub(ly * cx) * cmin;
+            assert!(
+                lhs <= wmax * cx * cy,
+                "{x}={lx}/{cx} vs {y}={ly}/{cy}, wmax {wmax}"
+            );
+        }
+    }
+}
+
+/// Rule 4: what a member gets now it already owned, or nobody alive owned.
+fn check_cooperative(plan: &Plan, members: &[Member]) {
+    let (owners, contested) = super::assign::claimed_owners(members);
+    for (m, a) in &plan.assignments {
+        for p in &a.partitions {
+            assert!(!contested.contains(p));
+            if let Some(o) = owners.get(p) {
+                assert_eq!(o, m, "{p} handed from {o} to {m} in one generation");
+            }
+        }
+    }
+    for mv in &plan.moves {
+        assert_eq!(owners.get(&mv.partition), Some(&mv.from));
+        let revoked = &plan.assignments[&mv.from].revoked;
+        assert!(
+            revoked.contains(&mv.partition),
+            "{} not revoked from {}",
+            mv.partition,
+            mv.from
+        );
+    }
+}
+
+/// The next generation's members: each claims what it got now, in `generation`.
+fn released(members: &[Member], plan: &Plan, generation: i32) -> Vec<Member> {
+    members
+        .iter()
+        .map(|m| {
+            let owned = plan.assignments[&m.id].partitions.clone();
+            member(
+                &m.id,
+                m.meta.capacity,
+                if owned.is_empty() { -1 } else { generation },
+                &owned,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn exactly_one_owner() {
+    let parts = loads(10);
+    let ms = [
+        member("a", 1, -1, &[]),
+        member("b", 1, -1, &[]),
+        member("c", 1, -1, &[]),
+    ];
+    let plan = assign(&ms, &parts);
+    check_exactly_one_owner(&plan, &parts);
+    // Nobody owned anything: everything is assigned at once, 4/3/3.
+    assert!(plan.moves.is_empty());
+    let mut sizes: Vec<usize> = plan
+        .assignments
+        .values()
+        .map(|a| a.partitions.len())
+        .collect();
+    sizes.sort();
+    assert_eq!(sizes, [3, 3, 4]);
+}
+
+#[test]
+fn balanced_by_weight() {
+    // One hot partition (lag) and five idle ones: the hot one alone on one member.
+    let mut parts = loads(6);
+    parts[2].lag_bytes = 1_000_000;
+    let ms = [member("a", 1, -1, &[]), member("b", 1, -1, &[])];
+    let plan = assign(&ms, &parts);
+    let hot_owner = &plan.target[&pid("t", 2)];
+    let others: Vec<&PartitionId> = plan
+        .target
+        .iter()
+        .filter(|(_, m)| *m == hot_owner)
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(others, [&pid("t", 2)]);
+    // Capacity: a worker of capacity 2 gets twice the idle partitions.
+    let ms = [member("a", 2, -1, &[]), member("b", 1, -1, &[])];
+    let plan = assign(&ms, &loads(9));
+    assert_eq!(plan.assignments["a"].partitions.len(), 6);
+    assert_eq!(plan.assignments["b"].partitions.len(), 3);
+    // Throughput counts a minute's worth.
+    let p = PartitionLoad {
+        id: pid("t", 0),
+        lag_bytes: 10,
+        bytes_per_sec: 2,
+    };
+    assert_eq!(p.weight(), 130);
+}
+
+#[test]
+fn sticky() {
+    let parts = loads(6);
+    let a_owns: Vec<_> = (0..3).map(|p| pid("t", p)).collect();
+    let b_owns: Vec<_> = (3..6).map(|p| pid("t", p)).collect();
+    let ms = [member("a", 1, 4, &a_owns), member("b", 1, 4, &b_owns)];
+    let plan = assign(&ms, &parts);
+    assert!(plan.moves.is_empty());
+    assert_eq!(plan.assignments["a"].partitions, a_owns);
+    assert_eq!(plan.assignments["b"].partitions, b_owns);
+    assert!(plan.assignments.values().all(|a| a.revoked.is_empty()));
+}
+
+#[test]
+fn cooperative_two_phases() {
+    // a owns all 6; b joins: 3 are revoked from a now and reach b only next generation.
+    let parts = loads(6);
+    let all: Vec<_> = (0..6).map(|p| pid("t", p)).collect();
+    let ms = vec![member("a", 1, 4, &all), member("b", 1, -1, &[])];
+    let plan = assign(&ms, &parts);
+    check_cooperative(&plan, &ms);
+    assert_eq!(plan.moves.len(), 3);
+    assert!(plan.assignments["b"].partitions.is_empty());
+    assert_eq!(plan.assignments["a"].partitions.len(), 3);
+    assert_eq!(plan.assignments["a"].revoked.len(), 3);
+    // a released them and rejoined: b gets them, nothing else moves.
+    let next = released(&ms, &plan, 5);
+    let plan2 = assign(&next, &parts);
+    check_cooperative(&plan2, &next);
+    assert!(plan2.moves.is_empty());
+    assert_eq!(plan2.assignments["b"].partitions.len(), 3);
+    assert_eq!(
+        plan2.assignments["a"].partitions,
+        plan.assignments["a"].partitions
+    );
+}
+
+#[test]
+fn a_departed_members_partitions_are_assigned_at_once() {
+    let parts = loads(4);
+    let ms = [member("a", 1, 4, &[pid("t", 0), pid("t", 1)])];
+    // b (owning 2 and 3) left: nobody alive owns them.
+    let plan = assign(&ms, &parts);
+    assert!(plan.moves.is_empty());
+    assert_eq!(plan.assignments["a"].partitions.len(), 4);
+}
+
+#[test]
+fn contested_claims() {
+    let parts = loads(2);
+    // The higher generation wins; the stale claimant releases it.
+    let ms = [
+        member("a", 1, 5, &[pid("t", 0)]),
+        member("b", 1, 4, &[pid("t", 0)]),
+    ];
+    let plan = assign(&ms, &parts);
+    assert!(plan.assignments["a"].partitions.contains(&pid("t", 0)));
+    assert_eq!(plan.assignments["b"].revoked, [pid("t", 0)]);
+    // A tie: neither keeps it.
+    let ms = [
+        member("a", 1, 5, &[pid("t", 0)]),
+        member("b", 1, 5, &[pid("t", 0)]),
+    ];
+    let plan = assign(&ms, &parts);
+    assert_eq!(plan.contested, [pid("t", 0)]);
+    assert!(
+        plan.assignments
+            .values()
+            .all(|a| !a.partitions.contains(&pid("t", 0)))
+    );
+    assert!(
+        plan.assignments
+            .values()
+            .all(|a| a.revoked == [pid("t", 0)])
+    );
+    check_exactly_one_owner(&plan, &parts);
+}
+
+#[test]
+fn a_deleted_partition_is_revoked() {
+    let ms = [member("a", 1, 3, &[pid("gone", 0), pid("t", 0)])];
+    let plan = assign(&ms, &loads(1));
+    assert_eq!(plan.assignments["a"].partitions, [pid("t", 0)]);
+    assert_eq!(plan.assignments["a"].revoked, [pid("gone", 0)]);
+}
+
+#[test]
+fn no_members_no_plan() {
+    assert_eq!(assign(&[], &loads(3)), Plan::default());
+}
+
+// ---- properties ----------------------------------------------------------------------------
+
+/// Members `m0..mN` with capacities, claims (a random previous owner or none per partition,
+/// some with stale generations), and partitions with random weights.
+fn scenario() -> impl Strategy<Value = (Vec<Member>, Vec<PartitionLoad>)> {
+    (1usize..6, 0usize..40).prop_flat_map(|(n, parts)| {
+        (
+            proptest::collection::vec(1u32..4, n),
+            proptest::collection::vec((0u64..5_000, 0u64..50), parts),
+            proptest::collection::vec(proptest::option::of(0usize..n), parts),
+            proptest::collection::vec(3i32..6, n),
+            // Departed members' claims are simply absent; a few partitions claimed twice.
+            proptest::collection::vec(proptest::option::of(0usize..n), parts),
+        )
+            .prop_map(move |(caps, weights, owner, gens, second)| {
+                let partitions: Vec<PartitionLoad> = weights
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (lag, bps))| PartitionLoad {
+                        id: pid(&format!("t{}", i % 3), i as i32),
+                        lag_bytes: *lag,
+                        bytes_per_sec: *bps,
+                    })
+                    .collect();
+                let mut owned = vec![Vec::new(); n];
+                for (i, o) in owner.iter().enumerate() {
+                    if let Some(o) = o {
+                        owned[*o].push(partitions[i].id.clone());
+                    }
+                    if let (Some(s), true) = (second[i], i % 7 == 0) {
+                        owned[s].push(partitions[i].id.clone());
+                    }
+                }
+                let members = (0..n)
+                    .map(|i| member(&format!("m{i}"), caps[i], gens[i], &owned[i]))
+                    .collect();
+                (members, partitions)
+            })
+    })
+}
+
+proptest! {
+    #[test]
+    fn prop_exactly_one_owner_balance_and_cooperation((ms, parts) in scenario()) {
+        let plan = assign(&ms, &parts);
+        check_exactly_one_owner(&plan, &parts);
+        check_balance(&plan, &ms, &parts);
+        check_cooperative(&plan, &ms);
+        prop_assert_eq!(plan.assignments.len(), ms.len());
+    }
+
+    #[test]
+    fn prop_sticky_when_balanced((ms, parts) in scenario()) {
+        // Run until the moves are done: the balanced result then moves nothing.
+        let mut members = ms;
+        let mut generation = 10;
+        for _ in 0..6 {
+            let plan = assign(&members, &parts);
+            members = released(&members, &plan, generation);
+            generation += 1;
+        }
+        let plan = assign(&members, &parts);
+        prop_assert!(plan.moves.is_empty(), "still moving after 6 generations: {:?}", plan.moves);
+        let again = assign(&released(&members, &plan, generation), &parts);
+        prop_assert!(again.moves.is_empty());
+        prop_assert_eq!(&again.assignments, &plan.assignments);
+        for a in plan.assignments.values() {
+            prop_assert!(a.revoked.is_empty());
+        }
+    }
+
+    #[test]
+    fn prop_two_phase_handover_never_overlaps((ms, parts) in scenario()) {
+        // Across a generation change, a partition owned now by X is owned next only by X
+        // or, if X released it, by its planned new owner.
+        let plan = assign(&ms, &parts);
+        let next_members = released(&ms, &plan, 20);
+        let next = assign(&next_members, &parts);
+        check_cooperative(&next, &next_members);
+        let now: BTreeMap<&PartitionId, &String> = plan
+            .assignments
+            .iter()
+            .flat_map(|(m, a)| a.partitions.iter().map(move |p| (p, m)))
+            .collect();
+        for (m, a) in &next.assignments {
+            for p in &a.partitions {
+                if let Some(prev) = now.get(p) {
+                    prop_assert_eq!(*prev, m);
+                }
+            }
+        }
+    }
+}
+
+// ---- the protocol ------------------------------------------------------------------------
+
+#[test]
+fn the_protocol_writes_the_workers_metadata_and_leaves_out_undecodable_members() {
+    use bytes::Bytes;
+    use strait_client::group::{JoinedMember, Protocol};
+
+    let worker = super::protocol::Worker::new("node-1", 2);
+    worker.set_owned(7, vec![pid("t", 1)]);
+    worker.set_partitions(loads(4));
+    let mut proto = worker.protocol();
+    let protocols = proto.protocols().unwrap();
+    assert_eq!(protocols.len(), 1);
+    assert_eq!(protocols[0].0, super::PROTOCOL_NAME);
+    let meta = MemberMetadata::decode(&protocols[0].1).unwrap();
+    assert_eq!(
+        (meta.host.as_str(), meta.capacity, meta.generation),
+        ("node-1", 2, 7)
+    );
+    assert_eq!(meta.owned, [pid("t", 1)]);
+
+    let members = [
+        JoinedMember {
+            member_id: "a".into(),
+            instance_id: None,
+            metadata: protocols[0].1.clone(),
+        },
+        JoinedMember {
+            member_id: "b".into(),
+            instance_id: None,
+            metadata: Bytes::from_static(b"v9?"),
+        },
+    ];
+    let out = proto.assign(super::PROTOCOL_NAME, 8, &members).unwrap();
+    // Only a gets an assignment, and only what it owns: b (unreadable) might own the
+    // other three, so nobody gets them yet. b is reported.
+    assert_eq!(out.len(), 1);
+    let a = MemberAssignment::decode(&out[0].1).unwrap();
+    assert_eq!(a.partitions, [pid("t", 1)]);
+    assert!(a.revoked.is_empty());
+    let refused = worker.refused_members();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].0, "b");
+    assert_eq!(worker.last_plan().map(|(g, _)| g), Some(8));
+    // Another protocol name is refused.
+    assert!(proto.assign("range", 8, &members).is_err());
+}
+
+#[test]
+fn the_protocol_assigns_everything_when_every_member_is_readable() {
+    use strait_client::group::{JoinedMember, Protocol};
+
+    let worker = super::protocol::Worker::new("node-1", 1);
+    worker.set_partitions(loads(4));
+    let mut proto = worker.protocol();
+    let meta = proto.protocols().unwrap().remove(0).1;
+    let members = [
+        JoinedMember {
+            member_id: "a".into(),
+            instance_id: None,
+            metadata: meta.clone(),
+        },
+        JoinedMember {
+            member_id: "b".into(),
+            instance_id: Some("host-b".into()),
+            metadata: meta,
+        },
+    ];
+    let out = proto.assign(super::PROTOCOL_NAME, 1, &members).unwrap();
+    let sizes: Vec<usize> = out
+        .iter()
+        .map(|(_, b)| MemberAssignment::decode(b).unwrap().partitions.len())
+        .collect();
+    assert_eq!(sizes, [2, 2]);
+    assert!(worker.refused_members().is_empty());
+}
+
+#[test]
+fn control_jobs_are_assigned_like_partitions() {
+    let mut parts = loads(4);
+    parts.push(PartitionLoad::idle(PartitionId::control(0)));
+    assert!(PartitionId::control(0).is_control());
+    assert!(!pid("t", 0).is_control());
+    // Owned by a; b joins: the job stays with a or moves in two phases, never to both.
+    let all: Vec<_> = parts.iter().map(|p| p.id.clone()).collect();
+    let ms = vec![member("a", 1, 2, &all), member("b", 1, -1, &[])];
+    let plan = assign(&ms, &parts);
+    check_exactly_one_owner(&plan, &parts);
+    check_cooperative(&plan, &ms);
+    // It round-trips through the assignment encoding.
+    let a = &plan.assignments["a"];
+    assert_eq!(&MemberAssignment::decode(&a.encode().unwrap()).unwrap(), a);
+}
