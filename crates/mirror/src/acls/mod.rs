@@ -9,6 +9,7 @@
 //! and ACL sync stops for the run; replication goes on.
 
 pub mod delete;
+pub mod ledger;
 pub mod map;
 
 use std::collections::BTreeSet;
@@ -16,6 +17,7 @@ use std::collections::BTreeSet;
 use strait_client::{AclBinding, AclResource, Client, ErrorKind};
 
 pub use delete::{Deletions, Keep};
+pub use ledger::Ledger;
 pub use map::{AclPlan, Skip, plan, target_binding};
 
 use crate::config::model::SyncSpec;
@@ -145,11 +147,8 @@ pub struct AclSync {
     /// Set once a side turned out not to support ACLs: nothing more is tried.
     off: Option<String>,
     /// The bindings recorded as created (read from the state topic at the first sync; this
-    /// job is their only writer), including changes not written yet.
-    created: Option<BTreeSet<AclBinding>>,
-    /// Changes of `created` not on the state topic yet (a failed write): (recorded,
-    /// forgotten), written before anything else on the next sync.
-    unsaved: (BTreeSet<AclBinding>, BTreeSet<AclBinding>),
+    /// job is their only writer), with the changes not written yet ([`ledger`]).
+    ledger: Option<Ledger>,
     state: StateWriter,
 }
 
@@ -162,8 +161,7 @@ impl AclSync {
             source,
             target,
             off: (!flow.sync.topic_acls).then(|| "sync.topic_acls = false".to_owned()),
-            created: None,
-            unsaved: Default::default(),
+            ledger: None,
         }
     }
 
@@ -180,11 +178,11 @@ impl AclSync {
             return Ok(AclSyncReport::default());
         }
         self.save().await?;
-        let created = match &self.created {
-            Some(c) => c.clone(),
+        let created = match &self.ledger {
+            Some(l) => l.created().clone(),
             None => {
                 let c = read_created_acls(&self.target, &self.flow).await?;
-                self.created = Some(c.clone());
+                self.ledger = Some(Ledger::new(c.clone()));
                 c
             }
         };
@@ -298,33 +296,24 @@ impl AclSync {
         Ok(())
     }
 
-    /// Notes bindings recorded as created (`add`) and forgotten (`remove`), in memory and
-    /// among the unsaved changes.
+    /// Notes bindings recorded as created (`add`) and forgotten (`remove`).
     fn record(&mut self, add: &[AclBinding], remove: &[AclBinding]) {
-        let created = self.created.get_or_insert_with(BTreeSet::new);
-        let (added, removed) = &mut self.unsaved;
-        for b in remove {
-            created.remove(b);
-            added.remove(b);
-            removed.insert(b.clone());
-        }
-        for b in add {
-            created.insert(b.clone());
-            removed.remove(b);
-            added.insert(b.clone());
-        }
+        self.ledger
+            .get_or_insert_with(Ledger::default)
+            .record(add, remove);
     }
 
     /// Writes the unsaved changes to the state topic.
     async fn save(&mut self) -> Result<(), MirrorError> {
-        let (added, removed) = &self.unsaved;
-        if added.is_empty() && removed.is_empty() {
+        let Some(ledger) = &mut self.ledger else {
+            return Ok(());
+        };
+        let (add, remove) = ledger.unsaved();
+        if add.is_empty() && remove.is_empty() {
             return Ok(());
         }
-        let add: Vec<_> = added.iter().cloned().collect();
-        let remove: Vec<_> = removed.iter().cloned().collect();
         self.state.write_raw(record::records(&add, &remove)).await?;
-        self.unsaved = Default::default();
+        ledger.saved();
         Ok(())
     }
 
