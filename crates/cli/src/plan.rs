@@ -1,7 +1,8 @@
 //! `strait plan -c FILE`: a dry run of topic sync. For each enabled flow, what would be
 //! created or changed on the target and why, and which source topics are skipped and why.
-//! Also the topic ACLs `sync.topic_acls` would create. Reads both clusters; writes
-//! nothing. `--json` prints the same as one JSON document.
+//! Also the topic ACLs `sync.topic_acls` would create, and those Strait created that
+//! `sync.delete_topic_acls` would delete (or keeps, and why). Reads both clusters and the
+//! flow's state topic; writes nothing. `--json` prints the same as one JSON document.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -49,7 +50,7 @@ enum Acls {
     Plan(AclPlan),
 }
 
-/// What `sync.topic_acls` would create and skip.
+/// What `sync.topic_acls` would create, skip and delete.
 async fn acl_plan(flow: &Flow, source: &Client, target: &Client) -> anyhow::Result<Acls> {
     if !flow.sync.topic_acls {
         return Ok(Acls::Off);
@@ -77,12 +78,34 @@ fn render_acls(acls: &Acls) -> String {
             for (b, why) in &plan.skipped {
                 let _ = writeln!(out, "  acl     skip   {b}: {why}");
             }
+            let d = &plan.deletions;
+            for b in &d.delete {
+                let _ = writeln!(
+                    out,
+                    "  acl     delete {b}: created by Strait, its source ACL is gone"
+                );
+            }
+            for (b, why) in &d.kept {
+                let _ = writeln!(
+                    out,
+                    "  acl     keep   {b}: created by Strait, its source ACL is gone, kept: {why}"
+                );
+            }
+            for b in &d.forget {
+                let _ = writeln!(
+                    out,
+                    "  acl     forget {b}: created by Strait, no longer on the target"
+                );
+            }
             let _ = writeln!(
                 out,
-                "  acls: {} to create, {} present, {} not copied",
+                "  acls: {} to create, {} present, {} not copied, {} to delete, {} kept, {} to forget",
                 plan.create.len(),
                 plan.present,
-                plan.skipped.len()
+                plan.skipped.len(),
+                d.delete.len(),
+                d.kept.len(),
+                d.forget.len()
             );
         }
     }
@@ -138,7 +161,17 @@ fn plan_json(flow: &Flow, plan: &TopicPlan, acls: &Acls) -> Value {
         .iter()
         .map(|(t, why)| json!({ "topic": t, "reason": why.to_string() }))
         .collect();
-    let acls = match acls {
+    let acls = acls_json(acls);
+    json!({
+        "flow": flow.name, "source": flow.source, "target": flow.target,
+        "create": create, "alter_configs": alter, "grow_partitions": grow,
+        "replicate": replicate, "skipped": skipped, "acls": acls,
+    })
+}
+
+/// The ACL part of a flow's plan as JSON.
+fn acls_json(acls: &Acls) -> Value {
+    match acls {
         Acls::Off => json!({ "enabled": false }),
         Acls::Unsupported(why) => json!({ "enabled": true, "unsupported": why }),
         Acls::Plan(p) => json!({
@@ -150,13 +183,16 @@ fn plan_json(flow: &Flow, plan: &TopicPlan, acls: &Acls) -> Value {
                 .iter()
                 .map(|(b, why)| json!({ "acl": b.to_string(), "reason": why.to_string() }))
                 .collect::<Vec<_>>(),
+            "delete": p.deletions.delete.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "kept": p
+                .deletions
+                .kept
+                .iter()
+                .map(|(b, why)| json!({ "acl": b.to_string(), "reason": why.to_string() }))
+                .collect::<Vec<_>>(),
+            "forget": p.deletions.forget.iter().map(ToString::to_string).collect::<Vec<_>>(),
         }),
-    };
-    json!({
-        "flow": flow.name, "source": flow.source, "target": flow.target,
-        "create": create, "alter_configs": alter, "grow_partitions": grow,
-        "replicate": replicate, "skipped": skipped, "acls": acls,
-    })
+    }
 }
 
 /// A small current-thread runtime: these commands make a handful of calls.
@@ -268,4 +304,64 @@ pub(crate) fn render(flow: &Flow, plan: &TopicPlan) -> String {
         plan.skipped.len()
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strait_client::rpc::authz::AclOperation;
+    use strait_client::{AclBinding, AclBindingOp, AclPattern, AclPermission, AclResource};
+    use strait_mirror::acls::{Deletions, Keep};
+
+    fn acl(name: &str) -> AclBinding {
+        AclBinding {
+            resource: AclResource::Topic,
+            name: name.into(),
+            pattern: AclPattern::Literal,
+            principal: "User:alice".into(),
+            host: "*".into(),
+            operation: AclBindingOp::Op(AclOperation::Read),
+            permission: AclPermission::Allow,
+        }
+    }
+
+    fn with_deletions() -> Acls {
+        Acls::Plan(AclPlan {
+            create: vec![acl("primary.new")],
+            present: 1,
+            skipped: Vec::new(),
+            deletions: Deletions {
+                delete: vec![acl("primary.gone")],
+                kept: vec![(acl("primary.held"), Keep::EmptySource)],
+                forget: vec![acl("primary.vanished")],
+            },
+        })
+    }
+
+    #[test]
+    fn the_text_plan_lists_each_acl_deletion_kept_and_forgotten_binding() {
+        let text = render_acls(&with_deletions());
+        let line = |verb: &str, name: &str| {
+            text.lines()
+                .any(|l| l.contains(&format!("acl     {verb} ")) && l.contains(name))
+        };
+        assert!(line("create", "`primary.new`"), "{text}");
+        assert!(line("delete", "`primary.gone`"), "{text}");
+        assert!(line("keep  ", "`primary.held`"), "{text}");
+        assert!(text.contains("deletions are held"), "{text}");
+        assert!(line("forget", "`primary.vanished`"), "{text}");
+        assert!(
+            text.contains("1 to create, 1 present, 0 not copied, 1 to delete, 1 kept, 1 to forget"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_json_plan_lists_the_same_deletions() {
+        let v = acls_json(&with_deletions());
+        assert_eq!(v["delete"], json!([acl("primary.gone").to_string()]));
+        assert_eq!(v["forget"], json!([acl("primary.vanished").to_string()]));
+        assert_eq!(v["kept"][0]["acl"], json!(acl("primary.held").to_string()));
+        assert_eq!(v["kept"][0]["reason"], json!(Keep::EmptySource.to_string()));
+    }
 }

@@ -9,7 +9,8 @@ use std::fmt;
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::{
-    ApiKey, CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest, DescribeAclsResponse,
+    ApiKey, CreateAclsRequest, DeleteAclsRequest, DeleteAclsResponse, DescribeAclsRequest,
+    DescribeAclsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -101,7 +102,8 @@ impl fmt::Display for AclBinding {
 }
 
 impl AclResource {
-    fn code(self) -> i8 {
+    /// The protocol code.
+    pub fn code(self) -> i8 {
         match self {
             AclResource::Topic => 2,
             AclResource::Group => 3,
@@ -111,7 +113,8 @@ impl AclResource {
         }
     }
 
-    fn from_code(c: i8) -> Self {
+    /// The value of a protocol code (unknown codes kept as `Other`).
+    pub fn from_code(c: i8) -> Self {
         match c {
             2 => AclResource::Topic,
             3 => AclResource::Group,
@@ -123,7 +126,8 @@ impl AclResource {
 }
 
 impl AclPattern {
-    fn code(self) -> i8 {
+    /// The protocol code.
+    pub fn code(self) -> i8 {
         match self {
             AclPattern::Literal => 3,
             AclPattern::Prefixed => 4,
@@ -131,7 +135,8 @@ impl AclPattern {
         }
     }
 
-    fn from_code(c: i8) -> Self {
+    /// The value of a protocol code (unknown codes kept as `Other`).
+    pub fn from_code(c: i8) -> Self {
         match c {
             3 => AclPattern::Literal,
             4 => AclPattern::Prefixed,
@@ -141,7 +146,8 @@ impl AclPattern {
 }
 
 impl AclBindingOp {
-    fn code(self) -> i8 {
+    /// The protocol code.
+    pub fn code(self) -> i8 {
         match self {
             AclBindingOp::All => 2,
             AclBindingOp::Op(op) => op.code() as i8,
@@ -149,7 +155,8 @@ impl AclBindingOp {
         }
     }
 
-    fn from_code(c: i8) -> Self {
+    /// The value of a protocol code (unknown codes kept as `Other`).
+    pub fn from_code(c: i8) -> Self {
         if c == 2 {
             return AclBindingOp::All;
         }
@@ -161,7 +168,8 @@ impl AclBindingOp {
 }
 
 impl AclPermission {
-    fn code(self) -> i8 {
+    /// The protocol code.
+    pub fn code(self) -> i8 {
         match self {
             AclPermission::Deny => 2,
             AclPermission::Allow => 3,
@@ -169,7 +177,8 @@ impl AclPermission {
         }
     }
 
-    fn from_code(c: i8) -> Self {
+    /// The value of a protocol code (unknown codes kept as `Other`).
+    pub fn from_code(c: i8) -> Self {
         match c {
             2 => AclPermission::Deny,
             3 => AclPermission::Allow,
@@ -236,6 +245,53 @@ pub fn delete_request(bindings: &[AclBinding]) -> DeleteAclsRequest {
     )
 }
 
+/// The outcome of a DeleteAcls response for the `bindings` of [`delete_request`], one per
+/// binding in order: how many ACLs it deleted (0: it was not there), or its error. A
+/// response with another number of results than filters is a protocol error; so is a
+/// deleted ACL that is not the binding its exact filter names (reported on that binding:
+/// the broker deleted something Strait did not ask for).
+pub fn deleted(resp: DeleteAclsResponse, bindings: &[AclBinding]) -> Result<Vec<Result<usize>>> {
+    if resp.filter_results.len() != bindings.len() {
+        return Err(Error::protocol(format!(
+            "DeleteAcls answered {} results for {} filters",
+            resp.filter_results.len(),
+            bindings.len()
+        ))
+        .api(ApiKey::DeleteAcls));
+    }
+    let check = |code, msg: &Option<StrBytes>| {
+        Error::check_code(code, msg.as_ref().map(|m| m.as_str()))
+            .map_err(|e| e.api(ApiKey::DeleteAcls))
+    };
+    Ok(resp
+        .filter_results
+        .into_iter()
+        .zip(bindings)
+        .map(|(r, b)| {
+            check(r.error_code, &r.error_message)?;
+            for m in &r.matching_acls {
+                check(m.error_code, &m.error_message)?;
+                let got = AclBinding {
+                    resource: AclResource::from_code(m.resource_type),
+                    name: m.resource_name.to_string(),
+                    pattern: AclPattern::from_code(m.pattern_type),
+                    principal: m.principal.to_string(),
+                    host: m.host.to_string(),
+                    operation: AclBindingOp::from_code(m.operation),
+                    permission: AclPermission::from_code(m.permission_type),
+                };
+                if &got != b {
+                    return Err(Error::protocol(format!(
+                        "DeleteAcls for {b} reports deleting another ACL: {got}"
+                    ))
+                    .api(ApiKey::DeleteAcls));
+                }
+            }
+            Ok(r.matching_acls.len())
+        })
+        .collect())
+}
+
 /// The bindings of a DescribeAcls response, or its error.
 pub fn described(resp: DescribeAclsResponse) -> Result<Vec<AclBinding>> {
     Error::check_code(
@@ -299,7 +355,8 @@ impl Client {
             .collect())
     }
 
-    /// Deletes exactly `bindings`; per binding, how many ACLs matched, or its error.
+    /// Deletes exactly `bindings` (one exact filter each); per binding, how many ACLs it
+    /// deleted, or its error ([`deleted`]).
     pub async fn delete_acls(&self, bindings: &[AclBinding]) -> Result<Vec<Result<usize>>> {
         if bindings.is_empty() {
             return Ok(Vec::new());
@@ -309,22 +366,7 @@ impl Client {
                 self.send_any(|_| Ok(delete_request(bindings)))
             })
             .await?;
-        if resp.filter_results.len() != bindings.len() {
-            return Err(Error::protocol(format!(
-                "DeleteAcls answered {} results for {} filters",
-                resp.filter_results.len(),
-                bindings.len()
-            )));
-        }
-        Ok(resp
-            .filter_results
-            .into_iter()
-            .map(|r| {
-                Error::check_code(r.error_code, r.error_message.as_ref().map(|m| m.as_str()))
-                    .map(|()| r.matching_acls.len())
-                    .map_err(|e| e.api(ApiKey::DeleteAcls))
-            })
-            .collect())
+        deleted(resp, bindings)
     }
 }
 
@@ -389,16 +431,112 @@ mod tests {
     }
 
     #[test]
-    fn delete_acls_filters_match_one_binding_exactly() {
-        let bytes = encode(&delete_request(&[binding()]), 1);
-        let back = DeleteAclsRequest::decode(&mut bytes::Bytes::from(bytes), 1).expect("decode");
-        let f = &back.filters[0];
-        assert_eq!(f.resource_type_filter, 2);
-        assert_eq!(f.resource_name_filter.as_deref(), Some("orders"));
-        assert_eq!(f.pattern_type_filter, 4);
-        assert_eq!(f.principal_filter.as_deref(), Some("User:alice"));
-        assert_eq!(f.host_filter.as_deref(), Some("*"));
-        assert_eq!((f.operation, f.permission_type), (3, 3));
+    fn delete_acls_v1_is_one_exact_filter_per_binding_in_the_protocol_bytes() {
+        // DeleteAcls v1: filters => resource_type_filter INT8, resource_name_filter
+        // NULLABLE_STRING, pattern_type_filter INT8, principal_filter NULLABLE_STRING,
+        // host_filter NULLABLE_STRING, operation INT8, permission_type INT8. Every field is
+        // set: no ANY (1), no null name, principal or host, so it matches that binding only.
+        let mut want = 1i32.to_be_bytes().to_vec();
+        want.push(2);
+        want.extend(str16("orders"));
+        want.push(4);
+        want.extend(str16("User:alice"));
+        want.extend(str16("*"));
+        want.push(3);
+        want.push(3);
+        assert_eq!(encode(&delete_request(&[binding()]), 1), want);
+    }
+
+    #[test]
+    fn delete_acls_v2_is_the_flexible_form_of_the_same_filter() {
+        // v2+: compact array (n + 1), compact strings (len + 1), a tag buffer per filter
+        // and one for the request.
+        fn compact(s: &str) -> Vec<u8> {
+            let mut v = vec![s.len() as u8 + 1];
+            v.extend_from_slice(s.as_bytes());
+            v
+        }
+        let mut want = vec![2u8, 2];
+        want.extend(compact("orders"));
+        want.push(4);
+        want.extend(compact("User:alice"));
+        want.extend(compact("*"));
+        want.extend([3, 3, 0, 0]);
+        assert_eq!(encode(&delete_request(&[binding()]), 2), want);
+    }
+
+    /// A DeleteAcls v1 response body: per filter result, its error and matching ACLs.
+    fn delete_response_v1(results: &[(i16, Vec<AclBinding>)]) -> DeleteAclsResponse {
+        let mut b = 0i32.to_be_bytes().to_vec(); // throttle_time_ms
+        b.extend((results.len() as i32).to_be_bytes());
+        for (code, acls) in results {
+            b.extend(code.to_be_bytes());
+            b.extend((-1i16).to_be_bytes()); // error_message: null
+            b.extend((acls.len() as i32).to_be_bytes());
+            for a in acls {
+                b.extend(0i16.to_be_bytes());
+                b.extend((-1i16).to_be_bytes());
+                b.push(a.resource.code() as u8);
+                b.extend(str16(&a.name));
+                b.push(a.pattern.code() as u8);
+                b.extend(str16(&a.principal));
+                b.extend(str16(&a.host));
+                b.push(a.operation.code() as u8);
+                b.push(a.permission.code() as u8);
+            }
+        }
+        let mut bytes = bytes::Bytes::from(b);
+        let r = DeleteAclsResponse::decode(&mut bytes, 1).expect("decode");
+        assert!(bytes.is_empty(), "the whole body is read");
+        r
+    }
+
+    #[test]
+    fn a_delete_acls_response_counts_what_each_filter_deleted() {
+        let other = AclBinding {
+            name: "payments".into(),
+            ..binding()
+        };
+        let resp = delete_response_v1(&[(0, vec![binding()]), (0, vec![])]);
+        let got = deleted(resp, &[binding(), other]).expect("results");
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].as_ref().ok(), Some(&1));
+        assert_eq!(got[1].as_ref().ok(), Some(&0));
+    }
+
+    #[test]
+    fn a_delete_acls_error_is_typed_per_binding() {
+        let resp = delete_response_v1(&[(31, vec![])]);
+        let got = deleted(resp, &[binding()]).expect("results");
+        let e = got[0].as_ref().expect_err("CLUSTER_AUTHORIZATION_FAILED");
+        assert_eq!(e.kafka_code(), Some(31));
+        assert_eq!(e.api_key(), Some(ApiKey::DeleteAcls));
+    }
+
+    #[test]
+    fn a_delete_acls_answer_with_another_count_or_another_acl_is_refused() {
+        let resp = delete_response_v1(&[(0, vec![]), (0, vec![])]);
+        let e = deleted(resp, &[binding()]).expect_err("2 results for 1 filter");
+        assert!(matches!(e.kind(), crate::ErrorKind::Protocol(_)), "{e}");
+        let stranger = AclBinding {
+            principal: "User:mallory".into(),
+            ..binding()
+        };
+        let resp = delete_response_v1(&[(0, vec![stranger])]);
+        let got = deleted(resp, &[binding()]).expect("results");
+        let e = got[0].as_ref().expect_err("a different ACL was deleted");
+        assert!(e.to_string().contains("User:mallory"), "{e}");
+    }
+
+    #[test]
+    fn a_delete_acls_response_declaring_more_results_than_it_holds_is_a_decode_error() {
+        // The count is read off the wire: 1,000,000 filter results in a 10-byte body is
+        // refused by the (bounded) decoder, not allocated.
+        let mut b = 0i32.to_be_bytes().to_vec();
+        b.extend(1_000_000i32.to_be_bytes());
+        b.extend([0, 0]);
+        let r = DeleteAclsResponse::decode(&mut bytes::Bytes::from(b), 1);
+        assert!(r.is_err());
     }
 
     #[test]

@@ -17,9 +17,12 @@
 //!   target's own topics, so such bindings are skipped and reported;
 //! - any other pattern type is skipped and reported.
 
+use std::collections::BTreeSet;
+
 use strait_client::rpc::authz::AclOperation;
 use strait_client::{AclBinding, AclBindingOp, AclPattern, AclPermission, AclResource};
 
+use super::delete::{Deletions, decide};
 use crate::config::model::NamingPolicy;
 use crate::config::{Flow, TopicDecision};
 
@@ -107,12 +110,21 @@ pub struct AclPlan {
     pub present: usize,
     /// Source bindings not copied, with the reason.
     pub skipped: Vec<(AclBinding, Skip)>,
+    /// What becomes of the bindings Strait created ([`super::delete`]).
+    pub deletions: Deletions,
 }
 
-/// Plans a sync: the target bindings of `source` that `target` does not hold yet.
-pub fn plan(source: &[AclBinding], target: &[AclBinding], flow: &Flow) -> AclPlan {
+/// Plans a sync: the target bindings of `source` that `target` does not hold yet, and
+/// the deletions among `created` (the bindings Strait recorded as created) under
+/// `sync.delete_topic_acls`.
+pub fn plan(
+    source: &[AclBinding],
+    target: &[AclBinding],
+    created: &BTreeSet<AclBinding>,
+    flow: &Flow,
+) -> AclPlan {
     let mut out = AclPlan::default();
-    let mut wanted = std::collections::BTreeSet::new();
+    let mut wanted = BTreeSet::new();
     for b in source {
         match target_binding(b, flow) {
             Ok(t) => {
@@ -122,6 +134,13 @@ pub fn plan(source: &[AclBinding], target: &[AclBinding], flow: &Flow) -> AclPla
             Err(skip) => out.skipped.push((b.clone(), skip)),
         }
     }
+    out.deletions = decide(
+        &wanted,
+        target,
+        created,
+        source.is_empty(),
+        flow.sync.delete_topic_acls,
+    );
     for t in wanted {
         if target.contains(&t) {
             out.present += 1;
@@ -250,7 +269,7 @@ mod tests {
             acl("orders.", Prefixed, DESCRIBE, Allow),
         ];
         let target = vec![acl("primary.orders.", Prefixed, DESCRIBE, Allow)];
-        let p = plan(&source, &target, &f);
+        let p = plan(&source, &target, &BTreeSet::new(), &f);
         // ALL→READ and READ map to the same binding: created once.
         assert_eq!(
             p.create,
@@ -259,5 +278,30 @@ mod tests {
         assert_eq!(p.present, 1);
         assert_eq!(p.skipped.len(), 1);
         assert_eq!(p.skipped[0].1, Skip::Write);
+        assert_eq!(p.deletions, Deletions::default());
+    }
+
+    #[test]
+    fn a_plan_deletes_the_created_bindings_whose_source_acl_is_gone_when_enabled() {
+        let cfg = |delete: bool| {
+            let mut f = flow("prefix");
+            f.sync.delete_topic_acls = delete;
+            f
+        };
+        let source = vec![acl("payments", Literal, READ, Allow)];
+        let kept = acl("primary.payments", Literal, READ, Allow);
+        let stale = acl("primary.orders.eu", Literal, READ, Allow);
+        let foreign = acl("primary.orders.us", Literal, READ, Allow);
+        let target = vec![kept.clone(), stale.clone(), foreign];
+        let created = BTreeSet::from([kept, stale.clone()]);
+        let p = plan(&source, &target, &created, &cfg(true));
+        assert_eq!(p.deletions.delete, vec![stale.clone()]);
+        assert_eq!((p.create.len(), p.present), (0, 1));
+        let p = plan(&source, &target, &created, &cfg(false));
+        assert!(p.deletions.delete.is_empty());
+        assert_eq!(
+            p.deletions.kept,
+            vec![(stale, crate::acls::delete::Keep::Disabled)]
+        );
     }
 }

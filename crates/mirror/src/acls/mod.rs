@@ -1,19 +1,29 @@
 //! Topic ACL sync (`sync.topic_acls`, MM2's `sync.topic.acls.enabled`): the source's
-//! topic ACLs, mapped by [`map`], created on the target where missing. Strait only ever
-//! creates: it never deletes or changes an ACL on the target (neither does MM2).
+//! topic ACLs, mapped by [`map`], created on the target where missing. Each binding Strait
+//! creates is recorded in the flow's state topic ([`crate::state::acls`]); with
+//! `sync.delete_topic_acls` the recorded ones whose source ACL is gone are deleted
+//! ([`delete`] has the rules). An ACL Strait did not create is never deleted or changed.
 //!
 //! A cluster without an authorizer, or one whose ACL APIs answer what cannot be decoded
 //! (Tansu 0.6: an empty DescribeAcls, a malformed CreateAcls), is reported once, clearly,
 //! and ACL sync stops for the run; replication goes on.
 
+pub mod delete;
+pub mod ledger;
 pub mod map;
 
-use strait_client::{AclResource, Client, ErrorKind};
+use std::collections::BTreeSet;
 
+use strait_client::{AclBinding, AclResource, Client, ErrorKind};
+
+pub use delete::{Deletions, Keep};
+pub use ledger::Ledger;
 pub use map::{AclPlan, Skip, plan, target_binding};
 
-use crate::config::Flow;
+use crate::config::model::SyncSpec;
+use crate::config::{Flow, KeyPath, Problem};
 use crate::error::MirrorError;
+use crate::state::{StateWriter, acls as record, read_created_acls};
 
 /// Kafka's SECURITY_DISABLED: the cluster has no authorizer.
 const SECURITY_DISABLED: i16 = 54;
@@ -27,6 +37,24 @@ pub struct AclSyncReport {
     pub present: usize,
     /// Source ACLs not copied (reasons are logged at debug).
     pub skipped: usize,
+    /// ACLs Strait created that it deleted from the target.
+    pub deleted: usize,
+    /// ACLs Strait created, no longer desired, that it kept (reasons logged at debug).
+    pub kept: usize,
+    /// ACLs Strait created that the target no longer held: forgotten.
+    pub forgotten: usize,
+}
+
+/// `sync.delete_topic_acls` without `sync.topic_acls` is a config problem: it would do
+/// nothing.
+pub(crate) fn config_problem(sync: &SyncSpec, at: &KeyPath) -> Option<Problem> {
+    (sync.delete_topic_acls && !sync.topic_acls).then(|| {
+        Problem::new(
+            at.key("delete_topic_acls"),
+            "delete_topic_acls = true does nothing with topic_acls = false",
+        )
+        .expected("topic_acls = true, or delete_topic_acls = false")
+    })
 }
 
 /// Whether a side supports ACLs, as far as Strait can tell.
@@ -69,8 +97,22 @@ impl std::fmt::Display for AclError {
     }
 }
 
-/// Reads both sides' topic ACLs and plans the sync.
+/// Reads both sides' topic ACLs and the bindings Strait recorded as created (the flow's
+/// state topic), and plans the sync.
 pub async fn plan_sync(source: &Client, target: &Client, flow: &Flow) -> Result<AclPlan, AclError> {
+    let created = read_created_acls(target, flow)
+        .await
+        .map_err(AclError::Failed)?;
+    plan_with(source, target, flow, &created).await
+}
+
+/// [`plan_sync`] with the created set known.
+async fn plan_with(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    created: &BTreeSet<AclBinding>,
+) -> Result<AclPlan, AclError> {
     let src = source
         .describe_acls(AclResource::Topic)
         .await
@@ -79,7 +121,7 @@ pub async fn plan_sync(source: &Client, target: &Client, flow: &Flow) -> Result<
         .describe_acls(AclResource::Topic)
         .await
         .map_err(|e| acl_error("describe ACLs", e, &flow.target, flow))?;
-    Ok(plan(&src, &dst, flow))
+    Ok(plan(&src, &dst, created, flow))
 }
 
 fn acl_error(what: &str, e: strait_client::Error, cluster: &str, flow: &Flow) -> AclError {
@@ -104,6 +146,10 @@ pub struct AclSync {
     target: Client,
     /// Set once a side turned out not to support ACLs: nothing more is tried.
     off: Option<String>,
+    /// The bindings recorded as created (read from the state topic at the first sync; this
+    /// job is their only writer), with the changes not written yet ([`ledger`]).
+    ledger: Option<Ledger>,
+    state: StateWriter,
 }
 
 impl AclSync {
@@ -111,9 +157,11 @@ impl AclSync {
     pub fn new(flow: &Flow, source: Client, target: Client) -> Self {
         AclSync {
             flow: flow.clone(),
+            state: StateWriter::new(target.clone(), flow),
             source,
             target,
             off: (!flow.sync.topic_acls).then(|| "sync.topic_acls = false".to_owned()),
+            ledger: None,
         }
     }
 
@@ -122,52 +170,185 @@ impl AclSync {
         self.off.as_deref()
     }
 
-    /// One round: create the missing target ACLs. A side without ACL support turns the
-    /// sync off (logged once at warn) and returns an empty report.
+    /// One round: create the missing target ACLs and record them, then (with
+    /// `sync.delete_topic_acls`) delete the recorded ones whose source ACL is gone. A side
+    /// without ACL support turns the sync off (logged once at warn).
     pub async fn sync_once(&mut self) -> Result<AclSyncReport, MirrorError> {
         if self.off.is_some() {
             return Ok(AclSyncReport::default());
         }
-        let plan = match plan_sync(&self.source, &self.target, &self.flow).await {
+        self.save().await?;
+        let created = match &self.ledger {
+            Some(l) => l.created().clone(),
+            None => {
+                let c = read_created_acls(&self.target, &self.flow).await?;
+                self.ledger = Some(Ledger::new(c.clone()));
+                c
+            }
+        };
+        let plan = match plan_with(&self.source, &self.target, &self.flow, &created).await {
             Ok(p) => p,
             Err(AclError::Unsupported(why)) => return Ok(self.turn_off(why)),
             Err(AclError::Failed(e)) => return Err(e),
         };
+        let flow = &self.flow.name;
         for (b, why) in &plan.skipped {
-            tracing::debug!(flow = %self.flow.name, acl = %b, reason = %why, "ACL not copied");
+            tracing::debug!(flow = %flow, acl = %b, reason = %why, "ACL not copied");
+        }
+        let d = &plan.deletions;
+        for (b, why) in &d.kept {
+            // Kept by config: debug. Held for a reason the operator should look at: warn.
+            if *why == Keep::Disabled {
+                tracing::debug!(flow = %flow, acl = %b, reason = %why, "ACL Strait created kept");
+            } else {
+                tracing::warn!(flow = %flow, cluster = %self.flow.target, acl = %b, reason = %why,
+                    "ACL Strait created, whose source ACL is gone, not deleted");
+            }
+        }
+        for b in &d.forget {
+            tracing::info!(flow = %flow, cluster = %self.flow.target, acl = %b,
+                "ACL Strait created is no longer on the target: forgotten");
         }
         let mut report = AclSyncReport {
-            created: 0,
             present: plan.present,
             skipped: plan.skipped.len(),
+            kept: d.kept.len(),
+            forgotten: d.forget.len(),
+            ..AclSyncReport::default()
         };
-        if plan.create.is_empty() {
-            return Ok(report);
+        self.record(&[], &d.forget);
+        let outcome = self.create(&plan, &mut report).await;
+        let outcome = match outcome {
+            Ok(()) => self.delete(&plan, &mut report).await,
+            e => e,
+        };
+        // What was created or deleted is recorded even when a later step failed.
+        let saved = self.save().await;
+        match outcome {
+            Ok(()) => saved.map(|()| report),
+            Err(AclError::Unsupported(why)) => {
+                saved?;
+                Ok(self.turn_off(why))
+            }
+            Err(AclError::Failed(e)) => Err(e),
         }
-        let results = match self.target.create_acls(&plan.create).await {
-            Ok(r) => r,
-            Err(e) => match acl_error("create ACLs", e, &self.flow.target, &self.flow) {
-                AclError::Unsupported(why) => return Ok(self.turn_off(why)),
-                AclError::Failed(e) => return Err(e),
-            },
-        };
+    }
+
+    async fn create(&mut self, plan: &AclPlan, report: &mut AclSyncReport) -> Result<(), AclError> {
+        if plan.create.is_empty() {
+            return Ok(());
+        }
+        let (flow, cluster) = (&self.flow, &self.flow.target);
+        let results = self
+            .target
+            .create_acls(&plan.create)
+            .await
+            .map_err(|e| acl_error("create ACLs", e, cluster, flow))?;
+        let mut done = Vec::new();
         for (b, r) in plan.create.iter().zip(results) {
             match r {
                 Ok(()) => {
                     report.created += 1;
-                    tracing::info!(flow = %self.flow.name, cluster = %self.flow.target, acl = %b, "created ACL");
+                    tracing::info!(flow = %flow.name, cluster = %cluster, acl = %b, "created ACL");
+                    done.push(b.clone());
                 }
                 Err(e) => {
-                    tracing::warn!(flow = %self.flow.name, cluster = %self.flow.target, acl = %b, error = %e, "cannot create ACL")
+                    tracing::warn!(flow = %flow.name, cluster = %cluster, acl = %b, error = %e, "cannot create ACL")
                 }
             }
         }
-        Ok(report)
+        self.record(&done, &[]);
+        Ok(())
+    }
+
+    async fn delete(&mut self, plan: &AclPlan, report: &mut AclSyncReport) -> Result<(), AclError> {
+        let delete = &plan.deletions.delete;
+        if delete.is_empty() {
+            return Ok(());
+        }
+        let (flow, cluster) = (&self.flow, &self.flow.target);
+        let results = self
+            .target
+            .delete_acls(delete)
+            .await
+            .map_err(|e| acl_error("delete ACLs", e, cluster, flow))?;
+        let mut gone = Vec::new();
+        for (b, r) in delete.iter().zip(results) {
+            match r {
+                Ok(0) => {
+                    report.forgotten += 1;
+                    tracing::info!(flow = %flow.name, cluster = %cluster, acl = %b,
+                        "ACL Strait created was already gone from the target: forgotten");
+                    gone.push(b.clone());
+                }
+                Ok(_) => {
+                    report.deleted += 1;
+                    tracing::info!(flow = %flow.name, cluster = %cluster, acl = %b,
+                        "deleted ACL Strait created (its source ACL is gone)");
+                    gone.push(b.clone());
+                }
+                Err(e) => {
+                    tracing::warn!(flow = %flow.name, cluster = %cluster, acl = %b, error = %e, "cannot delete ACL")
+                }
+            }
+        }
+        self.record(&[], &gone);
+        Ok(())
+    }
+
+    /// Notes bindings recorded as created (`add`) and forgotten (`remove`).
+    fn record(&mut self, add: &[AclBinding], remove: &[AclBinding]) {
+        self.ledger
+            .get_or_insert_with(Ledger::default)
+            .record(add, remove);
+    }
+
+    /// Writes the unsaved changes to the state topic.
+    async fn save(&mut self) -> Result<(), MirrorError> {
+        let Some(ledger) = &mut self.ledger else {
+            return Ok(());
+        };
+        let (add, remove) = ledger.unsaved();
+        if add.is_empty() && remove.is_empty() {
+            return Ok(());
+        }
+        self.state.write_raw(record::records(&add, &remove)).await?;
+        ledger.saved();
+        Ok(())
     }
 
     fn turn_off(&mut self, reason: String) -> AclSyncReport {
         tracing::warn!(flow = %self.flow.name, "{reason}; replication goes on");
         self.off = Some(reason);
         AclSyncReport::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::load_str;
+
+    fn load(sync: &str) -> Result<crate::config::Config, crate::config::ConfigError> {
+        load_str(
+            &format!(
+                "[clusters.a]\nbootstrap_servers = \"a:9092\"\n[clusters.b]\n\
+                 bootstrap_servers = \"b:9092\"\n[[flows]]\nsource = \"a\"\ntarget = \"b\"\n\
+                 [flows.sync]\n{sync}\n"
+            ),
+            "test.toml",
+            &|_| None,
+        )
+    }
+
+    #[test]
+    fn deleting_is_off_by_default_and_needs_topic_acls() {
+        let cfg = load("").expect("defaults");
+        assert!(cfg.flows[0].sync.topic_acls && !cfg.flows[0].sync.delete_topic_acls);
+        let cfg = load("delete_topic_acls = true").expect("with topic_acls on");
+        assert!(cfg.flows[0].sync.delete_topic_acls);
+        let e = load("topic_acls = false\ndelete_topic_acls = true").expect_err("does nothing");
+        let text = e.to_string();
+        assert!(text.contains("flows[0].sync.delete_topic_acls"), "{text}");
+        assert!(text.contains("topic_acls = false"), "{text}");
     }
 }

@@ -487,6 +487,9 @@ pub struct SyncSpec {
     /// Copy topic ACLs to the target (MM2's `sync.topic.acls.enabled`: WRITE dropped,
     /// ALL downgraded to READ).
     pub topic_acls: bool,
+    /// Delete the target topic ACLs Strait created whose source ACL is gone (needs
+    /// `topic_acls`; MM2 never deletes).
+    pub delete_topic_acls: bool,
     /// Commit the exact source positions of groups' target commits on the source (and
     /// write MM2 checkpoints there), so failback is ready at any moment.
     pub reverse_group_offsets: bool,
@@ -500,6 +503,7 @@ impl Default for SyncSpec {
             heartbeats: true,
             checkpoints: true,
             topic_acls: true,
+            delete_topic_acls: false,
             reverse_group_offsets: false,
         }
     }

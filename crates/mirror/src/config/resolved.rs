@@ -405,6 +405,8 @@ pub struct Sync {
     pub checkpoints: bool,
     /// Topic ACLs.
     pub topic_acls: bool,
+    /// Deleting the topic ACLs Strait created whose source ACL is gone.
+    pub delete_topic_acls: bool,
     /// Reverse group sync (target commits back onto the source).
     pub reverse_group_offsets: bool,
 }

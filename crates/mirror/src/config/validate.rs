@@ -616,6 +616,10 @@ impl Validator {
             self.duration(iv_at.key(key), d, INTERVAL_BOUNDS);
         }
 
+        if let Some(p) = crate::acls::config_problem(&spec.sync, &at.key("sync")) {
+            self.push(p);
+        }
+
         let delivery = super::delivery::resolve(
             &spec.delivery,
             &name,
@@ -656,6 +660,7 @@ impl Validator {
                 heartbeats: spec.sync.heartbeats,
                 checkpoints: spec.sync.checkpoints,
                 topic_acls: spec.sync.topic_acls,
+                delete_topic_acls: spec.sync.delete_topic_acls,
                 reverse_group_offsets: spec.sync.reverse_group_offsets,
             },
             intervals: Intervals {

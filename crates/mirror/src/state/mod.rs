@@ -9,7 +9,10 @@
 //! into the snapshots by [`read_state`].
 //! Replays (`strait replay`) keep their own maps in the same topic under keys of their own
 //! kind ([`replay`]), read with [`read_replays`] and never seen by [`read_state`].
+//! The topic ACLs the flow created on the target are recorded there too ([`acls`], key
+//! kind 4), read with [`read_created_acls`].
 
+pub mod acls;
 pub mod codec;
 pub mod delta;
 pub mod replay;
@@ -17,6 +20,7 @@ mod store;
 
 use std::collections::BTreeMap;
 
+pub use acls::read_created_acls;
 pub use codec::PartitionState;
 pub use replay::{ReplayKey, ReplayState, ReplayStatus};
 pub use store::{

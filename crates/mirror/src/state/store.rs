@@ -10,6 +10,7 @@ use strait_client::{
 };
 use strait_records::Compression;
 
+use super::acls::ACL_KEY_KIND;
 use super::codec::{PartitionState, decode_key, decode_value, encode_key, encode_value, key_kind};
 use super::delta::{DELTA_KEY_KIND, decode_delta_key, decode_delta_value, rebuild};
 use super::replay::{REPLAY_KEY_KIND, decode_replay_key, decode_replay_value};
@@ -60,7 +61,8 @@ pub async fn ensure_state_topic(target: &Client, flow: &Flow) -> Result<(), Mirr
 /// is an empty state. Only committed state counts: records written in a transaction
 /// (exactly-once) are taken once its COMMIT marker is read, never after an ABORT, whatever
 /// the broker's aborted list says (Tansu sends none). Replay records ([`super::replay`])
-/// are left out: they never change the flow's maps.
+/// and created-ACL records ([`super::acls`]) are left out: they never change the flow's
+/// maps.
 pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, MirrorError> {
     read_state_and_deltas(target, flow).await.map(|(s, _)| s)
 }
@@ -78,7 +80,7 @@ pub async fn read_state_and_deltas(
     let mut saved = SavedState::new();
     let mut deltas: BTreeMap<(String, i32), BTreeMap<u64, Vec<u8>>> = BTreeMap::new();
     read_records(target, flow, |key, value| {
-        if key_kind(key) == Some(REPLAY_KEY_KIND) {
+        if matches!(key_kind(key), Some(REPLAY_KEY_KIND | ACL_KEY_KIND)) {
             return Ok(());
         }
         if key_kind(key) == Some(DELTA_KEY_KIND) {
@@ -155,7 +157,7 @@ pub async fn read_replays(target: &Client, flow: &Flow) -> Result<SavedReplays, 
 /// Reads the flow's state topic from its log start to its end (the Fetch high watermark),
 /// handing every record's key and value (`None`: a tombstone) to `each` in offset order.
 /// A record without a key, or one `each` cannot decode, is an error naming its offset.
-async fn read_records(
+pub(super) async fn read_records(
     target: &Client,
     flow: &Flow,
     mut each: impl FnMut(&[u8], Option<&[u8]>) -> Result<(), String>,

@@ -1,0 +1,258 @@
+//! The state topic's record of the topic ACLs Strait created on the target (pure codec,
+//! and the reader): one record per binding, so that `sync.delete_topic_acls` deletes only
+//! ACLs Strait itself created ([`crate::acls`]). A binding is recorded after CreateAcls
+//! succeeded for it and tombstoned once it is deleted or found gone from the target.
+//!
+//! Key: `u8 kind (4) | i8 resource type | u16 length + resource name | i8 pattern type |
+//! u16 length + principal | u16 length + host | i8 operation | i8 permission`, big-endian
+//! (the protocol's codes, unknown ones kept as they are) — one key per binding, so
+//! compaction keeps each until its tombstone.
+//!
+//! Value: `u8 version (1) | u32 CRC-32C` of the key's bytes followed by the version byte:
+//! the checksum covers the binding in the key. Unknown versions are refused.
+
+use std::collections::BTreeSet;
+
+use strait_client::{AclBinding, AclBindingOp, AclPattern, AclPermission, AclResource, Client};
+
+use super::codec::{Reader, StateDecodeError};
+use crate::config::Flow;
+use crate::error::MirrorError;
+
+/// The first key byte of a created-ACL record.
+pub const ACL_KEY_KIND: u8 = 4;
+/// The value encoding version written.
+pub const ACL_VALUE_VERSION: u8 = 1;
+
+/// Encodes a binding's key; `None` when a field is longer than 65,535 bytes (such a
+/// binding cannot be recorded, so Strait never claims it).
+pub fn encode_acl_key(b: &AclBinding) -> Option<Vec<u8>> {
+    let mut k = Vec::with_capacity(12 + b.name.len() + b.principal.len() + b.host.len());
+    k.push(ACL_KEY_KIND);
+    k.push(b.resource.code() as u8);
+    put(&mut k, &b.name)?;
+    k.push(b.pattern.code() as u8);
+    put(&mut k, &b.principal)?;
+    put(&mut k, &b.host)?;
+    k.push(b.operation.code() as u8);
+    k.push(b.permission.code() as u8);
+    Some(k)
+}
+
+fn put(out: &mut Vec<u8>, s: &str) -> Option<()> {
+    let len = u16::try_from(s.len()).ok()?;
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(s.as_bytes());
+    Some(())
+}
+
+/// Decodes a binding's key.
+pub fn decode_acl_key(bytes: &[u8]) -> Result<AclBinding, StateDecodeError> {
+    let mut r = Reader::new(bytes);
+    let kind = r.u8()?;
+    if kind != ACL_KEY_KIND {
+        return Err(StateDecodeError::Version(kind));
+    }
+    let code = |r: &mut Reader<'_>| r.u8().map(|c| c as i8);
+    let resource = AclResource::from_code(code(&mut r)?);
+    let name = r.str()?;
+    let pattern = AclPattern::from_code(code(&mut r)?);
+    let principal = r.str()?;
+    let host = r.str()?;
+    let operation = AclBindingOp::from_code(code(&mut r)?);
+    let permission = AclPermission::from_code(code(&mut r)?);
+    r.end()?;
+    Ok(AclBinding {
+        resource,
+        name,
+        pattern,
+        principal,
+        host,
+        operation,
+        permission,
+    })
+}
+
+/// Encodes the value recorded under `key` (an [`encode_acl_key`]).
+pub fn encode_acl_value(key: &[u8]) -> Vec<u8> {
+    let mut v = vec![ACL_VALUE_VERSION];
+    let crc = crc32c::crc32c_append(crc32c::crc32c(key), &v);
+    v.extend_from_slice(&crc.to_be_bytes());
+    v
+}
+
+/// Checks the value recorded under `key`.
+pub fn decode_acl_value(key: &[u8], value: &[u8]) -> Result<(), StateDecodeError> {
+    let mut r = Reader::new(value);
+    let version = r.u8()?;
+    if version != ACL_VALUE_VERSION {
+        return Err(StateDecodeError::Version(version));
+    }
+    let crc = u32::from_be_bytes(r.array()?);
+    r.end()?;
+    if crc32c::crc32c_append(crc32c::crc32c(key), &value[..1]) != crc {
+        return Err(StateDecodeError::Checksum);
+    }
+    Ok(())
+}
+
+/// Folds one state record into the set of created bindings: a record adds its binding,
+/// a tombstone removes it. Records of other kinds are left alone.
+pub fn apply(
+    set: &mut BTreeSet<AclBinding>,
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> Result<(), StateDecodeError> {
+    if super::codec::key_kind(key) != Some(ACL_KEY_KIND) {
+        return Ok(());
+    }
+    let b = decode_acl_key(key)?;
+    match value {
+        None => {
+            set.remove(&b);
+        }
+        Some(v) => {
+            decode_acl_value(key, v)?;
+            set.insert(b);
+        }
+    }
+    Ok(())
+}
+
+/// State records that record `add` as created and forget `remove` (tombstones), for
+/// [`super::StateWriter::write_raw`]; the removals come first, so a binding in both ends
+/// up recorded. A binding that cannot be encoded is left out ([`encode_acl_key`]).
+pub fn records(add: &[AclBinding], remove: &[AclBinding]) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    let gone = remove.iter().filter_map(encode_acl_key).map(|k| (k, None));
+    let added = add.iter().filter_map(encode_acl_key).map(|k| {
+        let v = encode_acl_value(&k);
+        (k, Some(v))
+    });
+    gone.chain(added).collect()
+}
+
+/// Reads the bindings recorded as created by Strait from `flow`'s state topic (empty when
+/// the topic is missing).
+pub async fn read_created_acls(
+    target: &Client,
+    flow: &Flow,
+) -> Result<BTreeSet<AclBinding>, MirrorError> {
+    let mut set = BTreeSet::new();
+    super::store::read_records(target, flow, |key, value| {
+        apply(&mut set, key, value).map_err(|e| format!("created ACL record: {e}"))
+    })
+    .await
+    .map(|()| set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strait_client::rpc::authz::AclOperation;
+
+    fn binding() -> AclBinding {
+        AclBinding {
+            resource: AclResource::Topic,
+            name: "primary.orders".into(),
+            pattern: AclPattern::Literal,
+            principal: "User:alice".into(),
+            host: "*".into(),
+            operation: AclBindingOp::Op(AclOperation::Read),
+            permission: AclPermission::Allow,
+        }
+    }
+
+    #[test]
+    fn a_binding_round_trips_with_unknown_codes_kept() {
+        let mut odd = binding();
+        odd.pattern = AclPattern::Other(9);
+        odd.operation = AclBindingOp::Other(-3);
+        for b in [binding(), odd] {
+            let k = encode_acl_key(&b).expect("encodable");
+            assert_eq!(k[0], ACL_KEY_KIND);
+            assert_eq!(decode_acl_key(&k), Ok(b));
+            assert_eq!(decode_acl_value(&k, &encode_acl_value(&k)), Ok(()));
+        }
+    }
+
+    #[test]
+    fn every_single_bit_flip_of_key_or_value_and_every_truncation_is_rejected() {
+        let k = encode_acl_key(&binding()).expect("encodable");
+        let v = encode_acl_value(&k);
+        for i in 0..v.len() {
+            for bit in 0..8 {
+                let mut c = v.clone();
+                c[i] ^= 1 << bit;
+                assert!(
+                    decode_acl_value(&k, &c).is_err(),
+                    "value byte {i} bit {bit}"
+                );
+            }
+        }
+        // A flipped key either does not decode or no longer matches its checksum.
+        for i in 0..k.len() {
+            for bit in 0..8 {
+                let mut c = k.clone();
+                c[i] ^= 1 << bit;
+                let ok = decode_acl_key(&c).is_ok() && decode_acl_value(&c, &v).is_ok();
+                assert!(!ok, "key byte {i} bit {bit}");
+            }
+        }
+        for n in 0..k.len() {
+            assert!(decode_acl_key(&k[..n]).is_err(), "key truncated to {n}");
+        }
+        for n in 0..v.len() {
+            assert!(
+                decode_acl_value(&k, &v[..n]).is_err(),
+                "value truncated to {n}"
+            );
+        }
+        let mut longer = v.clone();
+        longer.push(0);
+        assert!(decode_acl_value(&k, &longer).is_err());
+    }
+
+    #[test]
+    fn unknown_versions_are_refused() {
+        let k = encode_acl_key(&binding()).expect("encodable");
+        let mut v = encode_acl_value(&k);
+        v[0] = 2;
+        assert_eq!(decode_acl_value(&k, &v), Err(StateDecodeError::Version(2)));
+    }
+
+    #[test]
+    fn a_field_too_long_to_record_is_never_claimed() {
+        let mut b = binding();
+        b.principal = "U".repeat(70_000);
+        assert_eq!(encode_acl_key(&b), None);
+        assert!(records(&[b], &[]).is_empty());
+    }
+
+    #[test]
+    fn records_then_tombstones_fold_into_the_set_and_other_kinds_are_ignored() {
+        let a = binding();
+        let b = AclBinding {
+            name: "primary.payments".into(),
+            ..binding()
+        };
+        let mut set = BTreeSet::new();
+        let feed = |recs: Vec<(Vec<u8>, Option<Vec<u8>>)>, set: &mut BTreeSet<AclBinding>| {
+            for (k, v) in recs {
+                apply(set, &k, v.as_deref()).expect("apply");
+            }
+        };
+        feed(records(&[a.clone(), b.clone()], &[]), &mut set);
+        // A flow partition key (kind 1) and a delta key (kind 3) are not ACL records.
+        apply(
+            &mut set,
+            &super::super::codec::encode_key("orders", 0),
+            Some(b"x"),
+        )
+        .expect("kind 1");
+        apply(&mut set, &[3, 0, 0], None).expect("kind 3");
+        assert_eq!(set, BTreeSet::from([a.clone(), b.clone()]));
+        // Removed and added in one write: recorded.
+        feed(records(std::slice::from_ref(&a), &[a.clone(), b]), &mut set);
+        assert_eq!(set, BTreeSet::from([a]));
+    }
+}
