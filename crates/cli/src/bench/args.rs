@@ -62,6 +62,9 @@ pub struct BenchArgs {
     /// the target is read as a `read_committed` consumer sees it.
     #[arg(long)]
     pub exactly_once: bool,
+    /// With `--exactly-once`: `delivery.transaction_interval` (default: the config's).
+    #[arg(long, value_parser = parse_duration, requires = "exactly_once")]
+    pub transaction_interval: Option<Duration>,
 }
 
 /// What the bench does.

@@ -72,6 +72,9 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if args.exactly_once {
         for f in &mut config.flows {
             f.delivery.guarantee = strait_mirror::config::delivery::Guarantee::ExactlyOnce;
+            if let Some(i) = args.transaction_interval {
+                f.delivery.transaction_interval = i;
+            }
         }
     }
     let target_topic = replicate::target_topic(&config, &topic)?;
