@@ -38,6 +38,9 @@ pub(crate) type Checkpoint = Vec<((String, i32), PartitionState, Arc<Progress>)>
 /// The running jobs of one flow.
 pub(crate) struct Control {
     tasks: JoinSet<()>,
+    /// The lead jobs ([`LeadJobs`]), empty while another process of the flow runs them.
+    lead: JoinSet<()>,
+    flow: Flow,
     /// Topic refresh results, in order.
     pub refreshed: mpsc::Receiver<Refreshed>,
     /// Where the flow hands checkpoints to the writer task (one at a time: a checkpoint
@@ -51,6 +54,15 @@ pub(crate) struct Control {
 pub(crate) struct Jobs {
     /// Topic discovery and config sync.
     pub topics: TopicSync,
+    /// The checkpoint writer (the flow keeps its own for births and the final write).
+    pub state: StateWriter,
+    /// The jobs only one process of a flow runs (all of them without scale-out).
+    pub lead: Option<LeadJobs>,
+}
+
+/// The control-plane jobs that run on one process of a flow only: with scale-out, on the
+/// member assigned the control pseudo-partition ([`crate::scale::PartitionId::control`]).
+pub(crate) struct LeadJobs {
     /// Group offset translation.
     pub groups: GroupSync,
     /// Target commits translated back onto the source (`sync.reverse_group_offsets`).
@@ -60,12 +72,13 @@ pub(crate) struct Jobs {
     /// Topic ACLs (`sync.topic_acls`; off by config, or once a side turns out not to
     /// support ACLs).
     pub acls: AclSync,
-    /// The checkpoint writer (the flow keeps its own for births and the final write).
-    pub state: StateWriter,
+    /// Scale-out: the maps of every partition of the flow, not only this process's, are
+    /// read from the state topic (target client, flow) before each group sync.
+    pub maps_from_state: Option<(strait_client::Client, Flow)>,
 }
 
 impl Control {
-    /// Starts every job of `flow`.
+    /// Starts every job of `flow` (the lead jobs when `jobs.lead` is there).
     pub fn start(flow: &Flow, jobs: Jobs, metrics: Metrics) -> Control {
         let mut tasks = JoinSet::new();
         let name = flow.name.clone();
@@ -89,12 +102,58 @@ impl Control {
                 }
             }
         });
-        let translated = Arc::new(AtomicUsize::new(0));
-        let (mut groups, t, n) = (jobs.groups, Arc::clone(&translated), name.clone());
+        let (checkpoints, rx) = mpsc::channel(1);
+        tasks.spawn(write_checkpoints(jobs.state, rx, name, metrics));
+        let mut control = Control {
+            tasks,
+            lead: JoinSet::new(),
+            flow: flow.clone(),
+            refreshed,
+            checkpoints,
+            translated: Arc::new(AtomicUsize::new(0)),
+        };
+        if let Some(lead) = jobs.lead {
+            control.spawn_lead(lead);
+        }
+        control
+    }
+
+    /// Whether the lead jobs run here.
+    pub fn leads(&self) -> bool {
+        !self.lead.is_empty()
+    }
+
+    /// Stops the lead jobs (a job half-way through a call is cancelled), then starts
+    /// `lead` when given: the hand-over of the control pseudo-partition.
+    pub async fn set_lead(&mut self, lead: Option<LeadJobs>) {
+        self.lead.abort_all();
+        while self.lead.join_next().await.is_some() {}
+        if let Some(lead) = lead {
+            self.spawn_lead(lead);
+        }
+    }
+
+    fn spawn_lead(&mut self, jobs: LeadJobs) {
+        let flow = &self.flow;
+        let tasks = &mut self.lead;
+        let name = flow.name.clone();
+        let (mut groups, t, n) = (jobs.groups, Arc::clone(&self.translated), name.clone());
+        let from_state = jobs.maps_from_state;
         let mut tick = interval(flow.intervals.group_sync);
+        let reverse_from_state = from_state.clone();
         tasks.spawn(async move {
             loop {
                 tick.tick().await;
+                if let Some((target, flow)) = &from_state {
+                    match crate::state::load_maps(target, flow).await {
+                        Ok(maps) => groups.set_maps(Arc::new(maps)),
+                        Err(e) => {
+                            tracing::warn!(flow = %n, error = %e,
+                                "group sync: cannot read the flow's maps from its state topic");
+                            continue;
+                        }
+                    }
+                }
                 match groups.sync_once().await {
                     Ok(r) => t.store(r.groups_translated, Ordering::Relaxed),
                     Err(e) => tracing::warn!(flow = %n, error = %e, "group sync failed"),
@@ -107,6 +166,16 @@ impl Control {
             tasks.spawn(async move {
                 loop {
                     tick.tick().await;
+                    if let Some((target, flow)) = &reverse_from_state {
+                        match crate::state::load_maps(target, flow).await {
+                            Ok(maps) => reverse.set_maps(Arc::new(maps)),
+                            Err(e) => {
+                                tracing::warn!(flow = %n, error = %e, "reverse group sync: \
+                                    cannot read the flow's maps from its state topic");
+                                continue;
+                            }
+                        }
+                    }
                     if let Err(e) = reverse.sync_once().await {
                         tracing::warn!(flow = %n, error = %e, "reverse group sync failed");
                     }
@@ -130,7 +199,7 @@ impl Control {
                 }
             });
         }
-        let (mut heartbeats, n) = (jobs.heartbeats, name.clone());
+        let (mut heartbeats, n) = (jobs.heartbeats, name);
         let mut tick = interval(flow.intervals.heartbeat);
         tasks.spawn(async move {
             loop {
@@ -140,14 +209,6 @@ impl Control {
                 }
             }
         });
-        let (checkpoints, rx) = mpsc::channel(1);
-        tasks.spawn(write_checkpoints(jobs.state, rx, name, metrics));
-        Control {
-            tasks,
-            refreshed,
-            checkpoints,
-            translated,
-        }
     }
 
     /// Hands `states` to the checkpoint writer, unless it is still busy with the last
@@ -168,7 +229,9 @@ impl Control {
     /// Stops every job (a job half-way through a call is cancelled).
     pub async fn stop(&mut self) {
         self.tasks.abort_all();
+        self.lead.abort_all();
         while self.tasks.join_next().await.is_some() {}
+        while self.lead.join_next().await.is_some() {}
     }
 }
 

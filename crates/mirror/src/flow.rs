@@ -13,6 +13,7 @@
 
 mod exactly_once;
 mod recreation;
+mod scale_out;
 mod stop;
 mod supervise;
 
@@ -32,7 +33,7 @@ use crate::acls::AclSync;
 use crate::config::model::StartPosition;
 use crate::config::{Config, Flow};
 use crate::connect::connect;
-use crate::control::{Control, Jobs};
+use crate::control::{Control, Jobs, LeadJobs};
 use crate::datapath::budget::Budget;
 use crate::datapath::fetcher::{PartitionFeed, Recreation, Router};
 use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap};
@@ -195,6 +196,8 @@ struct FlowRun {
     /// How long a stop waits for in-flight acknowledgements, and then for the final state
     /// write: the target's request timeout each.
     stop_grace: Duration,
+    /// Scale-out: this process's membership in the flow's group (`None`: one process).
+    scale: Option<scale_out::Scale>,
 }
 
 /// Runs `flow` until `stop` turns true (or, with `once`, until caught up with the ends
@@ -325,8 +328,24 @@ async fn run_inner(
         budget,
         engine: config.engine,
         stop_grace: cluster(&flow.target)?.request_timeout,
+        scale: None,
     };
     let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
+    if let Some(so) = &flow.scale_out {
+        if once {
+            return Err(MirrorError::config(
+                "--once replicates a flow in one process: it cannot be combined with \
+                 [flows.scale_out]",
+            )
+            .flow(&flow.name));
+        }
+        let scale = scale_out::Scale::join(flow, so, cluster(&flow.target)?).await?;
+        // The first refresh creates missing target topics (several processes starting at
+        // once are harmless: one creation wins); later ones only on the control owner.
+        scale.writes.store(true, Ordering::Release);
+        topic_sync = topic_sync.with_writes(Arc::clone(&scale.writes));
+        run.scale = Some(scale);
+    }
     let mut group_sync = GroupSync::new(
         flow,
         source.clone(),
@@ -343,6 +362,13 @@ async fn run_inner(
             return Ok(0);
         };
         let topics = topics.map_err(|e| e.flow(&flow.name))?;
+        if let Some(scale) = &mut run.scale {
+            scale.writes.store(false, Ordering::Release);
+            scale.set_partitions(&all_partitions(&topics));
+            if !scale.first_assignment(&flow.name, &mut stop).await? {
+                return Ok(0);
+            }
+        }
         let Some(started) = interruptible(&mut stop, run.start_topics(&topics)).await else {
             return Ok(0);
         };
@@ -362,10 +388,18 @@ async fn run_inner(
         }
         let jobs = Jobs {
             topics: topic_sync,
-            groups: group_sync,
-            reverse: ReverseSync::new(flow, source.clone(), target.clone(), Arc::clone(&registry)),
-            heartbeats,
-            acls: AclSync::new(flow, source.clone(), target.clone()),
+            lead: Some(LeadJobs {
+                groups: group_sync,
+                reverse: ReverseSync::new(
+                    flow,
+                    source.clone(),
+                    target.clone(),
+                    Arc::clone(&registry),
+                ),
+                heartbeats,
+                acls: AclSync::new(flow, source.clone(), target.clone()),
+                maps_from_state: None,
+            }),
             state: StateWriter::new(target.clone(), flow).with_producer_config(producer_config),
         };
         let mut control = Control::start(flow, jobs, metrics.clone());
@@ -406,12 +440,23 @@ async fn run_inner(
     };
     // Graceful stop (also after an error, to save what was acknowledged).
     let stopped = run.shutdown().await;
+    if let Some(scale) = &mut run.scale {
+        scale.leave().await;
+    }
     let groups_translated = result.map_err(|e: MirrorError| e.flow(&flow.name))?;
     stopped?;
     let summary = run.summary(groups_translated);
     tracing::info!(flow = %flow.name, records = summary.records, bytes = summary.bytes,
         elapsed = ?started.elapsed(), "flow stopped");
     Ok(summary)
+}
+
+/// Every partition of `topics`.
+fn all_partitions(topics: &[ReplicatedTopic]) -> BTreeSet<Key> {
+    topics
+        .iter()
+        .flat_map(|t| (0..t.partitions).map(|p| (t.source_topic.clone(), p)))
+        .collect()
 }
 
 /// Runs `job` unless `stop` turns true first (then `None`).
@@ -482,7 +527,9 @@ impl FlowRun {
             let t = &t;
             self.topics.insert(t.source_topic.clone(), t.clone());
             let new: Vec<i32> = (0..t.partitions)
-                .filter(|p| !self.running.contains_key(&(t.source_topic.clone(), *p)))
+                .map(|p| (t.source_topic.clone(), p))
+                .filter(|k| !self.running.contains_key(k) && self.may_start(k))
+                .map(|(_, p)| p)
                 .collect();
             // The partitions running already: a re-created topic (`recreation`).
             self.apply_topic_id(&t.source_topic, t.topic_id).await?;

@@ -129,7 +129,7 @@ struct Shared {
     forwarded: [AtomicU64; 2],
     frames_corrupted: [AtomicU64; 2],
     /// Client-id prefix whose connections no fault touches.
-    exempt: Mutex<Option<Vec<u8>>>,
+    exempt: Mutex<Vec<Vec<u8>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -233,7 +233,7 @@ impl FaultProxy {
             accepted: AtomicU64::new(0),
             forwarded: [AtomicU64::new(0), AtomicU64::new(0)],
             frames_corrupted: [AtomicU64::new(0), AtomicU64::new(0)],
-            exempt: Mutex::new(None),
+            exempt: Mutex::new(Vec::new()),
         });
         let s = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
@@ -337,7 +337,13 @@ impl FaultProxy {
     /// cut, new connections are refused whoever makes them). Applies to connections
     /// opened from now on. librdkafka in the testkit uses `strait-testkit-rdkafka`.
     pub fn exempt_client_id(&self, prefix: &str) {
-        *lock(&self.shared.exempt) = Some(prefix.as_bytes().to_vec());
+        *lock(&self.shared.exempt) = vec![prefix.as_bytes().to_vec()];
+    }
+
+    /// [`exempt_client_id`](Self::exempt_client_id) for several prefixes: a connection
+    /// whose client id starts with any of them is spared.
+    pub fn exempt_client_ids(&self, prefixes: &[&str]) {
+        *lock(&self.shared.exempt) = prefixes.iter().map(|p| p.as_bytes().to_vec()).collect();
     }
 
     /// Frames damaged so far by [`corrupt_frames`](Self::corrupt_frames) in `direction`.
@@ -530,15 +536,16 @@ fn read_side(
     // The start of the first request, until its client id is known.
     let prefix = lock(&shared.exempt).clone();
     let mut first: Option<Vec<u8>> =
-        (direction == Direction::Upstream && prefix.is_some()).then(Vec::new);
+        (direction == Direction::Upstream && !prefix.is_empty()).then(Vec::new);
     loop {
         match from.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
-                if let (Some(head), Some(want)) = (first.as_mut(), prefix.as_ref()) {
+                if let Some(head) = first.as_mut() {
                     head.extend_from_slice(&buf[..n]);
                     if let Some(id) = client_id(head) {
-                        exempt.store(id.starts_with(want), Ordering::SeqCst);
+                        let spared = prefix.iter().any(|want| id.starts_with(want));
+                        exempt.store(spared, Ordering::SeqCst);
                         first = None;
                     } else if head.len() > 1024 {
                         first = None;

@@ -8,6 +8,7 @@
 //! - [`filter`], [`policy`]: compiled include/exclude lists and the naming policy.
 //! - [`problem`], [`suggest`]: error reporting and "did you mean".
 //! - [`delivery`]: `[flows.delivery]`, at-least-once or exactly-once.
+//! - [`scale_out`]: `[flows.scale_out]`, a flow shared by several processes.
 //! - [`mm2`]: importing a MirrorMaker 2 properties file.
 
 pub mod defaults;
@@ -20,6 +21,7 @@ pub mod model;
 pub mod policy;
 pub mod problem;
 pub mod resolved;
+pub mod scale_out;
 pub mod suggest;
 pub mod units;
 pub mod validate;

@@ -281,6 +281,9 @@ pub struct FlowSpec {
         skip_serializing_if = "super::delivery::DeliverySpec::is_default"
     )]
     pub delivery: super::delivery::DeliverySpec,
+    /// Several processes share the flow (`[flows.scale_out]`); absent: one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_out: Option<super::scale_out::ScaleOutSpec>,
 }
 
 fn yes() -> bool {

@@ -334,6 +334,8 @@ pub struct Flow {
     pub intervals: Intervals,
     /// Delivery guarantee.
     pub delivery: super::delivery::Delivery,
+    /// Scale-out: the group the flow's processes share; `None`: one process, no group.
+    pub scale_out: Option<super::scale_out::ScaleOut>,
 }
 
 /// Why a flow does or does not replicate a topic.

@@ -627,6 +627,18 @@ impl Validator {
             &mut self.problems,
         );
 
+        let scale_out = match &spec.scale_out {
+            Some(so) => super::scale_out::resolve(
+                so,
+                &name,
+                delivery.as_ref().is_some_and(|d| d.exactly_once()),
+                &at.key("scale_out"),
+                &mut self.problems,
+            )
+            .map(Some),
+            None => Some(None),
+        };
+
         if self.problems.len() != before {
             return None;
         }
@@ -672,6 +684,7 @@ impl Validator {
                 heartbeat: iv.heartbeat.0,
             },
             delivery: delivery?,
+            scale_out: scale_out?,
         })
     }
 

@@ -33,6 +33,10 @@ impl FlowRun {
         // Exactly-once: the state is written only by the committer, in its transactions.
         let mut commit = interval(self.flow.delivery.transaction_interval);
         let mut stopping = stop.clone();
+        let scaled = self.scale.is_some();
+        if scaled {
+            self.apply_membership(stop, &mut control).await?;
+        }
         loop {
             if self.once && self.caught_up() {
                 return Ok(());
@@ -44,6 +48,9 @@ impl FlowRun {
                     self.on_done(key, result, stop).await?;
                 }
                 Some(Ok(key)) = self.due.join_next() => self.restart_due(key, stop).await?,
+                () = membership_changed(&mut self.scale), if scaled => {
+                    self.on_membership(stop, &mut control).await?;
+                }
                 Some(r) = next_refresh(&mut control) => self.on_refresh(r, stop).await?,
                 Some(r) = self.recreations.recv() => {
                     // Telling the pipelines may wait for room in their feeds: a stop
@@ -103,6 +110,18 @@ impl FlowRun {
         result: Result<(), MirrorError>,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), MirrorError> {
+        if self
+            .scale
+            .as_ref()
+            .is_some_and(|s| s.releasing.contains(&key))
+        {
+            if let Err(e) = &result {
+                tracing::debug!(flow = %self.flow.name, error = %e,
+                    "a released partition stopped with an error");
+            }
+            self.finish_release(&key, stop).await;
+            return Ok(());
+        }
         if self.deleting.contains(&key) {
             if let Err(e) = &result {
                 tracing::debug!(flow = %self.flow.name, error = %e,
@@ -337,15 +356,24 @@ impl FlowRun {
             .into_iter()
             .filter(|t| !self.deleting.iter().any(|(d, _)| *d == t.source_topic))
             .collect();
+        if let Some(scale) = &self.scale {
+            scale.set_partitions(&super::all_partitions(&topics));
+        }
         match interruptible(stop, self.start_topics(&topics)).await {
-            Some(Err(e)) if e.stops_flow() => Err(e),
+            Some(Err(e)) if e.stops_flow() => return Err(e),
             Some(Err(e)) => {
                 tracing::warn!(flow = %self.flow.name, error = %e,
                     "cannot start new partitions; the next topic refresh tries again");
-                Ok(())
             }
-            _ => Ok(()),
+            _ => {}
         }
+        // Scale-out: acquired partitions whose topic was not known yet, or whose state
+        // read failed, start now.
+        if self.scale.is_some() {
+            let mut none = None;
+            self.apply_membership(stop, &mut none).await?;
+        }
+        Ok(())
     }
 
     /// A partition of a deleted source topic stopped: its state is written, and its
@@ -378,6 +406,13 @@ impl FlowRun {
             .remove_partition(&self.flow.name, &key.0, key.1);
         tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
             "stopped the partition of a deleted source topic; its metrics are removed");
+    }
+}
+
+async fn membership_changed(scale: &mut Option<super::scale_out::Scale>) {
+    match scale {
+        Some(s) => s.changed().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -45,8 +45,13 @@ pub struct ReverseSync {
     maps: Arc<Registry>,
     checkpoints: InternalTopicWriter,
 }
-
 impl ReverseSync {
+    /// Replaces the maps translations read (scale-out: the flow's maps from its state
+    /// topic).
+    pub fn set_maps(&mut self, maps: Arc<Registry>) {
+        self.maps = maps;
+    }
+
     /// The reverse sync of `flow`; `maps` are the data path's live offset maps.
     pub fn new(flow: &Flow, source: Client, target: Client, maps: Arc<Registry>) -> Self {
         let topic = checkpoints_topic(&flow.target, flow.policy.separator());

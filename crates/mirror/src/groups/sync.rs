@@ -107,6 +107,12 @@ impl GroupSync {
         }
     }
 
+    /// Replaces the maps translations read (scale-out: the flow's maps as its state topic
+    /// holds them, every process's partitions).
+    pub fn set_maps(&mut self, maps: Arc<Registry>) {
+        self.maps = maps;
+    }
+
     /// The positions waiting for replication to reach them: `(group, source topic,
     /// partition) → position`.
     pub fn pending(&self) -> &HashMap<(String, String, i32), i64> {

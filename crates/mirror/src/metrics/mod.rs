@@ -14,6 +14,7 @@ mod auth;
 mod family;
 pub mod http;
 mod restart;
+mod scale;
 mod tls;
 mod transactions;
 
@@ -297,6 +298,7 @@ impl Families {
 struct Inner {
     f: Families,
     txn: transactions::TxnFamilies,
+    scale: scale::ScaleFamilies,
     registry: Registry,
     flows: Mutex<BTreeMap<String, FlowState>>,
     /// Every partition's progress, for `/health`'s stall check.
@@ -385,6 +387,7 @@ impl Metrics {
             inner: Arc::new(Inner {
                 f: Families::new(&mut registry),
                 txn: transactions::TxnFamilies::new(&mut registry),
+                scale: scale::ScaleFamilies::new(&mut registry),
                 registry,
                 flows: Mutex::new(BTreeMap::new()),
                 partitions: Mutex::new(Vec::new()),
@@ -849,6 +852,16 @@ impl PartitionMetrics {
         self.records.inc_by(records);
         self.bytes.inc_by(bytes);
         self.latency.observe(latency_secs);
+    }
+
+    /// Records and bytes acknowledged so far, and the lag in offsets (scale-out weighs
+    /// partitions by these).
+    pub fn load(&self) -> (u64, u64, i64) {
+        (
+            self.records.get(),
+            self.bytes.get(),
+            self.progress.lag.load(Ordering::Relaxed),
+        )
     }
 
     /// Sets the lag.

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::PartitionId;
+use super::assign::PartitionLoad;
 
 /// The encoding version this build writes and reads.
 pub const VERSION: u8 = 1;
@@ -71,6 +72,9 @@ pub struct MemberMetadata {
     pub generation: i32,
     /// The partitions it still owns (not yet released) as it joins.
     pub owned: Vec<PartitionId>,
+    /// The load of the partitions it replicates, as it measured it (lag bytes and
+    /// throughput): the leader balances by these.
+    pub loads: Vec<PartitionLoad>,
 }
 
 /// What the leader gives one worker for one generation.
@@ -104,6 +108,23 @@ impl Writer {
 
     fn i32(&mut self, v: i32) {
         self.0.extend_from_slice(&v.to_be_bytes());
+    }
+
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+
+    fn loads(&mut self, loads: &[PartitionLoad]) -> Result<(), CodecError> {
+        let n = u32::try_from(loads.len())
+            .map_err(|_| CodecError::Invalid(format!("{} loads", loads.len())))?;
+        self.u32(n);
+        for l in loads {
+            self.str(&l.id.topic)?;
+            self.i32(l.id.partition);
+            self.u64(l.lag_bytes);
+            self.u64(l.bytes_per_sec);
+        }
+        Ok(())
     }
 
     fn partitions(&mut self, ps: &[PartitionId]) -> Result<(), CodecError> {
@@ -185,6 +206,29 @@ impl<'a> Reader<'a> {
         Ok(self.u32(what)? as i32)
     }
 
+    fn u64(&mut self, what: &'static str) -> Result<u64, CodecError> {
+        let b = self.take(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_be_bytes(a))
+    }
+
+    fn loads(&mut self, what: &'static str) -> Result<Vec<PartitionLoad>, CodecError> {
+        // Each load is at least a 2-byte name length, a partition and two u64s.
+        let n = self.count(2 + 4 + 16, what)?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let topic = self.str(what)?;
+            let partition = self.i32(what)?;
+            out.push(PartitionLoad {
+                id: PartitionId::new(topic, partition),
+                lag_bytes: self.u64(what)?,
+                bytes_per_sec: self.u64(what)?,
+            });
+        }
+        Ok(out)
+    }
+
     fn str(&mut self, what: &'static str) -> Result<String, CodecError> {
         let len = self.u16(what)? as usize;
         let b = self.take(len, what)?;
@@ -248,6 +292,7 @@ impl MemberMetadata {
             capacity,
             generation: -1,
             owned: Vec::new(),
+            loads: Vec::new(),
         }
     }
 
@@ -262,6 +307,7 @@ impl MemberMetadata {
         w.u32(self.capacity);
         w.i32(self.generation);
         w.partitions(&self.owned)?;
+        w.loads(&self.loads)?;
         Ok(w.seal())
     }
 
@@ -276,6 +322,7 @@ impl MemberMetadata {
         }
         let generation = r.i32("generation")?;
         let owned = r.partitions("owned partitions")?;
+        let loads = r.loads("partition loads")?;
         r.finish()?;
         Ok(MemberMetadata {
             worker_version,
@@ -283,6 +330,7 @@ impl MemberMetadata {
             capacity,
             generation,
             owned,
+            loads,
         })
     }
 }

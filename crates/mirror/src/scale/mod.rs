@@ -1,4 +1,4 @@
-//! Scale-out (built so far: the pieces, not yet used by the engine): several `strait run`
+//! Scale-out: several `strait run`
 //! processes of one flow share its partitions through a Kafka group with protocol type
 //! `strait` ([`strait_client::group`]).
 //!
@@ -8,10 +8,13 @@
 //!   throughput, sticky, and cooperative (a moving partition is revoked in one generation
 //!   and assigned in a later one).
 //! - [`protocol`]: the two wired together as a [`strait_client::group::Protocol`].
+//! - [`reconcile`]: what a worker starts, releases and claims when its assignment changes
+//!   (the engine's side, driven by `flow/scale_out.rs`).
 
 pub mod assign;
 pub mod codec;
 pub mod protocol;
+pub mod reconcile;
 
 #[cfg(test)]
 mod live_tests;

@@ -20,6 +20,11 @@ struct State {
     last_plan: Option<(i32, Plan)>,
     /// Members whose metadata did not decode in the last assignment, with why.
     refused: Vec<(String, String)>,
+    /// The loads the last plan balanced, with the members and partitions it had: while
+    /// those stay the same, later generations reuse them, so the moves of one plan
+    /// complete instead of being re-planned on every generation from fresh (noisy)
+    /// measurements.
+    frozen: Option<(BTreeSet<String>, Vec<PartitionLoad>)>,
 }
 
 /// The engine's handle on what the protocol reads. Cheap to clone.
@@ -37,6 +42,7 @@ impl Worker {
                 partitions: Vec::new(),
                 last_plan: None,
                 refused: Vec::new(),
+                frozen: None,
             })),
         }
     }
@@ -52,6 +58,18 @@ impl Worker {
         let mut s = self.lock();
         s.meta.generation = if owned.is_empty() { -1 } else { generation };
         s.meta.owned = owned;
+    }
+
+    /// Records the load this worker measured on the partitions it replicates (sent to the
+    /// leader in the next JoinGroup).
+    pub fn set_loads(&self, loads: Vec<PartitionLoad>) {
+        self.lock().meta.loads = loads;
+    }
+
+    /// What this worker owns now, with the generation.
+    pub fn owned(&self) -> (i32, Vec<PartitionId>) {
+        let s = self.lock();
+        (s.meta.generation, s.meta.owned.clone())
     }
 
     /// Records the flow's partitions and their load (read by the leader when assigning).
@@ -120,6 +138,40 @@ impl Protocol for StraitProtocol {
             }
         }
         let mut partitions = self.worker.lock().partitions.clone();
+        let ids: BTreeSet<String> = decoded.iter().map(|m| m.id.clone()).collect();
+        let same = |loads: &[PartitionLoad]| {
+            loads.len() == partitions.len()
+                && loads.iter().zip(&partitions).all(|(a, b)| a.id == b.id)
+        };
+        let frozen = match &self.worker.lock().frozen {
+            Some((members, loads)) if *members == ids && same(loads) => Some(loads.clone()),
+            _ => None,
+        };
+        // The owners' measurements replace the leader's idle guesses.
+        let measured: std::collections::BTreeMap<&PartitionId, &PartitionLoad> = decoded
+            .iter()
+            .flat_map(|m| m.meta.loads.iter().map(|l| (&l.id, l)))
+            .collect();
+        match frozen {
+            Some(loads) => partitions = loads,
+            None => {
+                // A partition nobody measured (its owner left) keeps its last known load.
+                let known: std::collections::BTreeMap<PartitionId, PartitionLoad> = self
+                    .worker
+                    .lock()
+                    .frozen
+                    .as_ref()
+                    .map(|(_, l)| l.iter().map(|l| (l.id.clone(), l.clone())).collect())
+                    .unwrap_or_default();
+                for p in &mut partitions {
+                    if let Some(l) = measured.get(&p.id).copied().or(known.get(&p.id)) {
+                        p.lag_bytes = l.lag_bytes;
+                        p.bytes_per_sec = l.bytes_per_sec;
+                    }
+                }
+                self.worker.lock().frozen = Some((ids, partitions.clone()));
+            }
+        }
         if !refused.is_empty() {
             // A member we cannot read may own anything: hand out nothing nobody readable
             // owns (keeping and revoking stay safe), so no partition gets a second writer.

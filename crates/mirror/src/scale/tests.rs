@@ -21,6 +21,7 @@ fn member(id: &str, capacity: u32, generation: i32, owned: &[PartitionId]) -> Me
             capacity,
             generation,
             owned: owned.to_vec(),
+            loads: Vec::new(),
         },
     }
 }
@@ -39,6 +40,11 @@ fn metadata_and_assignment_round_trip() {
         capacity: 3,
         generation: 12,
         owned: vec![pid("a", 0), pid("a", 2), pid("b", 1)],
+        loads: vec![PartitionLoad {
+            id: pid("a", 2),
+            lag_bytes: 1 << 40,
+            bytes_per_sec: 7,
+        }],
     };
     assert_eq!(MemberMetadata::decode(&m.encode().unwrap()).unwrap(), m);
     let a = MemberAssignment {

@@ -1,6 +1,8 @@
 //! [`TopicSync`]: applies the topic plan to the target every refresh.
 
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use strait_client::{AlterConfigOp, Client, NewTopic, ResourceType};
@@ -48,6 +50,9 @@ pub struct TopicSync {
     /// Every topic the source listed at the last successful refresh (matching the flow's
     /// filter or not): a replicated topic missing here was deleted at the source.
     source_topics: BTreeSet<String>,
+    /// Whether this process creates, grows and re-configures target topics (scale-out:
+    /// only the member running the control jobs; the others only discover).
+    writes: Arc<AtomicBool>,
 }
 
 impl TopicSync {
@@ -61,7 +66,16 @@ impl TopicSync {
             last_config_sync: None,
             growth_reported: HashSet::new(),
             source_topics: BTreeSet::new(),
+            writes: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// Creates, grows and re-configures target topics only while `writes` is true (else
+    /// a refresh only discovers: topics missing on the target are left out until the
+    /// writer creates them).
+    pub fn with_writes(mut self, writes: Arc<AtomicBool>) -> Self {
+        self.writes = writes;
+        self
     }
 
     /// Every topic the source listed at the last successful [`TopicSync::refresh`].
@@ -77,7 +91,9 @@ impl TopicSync {
     /// at all can be replicated because every creation failed with a non-retriable error
     /// is that error returned.
     pub async fn refresh(&mut self) -> Result<Vec<ReplicatedTopic>, MirrorError> {
-        let config_due = self.flow.sync.topic_configs
+        let writes = self.writes.load(Ordering::Acquire);
+        let config_due = writes
+            && self.flow.sync.topic_configs
             && self
                 .last_config_sync
                 .is_none_or(|t| t.elapsed() >= self.flow.intervals.topic_config_sync);
@@ -88,12 +104,15 @@ impl TopicSync {
         }
         self.source_topics = source_ids.iter().map(|(n, _)| n.clone()).collect();
 
-        let (created, create_error) = self.create(&plan.create).await;
-        for alter in &plan.alter_configs {
+        let (created, create_error) = match writes {
+            true => self.create(&plan.create).await,
+            false => (HashSet::new(), None),
+        };
+        for alter in plan.alter_configs.iter().filter(|_| writes) {
             self.alter(alter).await;
         }
         let mut grown = HashSet::new();
-        for grow in &plan.grow_partitions {
+        for grow in plan.grow_partitions.iter().filter(|_| writes) {
             if self.grow(grow).await {
                 grown.insert(grow.source_topic.clone());
             }

@@ -306,6 +306,7 @@ impl Props {
             sync: Default::default(),
             intervals: Default::default(),
             delivery: Default::default(),
+            scale_out: None,
         };
         let fk = |k: &str| vec![format!("{source}->{target}.{k}"), k.to_owned()];
         // MM2 default: a flow is off unless enabled.
@@ -553,7 +554,7 @@ fn reason(key: &str) -> &'static str {
     match suffix {
         "tasks.max" => {
             return "Strait has no Connect tasks: one process pipelines every partition of a flow, and more \
-                    processes with the same flow share the partitions";
+                    processes share a flow's partitions with `[flows.scale_out]` (a Kafka group on the target)";
         }
         "offset-syncs.topic.location"
         | "offset-syncs.topic.replication.factor"

@@ -1,0 +1,248 @@
+//! `[flows.scale_out]`: several `strait run` processes share one flow through a Kafka
+//! group on the target cluster (protocol type `strait`, [`crate::scale`]). Without the
+//! table a flow runs in one process with no group, as before.
+//!
+//! - `group`: the group id, default `strait.<flow>.workers`.
+//! - `instance_id`: `group.instance.id` (static membership, KIP-345): a member restarted
+//!   within the session timeout keeps its partitions. Default: the host name (`$HOSTNAME`,
+//!   else `/etc/hostname`); `""` makes the member dynamic.
+//! - `session_timeout` (default 10 s, as Kafka Connect): heartbeats every tenth of it, and
+//!   the member stops writing a third of it before the coordinator could give its
+//!   partitions away (the self-fence margin).
+//! - `rebalance_timeout` (default 60 s): how long the coordinator waits for members to
+//!   rejoin, so also how long a member may take to release a moved partition.
+//! - `capacity` (default 1): this worker's relative share of the flow's load.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::problem::{KeyPath, Problem};
+use super::units::HumanDuration;
+
+/// Default `session_timeout`.
+pub const SESSION_TIMEOUT: HumanDuration = HumanDuration::secs(10);
+/// Default `rebalance_timeout`.
+pub const REBALANCE_TIMEOUT: HumanDuration = HumanDuration::secs(60);
+/// `session_timeout` bounds (Kafka's brokers accept 6 s to 30 min by default; a broker
+/// configured otherwise refuses the join with a clear error).
+const SESSION_BOUNDS: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(1800));
+/// `rebalance_timeout` bounds.
+const REBALANCE_BOUNDS: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(1800));
+
+/// `[flows.scale_out]` as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScaleOutSpec {
+    /// The group id; default `strait.<flow>.workers`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// `group.instance.id`; default the host name, `""` for a dynamic member.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+    /// The coordinator expels a member silent for this long.
+    pub session_timeout: HumanDuration,
+    /// How long the coordinator waits for members to rejoin a rebalance.
+    pub rebalance_timeout: HumanDuration,
+    /// Relative share of the flow's load this worker takes.
+    pub capacity: u32,
+}
+
+impl Default for ScaleOutSpec {
+    fn default() -> Self {
+        ScaleOutSpec {
+            group: None,
+            instance_id: None,
+            session_timeout: SESSION_TIMEOUT,
+            rebalance_timeout: REBALANCE_TIMEOUT,
+            capacity: 1,
+        }
+    }
+}
+
+/// Where a member's `group.instance.id` comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstanceId {
+    /// The host name, read when the flow starts.
+    HostName,
+    /// This id.
+    Fixed(String),
+    /// None: a dynamic member (every restart rebalances).
+    Dynamic,
+}
+
+/// The resolved scale-out settings of a flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScaleOut {
+    /// The group id.
+    pub group: String,
+    /// The `group.instance.id`.
+    pub instance_id: InstanceId,
+    /// Session timeout.
+    pub session_timeout: Duration,
+    /// Rebalance timeout.
+    pub rebalance_timeout: Duration,
+    /// Relative capacity (≥ 1).
+    pub capacity: u32,
+}
+
+/// `strait.<flow name>.workers`.
+pub fn default_group(flow: &str) -> String {
+    format!("strait.{flow}.workers")
+}
+
+/// Checks `spec` (at `at`, the `scale_out` table of flow `flow`); every problem goes to
+/// `problems`. `exactly_once`: the flow's guarantee (not combinable yet).
+pub fn resolve(
+    spec: &ScaleOutSpec,
+    flow: &str,
+    exactly_once: bool,
+    at: &KeyPath,
+    problems: &mut Vec<Problem>,
+) -> Option<ScaleOut> {
+    let before = problems.len();
+    for (key, d, (min, max)) in [
+        ("session_timeout", spec.session_timeout, SESSION_BOUNDS),
+        (
+            "rebalance_timeout",
+            spec.rebalance_timeout,
+            REBALANCE_BOUNDS,
+        ),
+    ] {
+        if d.0 < min || d.0 > max {
+            problems.push(
+                Problem::new(at.key(key), format!("{d} is out of range")).expected(format!(
+                    "a duration between {} and {}",
+                    HumanDuration(min),
+                    HumanDuration(max)
+                )),
+            );
+        }
+    }
+    if spec.capacity == 0 || spec.capacity > 1_000 {
+        problems.push(
+            Problem::new(
+                at.key("capacity"),
+                format!("{} is out of range", spec.capacity),
+            )
+            .expected("a relative weight from 1 to 1000"),
+        );
+    }
+    let printable = |s: &str| !s.chars().any(char::is_control);
+    if let Some(g) = &spec.group
+        && (g.is_empty() || !printable(g))
+    {
+        problems.push(
+            Problem::new(at.key("group"), "must be a non-empty printable string")
+                .expected(format!("e.g. {:?}", default_group(flow))),
+        );
+    }
+    if let Some(id) = &spec.instance_id
+        && !printable(id)
+    {
+        problems.push(
+            Problem::new(at.key("instance_id"), "must be printable")
+                .expected("a name unique among the flow's processes, or \"\" for none"),
+        );
+    }
+    if exactly_once {
+        problems.push(
+            Problem::new(
+                at.clone(),
+                "scale-out is not built for exactly-once flows yet: their transactional id \
+                 belongs to one process",
+            )
+            .expected("remove [flows.scale_out], or use guarantee = \"at_least_once\""),
+        );
+    }
+    if problems.len() != before {
+        return None;
+    }
+    Some(ScaleOut {
+        group: spec.group.clone().unwrap_or_else(|| default_group(flow)),
+        instance_id: match spec.instance_id.as_deref() {
+            None => InstanceId::HostName,
+            Some("") => InstanceId::Dynamic,
+            Some(id) => InstanceId::Fixed(id.to_owned()),
+        },
+        session_timeout: spec.session_timeout.0,
+        rebalance_timeout: spec.rebalance_timeout.0,
+        capacity: spec.capacity,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(spec: &ScaleOutSpec, eos: bool) -> Result<ScaleOut, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let at = KeyPath::root().key("flows").index(0).key("scale_out");
+        match resolve(spec, "a-to-b", eos, &at, &mut problems) {
+            Some(s) => Ok(s),
+            None => Err(problems),
+        }
+    }
+
+    #[test]
+    fn the_defaults_name_the_group_after_the_flow_and_use_the_host_name() {
+        let s = check(&ScaleOutSpec::default(), false).unwrap();
+        assert_eq!(s.group, "strait.a-to-b.workers");
+        assert_eq!(s.instance_id, InstanceId::HostName);
+        assert_eq!(s.session_timeout, Duration::from_secs(10));
+        assert_eq!(s.capacity, 1);
+    }
+
+    #[test]
+    fn an_empty_instance_id_makes_a_dynamic_member() {
+        let spec = ScaleOutSpec {
+            instance_id: Some(String::new()),
+            ..ScaleOutSpec::default()
+        };
+        assert_eq!(
+            check(&spec, false).unwrap().instance_id,
+            InstanceId::Dynamic
+        );
+    }
+
+    #[test]
+    fn bad_values_are_each_reported() {
+        let spec = ScaleOutSpec {
+            group: Some(String::new()),
+            instance_id: Some("a\nb".into()),
+            session_timeout: HumanDuration::millis(10),
+            rebalance_timeout: HumanDuration::secs(7200),
+            capacity: 0,
+        };
+        assert_eq!(check(&spec, false).unwrap_err().len(), 5);
+    }
+
+    #[test]
+    fn exactly_once_flows_cannot_scale_out_yet() {
+        let e = check(&ScaleOutSpec::default(), true).unwrap_err();
+        assert!(e[0].to_string().contains("exactly-once"), "{}", e[0]);
+    }
+
+    #[test]
+    fn the_table_parses_from_a_config_file() {
+        let toml = r#"
+[clusters.a]
+bootstrap_servers = "a:9092"
+[clusters.b]
+bootstrap_servers = "b:9092"
+[[flows]]
+source = "a"
+target = "b"
+[flows.scale_out]
+instance_id = "pod-0"
+session_timeout = "6s"
+capacity = 2
+"#;
+        let c = crate::config::load_str(toml, "t.toml", &|_| None).unwrap();
+        let s = c.flows[0].scale_out.clone().unwrap();
+        assert_eq!(s.instance_id, InstanceId::Fixed("pod-0".into()));
+        assert_eq!(s.session_timeout, Duration::from_secs(6));
+        assert_eq!(s.capacity, 2);
+        assert_eq!(s.group, "strait.a-to-b.workers");
+    }
+}

@@ -1,0 +1,470 @@
+//! Scale-out in the flow's loop: this process is one member of the flow's group on the
+//! target cluster ([`crate::scale`]), and replicates only the partitions its assignment
+//! holds. The decisions are [`crate::scale::reconcile`]'s; this file carries them out:
+//!
+//! - a partition released is stopped like one of a deleted topic (in-flight batches
+//!   acknowledged), its state written, then forgotten here; once nothing is being released
+//!   the member rejoins, and the leader hands the partition on in a later generation;
+//! - a partition acquired is started from the state topic read *again* (its previous owner
+//!   wrote its state when it released it), through the start path: the target's tail past
+//!   that state is checked by content, as after a crash, so a previous owner that died
+//!   without writing costs duplicates within the documented bound, never loss;
+//! - the control jobs (topic creation and config sync, group-offset sync, checkpoints,
+//!   heartbeats, ACL sync) run while the assignment holds the control pseudo-partition;
+//!   topic *discovery* runs on every member (topics missing on the target wait for the
+//!   control owner to create them), and every member writes its own partitions' state;
+//! - losing the assignment (expelled, or self-fenced: no heartbeat confirmed within the
+//!   session timeout minus the fence margin) releases everything at once, before the
+//!   coordinator could give it away.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use strait_client::group::{GroupMember, GroupView, MembershipConfig, Phase, Rejoiner};
+use tokio::sync::watch;
+
+use super::{FlowRun, Key, interruptible};
+use crate::config::scale_out::{InstanceId, ScaleOut};
+use crate::config::{Cluster, Flow};
+use crate::control::{Control, LeadJobs};
+use crate::error::MirrorError;
+use crate::scale::protocol::Worker;
+use crate::scale::reconcile::{Wanted, control_job, reconcile};
+use crate::scale::{PROTOCOL_TYPE, PartitionId, PartitionLoad};
+
+/// This process's membership in its flow's group.
+pub(super) struct Scale {
+    member: Option<GroupMember>,
+    worker: Worker,
+    view: watch::Receiver<GroupView>,
+    rejoiner: Rejoiner,
+    group: String,
+    /// Static member: leaving keeps the assignment for a restart (no LeaveGroup).
+    is_static: bool,
+    /// What the current assignment asks.
+    wanted: Wanted,
+    /// Running partitions being stopped for release.
+    pub(super) releasing: BTreeSet<Key>,
+    /// Assigned partitions whose state must be read again before they start.
+    stale: BTreeSet<Key>,
+    /// Whether this process creates and re-configures target topics (the control owner).
+    pub(super) writes: Arc<AtomicBool>,
+    /// The load meter's last reading per partition: (when, bytes acknowledged).
+    meter: BTreeMap<Key, (Instant, u64)>,
+}
+
+fn key_of(p: &PartitionId) -> Key {
+    (p.topic.to_string(), p.partition)
+}
+
+fn id_of(k: &Key) -> PartitionId {
+    PartitionId::new(k.0.as_str(), k.1)
+}
+
+/// The host name: `$HOSTNAME`, else `/etc/hostname`.
+fn host_name() -> Option<String> {
+    let from_env = std::env::var("HOSTNAME").ok();
+    let from_file = || std::fs::read_to_string("/etc/hostname").ok();
+    from_env
+        .or_else(from_file)
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+}
+
+impl Scale {
+    /// Joins the flow's group on the `target` cluster; waits for nothing.
+    pub(super) async fn join(
+        flow: &Flow,
+        so: &ScaleOut,
+        target: &Cluster,
+    ) -> Result<Scale, MirrorError> {
+        let host = host_name();
+        let instance = match &so.instance_id {
+            InstanceId::Fixed(id) => Some(id.clone()),
+            InstanceId::HostName => host.clone(),
+            InstanceId::Dynamic => None,
+        };
+        if instance.is_none() && so.instance_id == InstanceId::HostName {
+            tracing::warn!(flow = %flow.name, "scale-out: no host name ($HOSTNAME, \
+                /etc/hostname) for group.instance.id; joining as a dynamic member (every \
+                restart rebalances)");
+        }
+        let mut cfg = MembershipConfig::new(&so.group, PROTOCOL_TYPE)
+            .with_session_timeout(so.session_timeout)
+            .with_rebalance_timeout(so.rebalance_timeout);
+        if let Some(id) = &instance {
+            cfg = cfg.with_instance_id(id);
+        }
+        let worker = Worker::new(host.unwrap_or_else(|| "unknown".into()), so.capacity);
+        // Its own client id, so its connections are told apart from the data path's.
+        let client = crate::connect::client_config(target)
+            .with_client_id(format!("strait-group.{}", target.client_id))
+            .with_security(target.security.to_client().map_err(|e| {
+                MirrorError::kafka("scale-out group: security", e).cluster(&target.name)
+            })?);
+        let member = GroupMember::connect(client, cfg, worker.protocol())
+            .await
+            .map_err(|e| {
+                MirrorError::kafka(format!("joining the scale-out group {}", so.group), e)
+                    .flow(&flow.name)
+                    .cluster(&target.name)
+            })?;
+        tracing::info!(flow = %flow.name, group = %so.group, instance = ?instance,
+            "scale-out: joining the flow's group");
+        Ok(Scale {
+            view: member.view(),
+            rejoiner: member.rejoiner(),
+            member: Some(member),
+            worker,
+            group: so.group.clone(),
+            is_static: instance.is_some(),
+            wanted: Wanted::none(),
+            releasing: BTreeSet::new(),
+            stale: BTreeSet::new(),
+            writes: Arc::new(AtomicBool::new(false)),
+            meter: BTreeMap::new(),
+        })
+    }
+
+    /// Waits until the member holds an assignment (or failed), unless `stop` turns true
+    /// first (then `Ok(false)`).
+    pub(super) async fn first_assignment(
+        &mut self,
+        flow: &str,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<bool, MirrorError> {
+        let mut view = self.view.clone();
+        let wait = view.wait_for(|v| v.assignment.is_some() || v.phase == Phase::Failed);
+        let waited = interruptible(stop, wait).await.map(|r| r.is_ok());
+        match waited {
+            None => Ok(false),
+            Some(false) => Err(self.failed(flow, "the member's task ended")),
+            Some(true) => {
+                self.take_view(flow)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Reads the latest view into `wanted`; a failed member stops the flow.
+    fn take_view(&mut self, flow: &str) -> Result<(), MirrorError> {
+        let view = self.view.borrow_and_update().clone();
+        if view.phase == Phase::Failed {
+            let why = view.error.map_or("failed".into(), |e| e.to_string());
+            return Err(self.failed(flow, &why));
+        }
+        let before = self.wanted.generation;
+        self.wanted = match &view.assignment {
+            None => Wanted::none(),
+            Some(a) => Wanted::decode(a.generation, &a.data).unwrap_or_else(|e| {
+                tracing::error!(flow, group = %self.group, error = %e,
+                    "scale-out: the leader's assignment does not decode; owning nothing");
+                Wanted::none()
+            }),
+        };
+        if self.wanted.generation != before {
+            tracing::info!(flow, group = %self.group, generation = self.wanted.generation,
+                partitions = self.wanted.partitions.len(), control = self.wanted.control,
+                revoked = self.wanted.revoked, lost = ?view.error.as_ref().map(ToString::to_string),
+                "scale-out: assignment");
+        }
+        for p in &self.wanted.partitions {
+            self.stale.insert(key_of(p));
+        }
+        Ok(())
+    }
+
+    fn failed(&self, flow: &str, why: &str) -> MirrorError {
+        MirrorError::other(format!("scale-out group {}: {why}", self.group)).flow(flow)
+    }
+
+    /// Whether the assignment gives this process `key` and its state is fresh.
+    pub(super) fn may_start(&self, key: &Key) -> bool {
+        self.wanted.partitions.contains(&id_of(key)) && !self.stale.contains(key)
+    }
+
+    /// Resolves when the member's view changed (never once the member is gone).
+    pub(super) async fn changed(&mut self) {
+        if self.view.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Leaves the group: a static member only stops heartbeating (a restart within the
+    /// session timeout keeps its partitions), a dynamic one sends LeaveGroup.
+    pub(super) async fn leave(&mut self) {
+        if let Some(m) = self.member.take() {
+            if self.is_static {
+                m.detach().await;
+            } else {
+                m.leave().await;
+            }
+        }
+    }
+
+    /// Tells the leader the flow's partitions (every member does; the leader's list is
+    /// the one assigned), and, if this process leads and partitions appeared or vanished
+    /// since its last plan, asks for a rebalance so they are assigned.
+    pub(super) fn set_partitions(&self, all: &BTreeSet<Key>) {
+        let mut ids: Vec<PartitionLoad> =
+            all.iter().map(|k| PartitionLoad::idle(id_of(k))).collect();
+        ids.push(PartitionLoad::idle(control_job()));
+        let leads = self
+            .view
+            .borrow()
+            .assignment
+            .as_ref()
+            .is_some_and(|a| a.is_leader());
+        let planned: Option<BTreeSet<PartitionId>> = self
+            .worker
+            .last_plan()
+            .map(|(_, plan)| plan.target.keys().cloned().collect());
+        let now: BTreeSet<PartitionId> = ids.iter().map(|l| l.id.clone()).collect();
+        self.worker.set_partitions(ids);
+        if leads && planned.is_some_and(|p| p != now) {
+            tracing::info!(group = %self.group, partitions = now.len(),
+                "scale-out: the flow's partitions changed; rebalancing to assign them");
+            self.rejoiner.rejoin();
+        }
+    }
+}
+
+impl FlowRun {
+    /// Whether this process replicates `key` (always, without scale-out).
+    pub(super) fn may_start(&self, key: &Key) -> bool {
+        self.scale.as_ref().is_none_or(|s| s.may_start(key))
+    }
+
+    /// The lead jobs, built afresh for each hand-over.
+    pub(super) fn lead_jobs(&self) -> LeadJobs {
+        let (flow, source, target) = (&self.flow, &self.source, &self.target);
+        LeadJobs {
+            groups: crate::groups::GroupSync::new(
+                flow,
+                source.clone(),
+                target.clone(),
+                Arc::clone(&self.registry),
+                self.metrics.clone(),
+            ),
+            reverse: crate::groups::ReverseSync::new(
+                flow,
+                source.clone(),
+                target.clone(),
+                Arc::clone(&self.registry),
+            ),
+            heartbeats: crate::heartbeat::Heartbeats::new(flow, target.clone())
+                .with_metrics(self.metrics.clone()),
+            acls: crate::acls::AclSync::new(flow, source.clone(), target.clone()),
+            maps_from_state: self.scale.is_some().then(|| (target.clone(), flow.clone())),
+        }
+    }
+
+    /// The member's view changed: take the new assignment and act on it.
+    pub(super) async fn on_membership(
+        &mut self,
+        stop: &mut watch::Receiver<bool>,
+        control: &mut Option<&mut Control>,
+    ) -> Result<(), MirrorError> {
+        if let Some(s) = &mut self.scale {
+            s.take_view(&self.flow.name)?;
+        }
+        self.apply_membership(stop, control).await
+    }
+
+    /// Carries out what [`reconcile`] says for the current assignment.
+    pub(super) async fn apply_membership(
+        &mut self,
+        stop: &mut watch::Receiver<bool>,
+        control: &mut Option<&mut Control>,
+    ) -> Result<(), MirrorError> {
+        let Some(scale) = &self.scale else {
+            return Ok(());
+        };
+        let running: BTreeSet<PartitionId> = self
+            .running
+            .keys()
+            .filter(|k| !self.deleting.contains(*k))
+            .map(id_of)
+            .collect();
+        let releasing: BTreeSet<PartitionId> = scale.releasing.iter().map(id_of).collect();
+        let leading = control.as_ref().is_some_and(|c| c.leads());
+        let changes = reconcile(&scale.wanted, &running, &releasing, leading);
+        let mut finish_now = Vec::new();
+        for p in &changes.release {
+            let key = key_of(p);
+            tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
+                "scale-out: releasing the partition (flushing, then writing its state)");
+            if let Some(s) = &mut self.scale {
+                s.releasing.insert(key.clone());
+            }
+            if self.down.contains(&key) {
+                finish_now.push(key);
+            } else if let Some(run) = self.running.get(&key) {
+                let _ = run.stop.send(true);
+            }
+        }
+        if let (Some(lead), Some(c)) = (changes.lead, control.as_deref_mut()) {
+            if let Some(s) = &self.scale {
+                s.writes.store(lead, Ordering::Release);
+            }
+            let jobs = lead.then(|| self.lead_jobs());
+            c.set_lead(jobs).await;
+            tracing::info!(flow = %self.flow.name, lead,
+                "scale-out: control jobs {}", if lead { "started here" } else { "stopped here" });
+        }
+        for key in finish_now {
+            self.finish_release(&key, stop).await;
+        }
+        if !changes.acquire.is_empty() {
+            self.acquire(stop).await?;
+        }
+        self.publish_claims(changes.rejoin, control.as_ref().is_some_and(|c| c.leads()));
+        Ok(())
+    }
+
+    /// Starts the assigned partitions not running yet, from the state topic read again.
+    /// A failed read leaves them for the next topic refresh.
+    async fn acquire(&mut self, stop: &mut watch::Receiver<bool>) -> Result<(), MirrorError> {
+        let Some(scale) = &self.scale else {
+            return Ok(());
+        };
+        let keys: Vec<Key> = scale
+            .wanted
+            .partitions
+            .iter()
+            .map(key_of)
+            .filter(|k| !self.running.contains_key(k) && !scale.releasing.contains(k))
+            // A topic not discovered here yet waits for the refresh that finds it.
+            .filter(|k| self.topics.contains_key(&k.0))
+            .collect();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let read = interruptible(stop, crate::state::read_state(&self.target, &self.flow)).await;
+        let saved = match read {
+            None => return Ok(()),
+            Some(Ok(saved)) => saved,
+            Some(Err(e)) => {
+                tracing::warn!(flow = %self.flow.name, error = %e, partitions = keys.len(),
+                    "scale-out: cannot read the state of acquired partitions; the next topic \
+                     refresh tries again");
+                return Ok(());
+            }
+        };
+        for key in &keys {
+            match saved.get(key) {
+                Some(s) => self.saved.insert(key.clone(), s.clone()),
+                None => self.saved.remove(key),
+            };
+            if let Some(s) = &mut self.scale {
+                s.stale.remove(key);
+            }
+        }
+        let topics: BTreeSet<&String> = keys.iter().map(|(t, _)| t).collect();
+        let topics: Vec<_> = self
+            .topics
+            .values()
+            .filter(|t| topics.contains(&t.source_topic))
+            .cloned()
+            .collect();
+        match interruptible(stop, self.start_topics(&topics)).await {
+            Some(Err(e)) if e.stops_flow() => Err(e),
+            Some(Err(e)) => {
+                tracing::warn!(flow = %self.flow.name, error = %e,
+                    "scale-out: cannot start acquired partitions; the next topic refresh \
+                     tries again");
+                for key in keys {
+                    if let Some(s) = &mut self.scale {
+                        s.stale.insert(key);
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A released partition stopped (or was down): its state is written and it is
+    /// forgotten here.
+    pub(super) async fn finish_release(&mut self, key: &Key, stop: &mut watch::Receiver<bool>) {
+        if let Some(s) = &mut self.scale {
+            s.releasing.remove(key);
+            s.meter.remove(key);
+        }
+        self.down.remove(key);
+        self.restarts.remove(key);
+        self.stale_ids.remove(key);
+        let Some(run) = self.running.remove(key) else {
+            return;
+        };
+        run.feed.with_cursor(|c| c.stopped = true);
+        let state = run.state();
+        self.saved.insert(key.clone(), state.clone());
+        let states = [(key.clone(), state)];
+        let write = self.state_writer.write(&states);
+        match interruptible(stop, tokio::time::timeout(self.stop_grace, write)).await {
+            Some(Ok(Ok(()))) => {}
+            Some(Ok(Err(e))) => tracing::warn!(flow = %self.flow.name, topic = %key.0,
+                partition = key.1, error = %e, "scale-out: the released partition's state \
+                could not be written; its next owner checks the target by content"),
+            _ => tracing::warn!(flow = %self.flow.name, topic = %key.0, partition = key.1,
+                "scale-out: the released partition's state write did not finish; its next \
+                owner checks the target by content"),
+        }
+        self.registry.remove(&key.0, key.1);
+        self.metrics
+            .remove_partition(&self.flow.name, &key.0, key.1);
+        tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
+            "scale-out: released the partition");
+    }
+
+    /// Tells the leader what this process owns and what it measured, and rejoins when
+    /// asked; updates the member's metrics.
+    pub(super) fn publish_claims(&mut self, rejoin: bool, leading: bool) {
+        let Some(scale) = &mut self.scale else {
+            return;
+        };
+        let mut claims: Vec<PartitionId> = self.running.keys().map(id_of).collect();
+        if leading {
+            claims.push(control_job());
+        }
+        claims.sort();
+        let now = Instant::now();
+        let mut loads = Vec::new();
+        for (key, r) in &self.running {
+            let (records, bytes, lag) = r.metrics.load();
+            let avg = bytes.checked_div(records).unwrap_or(1024);
+            let (then, before) = scale.meter.get(key).copied().unwrap_or((now, bytes));
+            let secs = now.duration_since(then).as_secs_f64();
+            let bytes_per_sec = match secs > 0.0 {
+                true => (bytes.saturating_sub(before) as f64 / secs) as u64,
+                false => 0,
+            };
+            if secs == 0.0 || secs > 10.0 {
+                scale.meter.insert(key.clone(), (now, bytes));
+            }
+            loads.push(PartitionLoad {
+                id: id_of(key),
+                lag_bytes: u64::try_from(lag.max(0)).unwrap_or(0).saturating_mul(avg),
+                bytes_per_sec,
+            });
+        }
+        scale.worker.set_loads(loads);
+        scale.worker.set_owned(scale.wanted.generation, claims);
+        if rejoin {
+            scale.wanted.revoked = false;
+            scale.rejoiner.rejoin();
+        }
+        let view = scale.view.borrow();
+        self.metrics.scale_member(
+            &self.flow.name,
+            self.running.len(),
+            scale.wanted.generation,
+            leading,
+            view.assignments_received,
+            view.unstable_for.as_secs_f64(),
+        );
+    }
+}
