@@ -17,6 +17,7 @@ mod replay;
 mod run_cmd;
 mod runbook;
 mod status;
+mod status_group;
 
 use std::process::ExitCode;
 

@@ -2,7 +2,9 @@
 //! Fetch high watermark: ListOffsets LATEST is wrong on some brokers, Tansu among them),
 //! the replicated position (the offset map's next source offset, from the flow's state
 //! topic), the lag in records and the translation coverage (exact from which source offset,
-//! how many runs). Reads both clusters; writes nothing.
+//! how many runs). With `[flows.scale_out]`, also the flow's group: its members, their
+//! hosts, generation, and which partitions each owns with its lag (`status_group`).
+//! Reads both clusters; writes nothing.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -34,6 +36,9 @@ struct PartitionStatus {
     exact_from: Option<u64>,
     /// Runs in the offset map.
     runs: Option<usize>,
+    /// Scale-out: the member that owns the partition now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
 }
 
 /// One flow's status.
@@ -47,6 +52,9 @@ struct FlowStatus {
     topics: usize,
     source_records: i64,
     lag: i64,
+    /// Scale-out: the flow's group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<crate::status_group::GroupStatus>,
 }
 
 /// Runs `strait status`.
@@ -112,6 +120,7 @@ async fn flow_status(flow: &Flow, source: &Client, target: &Client) -> anyhow::R
                 lag: 0,
                 exact_from: stats.map(|s| s.exact_from_source),
                 runs: stats.map(|s| s.runs),
+                owner: None,
             });
         }
     }
@@ -147,6 +156,15 @@ async fn flow_status(flow: &Flow, source: &Client, target: &Client) -> anyhow::R
         r.lag = (r.source_end - done).max(0);
     }
     rows.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    let group = crate::status_group::group_status(flow, target).await?;
+    if let Some(g) = &group {
+        let owners = g.owners();
+        let slots = flow.scale_out.as_ref().and_then(|s| s.slots);
+        for r in &mut rows {
+            r.owner =
+                crate::status_group::GroupStatus::owner_of(&owners, &r.topic, r.partition, slots);
+        }
+    }
     let mut topics: Vec<&str> = rows.iter().map(|r| r.topic.as_str()).collect();
     topics.dedup();
     Ok(FlowStatus {
@@ -158,6 +176,7 @@ async fn flow_status(flow: &Flow, source: &Client, target: &Client) -> anyhow::R
         source_records: rows.iter().map(|r| r.source_end.max(0)).sum(),
         lag: rows.iter().map(|r| r.lag).sum(),
         partitions: rows,
+        group,
     })
 }
 
@@ -185,9 +204,14 @@ fn render(s: &FlowStatus) -> String {
             }
             _ => "not started".to_owned(),
         };
+        let owner = r
+            .owner
+            .as_ref()
+            .map(|o| format!(", owned by {o}"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  {:<24} {:>9} {:>12} {:>12} {:>10}  {:<28} {}",
+            "  {:<24} {:>9} {:>12} {:>12} {:>10}  {:<28} {}{}",
             r.topic,
             r.partition,
             r.source_end,
@@ -195,7 +219,8 @@ fn render(s: &FlowStatus) -> String {
                 .map_or_else(|| "-".to_owned(), |n| n.to_string()),
             r.lag,
             r.target_topic,
-            coverage
+            coverage,
+            owner
         );
     }
     let replicated = s
@@ -212,5 +237,16 @@ fn render(s: &FlowStatus) -> String {
         s.lag,
         s.source_records
     );
+    if let Some(g) = &s.group {
+        let mut by_owner: BTreeMap<String, (usize, i64)> = BTreeMap::new();
+        for r in &s.partitions {
+            if let Some(o) = &r.owner {
+                let e = by_owner.entry(o.clone()).or_default();
+                e.0 += 1;
+                e.1 += r.lag;
+            }
+        }
+        out.push_str(&crate::status_group::render(g, &by_owner));
+    }
     out
 }

@@ -28,8 +28,8 @@ use strait_testkit::{TansuCluster, TestRecord};
 
 mod common;
 mod faults_kit;
-use common::Strait;
 use common::load::NumberedProducer;
+use common::{Strait, eos};
 
 const TOPIC: &str = "eos";
 const TARGET: &str = "src.eos";
@@ -84,98 +84,19 @@ fn ends(bootstrap: &str, topic: &str, isolation: IsolationLevel) -> Option<Vec<i
     })
 }
 
-/// Per partition, the offsets of records whose transaction committed (or that are not
-/// transactional), by the markers in the log.
-fn committed_offsets(bootstrap: &str, topic: &str) -> BTreeMap<i32, BTreeSet<i64>> {
-    runtime().block_on(async {
-        let client = Client::connect(ClientConfig::new([bootstrap]))
-            .await
-            .expect("connect");
-        let mut out = BTreeMap::new();
-        for p in 0..PARTITIONS {
-            let opts = FetchOptions {
-                max_wait: Duration::from_millis(50),
-                ..FetchOptions::default()
-            };
-            let mut c = PartitionConsumer::new(client.clone(), topic, p, 0)
-                .with_options(opts)
-                .resolving_markers();
-            let mut offsets = BTreeSet::new();
-            loop {
-                for r in c.poll().await.expect("poll") {
-                    offsets.insert(r.offset);
-                }
-                if c.high_watermark() >= 0 && c.position() >= c.high_watermark() {
-                    break;
-                }
-            }
-            out.insert(p, offsets);
-        }
-        out
-    })
-}
-
-/// Values per partition in offset order, read by librdkafka (`isolation`), keeping only
-/// the offsets in `keep` when given.
-fn read(
-    bootstrap: &str,
-    topic: &str,
-    isolation: Isolation,
-    keep: Option<&BTreeMap<i32, BTreeSet<i64>>>,
-) -> BTreeMap<i32, Vec<String>> {
-    let opts = ConsumeOptions {
-        isolation,
-        idle: Duration::from_secs(3),
-        ..ConsumeOptions::until_idle(Duration::from_secs(3))
-    };
-    let mut records = rdkafka::consume(bootstrap, topic, &opts).expect("consume");
-    records.sort_by_key(|r| (r.partition, r.offset));
-    let mut out: BTreeMap<i32, Vec<String>> = BTreeMap::new();
-    for r in records {
-        if let Some(keep) = keep
-            && !keep
-                .get(&r.partition)
-                .is_some_and(|k| k.contains(&r.offset))
-        {
-            continue;
-        }
-        let v = r.value.map(|v| String::from_utf8_lossy(&v).into_owned());
-        out.entry(r.partition)
-            .or_default()
-            .push(v.unwrap_or_default());
-    }
-    out
-}
-
 /// The target read as a read_committed consumer sees it on a broker that lists aborted
-/// transactions (see the module doc).
+/// transactions (`common::eos`).
 fn target_committed(dst: &str) -> BTreeMap<i32, Vec<String>> {
-    let keep = committed_offsets(dst, TARGET);
-    read(dst, TARGET, Isolation::ReadCommitted, Some(&keep))
+    eos::target_committed(dst, TARGET, PARTITIONS)
+}
+
+fn committed_offsets(bootstrap: &str, topic: &str) -> BTreeMap<i32, BTreeSet<i64>> {
+    eos::committed_offsets(bootstrap, topic, PARTITIONS)
 }
 
 /// Every source record on the target exactly once, in order, per partition.
 fn assert_exactly_once(src: &str, dst: &str, produced: u64, log: &str) {
-    let source = read(src, TOPIC, Isolation::ReadCommitted, None);
-    let total: usize = source.values().map(Vec::len).sum();
-    assert_eq!(total as u64, produced, "the source holds what was produced");
-    let target = target_committed(dst);
-    for p in 0..PARTITIONS {
-        let s = source.get(&p).cloned().unwrap_or_default();
-        let t = target.get(&p).cloned().unwrap_or_default();
-        let mut seen = BTreeSet::new();
-        let dups: Vec<&String> = t.iter().filter(|v| !seen.insert(v.as_str())).collect();
-        let lost = s.iter().filter(|v| !seen.contains(v.as_str())).count();
-        assert!(
-            dups.is_empty() && lost == 0 && t == s,
-            "partition {p}: {} source records, {} on the target, {} duplicates (first {:?}), \
-             {lost} lost\n{log}",
-            s.len(),
-            t.len(),
-            dups.len(),
-            dups.first()
-        );
-    }
+    eos::assert_exactly_once((src, TOPIC), (dst, TARGET), PARTITIONS, produced, log);
 }
 
 /// Per partition, value by offset, read by librdkafka with read_uncommitted (every record

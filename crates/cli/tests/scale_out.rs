@@ -100,12 +100,17 @@ fn scrape(port: u16) -> String {
         .unwrap_or_default()
 }
 
-/// The partitions a member replicates now, from its per-partition series.
+/// The partitions of [`TOPIC`] a member replicates now, from its per-partition series.
 fn owned(port: u16) -> BTreeSet<i32> {
+    owned_of(port, TOPIC)
+}
+
+/// The partitions of `topic` a member replicates now.
+fn owned_of(port: u16, topic: &str) -> BTreeSet<i32> {
     scrape(port)
         .lines()
         .filter(|l| l.starts_with("strait_lag_offsets{"))
-        .filter(|l| l.contains(&format!("topic=\"{TOPIC}\"")))
+        .filter(|l| l.contains(&format!("topic=\"{topic}\"")))
         .filter_map(|l| {
             let rest = l.split("partition=\"").nth(1)?;
             rest.split('"').next()?.parse().ok()
@@ -116,15 +121,25 @@ fn owned(port: u16) -> BTreeSet<i32> {
 /// Waits until the members' partitions are disjoint and together all 24, each member
 /// owning at least one; returns who owns what.
 fn settled(members: &mut [&mut Member], within: Duration) -> BTreeMap<String, BTreeSet<i32>> {
+    settled_of(members, TOPIC, PARTITIONS, within)
+}
+
+/// [`settled`] for `partitions` partitions of `topic`.
+fn settled_of(
+    members: &mut [&mut Member],
+    topic: &str,
+    partitions: i32,
+    within: Duration,
+) -> BTreeMap<String, BTreeSet<i32>> {
     let deadline = Instant::now() + within;
-    let all: BTreeSet<i32> = (0..PARTITIONS).collect();
+    let all: BTreeSet<i32> = (0..partitions).collect();
     let mut last = BTreeMap::new();
     let mut stable_since: Option<Instant> = None;
     loop {
         let mut now = BTreeMap::new();
         for m in members.iter_mut() {
             m.strait.assert_running();
-            now.insert(m.name.clone(), owned(m.port));
+            now.insert(m.name.clone(), owned_of(m.port, topic));
         }
         let union: BTreeSet<i32> = now.values().flatten().copied().collect();
         let total: usize = now.values().map(BTreeSet::len).sum();
@@ -257,6 +272,65 @@ fn verify_all(
     }
 }
 
+/// `strait status --json` names the same owners as the members' metrics, and the group's
+/// three members with their hosts and generation.
+fn assert_status_shows(config: &Path, owners: &BTreeMap<String, BTreeSet<i32>>) {
+    // A rebalance may be under way when a member's metrics settle: try a few times.
+    let mut last = String::new();
+    for _ in 0..20 {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_strait"))
+            .args(["status", "--json", "-c"])
+            .arg(config)
+            .output()
+            .expect("run strait status");
+        assert!(
+            out.status.success(),
+            "status: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let flow = &v[0];
+        let group = &flow["group"];
+        let members = group["members"].as_array().cloned().unwrap_or_default();
+        let mut seen: BTreeMap<String, BTreeSet<i32>> = BTreeMap::new();
+        for p in flow["partitions"].as_array().into_iter().flatten() {
+            if let (Some(o), Some(n)) = (p["owner"].as_str(), p["partition"].as_i64()) {
+                seen.entry(o.to_owned()).or_default().insert(n as i32);
+            }
+        }
+        // Dynamic members: the owner is named by member id (`client_id-uuid`); compare
+        // the partition sets.
+        let mut want: Vec<&BTreeSet<i32>> = owners.values().collect();
+        let mut got: Vec<&BTreeSet<i32>> = seen.values().collect();
+        want.sort();
+        got.sort();
+        let hosts_ok = members.iter().all(|m| {
+            m["host"].as_str().is_some_and(|h| !h.is_empty())
+                && m["version"].as_str() == Some(env!("CARGO_PKG_VERSION"))
+        });
+        if members.len() == owners.len()
+            && want == got
+            && hosts_ok
+            && group["generation"].as_i64().is_some_and(|g| g >= 0)
+        {
+            let text = std::process::Command::new(env!("CARGO_BIN_EXE_strait"))
+                .args(["status", "-c"])
+                .arg(config)
+                .output()
+                .expect("run strait status");
+            let text = String::from_utf8_lossy(&text.stdout).to_string();
+            assert!(
+                text.contains("owned by") && text.contains("member(s)"),
+                "{text}"
+            );
+            return;
+        }
+        last = serde_json::to_string_pretty(group).unwrap_or_default();
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    panic!("strait status disagrees with the members' metrics {owners:?}:\n{last}");
+}
+
 #[test]
 fn three_members_share_a_flow_through_a_crash_a_join_and_a_rolling_restart() {
     let source = TansuBroker::start_with(BrokerOptions::default()).expect("source broker");
@@ -272,6 +346,7 @@ fn three_members_share_a_flow_through_a_crash_a_join_and_a_rolling_restart() {
     let mut c = start(dir.path(), "c", &s, &t);
     let three = settled(&mut [&mut a, &mut b, &mut c], Duration::from_secs(120));
     eprintln!("three members: {three:?}");
+    assert_status_shows(&dir.path().join("a.toml"), &three);
 
     // kill -9 one: its partitions move to the others.
     c.strait.kill9();
@@ -476,4 +551,130 @@ fn a_member_cut_off_from_the_coordinator_stops_writing_before_its_partitions_mov
             m.name
         );
     }
+}
+
+const EOS_TOPIC: &str = "eos";
+const EOS_TARGET: &str = "src.eos";
+const EOS_PARTITIONS: i32 = 12;
+
+fn eos_member(dir: &Path, name: &str, source: &str, target: &str) -> Member {
+    let port = free_port();
+    let text = format!(
+        r#"{}[flows.topics]
+include = ["{EOS_TOPIC}"]
+{SYNC_OFF}[flows.delivery]
+guarantee = "exactly_once"
+transaction_interval = "100ms"
+[flows.scale_out]
+instance_id = ""
+session_timeout = "{}s"
+rebalance_timeout = "20s"
+slots = 6
+[engine]
+fetch_max_wait = "50ms"
+[metrics]
+listen = "127.0.0.1:{port}"
+"#,
+        two_cluster_flow(source, target, "3s"),
+        SESSION.as_secs()
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).expect("write config");
+    let strait = Strait::start(&path, &dir.join(format!("{name}.log")));
+    Member {
+        name: name.into(),
+        port,
+        strait,
+    }
+}
+
+#[test]
+fn exactly_once_members_share_slots_and_a_killed_members_slots_commit_each_record_once() {
+    let source = TansuBroker::start_with(BrokerOptions::default()).expect("source broker");
+    let target = TansuBroker::start_with(BrokerOptions::default()).expect("target broker");
+    let (s, t) = (source.bootstrap(), target.bootstrap());
+    rdkafka::create_topic(&s, EOS_TOPIC, EOS_PARTITIONS, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let producer =
+        common::load::NumberedProducer::start(s.clone(), EOS_TOPIC, EOS_PARTITIONS, 10, 10);
+    let within = Duration::from_secs(120);
+
+    let mut p = eos_member(dir.path(), "p", &s, &t);
+    let mut q = eos_member(dir.path(), "q", &s, &t);
+    let two = settled_of(&mut [&mut p, &mut q], EOS_TOPIC, EOS_PARTITIONS, within);
+    eprintln!("two members: {two:?}");
+    assert_status_slots(&dir.path().join("p.toml"), 2);
+    // Let transactions of both members commit, then kill one mid-transaction.
+    std::thread::sleep(Duration::from_secs(3));
+    q.strait.kill9();
+    let one = settled_of(&mut [&mut p], EOS_TOPIC, EOS_PARTITIONS, within);
+    eprintln!("after kill -9 of q: {one:?}");
+    let mut r = eos_member(dir.path(), "r", &s, &t);
+    let again = settled_of(&mut [&mut p, &mut r], EOS_TOPIC, EOS_PARTITIONS, within);
+    eprintln!("after r joined: {again:?}");
+    std::thread::sleep(Duration::from_secs(2));
+    let produced = producer.finish();
+
+    // Drained: every record committed on the target (read_committed), then exactly once.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let n: usize = common::eos::target_committed(&t, EOS_TARGET, EOS_PARTITIONS)
+            .values()
+            .map(Vec::len)
+            .sum();
+        if n as u64 >= produced {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not drained: {n} of {produced}\n{}\n{}",
+            p.strait.log_tail(),
+            r.strait.log_tail()
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    for m in [&mut p, &mut r] {
+        let (status, _) = m.strait.terminate(Duration::from_secs(20));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{} stops cleanly\n{}",
+            m.name,
+            m.strait.log_tail()
+        );
+    }
+    common::eos::assert_exactly_once(
+        (&s, EOS_TOPIC),
+        (&t, EOS_TARGET),
+        EOS_PARTITIONS,
+        produced,
+        &p.strait.log_tail(),
+    );
+}
+
+/// `strait status --json` of an exactly-once scale-out flow: `members` members, every
+/// partition owned (through its slot).
+fn assert_status_slots(config: &Path, members: usize) {
+    let mut last = String::new();
+    for _ in 0..20 {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_strait"))
+            .args(["status", "--json", "-c"])
+            .arg(config)
+            .output()
+            .expect("run strait status");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let flow = &v[0];
+        let listed = flow["group"]["members"].as_array().map_or(0, Vec::len);
+        let owned = flow["partitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["owner"].as_str().is_some())
+            .count();
+        if listed == members && owned == EOS_PARTITIONS as usize {
+            return;
+        }
+        last = serde_json::to_string_pretty(&flow["group"]).unwrap_or_default();
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    panic!("strait status does not show {members} members owning every partition:\n{last}");
 }

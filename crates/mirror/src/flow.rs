@@ -14,6 +14,7 @@
 mod exactly_once;
 mod recreation;
 mod scale_out;
+mod slots;
 mod stop;
 mod supervise;
 
@@ -198,6 +199,8 @@ struct FlowRun {
     stop_grace: Duration,
     /// Scale-out: this process's membership in the flow's group (`None`: one process).
     scale: Option<scale_out::Scale>,
+    /// Exactly-once scale-out: the one slot this run replicates (`None`: every partition).
+    slot: Option<slots::Slot>,
 }
 
 /// Runs `flow` until `stop` turns true (or, with `once`, until caught up with the ends
@@ -211,13 +214,23 @@ pub async fn run_flow(
     stop: watch::Receiver<bool>,
 ) -> Result<FlowSummary, MirrorError> {
     metrics.set_flow_state(&flow.name, FlowState::Starting);
-    let result = if flow.delivery.exactly_once() {
+    let result = if flow.delivery.exactly_once() && flow.scale_out.is_some() {
+        slots::run_slotted(&flow, &config, &metrics, &budget, once, stop).await
+    } else if flow.delivery.exactly_once() {
         exactly_once::run_restarting(&flow, &metrics, once, stop, |stop| {
-            run_inner(&flow, &config, metrics.clone(), budget.clone(), once, stop)
+            run_inner(
+                &flow,
+                &config,
+                metrics.clone(),
+                budget.clone(),
+                once,
+                stop,
+                None,
+            )
         })
         .await
     } else {
-        run_inner(&flow, &config, metrics.clone(), budget, once, stop).await
+        run_inner(&flow, &config, metrics.clone(), budget, once, stop, None).await
     };
     match &result {
         Ok(_) => metrics.set_flow_state(&flow.name, FlowState::Stopped),
@@ -233,6 +246,7 @@ async fn run_inner(
     budget: Budget,
     once: bool,
     mut stop: watch::Receiver<bool>,
+    slot: Option<slots::Slot>,
 ) -> Result<FlowSummary, MirrorError> {
     let cluster = |name: &str| {
         config
@@ -329,9 +343,13 @@ async fn run_inner(
         engine: config.engine,
         stop_grace: cluster(&flow.target)?.request_timeout,
         scale: None,
+        slot,
     };
     let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
-    if let Some(so) = &flow.scale_out {
+    if slot.is_some() {
+        // An exactly-once slot: its member creates topics and runs the control jobs.
+        topic_sync = topic_sync.with_writes(Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    } else if let Some(so) = &flow.scale_out {
         if once {
             return Err(MirrorError::config(
                 "--once replicates a flow in one process: it cannot be combined with \
@@ -344,6 +362,11 @@ async fn run_inner(
         // once are harmless: one creation wins); later ones only on the control owner.
         scale.writes.store(true, Ordering::Release);
         topic_sync = topic_sync.with_writes(Arc::clone(&scale.writes));
+        let writer = std::mem::replace(
+            &mut run.state_writer,
+            StateWriter::new(target.clone(), flow),
+        );
+        run.state_writer = writer.with_generation(Arc::clone(&scale.stamp));
         run.scale = Some(scale);
     }
     let mut group_sync = GroupSync::new(
@@ -388,7 +411,7 @@ async fn run_inner(
         }
         let jobs = Jobs {
             topics: topic_sync,
-            lead: Some(LeadJobs {
+            lead: slot.is_none().then(|| LeadJobs {
                 groups: group_sync,
                 reverse: ReverseSync::new(
                     flow,
@@ -400,7 +423,14 @@ async fn run_inner(
                 acls: AclSync::new(flow, source.clone(), target.clone()),
                 maps_from_state: None,
             }),
-            state: StateWriter::new(target.clone(), flow).with_producer_config(producer_config),
+            state: match &run.scale {
+                Some(s) => StateWriter::new(target.clone(), flow)
+                    .with_producer_config(producer_config)
+                    .with_generation(Arc::clone(&s.stamp)),
+                None => {
+                    StateWriter::new(target.clone(), flow).with_producer_config(producer_config)
+                }
+            },
         };
         let mut control = Control::start(flow, jobs, metrics.clone());
         let supervised = run.supervise(&mut stop, Some(&mut control)).await;
@@ -441,7 +471,14 @@ async fn run_inner(
     // Graceful stop (also after an error, to save what was acknowledged).
     let stopped = run.shutdown().await;
     if let Some(scale) = &mut run.scale {
+        scale.retract(&mut run.state_writer, run.stop_grace).await;
         scale.leave().await;
+    }
+    if slot.is_some() {
+        // An exactly-once slot leaving this process: its partitions' series go with it.
+        for (topic, p) in run.running.keys() {
+            metrics.remove_partition(&flow.name, topic, *p);
+        }
     }
     let groups_translated = result.map_err(|e: MirrorError| e.flow(&flow.name))?;
     stopped?;

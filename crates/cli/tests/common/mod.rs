@@ -2,6 +2,7 @@
 //! log file, killed (SIGKILL) and reaped on drop, also when an assertion fails.
 #![allow(dead_code)]
 
+pub mod eos;
 pub mod load;
 
 use std::path::{Path, PathBuf};

@@ -12,6 +12,10 @@
 //! - `rebalance_timeout` (default 60 s): how long the coordinator waits for members to
 //!   rejoin, so also how long a member may take to release a moved partition.
 //! - `capacity` (default 1): this worker's relative share of the flow's load.
+//! - `slots` (default 16, exactly-once flows only): the flow's partitions are hashed into
+//!   this many slots, each with its own `transactional.id` (`<transactional_id>.slot-<n>`);
+//!   slots, not partitions, are assigned, so the member taking a slot over fences its
+//!   previous owner at the broker. Change it only with every process of the flow stopped.
 
 use std::time::Duration;
 
@@ -46,7 +50,12 @@ pub struct ScaleOutSpec {
     pub rebalance_timeout: HumanDuration,
     /// Relative share of the flow's load this worker takes.
     pub capacity: u32,
+    /// Exactly-once: how many transactional slots the flow's partitions are hashed into.
+    pub slots: u32,
 }
+
+/// Default `slots`.
+pub const SLOTS: u32 = 16;
 
 impl Default for ScaleOutSpec {
     fn default() -> Self {
@@ -56,6 +65,7 @@ impl Default for ScaleOutSpec {
             session_timeout: SESSION_TIMEOUT,
             rebalance_timeout: REBALANCE_TIMEOUT,
             capacity: 1,
+            slots: SLOTS,
         }
     }
 }
@@ -84,6 +94,9 @@ pub struct ScaleOut {
     pub rebalance_timeout: Duration,
     /// Relative capacity (≥ 1).
     pub capacity: u32,
+    /// Exactly-once flows: the transactional slots (≥ 1); `None` for at-least-once flows,
+    /// whose partitions are assigned one by one.
+    pub slots: Option<u32>,
 }
 
 /// `strait.<flow name>.workers`.
@@ -92,7 +105,7 @@ pub fn default_group(flow: &str) -> String {
 }
 
 /// Checks `spec` (at `at`, the `scale_out` table of flow `flow`); every problem goes to
-/// `problems`. `exactly_once`: the flow's guarantee (not combinable yet).
+/// `problems`. `exactly_once`: the flow's guarantee (slots are used then).
 pub fn resolve(
     spec: &ScaleOutSpec,
     flow: &str,
@@ -145,14 +158,10 @@ pub fn resolve(
                 .expected("a name unique among the flow's processes, or \"\" for none"),
         );
     }
-    if exactly_once {
+    if spec.slots == 0 || spec.slots > 1024 {
         problems.push(
-            Problem::new(
-                at.clone(),
-                "scale-out is not built for exactly-once flows yet: their transactional id \
-                 belongs to one process",
-            )
-            .expected("remove [flows.scale_out], or use guarantee = \"at_least_once\""),
+            Problem::new(at.key("slots"), format!("{} is out of range", spec.slots))
+                .expected("1 to 1024 transactional slots"),
         );
     }
     if problems.len() != before {
@@ -168,6 +177,7 @@ pub fn resolve(
         session_timeout: spec.session_timeout.0,
         rebalance_timeout: spec.rebalance_timeout.0,
         capacity: spec.capacity,
+        slots: exactly_once.then_some(spec.slots),
     })
 }
 
@@ -213,14 +223,23 @@ mod tests {
             session_timeout: HumanDuration::millis(10),
             rebalance_timeout: HumanDuration::secs(7200),
             capacity: 0,
+            slots: 1,
         };
         assert_eq!(check(&spec, false).unwrap_err().len(), 5);
     }
 
     #[test]
-    fn exactly_once_flows_cannot_scale_out_yet() {
-        let e = check(&ScaleOutSpec::default(), true).unwrap_err();
-        assert!(e[0].to_string().contains("exactly-once"), "{}", e[0]);
+    fn exactly_once_flows_scale_out_by_slots() {
+        assert_eq!(
+            check(&ScaleOutSpec::default(), true).unwrap().slots,
+            Some(16)
+        );
+        assert_eq!(check(&ScaleOutSpec::default(), false).unwrap().slots, None);
+        let spec = ScaleOutSpec {
+            slots: 0,
+            ..ScaleOutSpec::default()
+        };
+        assert_eq!(check(&spec, true).unwrap_err().len(), 1);
     }
 
     #[test]

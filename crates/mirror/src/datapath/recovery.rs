@@ -21,8 +21,10 @@
 //!   expected offset and the acknowledged one must repeat, block by block and in order,
 //!   records of ours — those the target holds just before the expected offset (the map's
 //!   records) or those of the acknowledged batch and the batches sent after it (an
-//!   earlier request of them landed first). Then they are duplicates; anything else (a
-//!   hole, a marker, a record we never wrote) is a mismatch.
+//!   earlier request of them landed first). Then they are duplicates; transaction markers
+//!   between are skipped (they hold no records: an older transaction's end that landed
+//!   after the bounds were read); anything else (a hole, a record we never wrote) is a
+//!   mismatch.
 //! - Anything else — a record that differs, a step that runs past the target's end, a hole
 //!   where a batch is missing — is [`Decision::Mismatch`], an incident for the policy;
 //!   never absorbed.
@@ -276,15 +278,16 @@ pub struct LiveCheck<'a> {
 pub fn live_duplicates(c: &LiveCheck<'_>, limits: &Limits) -> Result<u64, String> {
     let mut ours = VecDeque::new();
     let mut between = VecDeque::new();
+    // Transaction markers between hold no records: an earlier transaction's end landing
+    // after the bounds were read (an exactly-once hand-over on a broker that writes the
+    // fenced transaction's markers late). Their offsets are skipped, not counted.
+    let mut markers = std::collections::BTreeSet::new();
     for b in c.target {
         let h = b.header();
         let first = u64::try_from(h.base_offset).unwrap_or(0);
         if h.attributes.is_control() {
-            if first < c.acked && first >= c.expected {
-                return Err(format!(
-                    "the target holds a transaction marker at offset {first}"
-                ));
-            }
+            let last = first + u64::try_from(h.last_offset_delta).unwrap_or(0);
+            markers.extend((first..=last).filter(|o| *o >= c.expected && *o < c.acked));
             continue;
         }
         let records = b
@@ -307,8 +310,14 @@ pub fn live_duplicates(c: &LiveCheck<'_>, limits: &Limits) -> Result<u64, String
             .map_err(|e| format!("a batch of ours cannot be decoded to compare: {e}"))?;
         ours.extend(records);
     }
-    let want = c.acked - c.expected;
+    let want = c.acked - c.expected - markers.len() as u64;
     let mut next = c.expected;
+    let skip = |next: &mut u64| {
+        while markers.contains(next) {
+            *next += 1;
+        }
+    };
+    skip(&mut next);
     for (off, _) in &between {
         if *off != next {
             return Err(format!(
@@ -316,6 +325,7 @@ pub fn live_duplicates(c: &LiveCheck<'_>, limits: &Limits) -> Result<u64, String
             ));
         }
         next += 1;
+        skip(&mut next);
     }
     if next != c.acked {
         return Err(format!(

@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Instant;
 
 use strait_client::group::{GroupMember, GroupView, MembershipConfig, Phase, Rejoiner};
@@ -33,6 +33,7 @@ use crate::error::MirrorError;
 use crate::scale::protocol::Worker;
 use crate::scale::reconcile::{Wanted, control_job, reconcile};
 use crate::scale::{PROTOCOL_TYPE, PartitionId, PartitionLoad};
+use crate::state::StateWriter;
 
 /// This process's membership in its flow's group.
 pub(super) struct Scale {
@@ -53,6 +54,11 @@ pub(super) struct Scale {
     pub(super) writes: Arc<AtomicBool>,
     /// The load meter's last reading per partition: (when, bytes acknowledged).
     meter: BTreeMap<Key, (Instant, u64)>,
+    /// The generation of the last assignment held, stamped on state records
+    /// ([`crate::state::stamp`]); -1 before the first.
+    pub(super) stamp: Arc<AtomicI32>,
+    /// The member id and report last written to the state topic.
+    reported: Option<(String, Vec<u8>)>,
 }
 
 fn key_of(p: &PartitionId) -> Key {
@@ -125,6 +131,8 @@ impl Scale {
             stale: BTreeSet::new(),
             writes: Arc::new(AtomicBool::new(false)),
             meter: BTreeMap::new(),
+            stamp: Arc::new(AtomicI32::new(-1)),
+            reported: None,
         })
     }
 
@@ -148,8 +156,35 @@ impl Scale {
         }
     }
 
+    /// What the current assignment asks.
+    pub(super) fn wanted(&self) -> &Wanted {
+        &self.wanted
+    }
+
+    /// The member's latest view.
+    pub(super) fn view(&self) -> GroupView {
+        self.view.borrow().clone()
+    }
+
+    /// Tells the leader the units to assign (exactly-once: the slots and the control
+    /// job).
+    pub(super) fn set_units(&self, units: Vec<PartitionId>) {
+        self.worker
+            .set_partitions(units.into_iter().map(PartitionLoad::idle).collect());
+    }
+
+    /// Records what this member claims in its next JoinGroup and, with `rejoin`, asks for
+    /// a new generation (exactly-once slots).
+    pub(super) fn claim(&mut self, claims: Vec<PartitionId>, rejoin: bool) {
+        self.worker.set_owned(self.wanted.generation, claims);
+        if rejoin {
+            self.wanted.revoked = false;
+            self.rejoiner.rejoin();
+        }
+    }
+
     /// Reads the latest view into `wanted`; a failed member stops the flow.
-    fn take_view(&mut self, flow: &str) -> Result<(), MirrorError> {
+    pub(super) fn take_view(&mut self, flow: &str) -> Result<(), MirrorError> {
         let view = self.view.borrow_and_update().clone();
         if view.phase == Phase::Failed {
             let why = view.error.map_or("failed".into(), |e| e.to_string());
@@ -173,6 +208,11 @@ impl Scale {
         for p in &self.wanted.partitions {
             self.stale.insert(key_of(p));
         }
+        // A member that lost its assignment still writes its releases' state: with the
+        // generation it owned them in.
+        if self.wanted.generation >= 0 {
+            self.stamp.store(self.wanted.generation, Ordering::Release);
+        }
         Ok(())
     }
 
@@ -189,6 +229,46 @@ impl Scale {
     pub(super) async fn changed(&mut self) {
         if self.view.changed().await.is_err() {
             std::future::pending::<()>().await;
+        }
+    }
+
+    /// Writes this member's report ([`crate::state::members`]) when it changed (and
+    /// tombstones the one of its previous member id). A failure is logged: the report is
+    /// for `strait status`, not for replication.
+    pub(super) async fn report(&mut self, writer: &mut StateWriter, grace: std::time::Duration) {
+        use crate::state::members::encode_member_key;
+        let id = self.view.borrow().member_id.clone();
+        let value = match self.worker.metadata().encode() {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(group = %self.group, error = %e, "scale-out: member report");
+                return;
+            }
+        };
+        if id.is_empty() || self.reported.as_ref() == Some(&(id.clone(), value.clone())) {
+            return;
+        }
+        let mut records = Vec::new();
+        if let Some((old, _)) = &self.reported
+            && *old != id
+        {
+            records.push((encode_member_key(old), None));
+        }
+        records.push((encode_member_key(&id), Some(value.clone())));
+        match tokio::time::timeout(grace, writer.write_raw(records)).await {
+            Ok(Ok(())) => self.reported = Some((id, value)),
+            Ok(Err(e)) => tracing::warn!(group = %self.group, error = %e,
+                "scale-out: cannot write this member's report (strait status shows it later)"),
+            Err(_) => tracing::warn!(group = %self.group,
+                "scale-out: this member's report was not written in time"),
+        }
+    }
+
+    /// Tombstones this member's report (a graceful stop).
+    pub(super) async fn retract(&mut self, writer: &mut StateWriter, grace: std::time::Duration) {
+        if let Some((id, _)) = self.reported.take() {
+            let key = crate::state::members::encode_member_key(&id);
+            let _ = tokio::time::timeout(grace, writer.write_raw(vec![(key, None)])).await;
         }
     }
 
@@ -235,6 +315,7 @@ impl FlowRun {
     /// Whether this process replicates `key` (always, without scale-out).
     pub(super) fn may_start(&self, key: &Key) -> bool {
         self.scale.as_ref().is_none_or(|s| s.may_start(key))
+            && self.slot.is_none_or(|s| s.holds(key))
     }
 
     /// The lead jobs, built afresh for each hand-over.
@@ -321,6 +402,10 @@ impl FlowRun {
             self.acquire(stop).await?;
         }
         self.publish_claims(changes.rejoin, control.as_ref().is_some_and(|c| c.leads()));
+        if let Some(scale) = &mut self.scale {
+            let report = scale.report(&mut self.state_writer, self.stop_grace);
+            let _ = interruptible(stop, report).await;
+        }
         Ok(())
     }
 

@@ -46,7 +46,29 @@ pub struct PartitionId {
 /// name, so no source partition can collide with one.
 pub const CONTROL_TOPIC: &str = "<control>";
 
+/// The pseudo-topic of exactly-once slots ([`PartitionId::slot`]).
+pub const SLOT_TOPIC: &str = "<slot>";
+
+/// The exactly-once slot of source partition `topic`-`partition` among `slots`: CRC-32C
+/// of the topic name and the big-endian partition number, modulo `slots`. Stable across
+/// versions and processes (every member must agree), spread evenly over partitions.
+pub fn slot_of(topic: &str, partition: i32, slots: u32) -> u32 {
+    let crc = crc32c::crc32c_append(crc32c::crc32c(topic.as_bytes()), &partition.to_be_bytes());
+    crc % slots.max(1)
+}
+
 impl PartitionId {
+    /// Exactly-once slot `n` as a pseudo-partition: slots, not partitions, are assigned
+    /// in an exactly-once flow, each replicated under its own `transactional.id`.
+    pub fn slot(n: u32) -> Self {
+        PartitionId::new(SLOT_TOPIC, i32::try_from(n).unwrap_or(i32::MAX))
+    }
+
+    /// True for a [`PartitionId::slot`].
+    pub fn is_slot(&self) -> bool {
+        &*self.topic == SLOT_TOPIC
+    }
+
     /// `topic`-`partition`.
     pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> Self {
         PartitionId {

@@ -66,6 +66,11 @@ impl Worker {
         self.lock().meta.loads = loads;
     }
 
+    /// The metadata this worker joins with now.
+    pub fn metadata(&self) -> MemberMetadata {
+        self.lock().meta.clone()
+    }
+
     /// What this worker owns now, with the generation.
     pub fn owned(&self) -> (i32, Vec<PartitionId>) {
         let s = self.lock();

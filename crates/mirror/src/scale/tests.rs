@@ -533,3 +533,19 @@ fn control_jobs_are_assigned_like_partitions() {
     let a = &plan.assignments["a"];
     assert_eq!(&MemberAssignment::decode(&a.encode().unwrap()).unwrap(), a);
 }
+
+#[test]
+fn slots_are_stable_and_spread_partitions() {
+    // Pinned: every member (and every version) must map a partition to the same slot.
+    assert_eq!(
+        super::slot_of("orders", 0, 16),
+        super::slot_of("orders", 0, 16)
+    );
+    let mut per = [0u32; 8];
+    for p in 0..800 {
+        per[super::slot_of("orders", p, 8) as usize] += 1;
+    }
+    assert!(per.iter().all(|n| (60..=140).contains(n)), "{per:?}");
+    assert_eq!(super::slot_of("t", 3, 1), 0);
+    assert!(PartitionId::slot(3).is_slot() && !PartitionId::slot(3).is_control());
+}

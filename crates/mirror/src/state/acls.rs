@@ -138,7 +138,7 @@ pub async fn read_created_acls(
     flow: &Flow,
 ) -> Result<BTreeSet<AclBinding>, MirrorError> {
     let mut set = BTreeSet::new();
-    super::store::read_records(target, flow, |key, value| {
+    super::store::read_records(target, flow, |key, value, _| {
         apply(&mut set, key, value).map_err(|e| format!("created ACL record: {e}"))
     })
     .await

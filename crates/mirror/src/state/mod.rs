@@ -9,13 +9,18 @@
 //! into the snapshots by [`read_state`].
 //! Replays (`strait replay`) keep their own maps in the same topic under keys of their own
 //! kind ([`replay`]), read with [`read_replays`] and never seen by [`read_state`].
+//! Scale-out members also report what they own under keys of kind 5 ([`members`]).
+//! Scale-out members stamp their records with their group generation ([`stamp`]); a
+//! stale owner's late write is ignored on reading.
 //! The topic ACLs the flow created on the target are recorded there too ([`acls`], key
 //! kind 4), read with [`read_created_acls`].
 
 pub mod acls;
 pub mod codec;
 pub mod delta;
+pub mod members;
 pub mod replay;
+pub mod stamp;
 mod store;
 
 use std::collections::BTreeMap;

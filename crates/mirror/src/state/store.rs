@@ -1,6 +1,8 @@
 //! Reading and writing the state topic.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -60,8 +62,8 @@ pub async fn ensure_state_topic(target: &Client, flow: &Flow) -> Result<(), Mirr
 /// Reads the flow's state topic to its end; the last value per key wins. A missing topic
 /// is an empty state. Only committed state counts: records written in a transaction
 /// (exactly-once) are taken once its COMMIT marker is read, never after an ABORT, whatever
-/// the broker's aborted list says (Tansu sends none). Replay records ([`super::replay`])
-/// and created-ACL records ([`super::acls`]) are left out: they never change the flow's
+/// the broker's aborted list says (Tansu sends none). Replay records ([`super::replay`]),
+/// member reports ([`super::members`]) and created-ACL records ([`super::acls`]) are left out: they never change the flow's
 /// maps.
 pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, MirrorError> {
     read_state_and_deltas(target, flow).await.map(|(s, _)| s)
@@ -79,8 +81,12 @@ pub async fn read_state_and_deltas(
 ) -> Result<(SavedState, DeltaSeqs), MirrorError> {
     let mut saved = SavedState::new();
     let mut deltas: BTreeMap<(String, i32), BTreeMap<u64, Vec<u8>>> = BTreeMap::new();
-    read_records(target, flow, |key, value| {
-        if matches!(key_kind(key), Some(REPLAY_KEY_KIND | ACL_KEY_KIND)) {
+    let mut fence = super::stamp::Fence::default();
+    read_records(target, flow, |key, value, meta| {
+        if matches!(
+            key_kind(key),
+            Some(REPLAY_KEY_KIND | ACL_KEY_KIND | super::members::MEMBER_KEY_KIND)
+        ) {
             return Ok(());
         }
         if key_kind(key) == Some(DELTA_KEY_KIND) {
@@ -99,6 +105,9 @@ pub async fn read_state_and_deltas(
             return Ok(());
         }
         let key = decode_key(key).map_err(|e| format!("key: {e}"))?;
+        if !fence.admit(&key, meta.generation, meta.timestamp, value.is_none()) {
+            return Ok(());
+        }
         match value {
             // A tombstone: the partition's state was deleted.
             None => {
@@ -112,6 +121,11 @@ pub async fn read_state_and_deltas(
         Ok(())
     })
     .await?;
+    if fence.ignored() > 0 {
+        tracing::warn!(flow = %flow.name, ignored = fence.ignored(),
+            "state records of an owner that had already lost its partitions landed late; \
+             ignored (the newer owner's state stands)");
+    }
     let mut seqs = DeltaSeqs::new();
     for (key, ds) in deltas {
         if ds.is_empty() {
@@ -134,7 +148,7 @@ pub async fn read_state_and_deltas(
 /// wins); the flow's own partition records are left out.
 pub async fn read_replays(target: &Client, flow: &Flow) -> Result<SavedReplays, MirrorError> {
     let mut saved = SavedReplays::new();
-    read_records(target, flow, |key, value| {
+    read_records(target, flow, |key, value, _| {
         if key_kind(key) != Some(REPLAY_KEY_KIND) {
             return Ok(());
         }
@@ -154,13 +168,22 @@ pub async fn read_replays(target: &Client, flow: &Flow) -> Result<SavedReplays, 
     .map(|()| saved)
 }
 
+/// What a state record carries besides its key and value.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RecordMeta {
+    /// Its generation stamp ([`super::stamp`]), if any.
+    pub generation: Option<i32>,
+    /// Its CreateTime.
+    pub timestamp: i64,
+}
+
 /// Reads the flow's state topic from its log start to its end (the Fetch high watermark),
 /// handing every record's key and value (`None`: a tombstone) to `each` in offset order.
 /// A record without a key, or one `each` cannot decode, is an error naming its offset.
 pub(super) async fn read_records(
     target: &Client,
     flow: &Flow,
-    mut each: impl FnMut(&[u8], Option<&[u8]>) -> Result<(), String>,
+    mut each: impl FnMut(&[u8], Option<&[u8]>, RecordMeta) -> Result<(), String>,
 ) -> Result<(), MirrorError> {
     let ctx = |e: MirrorError| e.flow(&flow.name).cluster(&flow.target);
     let kafka = |what: &str, e| {
@@ -206,7 +229,13 @@ pub(super) async fn read_records(
             let Some(key) = &r.key else {
                 return Err(bad("no key".to_owned()));
             };
-            each(key, r.value.as_deref()).map_err(bad)?;
+            let meta = RecordMeta {
+                generation: super::stamp::generation_of(
+                    r.headers.iter().map(|(k, v)| (&k[..], v.as_deref())),
+                ),
+                timestamp: r.timestamp,
+            };
+            each(key, r.value.as_deref(), meta).map_err(bad)?;
         }
         if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
             return Ok(());
@@ -229,6 +258,9 @@ pub struct StateWriter {
     /// Timeouts of the producer (created on first write): the flow's delivery and request
     /// timeouts, so a state write gives up on the same schedule as the data it describes.
     producer_config: ProducerConfig,
+    /// Scale-out: the group generation stamped on every record ([`super::stamp`]); no
+    /// stamp while it is negative.
+    generation: Option<Arc<AtomicI32>>,
 }
 
 impl std::fmt::Debug for StateWriter {
@@ -250,7 +282,15 @@ impl StateWriter {
             producer: None,
             txn: None,
             producer_config: ProducerConfig::default(),
+            generation: None,
         }
+    }
+
+    /// Stamps every record with the generation `generation` holds when it is written
+    /// (scale-out).
+    pub fn with_generation(mut self, generation: Arc<AtomicI32>) -> Self {
+        self.generation = Some(generation);
+        self
     }
 
     /// Writes into `producer`'s open transaction (exactly-once): the states become
@@ -298,11 +338,21 @@ impl StateWriter {
             return Ok(());
         }
         ensure_state_topic(&self.target, &self.flow).await?;
+        let stamp = self
+            .generation
+            .as_ref()
+            .map(|g| g.load(Ordering::Acquire))
+            .filter(|g| *g >= 0);
         let records: Vec<ProducerRecord> = records
             .into_iter()
             .map(|(k, v)| {
                 let mut r = ProducerRecord::new(Bytes::from(k), Bytes::new());
                 r.value = v.map(Bytes::from);
+                if let Some(g) = stamp {
+                    let value = Bytes::copy_from_slice(&super::stamp::encode(g));
+                    r.headers
+                        .push((super::stamp::GENERATION_HEADER.to_owned(), Some(value)));
+                }
                 r
             })
             .collect();

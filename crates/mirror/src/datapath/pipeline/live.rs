@@ -111,7 +111,7 @@ impl<P: Clone> Pipeline<P> {
         let Some(Check::Decided {
             expected,
             acked,
-            verdict: Ok(_),
+            verdict: Ok(records),
         }) = check
         else {
             return Ok(false);
@@ -122,7 +122,7 @@ impl<P: Clone> Pipeline<P> {
         map.advance(map.next(Side::Source), acked)
             .map_err(MirrorError::offset_map)?;
         self.outbox.push_back(Action::Duplicates {
-            records: acked - expected,
+            records,
             from: expected,
             to: acked,
         });

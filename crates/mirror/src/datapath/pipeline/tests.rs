@@ -690,3 +690,47 @@ fn an_ack_past_the_known_gap_is_still_checked_against_the_target() {
         vec!["CheckTarget { from: 0, expected: 3, to: 5 }".to_owned()]
     );
 }
+
+/// A transaction marker (a control batch of one record) at `base`.
+fn marker_at(base: i64) -> Batch {
+    let mut b = BatchBuilder::new(Compression::None);
+    b.push(
+        0,
+        Some(&[0, 0, 0, 0][..]),
+        Some(&[0, 0, 0, 0, 0, 0][..]),
+        &[],
+    )
+    .expect("push");
+    let mut raw = b.build().expect("build").as_bytes().to_vec();
+    raw[..8].copy_from_slice(&base.to_be_bytes());
+    // Attributes (bytes 21..23): control | transactional; the CRC covers them.
+    raw[21..23].copy_from_slice(&0x30i16.to_be_bytes());
+    let crc = crc32c::crc32c(&raw[21..]);
+    raw[17..21].copy_from_slice(&crc.to_be_bytes());
+    split(Bytes::from(raw), &Limits::default())
+        .expect("split")
+        .batches
+        .remove(0)
+}
+
+#[test]
+fn a_transaction_marker_between_holds_no_records_and_is_skipped() {
+    // A (source 0..2) recorded at 0; an older transaction's marker landed at 2 after the
+    // bounds were read; B (source 2..4) lands at 3.
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    let mut target = laid_out(0, &[(0, 2)]);
+    target.push(marker_at(2));
+    target.extend(laid_out(3, &[(2, 2)]));
+    h.target = Some(target);
+    h.fetch(&[(0, 2), (2, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(0).expect("ack A");
+    h.run().expect("record A");
+    h.p.acked(3).expect("ack B");
+    let d = h.run().expect("a marker, not an incident");
+    assert_eq!(
+        duplicates_reported(&d),
+        vec!["Duplicates { records: 0, from: 2, to: 3 }"]
+    );
+    assert_eq!(h.next(), (4, 5));
+}

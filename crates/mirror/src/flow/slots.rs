@@ -1,0 +1,270 @@
+//! Exactly-once scale-out: the flow's partitions are hashed into `scale_out.slots` slots
+//! ([`crate::scale::slot_of`]), and slots, not partitions, are what the group assigns.
+//! Each slot a member owns runs as an exactly-once flow of its own over its partitions,
+//! with its own `transactional.id` (`<transactional_id>.slot-<n>`) and committer.
+//!
+//! - **Zombies are fenced at the broker.** A member that takes a slot over initialises
+//!   its producer with the slot's id before it reads the slot's state, as one process
+//!   does at start: the previous owner — dead, frozen, or cut off and not yet aware — is
+//!   fenced, its open transaction aborted, and nothing it wrote after its last commit ever
+//!   becomes visible. The self-fence of the membership stops it first in the usual case;
+//!   the broker's fence is what makes it exact when it does not.
+//! - **Hand-over**: a released slot's flow stops gracefully (its last transaction
+//!   committed); the member rejoins once nothing is being released; the leader assigns the
+//!   slot in a later generation (the two phases of [`crate::scale::reconcile`]).
+//! - **Control jobs** (topic creation and config sync, group-offset sync with every
+//!   partition's committed maps read from the state topic, heartbeats, ACL sync) run on
+//!   the member holding the control pseudo-partition, outside the slots.
+//! - A slot's flow that fails restarts from its last commit ([`exactly_once::run_restarting`]);
+//!   one fenced because another member now owns the slot simply ends here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use strait_offsets::Registry;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::scale_out::Scale;
+use super::{FlowSummary, Key, exactly_once, run_inner};
+use crate::config::{Config, Flow};
+use crate::control::{Control, Jobs, LeadJobs};
+use crate::datapath::budget::Budget;
+use crate::error::MirrorError;
+use crate::metrics::{FlowState, Metrics};
+use crate::scale::reconcile::{Wanted, control_job, reconcile};
+use crate::scale::{PartitionId, slot_of};
+use crate::state::StateWriter;
+use crate::topics::TopicSync;
+
+/// The slot one run replicates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Slot {
+    /// Its number.
+    pub n: u32,
+    /// The flow's slot count.
+    pub of: u32,
+}
+
+impl Slot {
+    /// Whether partition `key` belongs to this slot.
+    pub(super) fn holds(&self, key: &Key) -> bool {
+        slot_of(&key.0, key.1, self.of) == self.n
+    }
+}
+
+/// The flow of slot `n`: the flow with the slot's `transactional.id`.
+fn slot_flow(flow: &Flow, n: u32) -> Flow {
+    let mut f = flow.clone();
+    f.delivery.transactional_id = format!("{}.slot-{n}", flow.delivery.transactional_id);
+    f
+}
+
+/// Runs an exactly-once flow shared by several processes, slot by slot, until `stop`.
+pub(super) async fn run_slotted(
+    flow: &Flow,
+    config: &Config,
+    metrics: &Metrics,
+    budget: &Budget,
+    once: bool,
+    mut stop: watch::Receiver<bool>,
+) -> Result<FlowSummary, MirrorError> {
+    let (Some(so), false) = (&flow.scale_out, once) else {
+        return Err(MirrorError::config(
+            "--once replicates a flow in one process: it cannot be combined with \
+             [flows.scale_out]",
+        )
+        .flow(&flow.name));
+    };
+    let slots = so.slots.unwrap_or(crate::config::scale_out::SLOTS);
+    let target_cluster = config
+        .cluster(&flow.target)
+        .ok_or_else(|| MirrorError::other("unknown target cluster").flow(&flow.name))?;
+    let source_cluster = config
+        .cluster(&flow.source)
+        .ok_or_else(|| MirrorError::other("unknown source cluster").flow(&flow.name))?;
+    let mut scale = Scale::join(flow, so, target_cluster).await?;
+    let mut units: Vec<PartitionId> = (0..slots).map(PartitionId::slot).collect();
+    units.push(control_job());
+    scale.set_units(units);
+    if !scale.first_assignment(&flow.name, &mut stop).await? {
+        scale.leave().await;
+        return Ok(FlowSummary::default());
+    }
+    metrics.set_flow_state(&flow.name, FlowState::Running);
+    let (source, target) = tokio::try_join!(
+        crate::connect::connect(source_cluster, &flow.name),
+        crate::connect::connect(target_cluster, &flow.name)
+    )?;
+    let mut reports = StateWriter::new(target.clone(), flow);
+    let grace = target_cluster.request_timeout;
+    let mut runs: BTreeMap<u32, watch::Sender<bool>> = BTreeMap::new();
+    let mut releasing: BTreeSet<u32> = BTreeSet::new();
+    let mut tasks: JoinSet<(u32, Result<FlowSummary, MirrorError>)> = JoinSet::new();
+    let mut control: Option<Control> = None;
+    let mut summary = FlowSummary {
+        flow: flow.name.clone(),
+        ..FlowSummary::default()
+    };
+    let result = loop {
+        // What the assignment asks, carried out.
+        let wanted: &Wanted = scale.wanted();
+        let running: BTreeSet<PartitionId> = runs.keys().map(|n| PartitionId::slot(*n)).collect();
+        let rel: BTreeSet<PartitionId> = releasing.iter().map(|n| PartitionId::slot(*n)).collect();
+        let changes = reconcile(wanted, &running, &rel, control.is_some());
+        for p in &changes.release {
+            let n = p.partition as u32;
+            tracing::info!(flow = %flow.name, slot = n,
+                "scale-out: releasing the exactly-once slot (committing, then stopping)");
+            if let Some(tx) = runs.get(&n) {
+                let _ = tx.send(true);
+            }
+            releasing.insert(n);
+        }
+        for p in changes.acquire.iter().filter(|p| p.is_slot()) {
+            let n = p.partition as u32;
+            let (tx, rx) = watch::channel(false);
+            runs.insert(n, tx);
+            let f = slot_flow(flow, n);
+            let (config, metrics, budget) = (config.clone(), metrics.clone(), budget.clone());
+            let slot = Slot { n, of: slots };
+            tracing::info!(flow = %flow.name, slot = n, transactional_id = %f.delivery.transactional_id,
+                "scale-out: starting the exactly-once slot (fencing its previous owner)");
+            tasks.spawn(async move {
+                let r = exactly_once::run_restarting(&f, &metrics, false, rx, |stop| {
+                    run_inner(
+                        &f,
+                        &config,
+                        metrics.clone(),
+                        budget.clone(),
+                        false,
+                        stop,
+                        Some(slot),
+                    )
+                })
+                .await;
+                (n, r)
+            });
+        }
+        match changes.lead {
+            Some(true) => {
+                control = Some(Control::start(
+                    flow,
+                    lead_jobs(flow, &source, &target, metrics),
+                    metrics.clone(),
+                ));
+                tracing::info!(flow = %flow.name, "scale-out: control jobs started here");
+            }
+            Some(false) => {
+                if let Some(mut c) = control.take() {
+                    c.stop().await;
+                }
+                tracing::info!(flow = %flow.name, "scale-out: control jobs stopped here");
+            }
+            None => {}
+        }
+        scale.claim(changes.claims.clone(), changes.rejoin);
+        scale.report(&mut reports, grace).await;
+        metrics.scale_member(
+            &flow.name,
+            runs.len(),
+            scale.wanted().generation,
+            control.is_some(),
+            scale.view().assignments_received,
+            scale.view().unstable_for.as_secs_f64(),
+        );
+        tokio::select! {
+            _ = stop.wait_for(|v| *v) => break Ok(()),
+            () = scale.changed() => {
+                if let Err(e) = scale.take_view(&flow.name) {
+                    break Err(e);
+                }
+            }
+            Some(done) = tasks.join_next() => {
+                let Ok((n, r)) = done else {
+                    break Err(MirrorError::other("an exactly-once slot's task failed").flow(&flow.name));
+                };
+                runs.remove(&n);
+                let released = releasing.remove(&n);
+                match r {
+                    Ok(s) => add(&mut summary, &s),
+                    // Another member took the slot over (a hand-over we slept through).
+                    Err(e) if e.is_fenced() => tracing::warn!(flow = %flow.name, slot = n,
+                        error = %e, "scale-out: the slot was taken over; it stops here"),
+                    Err(e) if released => tracing::warn!(flow = %flow.name, slot = n,
+                        error = %e, "scale-out: a released slot stopped with an error"),
+                    Err(e) => break Err(e),
+                }
+            }
+            Some(_) = next_refresh(&mut control) => {}
+        }
+    };
+    // Stop every slot gracefully (each commits its last transaction), then leave.
+    for tx in runs.values() {
+        let _ = tx.send(true);
+    }
+    while let Some(done) = tasks.join_next().await {
+        if let Ok((_, Ok(s))) = done {
+            add(&mut summary, &s);
+        }
+    }
+    if let Some(mut c) = control.take() {
+        c.stop().await;
+    }
+    scale.retract(&mut reports, grace).await;
+    scale.leave().await;
+    result.map(|()| summary)
+}
+
+fn add(total: &mut FlowSummary, s: &FlowSummary) {
+    total.topics = total.topics.max(s.topics);
+    total.partitions += s.partitions;
+    total.records += s.records;
+    total.bytes += s.bytes;
+    total.produce_requests += s.produce_requests;
+    total.produced_batches += s.produced_batches;
+    total.groups_translated = total.groups_translated.max(s.groups_translated);
+}
+
+/// The control jobs of an exactly-once scale-out flow: topic creation and sync (its
+/// refreshes are not otherwise used here), and the lead jobs with every partition's
+/// committed maps read from the state topic.
+fn lead_jobs(
+    flow: &Flow,
+    source: &strait_client::Client,
+    target: &strait_client::Client,
+    metrics: &Metrics,
+) -> Jobs {
+    let registry = Arc::new(Registry::new());
+    Jobs {
+        topics: TopicSync::new(flow, source.clone(), target.clone(), metrics.clone()),
+        state: StateWriter::new(target.clone(), flow),
+        lead: Some(LeadJobs {
+            groups: crate::groups::GroupSync::new(
+                flow,
+                source.clone(),
+                target.clone(),
+                Arc::clone(&registry),
+                metrics.clone(),
+            ),
+            reverse: crate::groups::ReverseSync::new(
+                flow,
+                source.clone(),
+                target.clone(),
+                registry,
+            ),
+            heartbeats: crate::heartbeat::Heartbeats::new(flow, target.clone())
+                .with_metrics(metrics.clone()),
+            acls: crate::acls::AclSync::new(flow, source.clone(), target.clone()),
+            maps_from_state: Some((target.clone(), flow.clone())),
+        }),
+    }
+}
+
+/// The control jobs' next topic refresh (drained: the slots discover their own partitions).
+async fn next_refresh(control: &mut Option<Control>) -> Option<crate::control::Refreshed> {
+    match control {
+        Some(c) => c.refreshed.recv().await,
+        None => std::future::pending().await,
+    }
+}
