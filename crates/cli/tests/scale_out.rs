@@ -10,18 +10,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
-use strait_testkit::rdkafka::{self, ProduceOptions};
+use strait_testkit::config::two_cluster_flow;
+use strait_testkit::rdkafka;
 use strait_testkit::verify::{check, read_partitions};
-use strait_testkit::{BrokerOptions, TansuBroker, TestRecord};
+use strait_testkit::{BrokerOptions, TansuBroker};
 
 mod common;
+mod faults_kit;
 use common::Strait;
+use common::load::NumberedProducer;
+use faults_kit::{free_port, http_get, metric};
 
 const TOPIC: &str = "orders";
 const TARGET: &str = "src.orders";
@@ -31,6 +31,16 @@ const BATCH_RECORDS: u32 = 10;
 const MAX_IN_FLIGHT: usize = 5;
 const SESSION: Duration = Duration::from_secs(6);
 
+/// The tests here run one at a time: each runs several processes against two brokers, and
+/// the membership timings they check should not compete with another test's for 2 cores.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// One member's process with its metrics port and working directory.
 struct Member {
     name: String,
@@ -38,24 +48,60 @@ struct Member {
     strait: Strait,
 }
 
-fn free_port() -> u16 {
-    strait_testkit::broker::free_port().expect("free port")
+/// How a member is configured.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// At-least-once on [`TOPIC`].
+    AtLeastOnce,
+    /// At-least-once on [`TOPIC`], the target's data client id `data-<name>` (spared by the
+    /// partition test's proxy; its group client id is `strait-group.data-<name>`).
+    SparedData,
+    /// Exactly-once on [`EOS_TOPIC`] in 6 slots.
+    ExactlyOnce,
 }
 
-fn config(dir: &Path, name: &str, source: &str, target: &str, port: u16) -> PathBuf {
+fn config(
+    dir: &Path,
+    name: &str,
+    (source, target): (&str, &str),
+    port: u16,
+    kind: Kind,
+) -> PathBuf {
     let level = std::env::var("SCALE_TEST_LOG").unwrap_or_else(|_| "info".into());
+    let (topic, delivery, slots) = match kind {
+        Kind::ExactlyOnce => (
+            EOS_TOPIC,
+            "[flows.delivery]\nguarantee = \"exactly_once\"\ntransaction_interval = \"100ms\"\n",
+            "slots = 6\n",
+        ),
+        _ => (TOPIC, "", ""),
+    };
+    let mut clusters = two_cluster_flow(source, target, "3s");
+    if kind == Kind::SparedData {
+        clusters = clusters.replace(
+            "[clusters.dst]\n",
+            &format!("[clusters.dst]\nclient_id = \"data-{name}\"\n"),
+        );
+    }
     let text = format!(
-        r#"{}[flows.topics]
-include = ["{TOPIC}"]
-{SYNC_OFF}[flows.intervals]
+        r#"{clusters}[flows.topics]
+include = ["{topic}"]
+[flows.sync]
+group_offsets = true
+heartbeats = false
+checkpoints = false
+[flows.groups]
+include = ["g-scale"]
+[flows.intervals]
 checkpoint = "1s"
 topic_refresh = "2s"
-[flows.scale_out]
+group_sync = "1s"
+{delivery}[flows.scale_out]
 # Dynamic members: Tansu's static membership is unreliable (docs/compatibility.md).
 instance_id = ""
 session_timeout = "{}s"
 rebalance_timeout = "20s"
-[engine]
+{slots}[engine]
 fetch_max_wait = "50ms"
 max_in_flight_per_partition = {MAX_IN_FLIGHT}
 [metrics]
@@ -63,7 +109,6 @@ listen = "127.0.0.1:{port}"
 [logging]
 level = "{level}"
 "#,
-        two_cluster_flow(source, target, "3s"),
         SESSION.as_secs()
     );
     let path = dir.join(format!("{name}.toml"));
@@ -71,9 +116,9 @@ level = "{level}"
     path
 }
 
-fn start(dir: &Path, name: &str, source: &str, target: &str) -> Member {
+fn start_kind(dir: &Path, name: &str, source: &str, target: &str, kind: Kind) -> Member {
     let port = free_port();
-    let cfg = config(dir, name, source, target, port);
+    let cfg = config(dir, name, (source, target), port, kind);
     let strait = Strait::start(&cfg, &dir.join(format!("{name}.log")));
     Member {
         name: name.into(),
@@ -82,22 +127,8 @@ fn start(dir: &Path, name: &str, source: &str, target: &str) -> Member {
     }
 }
 
-/// `GET /metrics` of a member (empty while it does not answer).
-fn scrape(port: u16) -> String {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    let _ = write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    );
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default()
+fn start(dir: &Path, name: &str, source: &str, target: &str) -> Member {
+    start_kind(dir, name, source, target, Kind::AtLeastOnce)
 }
 
 /// The partitions of [`TOPIC`] a member replicates now, from its per-partition series.
@@ -107,7 +138,7 @@ fn owned(port: u16) -> BTreeSet<i32> {
 
 /// The partitions of `topic` a member replicates now.
 fn owned_of(port: u16, topic: &str) -> BTreeSet<i32> {
-    scrape(port)
+    http_get(port, "/metrics")
         .lines()
         .filter(|l| l.starts_with("strait_lag_offsets{"))
         .filter(|l| l.contains(&format!("topic=\"{topic}\"")))
@@ -167,67 +198,16 @@ fn settled_of(
     }
 }
 
-/// A background librdkafka producer of numbered records (`"<p>:<seq>"`) to every
-/// partition; stopped and joined on drop.
-struct Producer {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Result<u64, String>>>,
-}
-
-impl Producer {
-    fn start(bootstrap: String) -> Producer {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let opts = ProduceOptions {
-                idempotence: true,
-                batch_num_messages: Some(BATCH_RECORDS),
-                ..ProduceOptions::default()
-            };
-            let mut next = vec![0u64; PARTITIONS as usize];
-            let mut total = 0;
-            while !flag.load(Ordering::Acquire) {
-                let mut records = Vec::new();
-                for p in 0..PARTITIONS {
-                    for _ in 0..10 {
-                        let seq = &mut next[p as usize];
-                        records.push(TestRecord::new("k", format!("{p}:{seq}")).with_partition(p));
-                        *seq += 1;
-                    }
-                }
-                let delivered = rdkafka::produce(&bootstrap, TOPIC, &records, &opts)
-                    .map_err(|e| e.to_string())?;
-                if let Some(d) = delivered.iter().find(|d| d.error.is_some()) {
-                    return Err(format!("delivery failed: {d:?}"));
-                }
-                total += records.len() as u64;
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            Ok(total)
-        });
-        Producer {
-            stop,
-            handle: Some(handle),
-        }
-    }
-
-    fn finish(mut self) -> u64 {
-        self.stop.store(true, Ordering::Release);
-        match self.handle.take().map(JoinHandle::join) {
-            Some(Ok(Ok(n))) => n,
-            Some(Ok(Err(e))) => panic!("producer: {e}"),
-            _ => panic!("producer thread failed"),
-        }
-    }
-}
-
-impl Drop for Producer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
+/// A background librdkafka producer of 10 numbered records (`"<p>:<seq>"`) per partition
+/// every 200 ms or so; stopped and joined on drop.
+fn producer(bootstrap: String) -> NumberedProducer {
+    NumberedProducer::start_paced(
+        bootstrap,
+        TOPIC,
+        PARTITIONS,
+        (10, BATCH_RECORDS),
+        Duration::from_millis(200),
+    )
 }
 
 /// Waits until the target holds every source record (as many or more, none lost), then
@@ -331,14 +311,78 @@ fn assert_status_shows(config: &Path, owners: &BTreeMap<String, BTreeSet<i32>>) 
     panic!("strait status disagrees with the members' metrics {owners:?}:\n{last}");
 }
 
+/// A source group committed half-way through every partition is committed on the target
+/// by the control owner's group sync, at the very record (the maps of every member's
+/// partitions come from the state topic).
+fn assert_group_translated(source: &str, target: &str, members: &mut [&mut Member]) {
+    use rdkafka::ConsumeOptions;
+    let by_offset = |bootstrap: &str, topic: &str| {
+        let mut out: BTreeMap<(i32, i64), Option<bytes::Bytes>> = BTreeMap::new();
+        for r in rdkafka::consume(
+            bootstrap,
+            topic,
+            &ConsumeOptions::until_idle(Duration::from_secs(2)),
+        )
+        .expect("consume")
+        {
+            out.insert((r.partition, r.offset), r.value);
+        }
+        out
+    };
+    let src = by_offset(source, TOPIC);
+    let mut at = Vec::new();
+    for p in 0..PARTITIONS {
+        let n = src.keys().filter(|(q, _)| *q == p).count() as i64;
+        at.push((p, n / 2));
+    }
+    rdkafka::commit_group_offsets(source, "g-scale", TOPIC, &at).expect("group commit");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let committed: BTreeMap<i32, i64> = rdkafka::list_group_offsets(target, "g-scale")
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|o| o.topic == TARGET)
+            .map(|o| (o.partition, o.offset))
+            .collect();
+        if committed.len() == PARTITIONS as usize {
+            let dst = by_offset(target, TARGET);
+            for (p, source_offset) in &at {
+                let want = &src[&(*p, *source_offset)];
+                let got = dst.get(&(*p, committed[p]));
+                assert_eq!(
+                    got,
+                    Some(want),
+                    "partition {p}: the target group resumes at the record the source group \
+                     would (source offset {source_offset}, target offset {})",
+                    committed[p]
+                );
+            }
+            return;
+        }
+        if Instant::now() > deadline {
+            let logs: Vec<String> = members
+                .iter()
+                .map(|m| format!("--- {}:\n{}", m.name, m.strait.log_tail()))
+                .collect();
+            panic!(
+                "g-scale translated for {} partitions only\n{}",
+                committed.len(),
+                logs.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 #[test]
 fn three_members_share_a_flow_through_a_crash_a_join_and_a_rolling_restart() {
+    let _serial = serial();
     let source = TansuBroker::start_with(BrokerOptions::default()).expect("source broker");
     let target = TansuBroker::start_with(BrokerOptions::default()).expect("target broker");
     rdkafka::create_topic(&source.bootstrap(), TOPIC, PARTITIONS, &[]).expect("topic");
     let dir = tempfile::tempdir().expect("tempdir");
     let (s, t) = (source.bootstrap(), target.bootstrap());
-    let producer = Producer::start(s.clone());
+    let producer = producer(s.clone());
 
     // Three members: every partition owned by exactly one.
     let mut a = start(dir.path(), "a", &s, &t);
@@ -347,6 +391,24 @@ fn three_members_share_a_flow_through_a_crash_a_join_and_a_rolling_restart() {
     let three = settled(&mut [&mut a, &mut b, &mut c], Duration::from_secs(120));
     eprintln!("three members: {three:?}");
     assert_status_shows(&dir.path().join("a.toml"), &three);
+    // Each member's scale metrics: what it owns, its assignments, one control owner.
+    let mut control_owners = 0.0;
+    for m in [&a, &b, &c] {
+        let text = http_get(m.port, "/metrics");
+        assert_eq!(
+            metric(&text, "strait_scale_owned_partitions", &[]),
+            three[&m.name].len() as f64,
+            "{}: {text}",
+            m.name
+        );
+        assert!(metric(&text, "strait_scale_rebalances_total", &[]) >= 1.0);
+        assert!(metric(&text, "strait_scale_generation", &[]) >= 0.0);
+        control_owners += metric(&text, "strait_scale_control_owner", &[]);
+    }
+    assert_eq!(
+        control_owners, 1.0,
+        "exactly one member runs the control jobs"
+    );
 
     // kill -9 one: its partitions move to the others.
     c.strait.kill9();
@@ -397,6 +459,7 @@ fn three_members_share_a_flow_through_a_crash_a_join_and_a_rolling_restart() {
         MAX_IN_FLIGHT * BATCH_RECORDS as usize,
         &mut [&mut a, &mut b, &mut d],
     );
+    assert_group_translated(&s, &t, &mut [&mut a, &mut b, &mut d]);
     for m in [&mut a, &mut b, &mut d] {
         let (status, _) = m.strait.terminate(Duration::from_secs(20));
         assert!(
@@ -455,26 +518,9 @@ fn writers(target: &str, partitions: &BTreeSet<i32>) -> BTreeMap<i32, Vec<i64>> 
     })
 }
 
-fn member_config(dir: &Path, name: &str, source: &str, target: &str) -> Member {
-    let port = free_port();
-    let path = config(dir, name, source, target, port);
-    let text = std::fs::read_to_string(&path).expect("config");
-    // The data path's client id: spared by the proxy (only the group's is not).
-    let text = text.replace(
-        "[clusters.dst]\n",
-        &format!("[clusters.dst]\nclient_id = \"data-{name}\"\n"),
-    );
-    std::fs::write(&path, text).expect("write config");
-    let strait = Strait::start(&path, &dir.join(format!("{name}.log")));
-    Member {
-        name: name.into(),
-        port,
-        strait,
-    }
-}
-
 #[test]
 fn a_member_cut_off_from_the_coordinator_stops_writing_before_its_partitions_move() {
+    let _serial = serial();
     let source = TansuBroker::start_with(BrokerOptions::default()).expect("source broker");
     let (target, proxy) =
         TansuBroker::start_behind_proxy(BrokerOptions::default()).expect("target broker");
@@ -484,11 +530,11 @@ fn a_member_cut_off_from_the_coordinator_stops_writing_before_its_partitions_mov
     rdkafka::create_topic(&source.bootstrap(), TOPIC, PARTITIONS, &[]).expect("topic");
     let dir = tempfile::tempdir().expect("tempdir");
     let (s, t) = (source.bootstrap(), target.bootstrap());
-    let producer = Producer::start(s.clone());
+    let producer = producer(s.clone());
 
-    let mut x = member_config(dir.path(), "x", &s, &t);
+    let mut x = start_kind(dir.path(), "x", &s, &t, Kind::SparedData);
     settled(&mut [&mut x], Duration::from_secs(120));
-    let mut y = member_config(dir.path(), "y", &s, &t);
+    let mut y = start_kind(dir.path(), "y", &s, &t, Kind::SparedData);
     let both = settled(&mut [&mut x, &mut y], Duration::from_secs(120));
     let xs = both["x"].clone();
     eprintln!("before the stall: {both:?}");
@@ -521,11 +567,10 @@ fn a_member_cut_off_from_the_coordinator_stops_writing_before_its_partitions_mov
     let took_over = stalled.elapsed();
     let x_empty = x_empty_at.expect("x released everything before y owned it all");
     eprintln!("x released everything {x_empty:?} after the stall; y owned all after {took_over:?}");
-    // The self-fence: session timeout minus the fence margin (a third of it), plus the
-    // time to flush.
+    // The self-fence (session timeout minus a third of it, plus the flush) came first.
     assert!(
-        x_empty < SESSION,
-        "x stopped writing within the session timeout: {x_empty:?}"
+        x_empty < took_over,
+        "x stopped writing ({x_empty:?}) before y owned everything ({took_over:?})"
     );
     assert!(
         x.strait.log_text().contains("self-fence"),
@@ -557,50 +602,19 @@ const EOS_TOPIC: &str = "eos";
 const EOS_TARGET: &str = "src.eos";
 const EOS_PARTITIONS: i32 = 12;
 
-fn eos_member(dir: &Path, name: &str, source: &str, target: &str) -> Member {
-    let port = free_port();
-    let text = format!(
-        r#"{}[flows.topics]
-include = ["{EOS_TOPIC}"]
-{SYNC_OFF}[flows.delivery]
-guarantee = "exactly_once"
-transaction_interval = "100ms"
-[flows.scale_out]
-instance_id = ""
-session_timeout = "{}s"
-rebalance_timeout = "20s"
-slots = 6
-[engine]
-fetch_max_wait = "50ms"
-[metrics]
-listen = "127.0.0.1:{port}"
-"#,
-        two_cluster_flow(source, target, "3s"),
-        SESSION.as_secs()
-    );
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, text).expect("write config");
-    let strait = Strait::start(&path, &dir.join(format!("{name}.log")));
-    Member {
-        name: name.into(),
-        port,
-        strait,
-    }
-}
-
 #[test]
 fn exactly_once_members_share_slots_and_a_killed_members_slots_commit_each_record_once() {
+    let _serial = serial();
     let source = TansuBroker::start_with(BrokerOptions::default()).expect("source broker");
     let target = TansuBroker::start_with(BrokerOptions::default()).expect("target broker");
     let (s, t) = (source.bootstrap(), target.bootstrap());
     rdkafka::create_topic(&s, EOS_TOPIC, EOS_PARTITIONS, &[]).expect("topic");
     let dir = tempfile::tempdir().expect("tempdir");
-    let producer =
-        common::load::NumberedProducer::start(s.clone(), EOS_TOPIC, EOS_PARTITIONS, 10, 10);
+    let producer = NumberedProducer::start(s.clone(), EOS_TOPIC, EOS_PARTITIONS, 10, 10);
     let within = Duration::from_secs(120);
 
-    let mut p = eos_member(dir.path(), "p", &s, &t);
-    let mut q = eos_member(dir.path(), "q", &s, &t);
+    let mut p = start_kind(dir.path(), "p", &s, &t, Kind::ExactlyOnce);
+    let mut q = start_kind(dir.path(), "q", &s, &t, Kind::ExactlyOnce);
     let two = settled_of(&mut [&mut p, &mut q], EOS_TOPIC, EOS_PARTITIONS, within);
     eprintln!("two members: {two:?}");
     assert_status_slots(&dir.path().join("p.toml"), 2);
@@ -609,7 +623,7 @@ fn exactly_once_members_share_slots_and_a_killed_members_slots_commit_each_recor
     q.strait.kill9();
     let one = settled_of(&mut [&mut p], EOS_TOPIC, EOS_PARTITIONS, within);
     eprintln!("after kill -9 of q: {one:?}");
-    let mut r = eos_member(dir.path(), "r", &s, &t);
+    let mut r = start_kind(dir.path(), "r", &s, &t, Kind::ExactlyOnce);
     let again = settled_of(&mut [&mut p, &mut r], EOS_TOPIC, EOS_PARTITIONS, within);
     eprintln!("after r joined: {again:?}");
     std::thread::sleep(Duration::from_secs(2));

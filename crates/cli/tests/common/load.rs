@@ -25,6 +25,24 @@ impl NumberedProducer {
         per_call: u64,
         batch_records: u32,
     ) -> NumberedProducer {
+        Self::start_paced(
+            bootstrap,
+            topic,
+            partitions,
+            (per_call, batch_records),
+            std::time::Duration::ZERO,
+        )
+    }
+
+    /// [`NumberedProducer::start`] pausing `pause` after each call; `(per_call,
+    /// batch_records)` as there.
+    pub fn start_paced(
+        bootstrap: String,
+        topic: &'static str,
+        partitions: i32,
+        (per_call, batch_records): (u64, u32),
+        pause: std::time::Duration,
+    ) -> NumberedProducer {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let handle = std::thread::spawn(move || {
@@ -50,6 +68,7 @@ impl NumberedProducer {
                     return Err(format!("delivery failed: {d:?}"));
                 }
                 total += records.len() as u64;
+                std::thread::sleep(pause);
             }
             Ok(total)
         });
