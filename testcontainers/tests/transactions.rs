@@ -57,18 +57,27 @@ fn produce(src: &str, label: &str, transaction: Transaction, client: ClientConfi
 
 /// Per partition, the values in offset order.
 fn values(bootstrap: &str, topic: &str, isolation: Isolation) -> BTreeMap<i32, Vec<String>> {
+    try_values(bootstrap, topic, isolation).unwrap_or_else(|e| panic!("consume {topic}: {e}"))
+}
+
+/// [`values`], or the error while the topic cannot be read (not created yet).
+fn try_values(
+    bootstrap: &str,
+    topic: &str,
+    isolation: Isolation,
+) -> strait_testkit::Result<BTreeMap<i32, Vec<String>>> {
     let opts = ConsumeOptions {
         isolation,
         ..ConsumeOptions::until_idle(Duration::from_secs(3))
     };
-    let mut got = rdkafka::consume(bootstrap, topic, &opts).expect("consume");
+    let mut got = rdkafka::consume(bootstrap, topic, &opts)?;
     got.sort_by_key(|r| (r.partition, r.offset));
     let mut out: BTreeMap<i32, Vec<String>> = BTreeMap::new();
     for r in got {
         let v = String::from_utf8_lossy(&r.value.unwrap_or_default()).into_owned();
         out.entry(r.partition).or_default().push(v);
     }
-    out
+    Ok(out)
 }
 
 /// What a read_committed reader must see per partition, for these labels in order.
@@ -143,7 +152,7 @@ enabled = false
     let diagnose = || {
         format!(
             "target: {:?}\n{}",
-            values(&dst, &target_topic, Isolation::ReadUncommitted),
+            try_values(&dst, &target_topic, Isolation::ReadUncommitted),
             log_tail(&log)
         )
     };
@@ -155,7 +164,7 @@ enabled = false
         Duration::from_secs(30),
         || {
             strait.assert_running();
-            values(&dst, &target_topic, Isolation::ReadUncommitted) == want
+            try_values(&dst, &target_topic, Isolation::ReadUncommitted).is_ok_and(|v| v == want)
         },
         diagnose,
     );
@@ -174,7 +183,7 @@ enabled = false
         Duration::from_millis(OPEN_TIMEOUT_MS) + Duration::from_secs(60),
         || {
             strait.assert_running();
-            values(&dst, &target_topic, Isolation::ReadUncommitted) == want
+            try_values(&dst, &target_topic, Isolation::ReadUncommitted).is_ok_and(|v| v == want)
         },
         diagnose,
     );
