@@ -13,12 +13,14 @@
 //! | [`engine`] | is a Docker engine there? (`/_ping` on `DOCKER_HOST` or the default socket) |
 //! | [`kafka`] | [`Kafka`]: one single-node Apache Kafka container, removed on drop; partition ends |
 //! | [`process`] | [`Strait`]: a `strait run` process, killed and reaped on drop; [`strait_binary`] |
+//! | [`metrics`] | a member's own view: one series of its `/metrics` |
 //! | [`group`] | the `strait` group's members and their assignments, as the target's coordinator reports them |
 //! | [`wait`] | [`wait::until`]: poll a condition up to a deadline, failing with a diagnosis |
 
 pub mod engine;
 pub mod group;
 pub mod kafka;
+pub mod metrics;
 pub mod process;
 pub mod wait;
 

@@ -85,6 +85,23 @@ impl Strait {
         self.child.wait().expect("reap");
     }
 
+    /// SIGTERM, then the exit status within `deadline`; the test fails if it does not
+    /// stop in time.
+    pub fn terminate(&mut self, deadline: Duration) -> ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success(), "kill -TERM failed");
+        match self.wait_exit(deadline) {
+            (Some(status), _) => status,
+            (None, _) => panic!(
+                "strait did not stop within {deadline:?} of SIGTERM:\n{}",
+                self.log_tail()
+            ),
+        }
+    }
+
     /// Waits at most `deadline` for the process to exit.
     pub fn wait_exit(&mut self, deadline: Duration) -> (Option<ExitStatus>, Duration) {
         let start = Instant::now();
