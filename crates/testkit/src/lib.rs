@@ -14,6 +14,7 @@
 //! | [`verify`] | per-partition comparison of source and target records: lost, order, duplicates, foreign |
 //! | [`secure`] | [`TestPki`] (per-run certificates), [`SecureFront`] (TLS / SASL PLAIN, SCRAM, OAUTHBEARER / KIP-368 re-auth front end for Tansu), [`SecureBroker`] (a broker advertising its front end), [`TokenEndpoint`] (HTTPS OAuth client-credentials) |
 //! | [`data`] | [`TestRecord`] and the seeded generator [`DataGen`] |
+//! | [`load`] | [`load::NumberedProducer`]: a background librdkafka producer of numbered records (`"<partition>:<n>"`) |
 //! | [`config`] | the text of a two-cluster, one-flow Strait config ([`config::two_cluster_flow`]) |
 //! | [`paths`] | where the workspace, the Tansu binary, Python and the helper script are |
 //! | [`error`] | the [`Error`] type |
@@ -49,6 +50,7 @@ pub mod broker;
 pub mod config;
 pub mod data;
 pub mod error;
+pub mod load;
 pub mod netns;
 pub mod paths;
 pub mod probe;

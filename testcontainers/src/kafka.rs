@@ -1,0 +1,164 @@
+//! One single-node Apache Kafka (KRaft, broker and controller in one process) in a
+//! container: `testcontainers_modules::kafka::apache` with the JVM image `apache/kafka` at
+//! [`KAFKA_TAG`], advertised on `127.0.0.1:<mapped port>` so that processes on the host
+//! (strait, librdkafka) reach it. Internal topics get replication factor 1, so
+//! transactions work on one broker. The container is removed when [`Kafka`] is dropped,
+//! also when a test fails.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use strait_client::{Client, ClientConfig, IsolationLevel};
+use strait_mirror::datapath::probe::bounds;
+use strait_testkit::verify;
+use testcontainers_modules::kafka::apache::{self, KAFKA_PORT};
+use testcontainers_modules::testcontainers::runners::SyncRunner;
+use testcontainers_modules::testcontainers::{Container, ImageExt};
+
+use crate::engine;
+
+/// The `apache/kafka` image tag the scenarios run against.
+pub const KAFKA_TAG: &str = "3.9.1";
+
+/// A running Kafka container.
+pub struct Kafka {
+    container: Container<apache::Kafka>,
+    bootstrap: String,
+}
+
+impl Kafka {
+    /// Starts one and waits until it serves (`Kafka Server started`). Fails the test when
+    /// there is no Docker engine ([`engine::require`]) or the container does not start.
+    pub fn start() -> Kafka {
+        engine::require();
+        let container = apache::Kafka::default()
+            .with_jvm_image()
+            .with_tag(KAFKA_TAG)
+            // One broker: the transaction log cannot have the default three replicas.
+            .with_env_var("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1")
+            .with_env_var("KAFKA_TRANSACTION_STATE_LOG_MIN_ISR", "1")
+            // Groups form at once instead of after 3 s (the scenarios time rebalances).
+            .with_env_var("KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
+            // Only strait and the tests create topics: a typo must not create one.
+            .with_env_var("KAFKA_AUTO_CREATE_TOPICS_ENABLE", "false")
+            .with_startup_timeout(Duration::from_secs(180))
+            .start()
+            .unwrap_or_else(|e| panic!("start apache/kafka:{KAFKA_TAG}: {e}"));
+        let port = container
+            .get_host_port_ipv4(KAFKA_PORT)
+            .unwrap_or_else(|e| panic!("the Kafka container's mapped port: {e}"));
+        Kafka {
+            container,
+            bootstrap: format!("127.0.0.1:{port}"),
+        }
+    }
+
+    /// `host:port` for clients on the host.
+    pub fn bootstrap(&self) -> String {
+        self.bootstrap.clone()
+    }
+
+    /// The container id (for diagnostics).
+    pub fn id(&self) -> &str {
+        self.container.id()
+    }
+}
+
+/// Per partition of `topic` (`0..partitions`), the end a reader at `isolation` sees: the
+/// high watermark (read_uncommitted) or the last stable offset (read_committed), from
+/// Fetch. `None` while the topic does not exist or the broker does not answer.
+pub fn ends(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    isolation: IsolationLevel,
+) -> Option<BTreeMap<i32, i64>> {
+    crate::runtime().block_on(async {
+        let config = ClientConfig::new([bootstrap])
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_request_timeout(Duration::from_secs(5));
+        let client = Client::connect(config).await.ok()?;
+        let ids: Vec<i32> = (0..partitions).collect();
+        let b = bounds(&client, topic, &ids, isolation).await.ok()?;
+        Some(
+            ids.iter()
+                .map(|p| (*p, b.get(p).map_or(0, |b| b.end)))
+                .collect(),
+        )
+    })
+}
+
+/// The sum of [`ends`] at read_uncommitted (0 while the topic does not exist).
+pub fn total(bootstrap: &str, topic: &str, partitions: i32) -> i64 {
+    ends(
+        bootstrap,
+        topic,
+        partitions,
+        IsolationLevel::ReadUncommitted,
+    )
+    .map_or(0, |e| e.values().sum())
+}
+
+/// Waits (at most `deadline`) until every partition of `target_topic` on `dst` is at least
+/// at the end `src_topic` on `src` has now, and has not moved for 1.5 s (late duplicates
+/// have landed); fails the test with `diagnose()` otherwise.
+pub fn wait_caught_up(
+    (src, src_topic): (&str, &str),
+    (dst, target_topic): (&str, &str),
+    partitions: i32,
+    deadline: Duration,
+    diagnose: impl FnOnce() -> String,
+) {
+    let source_end =
+        ends(src, src_topic, partitions, IsolationLevel::ReadUncommitted).expect("source ends");
+    let mut last: Option<(BTreeMap<i32, i64>, Instant)> = None;
+    crate::wait::until(
+        "the target to catch up",
+        deadline,
+        || {
+            let Some(t) = ends(
+                dst,
+                target_topic,
+                partitions,
+                IsolationLevel::ReadUncommitted,
+            ) else {
+                return false;
+            };
+            if t.iter().any(|(p, e)| *e < source_end[p]) {
+                return false;
+            }
+            match &last {
+                Some((prev, since)) if *prev == t => since.elapsed() > Duration::from_millis(1500),
+                _ => {
+                    last = Some((t, Instant::now()));
+                    false
+                }
+            }
+        },
+        diagnose,
+    );
+}
+
+/// Reads `src_topic` (expecting `produced` records, which it must hold) and
+/// `target_topic` with librdkafka and compares them per partition
+/// ([`strait_testkit::verify`]).
+pub fn compare(
+    (src, src_topic): (&str, &str),
+    (dst, target_topic): (&str, &str),
+    partitions: i32,
+    produced: u64,
+) -> verify::Report {
+    let idle = Duration::from_secs(5);
+    let want = verify::read_partitions(src, src_topic, Some(produced as usize), idle)
+        .expect("read the source");
+    let on_target = total(dst, target_topic, partitions) as usize;
+    let got =
+        verify::read_partitions(dst, target_topic, Some(on_target), idle).expect("read the target");
+    let report = verify::check(&want, &got);
+    assert_eq!(
+        report.total().source as u64,
+        produced,
+        "the source holds what was produced"
+    );
+    report
+}
