@@ -422,18 +422,16 @@ fn three_members_share_a_flow_through_a_crash_a_join_and_a_rolling_restart() {
         );
     }
 
-    // A fourth: partitions move to it; the others only give some up.
+    // A fourth: partitions move to it (balance by measured load may also move some
+    // between the others).
     let mut d = start(dir.path(), "d", &s, &t);
     let three_again = settled(&mut [&mut a, &mut b, &mut d], Duration::from_secs(120));
     eprintln!("after d joined: {three_again:?}");
-    for name in ["a", "b"] {
-        assert!(
-            three_again[name].is_subset(&two[name]),
-            "{name} gained nothing while d joined: {:?} -> {:?}",
-            two[name],
-            three_again[name]
-        );
-    }
+    let moved = ["a", "b"]
+        .iter()
+        .map(|n| two[*n].difference(&three_again[*n]).count())
+        .sum::<usize>();
+    assert!(moved > 0 && !three_again["d"].is_empty(), "{three_again:?}");
 
     // Rolling restart of every member (dynamic members on Tansu: a restarted member's
     // partitions move to the others and some come back; nobody loses what it kept).

@@ -118,11 +118,6 @@ impl Control {
         control
     }
 
-    /// Whether the lead jobs run here.
-    pub fn leads(&self) -> bool {
-        !self.lead.is_empty()
-    }
-
     /// Stops the lead jobs (a job half-way through a call is cancelled), then starts
     /// `lead` when given: the hand-over of the control pseudo-partition.
     pub async fn set_lead(&mut self, lead: Option<LeadJobs>) {

@@ -59,6 +59,8 @@ pub(super) struct Scale {
     pub(super) stamp: Arc<AtomicI32>,
     /// The member id and report last written to the state topic.
     reported: Option<(String, Vec<u8>)>,
+    /// Whether the control jobs run here now.
+    leading: bool,
 }
 
 fn key_of(p: &PartitionId) -> Key {
@@ -133,6 +135,7 @@ impl Scale {
             meter: BTreeMap::new(),
             stamp: Arc::new(AtomicI32::new(-1)),
             reported: None,
+            leading: false,
         })
     }
 
@@ -370,8 +373,7 @@ impl FlowRun {
             .map(id_of)
             .collect();
         let releasing: BTreeSet<PartitionId> = scale.releasing.iter().map(id_of).collect();
-        let leading = control.as_ref().is_some_and(|c| c.leads());
-        let changes = reconcile(&scale.wanted, &running, &releasing, leading);
+        let changes = reconcile(&scale.wanted, &running, &releasing, scale.leading);
         let mut finish_now = Vec::new();
         for p in &changes.release {
             let key = key_of(p);
@@ -386,9 +388,12 @@ impl FlowRun {
                 let _ = run.stop.send(true);
             }
         }
+        // Without the control handle (a topic refresh), a hand-over waits for the next
+        // change of the view.
         if let (Some(lead), Some(c)) = (changes.lead, control.as_deref_mut()) {
-            if let Some(s) = &self.scale {
+            if let Some(s) = &mut self.scale {
                 s.writes.store(lead, Ordering::Release);
+                s.leading = lead;
             }
             let jobs = lead.then(|| self.lead_jobs());
             c.set_lead(jobs).await;
@@ -401,7 +406,11 @@ impl FlowRun {
         if !changes.acquire.is_empty() {
             self.acquire(stop).await?;
         }
-        self.publish_claims(changes.rejoin, control.as_ref().is_some_and(|c| c.leads()));
+        let leading = self.scale.as_ref().is_some_and(|s| s.leading);
+        self.publish_claims(
+            changes.rejoin && changes.lead.is_none_or(|l| l == leading),
+            leading,
+        );
         if let Some(scale) = &mut self.scale {
             let report = scale.report(&mut self.state_writer, self.stop_grace);
             let _ = interruptible(stop, report).await;

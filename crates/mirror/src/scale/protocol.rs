@@ -168,10 +168,31 @@ impl Protocol for StraitProtocol {
                     .as_ref()
                     .map(|(_, l)| l.iter().map(|l| (l.id.clone(), l.clone())).collect())
                     .unwrap_or_default();
-                for p in &mut partitions {
-                    if let Some(l) = measured.get(&p.id).copied().or(known.get(&p.id)) {
-                        p.lag_bytes = l.lag_bytes;
-                        p.bytes_per_sec = l.bytes_per_sec;
+                // One nobody ever measured (new, or its owner left before reporting) weighs
+                // what a measured partition weighs on average, not the idle minimum: an
+                // orphan is not free to take on.
+                let n = measured.len() as u64;
+                let mean = (n > 0).then(|| {
+                    let lag: u64 = measured.values().map(|l| l.lag_bytes).sum();
+                    let bps: u64 = measured.values().map(|l| l.bytes_per_sec).sum();
+                    (lag / n, bps / n)
+                });
+                for p in partitions.iter_mut().filter(|p| !p.id.is_control()) {
+                    let was_measured = |l: &&PartitionLoad| l.lag_bytes > 0 || l.bytes_per_sec > 0;
+                    let found = measured
+                        .get(&p.id)
+                        .copied()
+                        .or(known.get(&p.id).filter(was_measured));
+                    match (found, mean) {
+                        (Some(l), _) => {
+                            p.lag_bytes = l.lag_bytes;
+                            p.bytes_per_sec = l.bytes_per_sec;
+                        }
+                        (None, Some((lag, bps))) => {
+                            p.lag_bytes = lag;
+                            p.bytes_per_sec = bps;
+                        }
+                        (None, None) => {}
                     }
                 }
                 self.worker.lock().frozen = Some((ids, partitions.clone()));

@@ -549,3 +549,108 @@ fn slots_are_stable_and_spread_partitions() {
     assert_eq!(super::slot_of("t", 3, 1), 0);
     assert!(PartitionId::slot(3).is_slot() && !PartitionId::slot(3).is_control());
 }
+
+/// The JoinGroup members for a protocol test: `(id, metadata)`.
+fn joined(ms: &[(&str, &MemberMetadata)]) -> Vec<strait_client::group::JoinedMember> {
+    ms.iter()
+        .map(|(id, m)| strait_client::group::JoinedMember {
+            member_id: (*id).into(),
+            instance_id: None,
+            metadata: bytes::Bytes::from(m.encode().unwrap()),
+        })
+        .collect()
+}
+
+fn sizes_of(out: &[(String, bytes::Bytes)]) -> BTreeMap<String, usize> {
+    out.iter()
+        .map(|(id, b)| {
+            (
+                id.clone(),
+                MemberAssignment::decode(b).unwrap().partitions.len(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_leader_balances_by_the_loads_members_measured_and_keeps_them_while_nothing_changes() {
+    use strait_client::group::Protocol;
+
+    let worker = super::protocol::Worker::new("leader", 1);
+    worker.set_partitions(loads(4));
+    let mut proto = worker.protocol();
+    // a owns t-0 (heavy) and t-1, t-2, t-3 (light), b owns nothing yet.
+    let mut a = MemberMetadata::new("host-a", 1);
+    a.generation = 1;
+    a.owned = (0..4).map(|p| pid("t", p)).collect();
+    a.loads = (0..4)
+        .map(|p| PartitionLoad {
+            id: pid("t", p),
+            lag_bytes: if p == 0 { 1 << 30 } else { 0 },
+            bytes_per_sec: 1,
+        })
+        .collect();
+    let b = MemberMetadata::new("host-b", 1);
+    let out = proto
+        .assign(super::PROTOCOL_NAME, 2, &joined(&[("a", &a), ("b", &b)]))
+        .unwrap();
+    let plan = worker.last_plan().unwrap().1;
+    // By weight, t-0 alone outweighs the rest: it moves to b (revoked from a first), the
+    // three light ones stay with a. By count it would have been two and two.
+    assert_eq!(plan.target[&pid("t", 0)], "b");
+    for p in 1..4 {
+        assert_eq!(plan.target[&pid("t", p)], "a", "t-{p}");
+    }
+    assert_eq!(sizes_of(&out)["a"], 3, "t-0 is revoked from a");
+    assert_eq!(
+        sizes_of(&out)["b"],
+        0,
+        "and assigned to b only once released"
+    );
+    // The next generation (same members, fresh figures saying the opposite) keeps the
+    // plan's loads, so the move completes instead of being re-planned.
+    a.owned = (1..4).map(|p| pid("t", p)).collect();
+    a.generation = 2;
+    for l in &mut a.loads {
+        l.lag_bytes = if l.id == pid("t", 0) { 0 } else { 1 << 30 };
+    }
+    let out = proto
+        .assign(super::PROTOCOL_NAME, 3, &joined(&[("a", &a), ("b", &b)]))
+        .unwrap();
+    let again = worker.last_plan().unwrap().1;
+    assert_eq!(again.target, plan.target);
+    assert_eq!(
+        sizes_of(&out),
+        BTreeMap::from([("a".into(), 3), ("b".into(), 1)])
+    );
+}
+
+#[test]
+fn a_partition_nobody_measured_weighs_the_mean_of_those_measured() {
+    use strait_client::group::Protocol;
+
+    let worker = super::protocol::Worker::new("leader", 1);
+    worker.set_partitions(loads(4));
+    let mut proto = worker.protocol();
+    // a measured t-0 and t-1; t-2 and t-3 were a departed member's, never measured.
+    let mut a = MemberMetadata::new("host-a", 1);
+    a.generation = 1;
+    a.owned = vec![pid("t", 0), pid("t", 1)];
+    a.loads = (0..2)
+        .map(|p| PartitionLoad {
+            id: pid("t", p),
+            lag_bytes: 0,
+            bytes_per_sec: 1000,
+        })
+        .collect();
+    let b = MemberMetadata::new("host-b", 1);
+    let out = proto
+        .assign(super::PROTOCOL_NAME, 2, &joined(&[("a", &a), ("b", &b)]))
+        .unwrap();
+    // Weighed as heavy as the measured ones, the orphans go to b, two and two; weighed as
+    // idle they would all have been "free" for whoever has the least.
+    assert_eq!(
+        sizes_of(&out),
+        BTreeMap::from([("a".into(), 2), ("b".into(), 2)])
+    );
+}
