@@ -94,7 +94,9 @@ checkpoints = false
 include = ["g-scale"]
 [flows.intervals]
 checkpoint = "1s"
-topic_refresh = "2s"
+# Far away: hand-overs must not wait for a refresh (a member rejoins as soon as its last
+# release finished, reconcile rule 5).
+topic_refresh = "10m"
 group_sync = "1s"
 {delivery}[flows.scale_out]
 # Dynamic members: Tansu's static membership is unreliable (docs/compatibility.md).
@@ -410,17 +412,15 @@ fn three_members_share_a_flow_through_a_crash_a_join_and_a_rolling_restart() {
         "exactly one member runs the control jobs"
     );
 
-    // kill -9 one: its partitions move to the others.
+    // kill -9 one: its partitions move to the others (`settled`: each owned once again;
+    // balance by measured load may move some of the survivors' too).
     c.strait.kill9();
     let two = settled(&mut [&mut a, &mut b], Duration::from_secs(90));
-    eprintln!("after kill -9 of c: {two:?}");
-    for (name, before) in three.iter().filter(|(n, _)| *n != "c") {
-        assert!(
-            before.is_subset(&two[name]),
-            "{name} kept its partitions: {before:?} -> {:?}",
-            two[name]
-        );
-    }
+    let kept: usize = ["a", "b"]
+        .iter()
+        .map(|n| three[*n].intersection(&two[*n]).count())
+        .sum();
+    eprintln!("after kill -9 of c: {two:?} ({kept} of 16 kept their owner)");
 
     // A fourth: partitions move to it (balance by measured load may also move some
     // between the others).

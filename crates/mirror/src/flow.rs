@@ -346,9 +346,12 @@ async fn run_inner(
         slot,
     };
     let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
+    // An exactly-once slot: its first refresh creates missing target topics (as every
+    // scale-out process does at start), later ones only discover; the control owner
+    // creates and re-configures topics from then on.
+    let slot_writes = Arc::new(std::sync::atomic::AtomicBool::new(true));
     if slot.is_some() {
-        // An exactly-once slot: its member creates topics and runs the control jobs.
-        topic_sync = topic_sync.with_writes(Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        topic_sync = topic_sync.with_writes(Arc::clone(&slot_writes));
     } else if let Some(so) = &flow.scale_out {
         if once {
             return Err(MirrorError::config(
@@ -385,6 +388,7 @@ async fn run_inner(
             return Ok(0);
         };
         let topics = topics.map_err(|e| e.flow(&flow.name))?;
+        slot_writes.store(false, Ordering::Release);
         if let Some(scale) = &mut run.scale {
             scale.writes.store(false, Ordering::Release);
             scale.set_partitions(&all_partitions(&topics));

@@ -400,20 +400,43 @@ impl FlowRun {
             tracing::info!(flow = %self.flow.name, lead,
                 "scale-out: control jobs {}", if lead { "started here" } else { "stopped here" });
         }
-        for key in finish_now {
-            self.finish_release(&key, stop).await;
+        let mut rejoin = changes.rejoin;
+        if !finish_now.is_empty() {
+            for key in finish_now {
+                self.finish_release(&key, stop).await;
+            }
+            // Released at once (they were down): rule 5 may hold now.
+            rejoin = self.rejoin_due();
         }
         if !changes.acquire.is_empty() {
             self.acquire(stop).await?;
         }
         let leading = self.scale.as_ref().is_some_and(|s| s.leading);
-        self.publish_claims(
-            changes.rejoin && changes.lead.is_none_or(|l| l == leading),
-            leading,
-        );
+        self.publish_claims(rejoin && changes.lead.is_none_or(|l| l == leading), leading);
         if let Some(scale) = &mut self.scale {
             let report = scale.report(&mut self.state_writer, self.stop_grace);
             let _ = interruptible(stop, report).await;
+        }
+        Ok(())
+    }
+
+    /// Rule 5 of [`reconcile`] now: the assignment revoked something and nothing is being
+    /// released any more.
+    fn rejoin_due(&self) -> bool {
+        self.scale
+            .as_ref()
+            .is_some_and(|s| s.wanted.revoked && s.releasing.is_empty())
+    }
+
+    /// The last release of an assignment finished (`finish_release`): rejoin now, so the
+    /// leader hands the partitions on without waiting for the next change or refresh.
+    pub(super) async fn after_release(
+        &mut self,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), MirrorError> {
+        if self.rejoin_due() {
+            let mut none = None;
+            self.apply_membership(stop, &mut none).await?;
         }
         Ok(())
     }

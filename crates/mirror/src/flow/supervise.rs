@@ -120,7 +120,7 @@ impl FlowRun {
                     "a released partition stopped with an error");
             }
             self.finish_release(&key, stop).await;
-            return Ok(());
+            return self.after_release(stop).await;
         }
         if self.deleting.contains(&key) {
             if let Err(e) = &result {

@@ -195,6 +195,7 @@ impl Protocol for StraitProtocol {
                         (None, None) => {}
                     }
                 }
+                quantize(&mut partitions);
                 self.worker.lock().frozen = Some((ids, partitions.clone()));
             }
         }
@@ -215,5 +216,34 @@ impl Protocol for StraitProtocol {
         s.last_plan = Some((generation, plan));
         s.refused = refused;
         Ok(out)
+    }
+}
+
+/// Buckets of weight relative to the flow's median partition weight, as powers of two
+/// from `2^-3` to `2^2` of it.
+const BUCKETS: (i32, i32) = (-3, 2);
+
+/// Rounds every partition's weight to a power of two of its ratio to the median (control
+/// jobs left idle), within [`BUCKETS`]: measurement noise within ±40 % gives equal
+/// weights, so the assignor balances by count and stays sticky; a partition twice the
+/// median or more weighs more, but at most four times: a partition catching up after a
+/// hand-over (its lag, transient) must not end up alone on a member with every other
+/// partition on the next one, as it did with raw weights.
+fn quantize(partitions: &mut [PartitionLoad]) {
+    let mut weights: Vec<u64> = partitions
+        .iter()
+        .filter(|p| !p.id.is_control())
+        .map(PartitionLoad::weight)
+        .collect();
+    if weights.is_empty() {
+        return;
+    }
+    weights.sort_unstable();
+    let median = weights[weights.len() / 2].max(1) as f64;
+    for p in partitions.iter_mut().filter(|p| !p.id.is_control()) {
+        let ratio = p.weight() as f64 / median;
+        let bucket = (ratio.log2().round() as i32).clamp(BUCKETS.0, BUCKETS.1);
+        p.lag_bytes = 1u64 << (bucket - BUCKETS.0);
+        p.bytes_per_sec = 0;
     }
 }

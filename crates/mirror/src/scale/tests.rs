@@ -654,3 +654,73 @@ fn a_partition_nobody_measured_weighs_the_mean_of_those_measured() {
         BTreeMap::from([("a".into(), 2), ("b".into(), 2)])
     );
 }
+
+#[test]
+fn measurement_noise_does_not_move_partitions_but_a_hot_partition_weighs_more() {
+    use strait_client::group::Protocol;
+
+    let worker = super::protocol::Worker::new("leader", 1);
+    worker.set_partitions(loads(6));
+    let mut proto = worker.protocol();
+    // a owns 0..3, b owns 3..6; throughputs differ by up to 30 % (noise).
+    let owner = |name: &str, ps: std::ops::Range<i32>| {
+        let mut m = MemberMetadata::new(format!("host-{name}"), 1);
+        m.generation = 4;
+        m.owned = ps.clone().map(|p| pid("t", p)).collect();
+        m.loads = ps
+            .map(|p| PartitionLoad {
+                id: pid("t", p),
+                lag_bytes: 0,
+                bytes_per_sec: 1000 + 100 * u64::try_from(p).unwrap(),
+            })
+            .collect();
+        m
+    };
+    let (a, b) = (owner("a", 0..3), owner("b", 3..6));
+    proto
+        .assign(super::PROTOCOL_NAME, 5, &joined(&[("a", &a), ("b", &b)]))
+        .unwrap();
+    assert!(
+        worker.last_plan().unwrap().1.moves.is_empty(),
+        "noise moves nothing"
+    );
+    // Ten times the others: it weighs more, and ends alone with its owner's share.
+    let worker = super::protocol::Worker::new("leader", 1);
+    worker.set_partitions(loads(6));
+    let mut proto = worker.protocol();
+    let mut hot = owner("a", 0..3);
+    hot.loads[0].bytes_per_sec = 30_000;
+    proto
+        .assign(super::PROTOCOL_NAME, 5, &joined(&[("a", &hot), ("b", &b)]))
+        .unwrap();
+    let plan = worker.last_plan().unwrap().1;
+    assert!(!plan.moves.is_empty(), "a hot partition re-balances");
+}
+
+#[test]
+fn one_partition_catching_up_does_not_leave_every_other_partition_on_one_member() {
+    use strait_client::group::Protocol;
+
+    let worker = super::protocol::Worker::new("leader", 1);
+    worker.set_partitions(loads(24));
+    let mut proto = worker.protocol();
+    let mut a = MemberMetadata::new("host-a", 1);
+    a.generation = 3;
+    a.owned = (0..24).map(|p| pid("t", p)).collect();
+    a.loads = (0..24)
+        .map(|p| PartitionLoad {
+            id: pid("t", p),
+            lag_bytes: if p == 0 { 1 << 30 } else { 0 },
+            bytes_per_sec: 1000,
+        })
+        .collect();
+    let b = MemberMetadata::new("host-b", 1);
+    proto
+        .assign(super::PROTOCOL_NAME, 4, &joined(&[("a", &a), ("b", &b)]))
+        .unwrap();
+    let plan = worker.last_plan().unwrap().1;
+    let to_b = plan.target.values().filter(|m| *m == "b").count();
+    // The hot one counts four times the others, not a billion times: 23 + 4 units shared
+    // about evenly (b gets the hot one and nine others, or thirteen others).
+    assert!((10..=14).contains(&to_b), "b is meant to get {to_b} of 24");
+}
