@@ -332,6 +332,58 @@ fn three_members_share_a_flow_through_a_crash_a_join_and_a_rolling_restart() {
     }
 }
 
+/// Rule 5 of `scale::reconcile` (rejoin once nothing is being released) is carried out
+/// when the last release finishes, not at the next topic refresh: with the refresh ten
+/// minutes away, a joining member still gets its partitions within a minute (on Tansu:
+/// two joins of about half the session timeout each, plus the flushes).
+#[test]
+fn released_partitions_move_without_waiting_for_a_topic_refresh() {
+    let source = TansuBroker::start_with(BrokerOptions::default()).expect("source broker");
+    let target = TansuBroker::start_with(BrokerOptions::default()).expect("target broker");
+    rdkafka::create_topic(&source.bootstrap(), TOPIC, PARTITIONS, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (s, t) = (source.bootstrap(), target.bootstrap());
+    let producer = Producer::start(s.clone());
+    let slow_refresh = |name: &str| {
+        let port = free_port();
+        let path = config(dir.path(), name, &s, &t, port);
+        let text = std::fs::read_to_string(&path).expect("config");
+        let text = text.replace("topic_refresh = \"2s\"", "topic_refresh = \"10m\"");
+        std::fs::write(&path, text).expect("write config");
+        let strait = Strait::start(&path, &dir.path().join(format!("{name}.log")));
+        Member {
+            name: name.into(),
+            port,
+            strait,
+        }
+    };
+    let mut a = slow_refresh("a");
+    let mut b = slow_refresh("b");
+    let two = settled(&mut [&mut a, &mut b], Duration::from_secs(120));
+    let mut c = slow_refresh("c");
+    let three = settled(&mut [&mut a, &mut b, &mut c], Duration::from_secs(60));
+    eprintln!("before the join: {two:?}; after: {three:?}");
+    for name in ["a", "b"] {
+        assert!(
+            three[name].is_subset(&two[name]),
+            "{name} only gave partitions up: {:?} -> {:?}",
+            two[name],
+            three[name]
+        );
+    }
+    let produced = producer.finish();
+    // Every hand-over was graceful: nothing is repeated.
+    verify_all(&s, &t, produced, 0, &mut [&mut a, &mut b, &mut c]);
+    for m in [&mut a, &mut b, &mut c] {
+        let (status, _) = m.strait.terminate(Duration::from_secs(20));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{} stops cleanly",
+            m.name
+        );
+    }
+}
+
 /// Per target partition, the producer ids of its batches in offset order, runs of one
 /// writer collapsed (`[x, y]`: x wrote, then y; `[x, y, x]`: interleaved).
 fn writers(target: &str, partitions: &BTreeSet<i32>) -> BTreeMap<i32, Vec<i64>> {

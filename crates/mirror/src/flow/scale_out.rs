@@ -31,7 +31,7 @@ use crate::config::{Cluster, Flow};
 use crate::control::{Control, LeadJobs};
 use crate::error::MirrorError;
 use crate::scale::protocol::Worker;
-use crate::scale::reconcile::{Wanted, control_job, reconcile};
+use crate::scale::reconcile::{Changes, Wanted, control_job, reconcile};
 use crate::scale::{PROTOCOL_TYPE, PartitionId, PartitionLoad};
 
 /// This process's membership in its flow's group.
@@ -279,18 +279,10 @@ impl FlowRun {
         stop: &mut watch::Receiver<bool>,
         control: &mut Option<&mut Control>,
     ) -> Result<(), MirrorError> {
-        let Some(scale) = &self.scale else {
+        let leading = control.as_ref().is_some_and(|c| c.leads());
+        let Some(changes) = self.reconciled(leading) else {
             return Ok(());
         };
-        let running: BTreeSet<PartitionId> = self
-            .running
-            .keys()
-            .filter(|k| !self.deleting.contains(*k))
-            .map(id_of)
-            .collect();
-        let releasing: BTreeSet<PartitionId> = scale.releasing.iter().map(id_of).collect();
-        let leading = control.as_ref().is_some_and(|c| c.leads());
-        let changes = reconcile(&scale.wanted, &running, &releasing, leading);
         let mut finish_now = Vec::new();
         for p in &changes.release {
             let key = key_of(p);
@@ -314,14 +306,34 @@ impl FlowRun {
             tracing::info!(flow = %self.flow.name, lead,
                 "scale-out: control jobs {}", if lead { "started here" } else { "stopped here" });
         }
-        for key in finish_now {
-            self.finish_release(&key, stop).await;
+        let mut rejoin = changes.rejoin;
+        if !finish_now.is_empty() {
+            for key in finish_now {
+                self.finish_release(&key, stop).await;
+            }
+            // Released at once (they were down): rule 5 may hold now.
+            let leading = control.as_ref().is_some_and(|c| c.leads());
+            rejoin = self.reconciled(leading).is_some_and(|c| c.rejoin);
         }
         if !changes.acquire.is_empty() {
             self.acquire(stop).await?;
         }
-        self.publish_claims(changes.rejoin, control.as_ref().is_some_and(|c| c.leads()));
+        self.publish_claims(rejoin, control.as_ref().is_some_and(|c| c.leads()));
         Ok(())
+    }
+
+    /// What [`reconcile`] says for the current assignment and what runs (None without
+    /// scale-out).
+    fn reconciled(&self, leading: bool) -> Option<Changes> {
+        let scale = self.scale.as_ref()?;
+        let running: BTreeSet<PartitionId> = self
+            .running
+            .keys()
+            .filter(|k| !self.deleting.contains(*k))
+            .map(id_of)
+            .collect();
+        let releasing: BTreeSet<PartitionId> = scale.releasing.iter().map(id_of).collect();
+        Some(reconcile(&scale.wanted, &running, &releasing, leading))
     }
 
     /// Starts the assigned partitions not running yet, from the state topic read again.

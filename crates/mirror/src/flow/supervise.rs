@@ -45,7 +45,14 @@ impl FlowRun {
                 _ = until_true(&mut stopping) => return Ok(()),
                 Some(done) = self.tasks.join_next() => {
                     let (key, result) = flatten(done)?;
+                    let released = self.scale.as_ref().is_some_and(|s| s.releasing.contains(&key));
                     self.on_done(key, result, stop).await?;
+                    // The last release finished: rejoin now (scale::reconcile rule 5), not at
+                    // the next membership change or topic refresh, so the leader hands the
+                    // released partitions on at once.
+                    if released && self.scale.as_ref().is_some_and(|s| s.releasing.is_empty()) {
+                        self.apply_membership(stop, &mut control).await?;
+                    }
                 }
                 Some(Ok(key)) = self.due.join_next() => self.restart_due(key, stop).await?,
                 () = membership_changed(&mut self.scale), if scaled => {
