@@ -7,7 +7,7 @@ by hand:
     bench_scale_out.py drain --strait BIN --tansu BIN --out DIR [--total 512MiB]
         [--codecs none,lz4] [--members 1,2,3] [--partitions 24]
     bench_scale_out.py rebalance --strait BIN --tansu BIN --out DIR [--before 15]
-        [--after 10] [--rate 2000] [--fetch-max-wait-ms 100]
+        [--after 10] [--rate 1000] [--value-size 512] [--fetch-max-wait-ms 100]
     bench_scale_out.py report --out DIR --command "scripts/bench ..."   (markdown on stdout)
     bench_scale_out.py produce|tail ...   (helpers the rebalance case starts as processes)
 
