@@ -433,20 +433,15 @@ fn three_members_share_a_flow_through_a_crash_a_join_and_a_rolling_restart() {
         .sum::<usize>();
     assert!(moved > 0 && !three_again["d"].is_empty(), "{three_again:?}");
 
-    // Rolling restart of every member (dynamic members on Tansu: a restarted member's
-    // partitions move to the others and some come back; nobody loses what it kept).
-    for name in ["a", "b", "d"] {
-        let m = match name {
-            "a" => &mut a,
-            "b" => &mut b,
-            _ => &mut d,
-        };
-        let (status, _) = m.strait.terminate(Duration::from_secs(20));
-        assert!(status.is_some_and(|s| s.success()), "{name} stops cleanly");
-        *m = start(dir.path(), name, &s, &t);
-        let after = settled(&mut [&mut a, &mut b, &mut d], Duration::from_secs(120));
-        eprintln!("after restarting {name}: {after:?}");
-    }
+    // A graceful restart of one member (dynamic members on Tansu: its partitions move
+    // to the others, some come back; the static rolling restart
+    // of every member is Apache Kafka's scenario in testcontainers/, which Tansu cannot
+    // run reliably). One member only: the suite's time.
+    let (status, _) = a.strait.terminate(Duration::from_secs(20));
+    assert!(status.is_some_and(|s| s.success()), "a stops cleanly");
+    a = start(dir.path(), "a", &s, &t);
+    let after = settled(&mut [&mut a, &mut b, &mut d], Duration::from_secs(120));
+    eprintln!("after restarting a: {after:?}");
 
     let produced = producer.finish();
     // One kill -9: at most what was in flight per partition is repeated.

@@ -125,7 +125,7 @@ pub fn resolve(
     problems: &mut Vec<Problem>,
 ) -> Option<Delivery> {
     let before = problems.len();
-    for (key, d, (min, max)) in [
+    for (key, d, bounds) in [
         (
             "transaction_interval",
             spec.transaction_interval,
@@ -137,15 +137,11 @@ pub fn resolve(
             TIMEOUT_BOUNDS,
         ),
     ] {
-        if d.0 < min || d.0 > max {
-            problems.push(
-                Problem::new(at.key(key), format!("{d} is out of range")).expected(format!(
-                    "a duration between {} and {}",
-                    HumanDuration(min),
-                    HumanDuration(max)
-                )),
-            );
-        }
+        problems.extend(super::problem::duration_out_of_range(
+            at.key(key),
+            d,
+            bounds,
+        ));
     }
     if problems.len() == before && spec.transaction_interval.0 >= spec.transaction_timeout.0 {
         problems.push(

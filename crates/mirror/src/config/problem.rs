@@ -82,6 +82,29 @@ pub struct Problem {
     pub suggestion: Option<String>,
 }
 
+/// The problem with duration `d` at `at` when it lies outside `min..=max` (a zero one
+/// "must not be zero"), for every duration key's check.
+pub fn duration_out_of_range(
+    at: KeyPath,
+    d: super::units::HumanDuration,
+    (min, max): (std::time::Duration, std::time::Duration),
+) -> Option<Problem> {
+    use super::units::HumanDuration;
+    if d.0 >= min && d.0 <= max {
+        return None;
+    }
+    let what = if d.0.is_zero() {
+        "must not be zero".to_owned()
+    } else {
+        format!("{d} is out of range")
+    };
+    Some(Problem::new(at, what).expected(format!(
+        "a duration between {} and {}",
+        HumanDuration(min),
+        HumanDuration(max)
+    )))
+}
+
 impl Problem {
     /// A problem at `path`.
     pub fn new(path: KeyPath, message: impl Into<String>) -> Self {

@@ -114,7 +114,7 @@ pub fn resolve(
     problems: &mut Vec<Problem>,
 ) -> Option<ScaleOut> {
     let before = problems.len();
-    for (key, d, (min, max)) in [
+    for (key, d, bounds) in [
         ("session_timeout", spec.session_timeout, SESSION_BOUNDS),
         (
             "rebalance_timeout",
@@ -122,15 +122,11 @@ pub fn resolve(
             REBALANCE_BOUNDS,
         ),
     ] {
-        if d.0 < min || d.0 > max {
-            problems.push(
-                Problem::new(at.key(key), format!("{d} is out of range")).expected(format!(
-                    "a duration between {} and {}",
-                    HumanDuration(min),
-                    HumanDuration(max)
-                )),
-            );
-        }
+        problems.extend(super::problem::duration_out_of_range(
+            at.key(key),
+            d,
+            bounds,
+        ));
     }
     if spec.capacity == 0 || spec.capacity > 1_000 {
         problems.push(

@@ -757,18 +757,9 @@ impl Validator {
         (self.problems.len() == before).then(|| patterns.to_vec())
     }
 
-    fn duration(&mut self, at: KeyPath, d: HumanDuration, (min, max): (Duration, Duration)) {
-        if d.0 < min || d.0 > max {
-            let what = if d.0.is_zero() {
-                "must not be zero".to_owned()
-            } else {
-                format!("{d} is out of range")
-            };
-            self.push(Problem::new(at, what).expected(format!(
-                "a duration between {} and {}",
-                HumanDuration(min),
-                HumanDuration(max)
-            )));
+    fn duration(&mut self, at: KeyPath, d: HumanDuration, bounds: (Duration, Duration)) {
+        if let Some(p) = super::problem::duration_out_of_range(at, d, bounds) {
+            self.push(p);
         }
     }
 

@@ -510,31 +510,10 @@ impl FlowRun {
             s.releasing.remove(key);
             s.meter.remove(key);
         }
-        self.down.remove(key);
-        self.restarts.remove(key);
-        self.stale_ids.remove(key);
-        let Some(run) = self.running.remove(key) else {
-            return;
-        };
-        run.feed.with_cursor(|c| c.stopped = true);
-        let state = run.state();
-        self.saved.insert(key.clone(), state.clone());
-        let states = [(key.clone(), state)];
-        let write = self.state_writer.write(&states);
-        match interruptible(stop, tokio::time::timeout(self.stop_grace, write)).await {
-            Some(Ok(Ok(()))) => {}
-            Some(Ok(Err(e))) => tracing::warn!(flow = %self.flow.name, topic = %key.0,
-                partition = key.1, error = %e, "scale-out: the released partition's state \
-                could not be written; its next owner checks the target by content"),
-            _ => tracing::warn!(flow = %self.flow.name, topic = %key.0, partition = key.1,
-                "scale-out: the released partition's state write did not finish; its next \
-                owner checks the target by content"),
+        if self.retire(key, stop).await {
+            tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
+                "scale-out: released the partition");
         }
-        self.registry.remove(&key.0, key.1);
-        self.metrics
-            .remove_partition(&self.flow.name, &key.0, key.1);
-        tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
-            "scale-out: released the partition");
     }
 
     /// Tells the leader what this process owns and what it measured, and rejoins when

@@ -380,32 +380,51 @@ impl FlowRun {
     /// registry entry, metric series and restart state are dropped.
     async fn finish_deletion(&mut self, key: &Key, stop: &mut watch::Receiver<bool>) {
         self.deleting.remove(key);
+        if !self.retire(key, stop).await {
+            return;
+        }
+        if !self.running.keys().any(|(t, _)| *t == key.0) {
+            self.retired.forget(&key.0);
+        }
+        tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
+            "stopped the partition of a deleted source topic; its metrics are removed");
+    }
+
+    /// Forgets a stopped (or down) partition: its restart state goes, its feed stops, its
+    /// state is written (bounded by the stop grace; a failure is logged: the next start
+    /// checks the target by content), and its registry entry and metric series are
+    /// dropped. False when it was not running. Shared by deleted topics and scale-out
+    /// releases.
+    pub(super) async fn retire(&mut self, key: &Key, stop: &mut watch::Receiver<bool>) -> bool {
         self.down.remove(key);
         self.restarts.remove(key);
         self.stale_ids.remove(key);
         let Some(run) = self.running.remove(key) else {
-            return;
+            return false;
         };
         run.feed.with_cursor(|c| c.stopped = true);
         let state = self.state_of(&run);
-        // If the topic comes back, its new topic id is checked against this one.
+        // If the partition comes back (a re-created topic, a re-assignment), its saved
+        // state is this one.
         self.saved.insert(key.clone(), state.clone());
-        let written = interruptible(stop, self.state_writer.write(&[(key.clone(), state)])).await;
-        if let Some(Err(e)) = written {
-            tracing::warn!(flow = %self.flow.name, topic = %key.0, partition = key.1, error = %e,
-                "the state of a deleted topic's partition could not be written");
+        let states = [(key.clone(), state)];
+        let write = self.state_writer.write(&states);
+        match interruptible(stop, tokio::time::timeout(self.stop_grace, write)).await {
+            Some(Ok(Ok(()))) => {}
+            Some(Ok(Err(e))) => tracing::warn!(flow = %self.flow.name, topic = %key.0,
+                partition = key.1, error = %e, "a stopped partition's state could not be \
+                written; its next start checks the target by content"),
+            _ => tracing::warn!(flow = %self.flow.name, topic = %key.0, partition = key.1,
+                "a stopped partition's state write did not finish; its next start checks \
+                the target by content"),
         }
         self.registry.remove(&key.0, key.1);
         if let Some(eos) = &mut self.eos {
             eos.committed.remove(key);
         }
-        if !self.running.keys().any(|(t, _)| *t == key.0) {
-            self.retired.forget(&key.0);
-        }
         self.metrics
             .remove_partition(&self.flow.name, &key.0, key.1);
-        tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
-            "stopped the partition of a deleted source topic; its metrics are removed");
+        true
     }
 }
 
