@@ -623,7 +623,11 @@ fn exactly_once_members_share_slots_and_a_killed_members_slots_commit_each_recor
     let produced = producer.finish();
 
     // Drained: every record committed on the target (read_committed), then exactly once.
-    let deadline = Instant::now() + Duration::from_secs(90);
+    // Bounded by three minutes: a slot whose transaction got stuck is aborted by the
+    // coordinator after `transaction_timeout` (60 s) and restarts from its last commit
+    // (once in about 16 runs here the drain took longer than 90 s; its cause is not
+    // known, and the whole logs are printed if it ever takes longer than this).
+    let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let n: usize = common::eos::target_committed(&t, EOS_TARGET, EOS_PARTITIONS)
             .values()
@@ -634,9 +638,9 @@ fn exactly_once_members_share_slots_and_a_killed_members_slots_commit_each_recor
         }
         assert!(
             Instant::now() < deadline,
-            "not drained: {n} of {produced}\n{}\n{}",
-            p.strait.log_tail(),
-            r.strait.log_tail()
+            "not drained: {n} of {produced}\n--- p:\n{}\n--- r:\n{}",
+            p.strait.log_text(),
+            r.strait.log_text()
         );
         std::thread::sleep(Duration::from_secs(1));
     }
