@@ -50,8 +50,17 @@ fn a_target_partition_that_rejects_writes_does_not_stop_the_healthy_topic() {
     // writes to partition 1 now fail (UNKNOWN_TOPIC_OR_PARTITION) until the delivery
     // timeout, and again after every restart of the partition.
     let target_bad = format!("src.{BAD}");
-    rdkafka::delete_topic(&net.target.bootstrap(), &target_bad).expect("delete");
-    rdkafka::create_topic(&net.target.bootstrap(), &target_bad, 1, &[]).expect("re-create");
+    // Strait's own topic refresh (every 2 s) may re-create the deleted topic (with its
+    // source's 2 partitions) between the two calls: then delete and create again.
+    let mut tries = 0;
+    loop {
+        rdkafka::delete_topic(&net.target.bootstrap(), &target_bad).expect("delete");
+        match rdkafka::create_topic(&net.target.bootstrap(), &target_bad, 1, &[]) {
+            Ok(()) => break,
+            Err(e) if tries < 10 && e.to_string().contains("TOPIC_ALREADY_EXISTS") => tries += 1,
+            Err(e) => panic!("re-create: {e}"),
+        }
+    }
     // Well past the delivery timeout of the first writes to the missing partition, and
     // of any restart of it: the process runs on, and the healthy topic keeps moving.
     let mut last = 0;
