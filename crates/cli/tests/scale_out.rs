@@ -133,6 +133,15 @@ fn start(dir: &Path, name: &str, source: &str, target: &str) -> Member {
     start_kind(dir, name, source, target, Kind::AtLeastOnce)
 }
 
+/// Each member's log tail, for a failure message.
+fn tails(members: &[&mut Member]) -> String {
+    members
+        .iter()
+        .map(|m| format!("--- {}:\n{}", m.name, m.strait.log_tail()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The partitions of [`TOPIC`] a member replicates now, from its per-partition series.
 fn owned(port: u16) -> BTreeSet<i32> {
     owned_of(port, TOPIC)
@@ -187,13 +196,10 @@ fn settled_of(
         }
         last = now;
         if Instant::now() > deadline {
-            let logs: Vec<String> = members
-                .iter()
-                .map(|m| format!("--- {}:\n{}", m.name, m.strait.log_tail()))
-                .collect();
+            let logs = tails(members);
             panic!(
                 "ownership never settled within {within:?}: {last:?}\n{}",
-                logs.join("\n")
+                logs
             );
         }
         std::thread::sleep(Duration::from_millis(250));
@@ -244,11 +250,8 @@ fn verify_all(
             return;
         }
         if Instant::now() > deadline {
-            let logs: Vec<String> = members
-                .iter()
-                .map(|m| format!("--- {}:\n{}", m.name, m.strait.log_tail()))
-                .collect();
-            panic!("not replicated: {report}\n{}", logs.join("\n"));
+            let logs = tails(members);
+            panic!("not replicated: {report}\n{}", logs);
         }
         std::thread::sleep(Duration::from_secs(1));
     }
@@ -362,14 +365,11 @@ fn assert_group_translated(source: &str, target: &str, members: &mut [&mut Membe
             return;
         }
         if Instant::now() > deadline {
-            let logs: Vec<String> = members
-                .iter()
-                .map(|m| format!("--- {}:\n{}", m.name, m.strait.log_tail()))
-                .collect();
+            let logs = tails(members);
             panic!(
                 "g-scale translated for {} partitions only\n{}",
                 committed.len(),
-                logs.join("\n")
+                logs
             );
         }
         std::thread::sleep(Duration::from_millis(500));

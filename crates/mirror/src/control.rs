@@ -77,6 +77,33 @@ pub(crate) struct LeadJobs {
     pub maps_from_state: Option<(strait_client::Client, Flow)>,
 }
 
+impl LeadJobs {
+    /// The lead jobs of `flow` translating with the maps of `registry`, or, with
+    /// `maps_from_state` (scale-out), with every partition's maps read from the state
+    /// topic before each round.
+    pub fn new(
+        flow: &Flow,
+        (source, target): (&strait_client::Client, &strait_client::Client),
+        registry: Arc<strait_offsets::Registry>,
+        metrics: &Metrics,
+        maps_from_state: bool,
+    ) -> Self {
+        LeadJobs {
+            groups: GroupSync::new(
+                flow,
+                source.clone(),
+                target.clone(),
+                Arc::clone(&registry),
+                metrics.clone(),
+            ),
+            reverse: ReverseSync::new(flow, source.clone(), target.clone(), registry),
+            heartbeats: Heartbeats::new(flow, target.clone()).with_metrics(metrics.clone()),
+            acls: AclSync::new(flow, source.clone(), target.clone()),
+            maps_from_state: maps_from_state.then(|| (target.clone(), flow.clone())),
+        }
+    }
+}
+
 impl Control {
     /// Starts every job of `flow` (the lead jobs when `jobs.lead` is there).
     pub fn start(flow: &Flow, jobs: Jobs, metrics: Metrics) -> Control {

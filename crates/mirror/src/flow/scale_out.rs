@@ -323,26 +323,13 @@ impl FlowRun {
 
     /// The lead jobs, built afresh for each hand-over.
     pub(super) fn lead_jobs(&self) -> LeadJobs {
-        let (flow, source, target) = (&self.flow, &self.source, &self.target);
-        LeadJobs {
-            groups: crate::groups::GroupSync::new(
-                flow,
-                source.clone(),
-                target.clone(),
-                Arc::clone(&self.registry),
-                self.metrics.clone(),
-            ),
-            reverse: crate::groups::ReverseSync::new(
-                flow,
-                source.clone(),
-                target.clone(),
-                Arc::clone(&self.registry),
-            ),
-            heartbeats: crate::heartbeat::Heartbeats::new(flow, target.clone())
-                .with_metrics(self.metrics.clone()),
-            acls: crate::acls::AclSync::new(flow, source.clone(), target.clone()),
-            maps_from_state: self.scale.is_some().then(|| (target.clone(), flow.clone())),
-        }
+        LeadJobs::new(
+            &self.flow,
+            (&self.source, &self.target),
+            Arc::clone(&self.registry),
+            &self.metrics,
+            self.scale.is_some(),
+        )
     }
 
     /// The member's view changed: take the new assignment and act on it.

@@ -235,29 +235,16 @@ fn lead_jobs(
     target: &strait_client::Client,
     metrics: &Metrics,
 ) -> Jobs {
-    let registry = Arc::new(Registry::new());
     Jobs {
         topics: TopicSync::new(flow, source.clone(), target.clone(), metrics.clone()),
         state: StateWriter::new(target.clone(), flow),
-        lead: Some(LeadJobs {
-            groups: crate::groups::GroupSync::new(
-                flow,
-                source.clone(),
-                target.clone(),
-                Arc::clone(&registry),
-                metrics.clone(),
-            ),
-            reverse: crate::groups::ReverseSync::new(
-                flow,
-                source.clone(),
-                target.clone(),
-                registry,
-            ),
-            heartbeats: crate::heartbeat::Heartbeats::new(flow, target.clone())
-                .with_metrics(metrics.clone()),
-            acls: crate::acls::AclSync::new(flow, source.clone(), target.clone()),
-            maps_from_state: Some((target.clone(), flow.clone())),
-        }),
+        lead: Some(LeadJobs::new(
+            flow,
+            (source, target),
+            Arc::new(Registry::new()),
+            metrics,
+            true,
+        )),
     }
 }
 
