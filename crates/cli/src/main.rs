@@ -16,6 +16,7 @@ mod plan;
 mod replay;
 mod run_cmd;
 mod runbook;
+mod runtime;
 mod status;
 mod status_group;
 

@@ -41,9 +41,7 @@ pub fn run_cmd(
         .or_else(|| std::env::var("RUST_LOG").ok())
         .unwrap_or_else(|| config.logging.level.clone());
     logging::init(format, Some(&level)).map_err(anyhow::Error::msg)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.engine.worker_threads)
-        .enable_all()
+    let runtime = crate::runtime::engine_runtime(config.engine.worker_threads)
         .build()
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(run(config, once));
