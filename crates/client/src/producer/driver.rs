@@ -5,7 +5,7 @@
 //! own while that broker's partitions wait, and a throttled broker is skipped until its
 //! throttle ends, so a hung or slow broker delays only the partitions it leads.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use kafka_protocol::messages::ProduceResponse;
 use parking_lot::Mutex;
+use rustc_hash::{FxHashMap, FxHashSet};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -58,8 +59,8 @@ pub(super) struct Driver {
     /// Outstanding requests, oldest first.
     in_flight: Vec<InFlight>,
     /// Outstanding requests per broker.
-    per_broker: HashMap<i32, usize>,
-    retries: HashMap<TopicPartition, Retry>,
+    per_broker: FxHashMap<i32, usize>,
+    retries: FxHashMap<TopicPartition, Retry>,
     linger_until: Option<Instant>,
     /// When [`Driver::expire`] next has something to do: the earliest delivery deadline
     /// it saw (batches enqueued later have later deadlines).
@@ -108,8 +109,8 @@ impl Driver {
     pub(super) fn new(inner: Arc<Inner>) -> Self {
         Driver {
             in_flight: Vec::new(),
-            per_broker: HashMap::new(),
-            retries: HashMap::new(),
+            per_broker: FxHashMap::default(),
+            retries: FxHashMap::default(),
             linger_until: None,
             next_expiry: None,
             cands: VecDeque::new(),
@@ -199,7 +200,7 @@ impl Driver {
         if aborted.is_none() && self.next_expiry.is_some_and(|t| now < t) {
             return;
         }
-        let in_flight: HashSet<Token> = self
+        let in_flight: FxHashSet<Token> = self
             .in_flight
             .iter()
             .flat_map(|r| r.batches.iter().map(|(_, t)| t.token))
@@ -568,7 +569,7 @@ fn send_now(in_flight: &[InFlight], broker: i32, ready: &VecDeque<TopicPartition
     // Counted once over the outstanding batches (linear in them, also with thousands of
     // partitions), and only when the other rules do not decide.
     let all_backlogged = || {
-        let mut n: HashMap<&TopicPartition, usize> = HashMap::new();
+        let mut n: FxHashMap<&TopicPartition, usize> = FxHashMap::default();
         for (tp, _) in to_broker().flat_map(|r| &r.batches) {
             *n.entry(tp).or_default() += 1;
         }

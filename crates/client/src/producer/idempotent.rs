@@ -23,12 +23,12 @@
 //! its partitions wait, and a broker that asked to be throttled is skipped until then.
 //! So a hung or slow broker delays only the partitions it leads.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use rustc_hash::{FxHashMap, FxHashSet};
 use strait_records::{Batch, PatchedBatch, ProducerStamp};
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
@@ -95,9 +95,9 @@ pub(super) struct Slot {
 
 pub(super) struct State {
     pub(super) seq: Sequencer,
-    pub(super) slots: HashMap<Token, Slot>,
+    pub(super) slots: FxHashMap<Token, Slot>,
     /// Interned topic names, so that a partition key never allocates.
-    pub(super) topics: HashSet<Arc<str>>,
+    pub(super) topics: FxHashSet<Arc<str>>,
     /// The sink driver task is running (or about to).
     pub(super) driver: bool,
     /// Set by [`IdempotentProducer::abort`]: nothing is sent any more.
@@ -227,8 +227,8 @@ impl IdempotentProducer {
             transactional_id,
             state: Mutex::new(State {
                 seq,
-                slots: HashMap::new(),
-                topics: HashSet::new(),
+                slots: FxHashMap::default(),
+                topics: FxHashSet::default(),
                 driver: false,
                 aborted: None,
                 observer,
@@ -419,7 +419,7 @@ impl IdempotentProducer {
     }
 }
 
-fn intern(topics: &mut HashSet<Arc<str>>, topic: &str) -> Arc<str> {
+fn intern(topics: &mut FxHashSet<Arc<str>>, topic: &str) -> Arc<str> {
     if let Some(t) = topics.get(topic) {
         return t.clone();
     }

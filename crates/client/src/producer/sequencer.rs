@@ -28,7 +28,9 @@
 //! takes at most one batch per partition (the broker rejects more), the first `Ready` one of
 //! each, up to a byte cap.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
@@ -133,7 +135,7 @@ pub struct Sequencer {
     needs_new_epoch: bool,
     max_in_flight: usize,
     next_token: Token,
-    partitions: HashMap<TopicPartition, Partition>,
+    partitions: FxHashMap<TopicPartition, Partition>,
     /// Partitions that may have a batch to (re)send, oldest first.
     ready: VecDeque<TopicPartition>,
     /// Batches enqueued and not yet taken by [`Sequencer::take_delivered`].
@@ -157,7 +159,7 @@ impl Sequencer {
             needs_new_epoch: false,
             max_in_flight,
             next_token: 1,
-            partitions: HashMap::new(),
+            partitions: FxHashMap::default(),
             ready: VecDeque::new(),
             unresolved: 0,
         }
