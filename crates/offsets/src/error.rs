@@ -127,3 +127,15 @@ pub enum RegistryError {
         partition: i32,
     },
 }
+
+impl From<crate::frame::FrameError> for DecodeError {
+    fn from(e: crate::frame::FrameError) -> Self {
+        use crate::frame::FrameError as F;
+        match e {
+            F::Truncated => DecodeError::Truncated("shorter than a frame"),
+            F::Checksum { stored, computed } => DecodeError::Checksum { stored, computed },
+            F::UnknownVersion { found, .. } => DecodeError::UnknownVersion(found),
+            F::WrongKind { found, expected } => DecodeError::WrongKind { found, expected },
+        }
+    }
+}

@@ -55,6 +55,7 @@
 mod coarsen;
 mod encoding;
 mod error;
+pub mod frame;
 mod map;
 mod run;
 mod shared;

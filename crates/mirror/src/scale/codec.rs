@@ -1,6 +1,6 @@
 //! The bytes Strait's workers put in their JoinGroup metadata ([`MemberMetadata`]) and the
 //! leader puts in each SyncGroup assignment ([`MemberAssignment`]). Versioned and
-//! checksummed like strait-offsets' encodings:
+//! checksummed in strait-offsets' frame ([`strait_offsets::frame`]):
 //!
 //! ```text
 //! version: u8 | kind: u8 | body | crc32c(version..body): u32 little-endian
@@ -15,6 +15,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use strait_offsets::frame::{self, FrameError};
+
 use super::PartitionId;
 use super::assign::PartitionLoad;
 
@@ -23,8 +25,6 @@ pub const VERSION: u8 = 1;
 
 const KIND_METADATA: u8 = 1;
 const KIND_ASSIGNMENT: u8 = 2;
-const HEADER: usize = 2;
-const TRAILER: usize = 4;
 
 /// Why bytes did not decode.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,6 +59,17 @@ pub enum CodecError {
     Invalid(String),
 }
 
+impl From<FrameError> for CodecError {
+    fn from(e: FrameError) -> Self {
+        match e {
+            FrameError::Truncated => CodecError::Truncated("shorter than a frame"),
+            FrameError::Checksum { stored, computed } => CodecError::Checksum { stored, computed },
+            FrameError::UnknownVersion { found, .. } => CodecError::UnknownVersion(found),
+            FrameError::WrongKind { found, expected } => CodecError::WrongKind { found, expected },
+        }
+    }
+}
+
 /// What a worker tells the group's leader when it joins.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberMetadata {
@@ -91,7 +102,7 @@ struct Writer(Vec<u8>);
 
 impl Writer {
     fn open(kind: u8) -> Writer {
-        Writer(vec![VERSION, kind])
+        Writer(frame::open(VERSION, kind, 64))
     }
 
     fn str(&mut self, s: &str) -> Result<(), CodecError> {
@@ -145,10 +156,8 @@ impl Writer {
         Ok(())
     }
 
-    fn seal(mut self) -> Vec<u8> {
-        let crc = crc32c::crc32c(&self.0);
-        self.0.extend_from_slice(&crc.to_le_bytes());
-        self.0
+    fn seal(self) -> Vec<u8> {
+        frame::seal(self.0)
     }
 }
 
@@ -160,27 +169,7 @@ struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
     fn unseal(bytes: &'a [u8], kind: u8) -> Result<Reader<'a>, CodecError> {
-        if bytes.len() < HEADER + TRAILER {
-            return Err(CodecError::Truncated("shorter than a frame"));
-        }
-        let (framed, trailer) = bytes.split_at(bytes.len() - TRAILER);
-        let mut stored = [0u8; TRAILER];
-        stored.copy_from_slice(trailer);
-        let stored = u32::from_le_bytes(stored);
-        let computed = crc32c::crc32c(framed);
-        if stored != computed {
-            return Err(CodecError::Checksum { stored, computed });
-        }
-        if framed[0] != VERSION {
-            return Err(CodecError::UnknownVersion(framed[0]));
-        }
-        if framed[1] != kind {
-            return Err(CodecError::WrongKind {
-                found: framed[1],
-                expected: kind,
-            });
-        }
-        Ok(Reader(&framed[HEADER..]))
+        Ok(Reader(frame::unseal(bytes, VERSION, kind)?))
     }
 
     fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], CodecError> {

@@ -18,52 +18,23 @@ pub(crate) mod snapshot;
 mod varint;
 
 use crate::error::DecodeError;
+use crate::frame;
 
 /// The encoding version this build writes and reads.
 pub const VERSION: u8 = 1;
 
 const KIND_SNAPSHOT: u8 = 1;
 const KIND_DELTA: u8 = 2;
-const HEADER: usize = 2;
-const TRAILER: usize = 4;
+pub(crate) use frame::seal;
 
-/// Wraps a body (written after the two header bytes already in `buf`) with its trailer.
-fn seal(mut buf: Vec<u8>) -> Vec<u8> {
-    let crc = crc32c::crc32c(&buf);
-    buf.extend_from_slice(&crc.to_le_bytes());
-    buf
-}
-
-/// Starts a frame of the given kind.
+/// Starts a frame of the given kind ([`frame::open`] at this encoding's version).
 fn open_frame(kind: u8, capacity: usize) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(HEADER + capacity + TRAILER);
-    buf.extend_from_slice(&[VERSION, kind]);
-    buf
+    frame::open(VERSION, kind, capacity)
 }
 
-/// Checks the frame and returns its body.
+/// Checks the frame ([`frame::unseal`] at this encoding's version) and returns its body.
 fn unseal(bytes: &[u8], kind: u8) -> Result<&[u8], DecodeError> {
-    if bytes.len() < HEADER + TRAILER {
-        return Err(DecodeError::Truncated("shorter than a frame"));
-    }
-    let (framed, trailer) = bytes.split_at(bytes.len() - TRAILER);
-    let mut stored = [0u8; TRAILER];
-    stored.copy_from_slice(trailer);
-    let stored = u32::from_le_bytes(stored);
-    let computed = crc32c::crc32c(framed);
-    if stored != computed {
-        return Err(DecodeError::Checksum { stored, computed });
-    }
-    if framed[0] != VERSION {
-        return Err(DecodeError::UnknownVersion(framed[0]));
-    }
-    if framed[1] != kind {
-        return Err(DecodeError::WrongKind {
-            found: framed[1],
-            expected: kind,
-        });
-    }
-    Ok(&framed[HEADER..])
+    frame::unseal(bytes, VERSION, kind).map_err(DecodeError::from)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use super::varint;
 use super::*;
+use crate::frame::{HEADER, TRAILER};
 use crate::{DecodeError, OffsetMap, ReplayError};
 
 fn sample() -> OffsetMap {
