@@ -301,7 +301,7 @@ fn a_rolling_restart_of_static_members_reshuffles_nothing() {
     for i in 0..workers.len() {
         let ends_before = target_ends(&dst);
         let stopped = Instant::now();
-        let status = workers[i].strait.terminate(Duration::from_secs(20));
+        let status = workers[i].strait.stop(Duration::from_secs(20));
         assert_eq!(
             status.code(),
             Some(0),

@@ -54,6 +54,7 @@ pub mod load;
 pub mod netns;
 pub mod paths;
 pub mod probe;
+pub mod process;
 pub mod proxy;
 pub mod rdkafka;
 pub mod secure;

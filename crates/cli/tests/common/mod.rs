@@ -5,116 +5,38 @@
 pub mod eos;
 pub mod load;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::ops::{Deref, DerefMut};
+use std::path::Path;
 
-/// A running `strait run -c CONFIG`.
-pub struct Strait {
-    child: Child,
-    /// Its stdout and stderr, appended.
-    pub log: PathBuf,
-}
+use strait_testkit::process::StraitProcess;
+#[allow(unused_imports)] // not every test file reads a log by path
+pub use strait_testkit::process::log_tail;
+
+/// A running `strait run -c CONFIG` of this package's binary (the guard is strait-testkit's
+/// [`StraitProcess`]: its methods are this type's).
+pub struct Strait(StraitProcess);
 
 impl Strait {
     /// Starts `strait run -c config`, appending its output to `log`.
     pub fn start(config: &Path, log: &Path) -> Strait {
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .expect("log file");
-        let err = out.try_clone().expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_strait"))
-            .args(["run", "-c"])
-            .arg(config)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .expect("start strait");
-        Strait {
-            child,
-            log: log.to_owned(),
-        }
-    }
-
-    /// The process id (for /proc).
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// kill -9, and reap.
-    pub fn kill9(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reap");
-    }
-
-    /// Sends `signal` (`"STOP"`, `"CONT"`, …) with kill(1).
-    pub fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([format!("-{signal}"), self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(status.success(), "kill -{signal} failed");
-    }
-
-    /// SIGTERM; the exit status and how long the exit took (`None`: still running after
-    /// `deadline`).
-    pub fn terminate(&mut self, deadline: Duration) -> (Option<ExitStatus>, Duration) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill -TERM");
-        assert!(status.success(), "kill -TERM failed");
-        self.wait_exit(deadline)
-    }
-
-    /// Waits at most `deadline` for the process to exit.
-    pub fn wait_exit(&mut self, deadline: Duration) -> (Option<ExitStatus>, Duration) {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return (Some(status), start.elapsed());
-            }
-            if start.elapsed() >= deadline {
-                return (None, start.elapsed());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Panics (with the log) if the process has exited.
-    pub fn assert_running(&mut self) {
-        if let Some(status) = self.child.try_wait().expect("wait") {
-            panic!("strait exited early ({status}):\n{}", self.log_tail());
-        }
-    }
-
-    /// The whole log.
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The last 40 lines of the log.
-    pub fn log_tail(&self) -> String {
-        log_tail(&self.log)
+        Strait(StraitProcess::run(
+            env!("CARGO_BIN_EXE_strait"),
+            config,
+            log,
+            &[],
+        ))
     }
 }
 
-impl Drop for Strait {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
+impl Deref for Strait {
+    type Target = StraitProcess;
+    fn deref(&self) -> &StraitProcess {
+        &self.0
     }
 }
 
-/// The last lines of a strait log file.
-pub fn log_tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(40)..].join("\n")
+impl DerefMut for Strait {
+    fn deref_mut(&mut self) -> &mut StraitProcess {
+        &mut self.0
+    }
 }
