@@ -105,6 +105,14 @@ impl LeadJobs {
 }
 
 impl Control {
+    /// The next topic refresh result of `control`'s jobs (never resolves without jobs).
+    pub async fn next_refresh(control: Option<&mut Control>) -> Option<Refreshed> {
+        match control {
+            Some(c) => c.refreshed.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// Starts every job of `flow` (the lead jobs when `jobs.lead` is there).
     pub fn start(flow: &Flow, jobs: Jobs, metrics: Metrics) -> Control {
         let mut tasks = JoinSet::new();

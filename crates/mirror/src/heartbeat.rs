@@ -6,8 +6,6 @@
 //! - key: `sourceClusterAlias STRING, targetClusterAlias STRING`;
 //! - value: header `version INT16` (0), then `timestamp INT64` (ms since the epoch).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use strait_client::Client;
 
 use crate::config::Flow;
@@ -15,6 +13,7 @@ use crate::config::policy::HEARTBEATS_TOPIC;
 use crate::error::MirrorError;
 use crate::groups::wire::{Reader, WireError, Writer};
 use crate::metrics::Metrics;
+use crate::now_ms;
 use crate::topics::internal::InternalTopicWriter;
 
 /// The value version we write (MM2's `Heartbeat.VERSION`).
@@ -111,13 +110,6 @@ impl Heartbeats {
         }
         Ok(())
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

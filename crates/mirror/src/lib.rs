@@ -45,3 +45,10 @@ pub mod topics;
 pub use engine::{Engine, RunSummary};
 pub use error::MirrorError;
 pub use metrics::Metrics;
+
+/// Wall-clock milliseconds since the Unix epoch (0 before it), as Kafka timestamps are.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -196,7 +196,8 @@ pub(super) async fn run_slotted(
                     Err(e) => break Err(e),
                 }
             }
-            Some(_) = next_refresh(&mut control) => {}
+            // Drained: the slots discover their own partitions.
+            Some(_) = Control::next_refresh(control.as_mut()) => {}
         }
     };
     // Stop every slot gracefully (each commits its last transaction), then leave.
@@ -245,13 +246,5 @@ fn lead_jobs(
             metrics,
             true,
         )),
-    }
-}
-
-/// The control jobs' next topic refresh (drained: the slots discover their own partitions).
-async fn next_refresh(control: &mut Option<Control>) -> Option<crate::control::Refreshed> {
-    match control {
-        Some(c) => c.refreshed.recv().await,
-        None => std::future::pending().await,
     }
 }

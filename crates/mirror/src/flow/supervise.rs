@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use super::{FlowRun, Key, flatten, interruptible, until_true};
 use crate::control::{Checkpoint, Control, Refreshed, interval};
 use crate::error::MirrorError;
+use crate::now_ms;
 use crate::state::PartitionState;
 use crate::supervisor::{Restarts, Verdict, deleted_topics};
 
@@ -51,7 +52,7 @@ impl FlowRun {
                 () = membership_changed(&mut self.scale), if scaled => {
                     self.on_membership(stop, &mut control).await?;
                 }
-                Some(r) = next_refresh(&mut control) => self.on_refresh(r, stop).await?,
+                Some(r) = Control::next_refresh(control.as_deref_mut()) => self.on_refresh(r, stop).await?,
                 Some(r) = self.recreations.recv() => {
                     // Telling the pipelines may wait for room in their feeds: a stop
                     // does not.
@@ -433,17 +434,4 @@ async fn membership_changed(scale: &mut Option<super::scale_out::Scale>) {
         Some(s) => s.changed().await,
         None => std::future::pending().await,
     }
-}
-
-async fn next_refresh(control: &mut Option<&mut Control>) -> Option<Refreshed> {
-    match control {
-        Some(c) => c.refreshed.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -29,6 +29,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 use crate::error::IncidentKind;
+use crate::now_ms;
 
 /// The `Content-Type` of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -329,12 +330,6 @@ pub const DEFAULT_STALLED_AFTER: std::time::Duration = std::time::Duration::from
 struct Progress {
     lag: std::sync::atomic::AtomicI64,
     moved_ms: std::sync::atomic::AtomicI64,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// The `/health` line for a stalled partition, if it is one (pure: `now` is given).
