@@ -154,12 +154,8 @@ mod tests {
         s
     }
 
-    fn uvarint(buf: &mut Vec<u8>, mut v: u32) {
-        while v >= 0x80 {
-            buf.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        buf.push(v as u8);
+    fn uvarint(buf: &mut Vec<u8>, v: u32) {
+        strait_records::put_uvarint(buf, u64::from(v));
     }
 
     /// The reproduction from issue 12: error 0, then a compact array length of 2^31 (+1, the

@@ -105,3 +105,4 @@ pub use record::{Header, Record, Records};
 pub use reencode::{ReencodeOptions, Reencoded};
 pub use split::{Batch, Batches, Limits, Split, split};
 pub use txn::{Resolved, SkipReason, TxnResolver};
+pub use varint::put_unsigned as put_uvarint;

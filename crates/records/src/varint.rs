@@ -1,4 +1,8 @@
-//! Zig-zag varints as Kafka records use them, decoded with bounds.
+//! Varints as Kafka uses them: zig-zag `varint`/`varlong` in records, unsigned LEB128 in
+//! the flexible protocol versions' lengths ([`put_unsigned`] is public for strait-client's
+//! hand-encoded requests: one writer for both). Decoded with bounds.
+
+use bytes::BufMut;
 
 /// Why a varint could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,12 +54,17 @@ pub(crate) fn read_varlong(buf: &[u8]) -> Result<(i64, usize), VarintError> {
     Ok((((v >> 1) as i64) ^ -((v & 1) as i64), n))
 }
 
-fn write_unsigned(out: &mut Vec<u8>, mut v: u64) {
+/// Appends `v` as an unsigned LEB128 varint (1 to 10 bytes).
+pub fn put_unsigned(out: &mut impl BufMut, mut v: u64) {
     while v >= 0x80 {
-        out.push((v as u8) | 0x80);
+        out.put_u8((v as u8) | 0x80);
         v >>= 7;
     }
-    out.push(v as u8);
+    out.put_u8(v as u8);
+}
+
+fn write_unsigned(out: &mut Vec<u8>, v: u64) {
+    put_unsigned(out, v);
 }
 
 /// Appends a zig-zag `varint`.

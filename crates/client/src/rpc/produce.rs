@@ -161,12 +161,8 @@ impl PartitionProduceResult {
 
 // ---- hand encoding -----------------------------------------------------------------------
 
-fn put_uvarint(buf: &mut BytesMut, mut v: u32) {
-    while v >= 0x80 {
-        buf.put_u8((v as u8) | 0x80);
-        v >>= 7;
-    }
-    buf.put_u8(v as u8);
+fn put_uvarint(buf: &mut BytesMut, v: u32) {
+    strait_records::put_uvarint(buf, u64::from(v));
 }
 
 fn put_string(buf: &mut BytesMut, s: Option<&str>, flexible: bool) -> Result<()> {

@@ -1,4 +1,8 @@
 //! LEB128 varints, zigzag for signed distances, and a bounds-checked reader.
+//!
+//! strait-records has the same LEB128 writer (`put_uvarint`, shared with strait-client);
+//! this crate keeps its own few lines rather than depend on the record crate and its
+//! compression codecs, so that the offset maps stay a dependency-light crate of their own.
 
 use crate::error::DecodeError;
 use crate::side::{MAX_OFFSET, Side};
