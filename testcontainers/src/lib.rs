@@ -12,7 +12,7 @@
 //! |---|---|
 //! | [`engine`] | is a Docker engine there? (`/_ping` on `DOCKER_HOST` or the default socket) |
 //! | [`kafka`] | [`Kafka`]: one single-node Apache Kafka container, removed on drop; partition ends |
-//! | [`process`] | [`Strait`]: a `strait run` process, killed and reaped on drop; [`strait_binary`] |
+//! | [`process`] | [`process::start`], [`process::once`], [`process::stop`]: a `strait run` process ([`Strait`], strait-testkit's guard: killed and reaped on drop); [`strait_binary`] |
 //! | [`metrics`] | a member's own view: one series of its `/metrics` |
 //! | [`group`] | the `strait` group's members and their assignments, as the target's coordinator reports them |
 //! | [`wait`] | [`wait::until`]: poll a condition up to a deadline, failing with a diagnosis |

@@ -7,7 +7,6 @@
 //! (`$CARGO_TARGET_DIR` or the workspace's `target/`). `scripts/test-kafka` builds it
 //! first, so it is never stale there.
 
-use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -33,51 +32,35 @@ pub fn strait_binary() -> PathBuf {
     path
 }
 
-/// A running `strait run -c CONFIG` (or `--once`) of [`strait_binary`] (the guard is
-/// strait-testkit's [`StraitProcess`]: its methods are this type's).
-pub struct Strait(StraitProcess);
+/// A running `strait run` of [`strait_binary`]: strait-testkit's guard.
+pub type Strait = StraitProcess;
 
-impl Strait {
-    /// Starts `strait run -c config`, appending its output to `log`.
-    pub fn start(config: &Path, log: &Path) -> Strait {
-        Strait(StraitProcess::run(strait_binary(), config, log, &[]))
-    }
+/// Starts `strait run -c config`, appending its output to `log`.
+pub fn start(config: &Path, log: &Path) -> Strait {
+    StraitProcess::run(strait_binary(), config, log, &[])
+}
 
-    /// Runs `strait run --once -c config` to its end (at most `deadline`) and returns its
-    /// exit status; the test fails if it does not end in time.
-    pub fn once(config: &Path, log: &Path, deadline: Duration) -> ExitStatus {
-        let mut s = StraitProcess::run(strait_binary(), config, log, &["--once"]);
-        match s.wait_exit(deadline) {
-            (Some(status), _) => status,
-            (None, _) => panic!(
-                "strait run --once did not end within {deadline:?}:\n{}",
-                s.log_tail()
-            ),
-        }
-    }
-
-    /// SIGTERM, then the exit status within `deadline`; the test fails if it does not
-    /// stop in time.
-    pub fn stop(&mut self, deadline: Duration) -> ExitStatus {
-        match self.0.terminate(deadline) {
-            (Some(status), _) => status,
-            (None, _) => panic!(
-                "strait did not stop within {deadline:?} of SIGTERM:\n{}",
-                self.log_tail()
-            ),
-        }
+/// Runs `strait run --once -c config` to its end (at most `deadline`) and returns its exit
+/// status; the test fails if it does not end in time.
+pub fn once(config: &Path, log: &Path, deadline: Duration) -> ExitStatus {
+    let mut s = StraitProcess::run(strait_binary(), config, log, &["--once"]);
+    match s.wait_exit(deadline) {
+        (Some(status), _) => status,
+        (None, _) => panic!(
+            "strait run --once did not end within {deadline:?}:\n{}",
+            s.log_tail()
+        ),
     }
 }
 
-impl Deref for Strait {
-    type Target = StraitProcess;
-    fn deref(&self) -> &StraitProcess {
-        &self.0
-    }
-}
-
-impl DerefMut for Strait {
-    fn deref_mut(&mut self) -> &mut StraitProcess {
-        &mut self.0
+/// SIGTERM, then the exit status within `deadline`; the test fails if it does not stop in
+/// time.
+pub fn stop(s: &mut Strait, deadline: Duration) -> ExitStatus {
+    match s.terminate(deadline) {
+        (Some(status), _) => status,
+        (None, _) => panic!(
+            "strait did not stop within {deadline:?} of SIGTERM:\n{}",
+            s.log_tail()
+        ),
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use strait_kafka_scenarios::kafka::{self, total};
 use strait_kafka_scenarios::process::log_tail;
-use strait_kafka_scenarios::{Kafka, Strait, wait};
+use strait_kafka_scenarios::{Kafka, process, wait};
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::load::NumberedProducer;
 use strait_testkit::rdkafka;
@@ -48,7 +48,7 @@ enabled = false
     let target_topic = format!("src.{TOPIC}");
 
     let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, BATCH_RECORDS);
-    let mut strait = Strait::start(&config, &log);
+    let mut strait = process::start(&config, &log);
     wait::until(
         "records replicated before the crash",
         Duration::from_secs(60),
@@ -63,7 +63,7 @@ enabled = false
     std::thread::sleep(Duration::from_millis(1500));
     strait.kill9();
     let at_kill = total(&dst, &target_topic, PARTITIONS);
-    let mut strait = Strait::start(&config, &log);
+    let mut strait = process::start(&config, &log);
     wait::until(
         "replication after the restart",
         Duration::from_secs(60),

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use strait_client::{Client, ClientConfig, ResourceType};
-use strait_kafka_scenarios::{Kafka, Strait, runtime};
+use strait_kafka_scenarios::{Kafka, process, runtime};
 use strait_testkit::config::two_cluster_flow;
 use strait_testkit::rdkafka::{self, Codec, ConsumeOptions, ProduceOptions};
 use strait_testkit::{DataGen, RecordSpec, TestRecord};
@@ -122,7 +122,7 @@ enabled = false
     );
     std::fs::write(&config, text).expect("write config");
     let log = dir.path().join("strait.log");
-    let status = Strait::once(&config, &log, Duration::from_secs(120));
+    let status = process::once(&config, &log, Duration::from_secs(120));
     assert!(
         status.success(),
         "strait run --once: {status}\n{}",

@@ -14,7 +14,7 @@ use std::time::Duration;
 use strait_client::IsolationLevel;
 use strait_kafka_scenarios::kafka::ends;
 use strait_kafka_scenarios::process::log_tail;
-use strait_kafka_scenarios::{Kafka, Strait};
+use strait_kafka_scenarios::{Kafka, process};
 use strait_testkit::TestRecord;
 use strait_testkit::config::two_cluster_flow;
 use strait_testkit::rdkafka::{self, ConsumeOptions, ProduceOptions, StartOffset, Transaction};
@@ -105,7 +105,7 @@ enabled = false
     );
     std::fs::write(&config, text).expect("write config");
     let log = dir.path().join("strait.log");
-    let status = Strait::once(&config, &log, Duration::from_secs(120));
+    let status = process::once(&config, &log, Duration::from_secs(120));
     assert!(
         status.success(),
         "strait run --once: {status}\n{}",

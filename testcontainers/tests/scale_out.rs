@@ -26,7 +26,7 @@ use strait_kafka_scenarios::group::{self, Group};
 use strait_kafka_scenarios::kafka::{self, ends};
 use strait_kafka_scenarios::metrics::{sample, scrape};
 use strait_kafka_scenarios::process::log_tail;
-use strait_kafka_scenarios::{Kafka, Strait, wait};
+use strait_kafka_scenarios::{Kafka, Strait, process, wait};
 use strait_testkit::broker::free_port;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::load::NumberedProducer;
@@ -75,7 +75,7 @@ listen = "127.0.0.1:{port}"
         let config = dir.join(format!("{name}.toml"));
         std::fs::write(&config, text).expect("write config");
         let log = dir.join(format!("{name}.log"));
-        let strait = Strait::start(&config, &log);
+        let strait = process::start(&config, &log);
         Worker {
             name: name.to_owned(),
             port,
@@ -301,7 +301,7 @@ fn a_rolling_restart_of_static_members_reshuffles_nothing() {
     for i in 0..workers.len() {
         let ends_before = target_ends(&dst);
         let stopped = Instant::now();
-        let status = workers[i].strait.stop(Duration::from_secs(20));
+        let status = process::stop(&mut workers[i].strait, Duration::from_secs(20));
         assert_eq!(
             status.code(),
             Some(0),
@@ -309,7 +309,7 @@ fn a_rolling_restart_of_static_members_reshuffles_nothing() {
             workers[i].name,
             log_tail(&workers[i].log)
         );
-        workers[i].strait = Strait::start(&workers[i].config, &workers[i].log);
+        workers[i].strait = process::start(&workers[i].config, &workers[i].log);
         let back = settle(
             &dst,
             3,

@@ -17,7 +17,7 @@ use std::time::Duration;
 use strait_client::IsolationLevel;
 use strait_kafka_scenarios::kafka::ends;
 use strait_kafka_scenarios::process::log_tail;
-use strait_kafka_scenarios::{Kafka, Strait, wait};
+use strait_kafka_scenarios::{Kafka, process, wait};
 use strait_testkit::TestRecord;
 use strait_testkit::config::two_cluster_flow;
 use strait_testkit::rdkafka::{
@@ -147,7 +147,7 @@ enabled = false
     );
     std::fs::write(&config, text).expect("write config");
     let log = dir.path().join("strait.log");
-    let mut strait = Strait::start(&config, &log);
+    let mut strait = process::start(&config, &log);
     let target_topic = format!("src.{TOPIC}");
     let diagnose = || {
         format!(
