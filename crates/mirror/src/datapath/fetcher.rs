@@ -484,13 +484,19 @@ async fn run_fetcher(
                 backoff = Backoff::new(FETCH_BACKOFF);
                 behind = false;
                 stability.observe(&result.partitions);
+                // A response may name 10,000 partitions: look each up, not scan for it.
+                let index: HashMap<(&str, i32), usize> = wanted
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (p, _, _))| ((p.topic.as_str(), p.partition), i))
+                    .collect();
                 for fp in result.partitions {
                     // Answered by id: only for the id asked for.
-                    let Some((p, c, _)) = wanted.iter().find(|(p, _, id)| {
-                        p.topic == fp.topic
-                            && p.partition == fp.partition
-                            && fp.topic_id.is_none_or(|got| got == *id)
-                    }) else {
+                    let Some((p, c, _)) = index
+                        .get(&(fp.topic.as_str(), fp.partition))
+                        .map(|&i| &wanted[i])
+                        .filter(|(_, _, id)| fp.topic_id.is_none_or(|got| got == *id))
+                    else {
                         continue;
                     };
                     let delivered = tokio::select! {
