@@ -426,7 +426,7 @@ async fn run_fetcher(
         // Reserve before asking: the response is read into memory the budget has.
         let asked_at = Instant::now();
         let mut upfront = tokio::select! {
-            r = router.budget.reserve_share(min_room, fetch_max) => r,
+            r = router.budget.reserve_response(min_room, fetch_max) => r,
             _ = stop.changed() => return,
         };
         let room = i32::try_from(upfront.bytes()).unwrap_or(i32::MAX).max(1);
