@@ -177,8 +177,11 @@ pub async fn digest_partition(
         .first()
         .map(|o| o.offset.max(0))
         .unwrap_or(0);
+    // Tansu answers a fetch after about half its max wait with what it gathered by then:
+    // with 20 ms, reads of partitions of ~22,000 one-record (1 KiB) batches made no
+    // progress for 30 s; with 500 ms they finish in seconds.
     let opts = FetchOptions {
-        max_wait: Duration::from_millis(20),
+        max_wait: Duration::from_millis(500),
         max_bytes: 4 * 1024 * 1024,
         ..FetchOptions::default()
     };
