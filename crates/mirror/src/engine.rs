@@ -73,8 +73,17 @@ impl std::fmt::Display for RunSummary {
         for fl in &self.flows {
             writeln!(
                 f,
-                "flow {}: {} topic(s), {} partition(s), {} record(s), {} byte(s), {} group(s) translated",
-                fl.flow, fl.topics, fl.partitions, fl.records, fl.bytes, fl.groups_translated
+                "flow {}: {} topic(s), {} partition(s), {} record(s), {} byte(s), {} group(s) translated; \
+                 {} batch(es) produced in {} Produce request(s), offset maps {} byte(s)",
+                fl.flow,
+                fl.topics,
+                fl.partitions,
+                fl.records,
+                fl.bytes,
+                fl.groups_translated,
+                fl.produced_batches,
+                fl.produce_requests,
+                fl.offset_map_bytes
             )?;
         }
         write!(

@@ -86,6 +86,9 @@ pub struct FlowSummary {
     /// Batch transmissions of the data path's producer (after coalescing; a retried
     /// batch counts once per attempt).
     pub produced_batches: u64,
+    /// Heap bytes of the partitions' offset maps at the end
+    /// ([`strait_offsets::MapWriter::heap_bytes`], summed).
+    pub offset_map_bytes: u64,
 }
 
 #[derive(Clone)]

@@ -105,6 +105,15 @@ impl MapWriter {
     pub fn read<R>(&self, f: impl FnOnce(&OffsetMap) -> R) -> R {
         f(&read(&self.map))
     }
+
+    /// Heap bytes this map costs the process: the shared allocation holding the map and
+    /// its lock (the map's own fields, two reference counts, the lock), plus what the map's
+    /// entries and journal have allocated ([`MapStats::heap_bytes`], from their
+    /// capacities). The allocator's own per-allocation overhead is not counted.
+    pub fn heap_bytes(&self) -> usize {
+        // An `Arc` allocation is the two counts followed by the value.
+        2 * size_of::<usize>() + size_of::<RwLock<OffsetMap>>() + read(&self.map).stats().heap_bytes
+    }
 }
 
 /// A reader of one partition's map; cheap to clone, safe to share between threads.

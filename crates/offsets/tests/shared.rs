@@ -75,3 +75,34 @@ fn readers_run_while_the_writer_appends() {
     ));
     assert_eq!(reader.stats().source_next, 3_299);
 }
+
+/// `MapWriter::heap_bytes`: the shared allocation (at least the map itself) plus what the
+/// entries and journal allocated; a dense partition stays small, gaps add runs.
+#[test]
+fn heap_bytes_counts_the_shared_map_and_its_entries() {
+    let mut writer = strait_offsets::MapWriter::new(OffsetMap::new());
+    let fixed = |w: &strait_offsets::MapWriter| w.heap_bytes() - w.read(|m| m.stats().heap_bytes);
+    let empty_fixed = fixed(&writer);
+    assert!(
+        empty_fixed >= std::mem::size_of::<OffsetMap>(),
+        "{empty_fixed}"
+    );
+    for i in 0..1_000u64 {
+        writer.append_dense(i * 10, 10, i * 10).unwrap();
+    }
+    assert_eq!(writer.read(|m| m.stats().runs), 1);
+    assert_eq!(fixed(&writer), empty_fixed, "the fixed part does not move");
+    let dense = writer.heap_bytes();
+    // A gap after every batch: one run per batch.
+    for i in 0..1_000u64 {
+        writer
+            .append_dense(20_000 + i * 11, 10, 10_000 + i * 10)
+            .unwrap();
+    }
+    let runs = writer.read(|m| m.stats().runs);
+    assert!(runs > 500, "{runs}");
+    assert!(
+        writer.heap_bytes() >= dense + (runs - 1) * 16,
+        "runs take heap"
+    );
+}

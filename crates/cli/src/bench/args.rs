@@ -21,8 +21,8 @@ pub struct BenchArgs {
     /// Source topic to create and load (default `strait-bench-<mode>-<pid>`).
     #[arg(long, value_name = "T")]
     pub topic: Option<String>,
-    /// Partitions of the source topic.
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=1000))]
+    /// Partitions of the source topic (up to 10,000: the scaling sweep's largest case).
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=10_000))]
     pub partitions: i32,
     /// Size of one record value in bytes (key and header come on top).
     #[arg(long, default_value = "1024", value_parser = parse_size)]
@@ -62,6 +62,10 @@ pub struct BenchArgs {
     /// the target is read as a `read_committed` consumer sees it.
     #[arg(long)]
     pub exactly_once: bool,
+    /// Process ids of the source and the target broker, `SRC,DST` (local brokers): their
+    /// CPU (`/proc/PID/stat` utime + stime) over the replication phase is reported.
+    #[arg(long, value_name = "SRC,DST", value_parser = parse_pids)]
+    pub broker_pids: Option<(u32, u32)>,
     /// With `--exactly-once`: `delivery.transaction_interval` (default: the config's).
     #[arg(long, value_parser = parse_duration, requires = "exactly_once")]
     pub transaction_interval: Option<Duration>,
@@ -78,6 +82,10 @@ pub enum Mode {
     /// Only load the source, as `drain` does, and leave the topic for another process
     /// (`scripts/bench` times `strait run --once` on it as a process of its own).
     Load,
+    /// Only verify: compare an existing `--topic` (which must be given) with its copy on
+    /// the target (`prefix` naming, as the generated config has it), e.g. after
+    /// `strait run --once` replicated a `load`.
+    Verify,
 }
 
 /// Batch codec of the load.
@@ -106,6 +114,21 @@ impl Codec {
             Codec::Lz4 => Compression::Lz4,
             Codec::Zstd => Compression::Zstd,
         }
+    }
+}
+
+/// Parses `SRC,DST` process ids for `--broker-pids`.
+pub fn parse_pids(text: &str) -> Result<(u32, u32), String> {
+    let parse = |t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("`{text}`: expected two process ids, SRC,DST"))
+    };
+    match text.split_once(',') {
+        Some((a, b)) => Ok((parse(a)?, parse(b)?)),
+        None => Err(format!("`{text}`: expected two process ids, SRC,DST")),
     }
 }
 
@@ -216,5 +239,14 @@ mod tests {
         assert_eq!(parse_rate("12.5MiB/s"), Ok(12.5));
         assert!(parse_rate("0").is_err());
         assert!(parse_rate("fast").is_err());
+    }
+
+    #[test]
+    fn broker_pids() {
+        assert_eq!(parse_pids("12,345"), Ok((12, 345)));
+        assert_eq!(parse_pids(" 1 , 2 "), Ok((1, 2)));
+        assert!(parse_pids("12").is_err());
+        assert!(parse_pids("0,1").is_err());
+        assert!(parse_pids("a,b").is_err());
     }
 }

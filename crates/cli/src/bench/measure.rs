@@ -10,6 +10,9 @@
 //!   a phase: the high-water mark *of that phase*. Short spikes between samples are missed.
 //! - [`vm_hwm`]: `VmHWM` from `/proc/self/status`: the peak resident set of the whole
 //!   process since it started, including the load generator and the verifier.
+//! - [`process_cpu`]: another process's user + system CPU from `/proc/PID/stat` (the local
+//!   brokers', `--broker-pids`), in clock ticks (10 ms on Linux): a phase's broker CPU is
+//!   the difference of two readings taken around it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -196,9 +199,51 @@ pub fn vm_hwm() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// Another process's user + system CPU so far, from `/proc/PID/stat` (`None` when the
+/// process is gone or the file cannot be parsed).
+pub fn process_cpu(pid: u32) -> Option<CpuSnapshot> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let tick_us = match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
+        Ok(Some(n)) if n > 0 => 1_000_000 / n as u64,
+        _ => 10_000,
+    };
+    parse_stat_cpu(&text, tick_us)
+}
+
+/// utime and stime (fields 14 and 15 of `/proc/PID/stat`, in ticks of `tick_us` µs). The
+/// command name (field 2, in parentheses) may hold spaces and parentheses: fields are
+/// counted from the last `)`.
+fn parse_stat_cpu(stat: &str, tick_us: u64) -> Option<CpuSnapshot> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(CpuSnapshot {
+        user_us: utime * tick_us,
+        sys_us: stime * tick_us,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_stat_cpu_is_read_past_an_odd_command_name() {
+        let stat = "4242 (my (odd) cmd) S 1 4242 4242 0 -1 4194304 120 0 0 0 250 37 0 0 20 0 \
+                    9 0 1000 123456 789 18446744073709551615";
+        assert_eq!(
+            parse_stat_cpu(stat, 10_000),
+            Some(CpuSnapshot {
+                user_us: 2_500_000,
+                sys_us: 370_000
+            })
+        );
+        assert_eq!(parse_stat_cpu("4242 (x) S 1 2", 10_000), None, "truncated");
+        assert_eq!(parse_stat_cpu("garbage", 10_000), None);
+        let me = process_cpu(std::process::id()).expect("own stat");
+        assert!(me.user_us + me.sys_us < 3_600_000_000);
+    }
 
     #[test]
     fn cpu_and_memory_readings_move() {

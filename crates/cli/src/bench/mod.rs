@@ -30,7 +30,7 @@ use strait_client::Client;
 
 pub use args::BenchArgs;
 use args::Mode;
-use report::{Cpu, LiveReport, LoadReport, MemoryReport, ReplicationReport, Report};
+use report::{BrokerCpu, Cpu, LiveReport, LoadReport, MemoryReport, ReplicationReport, Report};
 
 /// Default engine fetch max wait in live mode (see [`BenchArgs::fetch_max_wait`]).
 pub const LIVE_FETCH_MAX_WAIT: Duration = Duration::from_millis(20);
@@ -50,6 +50,9 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if args.record_size == 0 || args.record_size > 16 * 1024 * 1024 {
         bail!("--record-size must be between 1 byte and 16 MiB");
     }
+    if args.mode == Mode::Verify && args.topic.is_none() {
+        bail!("--mode verify compares an existing topic: give it with --topic");
+    }
     let topic = args.topic.clone().unwrap_or_else(|| {
         format!(
             "strait-bench-{}-{}",
@@ -58,7 +61,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         )
     });
     let fetch_max_wait = match args.mode {
-        Mode::Drain | Mode::Load => args.fetch_max_wait,
+        Mode::Drain | Mode::Load | Mode::Verify => args.fetch_max_wait,
         Mode::Live => Some(args.fetch_max_wait.unwrap_or(LIVE_FETCH_MAX_WAIT)),
     };
     let mut config = replicate::build_config(
@@ -94,7 +97,9 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             .with_context(|| format!("connecting to the target {}", args.target))?;
         anyhow::Ok((s, t))
     })?;
-    rt.block_on(load::create_topic(&source, &topic, args.partitions))?;
+    if args.mode != Mode::Verify {
+        rt.block_on(load::create_topic(&source, &topic, args.partitions))?;
+    }
     let pool = Arc::new(load::PayloadPool::new(
         args.record_size as usize,
         load::POOL_SIZE,
@@ -136,6 +141,11 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         ))
     };
     match args.mode {
+        Mode::Verify => {
+            let v = verify_copy();
+            report.ok = v.ok;
+            report.verification = Some(v);
+        }
         Mode::Drain | Mode::Load => {
             let progress = Arc::new(load::Progress::default());
             let display = progress::Display::start(
@@ -172,7 +182,9 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             } else {
                 let display =
                     progress::Display::start("replicating (Engine::run_once)", None, None);
+                let brokers_before = args.broker_pids.map(broker_cpu);
                 let (summary, cost) = replicate::run_once(config)?;
+                let brokers_after = args.broker_pids.map(broker_cpu);
                 display.finish();
                 report.memory.replication_peak_rss_bytes =
                     Some(cost.rss.peak_bytes).filter(|b| *b > 0);
@@ -193,6 +205,15 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
                         summary.produce_requests(),
                     ),
                 );
+                if let (Some(r), Some((s0, t0)), Some((s1, t1))) =
+                    (report.replication.as_mut(), brokers_before, brokers_after)
+                {
+                    r.brokers = Some(BrokerCpu::new(
+                        Cpu::from(s1.since(s0)),
+                        Cpu::from(t1.since(t0)),
+                        summary.produce_requests(),
+                    ));
+                }
                 let display = progress::Display::start("verifying", None, None);
                 let v = verify_copy();
                 display.finish();
@@ -263,5 +284,15 @@ fn mode_name(m: Mode) -> &'static str {
         Mode::Drain => "drain",
         Mode::Live => "live",
         Mode::Load => "load",
+        Mode::Verify => "verify",
     }
+}
+
+/// The source and target brokers' CPU so far (zeros for a process that is gone: the
+/// phase's figure then reads 0, never a made-up difference).
+fn broker_cpu((source, target): (u32, u32)) -> (measure::CpuSnapshot, measure::CpuSnapshot) {
+    (
+        measure::process_cpu(source).unwrap_or_default(),
+        measure::process_cpu(target).unwrap_or_default(),
+    )
 }

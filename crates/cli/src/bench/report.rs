@@ -92,7 +92,7 @@ impl LoadReport {
 }
 
 /// CPU seconds, split.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct Cpu {
     /// User seconds.
     pub user_secs: f64,
@@ -148,6 +148,34 @@ pub struct ReplicationReport {
     /// Per-batch cost: the engine's CPU per source batch forwarded, per batch produced
     /// (after coalescing) and per Produce request.
     pub per_batch: Option<PerBatch>,
+    /// The brokers' own CPU over the phase (`--broker-pids`).
+    pub brokers: Option<BrokerCpu>,
+}
+
+/// The local brokers' CPU over the replication phase (`/proc/PID/stat`, 10 ms ticks).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct BrokerCpu {
+    /// The source broker (serving the engine's fetches).
+    pub source: Cpu,
+    /// The target broker (serving the engine's Produce requests).
+    pub target: Cpu,
+    /// Target broker CPU µs per Produce request the engine sent (0 without requests).
+    pub target_us_per_produce_request: f64,
+}
+
+impl BrokerCpu {
+    /// The phase's broker CPU, and the target's per Produce request of `requests`.
+    pub fn new(source: Cpu, target: Cpu, requests: u64) -> Self {
+        BrokerCpu {
+            source,
+            target,
+            target_us_per_produce_request: if requests == 0 {
+                0.0
+            } else {
+                target.total() * 1e6 / requests as f64
+            },
+        }
+    }
 }
 
 /// Engine CPU per unit of work (the per-batch cost issue 16 tracks).
@@ -227,6 +255,7 @@ impl ReplicationReport {
             cpu_secs_per_gib_values: per_gib(engine_cpu.total(), value_bytes),
             process_cpu_secs_per_gib_batches: per_gib(process_cpu.total(), batch_bytes),
             per_batch: None,
+            brokers: None,
         }
     }
 
@@ -365,6 +394,17 @@ impl Report {
                     ),
                 ));
             }
+            if let Some(b) = &r.brokers {
+                rows.push((
+                    "broker CPU (phase)".into(),
+                    format!(
+                        "source {:.2} s, target {:.2} s ({:.1} µs per Produce request)",
+                        b.source.total(),
+                        b.target.total(),
+                        b.target_us_per_produce_request
+                    ),
+                ));
+            }
             rows.push((
                 "process CPU (phase)".into(),
                 format!(
@@ -471,5 +511,15 @@ mod tests {
         assert!((b.cpu_us_per_produced_batch - 6000.0).abs() < 1e-6);
         assert!((b.cpu_us_per_request - 30000.0).abs() < 1e-6);
         assert_eq!(PerBatch::new(1.0, 0, 0, 0).cpu_us_per_request, 0.0);
+        let cpu = |s| Cpu {
+            user_secs: s,
+            sys_secs: 0.5,
+        };
+        let brokers = BrokerCpu::new(cpu(1.0), cpu(1.5), 400);
+        assert!((brokers.target_us_per_produce_request - 5000.0).abs() < 1e-6);
+        assert_eq!(
+            BrokerCpu::new(cpu(1.0), cpu(1.0), 0).target_us_per_produce_request,
+            0.0
+        );
     }
 }

@@ -12,6 +12,12 @@
 //! next fetch, and held bytes count against one process-wide limit (the rules are in
 //! [`super::quota`]).
 //!
+//! A fetch's reservation made with [`Budget::reserve_response`] ties the shares taken from
+//! it to their response: a share returned while another share of the same response is
+//! still alive stays counted as the response's residue (its buffer is still resident),
+//! up to a process-wide limit, and the response's last share frees it (rules 7–9 of
+//! [`super::quota`]).
+//!
 //! The budget also owns the pool that merged batches' buffers come from
 //! ([`Budget::merge_buffers`]): up to a quarter of the budget in freed buffers is kept
 //! for the next merges instead of going back to the allocator.
@@ -25,6 +31,62 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::quota::{self, HeldVerdict, QuotaInput};
 
+/// Bytes of one Fetch response kept counted after their shares were returned, because
+/// another share of the response (and so its buffer) is still alive; freed when the last
+/// share of the response goes.
+#[derive(Debug)]
+struct ResponseHold {
+    /// The residue's permits (`None`: nothing kept yet).
+    permit: Mutex<Option<OwnedSemaphorePermit>>,
+    /// Bytes kept.
+    bytes: AtomicU64,
+    /// The budget's `used`.
+    used: Arc<AtomicU64>,
+    /// The process-wide residue.
+    residue: Arc<AtomicU64>,
+    /// [`quota::residue_limit`] of the budget.
+    limit: u64,
+}
+
+impl ResponseHold {
+    /// Keeps `permit` (`bytes` of a returned share) as residue if rules 7–8 allow;
+    /// otherwise hands it back to be freed.
+    fn keep(
+        &self,
+        permit: OwnedSemaphorePermit,
+        bytes: u64,
+        others_alive: bool,
+    ) -> Option<OwnedSemaphorePermit> {
+        let mut permit = Some(permit);
+        let kept = self
+            .residue
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
+                quota::keep_as_residue(r, bytes, self.limit, others_alive).then_some(r + bytes)
+            });
+        if kept.is_err() {
+            return permit;
+        }
+        let mut mine = lock(&self.permit);
+        match (mine.as_mut(), permit.take()) {
+            (Some(m), Some(p)) => m.merge(p),
+            (None, p) => *mine = p,
+            (Some(_), None) => {}
+        }
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        None
+    }
+}
+
+impl Drop for ResponseHold {
+    /// Rule 9: the response's last share is gone, and so is its buffer.
+    fn drop(&mut self) {
+        let bytes = self.bytes.load(Ordering::Relaxed);
+        self.residue.fetch_sub(bytes, Ordering::AcqRel);
+        self.used.fetch_sub(bytes, Ordering::Relaxed);
+        // The permit goes back to the semaphore as the field drops.
+    }
+}
+
 /// A byte budget shared by every fetcher of the process.
 #[derive(Debug, Clone)]
 pub struct Budget {
@@ -33,6 +95,8 @@ pub struct Budget {
     used: Arc<AtomicU64>,
     merge_buffers: BufferPool,
     accounts: Arc<Accounts>,
+    /// Residue of every response together (rule 8's sum).
+    residue: Arc<AtomicU64>,
 }
 
 /// Every partition's [`Share`], and the sums the rules need.
@@ -90,6 +154,11 @@ pub struct Reservation {
     used: Arc<AtomicU64>,
     /// The partition the bytes are attributed to, if any.
     owner: Option<Arc<Account>>,
+    /// The response whose buffer the bytes are a slice of ([`Budget::reserve_response`]).
+    response: Option<Arc<ResponseHold>>,
+    /// A share taken from a response's reservation: when returned, it may stay counted as
+    /// the response's residue (the fetch's own remainder never does).
+    share_of_response: bool,
 }
 
 impl Budget {
@@ -102,6 +171,7 @@ impl Budget {
             used: Arc::new(AtomicU64::new(0)),
             merge_buffers: BufferPool::new(total as usize / 4),
             accounts: Arc::default(),
+            residue: Arc::default(),
         }
     }
 
@@ -230,6 +300,26 @@ impl Budget {
         held
     }
 
+    /// [`Budget::reserve_share`] for one Fetch response: the shares taken from it
+    /// ([`Reservation::take_for`]) belong to the response, and one returned while another
+    /// is still alive stays counted as residue (rules 7–9 of [`super::quota`]).
+    pub async fn reserve_response(&self, min: usize, max: usize) -> Reservation {
+        let mut r = self.reserve_share(min, max).await;
+        r.response = Some(Arc::new(ResponseHold {
+            permit: Mutex::new(None),
+            bytes: AtomicU64::new(0),
+            used: Arc::clone(&self.used),
+            residue: Arc::clone(&self.residue),
+            limit: quota::residue_limit(self.total()),
+        }));
+        r
+    }
+
+    /// Bytes of returned shares still counted because their responses are (rule 8's sum).
+    pub fn residue(&self) -> u64 {
+        self.residue.load(Ordering::Relaxed)
+    }
+
     fn reservation(&self, permit: Option<OwnedSemaphorePermit>, bytes: u32) -> Reservation {
         self.used.fetch_add(u64::from(bytes), Ordering::Relaxed);
         Reservation {
@@ -237,6 +327,8 @@ impl Budget {
             bytes,
             used: Arc::clone(&self.used),
             owner: None,
+            response: None,
+            share_of_response: false,
         }
     }
 
@@ -302,6 +394,8 @@ impl Reservation {
             bytes: n,
             used: Arc::clone(&self.used),
             owner: None,
+            share_of_response: self.response.is_some(),
+            response: self.response.clone(),
         }
     }
 
@@ -350,9 +444,20 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
+        self.disown(u64::from(self.bytes));
+        if self.share_of_response
+            && let (Some(hold), Some(permit)) = (self.response.as_ref(), self.permit.take())
+        {
+            // Another share of the response (or the fetch itself) still holds it.
+            let others_alive = Arc::strong_count(hold) > 1;
+            match hold.keep(permit, u64::from(self.bytes), others_alive) {
+                // Counted as residue now: `used` goes down when the response goes.
+                None => return,
+                Some(permit) => self.permit = Some(permit),
+            }
+        }
         self.used
             .fetch_sub(u64::from(self.bytes), Ordering::Relaxed);
-        self.disown(u64::from(self.bytes));
     }
 }
 
@@ -441,209 +546,5 @@ fn held_message(a: &Account, total: u64, limit: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    /// Asserts that `waiter` still waits after 20 ms (`why`), runs `release`, and returns
-    /// what the waiter then finishes with.
-    async fn waits_until<T>(
-        waiter: tokio::task::JoinHandle<T>,
-        why: &str,
-        release: impl FnOnce(),
-    ) -> T {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!waiter.is_finished(), "{why}");
-        release();
-        tokio::time::timeout(Duration::from_secs(1), waiter)
-            .await
-            .expect("woken")
-            .expect("task")
-    }
-
-    #[tokio::test]
-    async fn reserve_waits_until_bytes_are_returned() {
-        let b = Budget::new(100);
-        let r1 = b.reserve(60).await;
-        assert_eq!(b.used(), 60);
-        let b2 = b.clone();
-        let waiter = tokio::spawn(async move { b2.reserve(50).await });
-        let r2 = waits_until(waiter, "only 40 bytes are left", || drop(r1)).await;
-        assert_eq!(b.used(), 50);
-        drop(r2);
-        assert_eq!(b.used(), 0);
-    }
-
-    #[tokio::test]
-    async fn try_reserve_never_waits() {
-        let b = Budget::new(100);
-        let r1 = b.try_reserve(60).expect("room");
-        assert!(b.try_reserve(50).is_none(), "only 40 bytes are left");
-        assert!(b.try_reserve(1_000).is_none(), "larger than the budget");
-        let r2 = b.try_reserve(40).expect("room");
-        assert_eq!(b.used(), 100);
-        drop((r1, r2));
-        assert_eq!(b.used(), 0);
-    }
-
-    #[tokio::test]
-    async fn up_front_reservations_are_shared_out_and_the_rest_returned() {
-        let b = Budget::new(100);
-        let other = b.reserve(30).await;
-        let mut upfront = b.reserve_share(10, 1_000).await;
-        assert_eq!(upfront.bytes(), 40, "the minimum and half of the 60 left");
-        assert_eq!(b.used(), 70);
-        let a = upfront.take(25);
-        let c = upfront.take(100);
-        assert_eq!((a.bytes(), c.bytes(), upfront.bytes()), (25, 15, 0));
-        drop(upfront);
-        assert_eq!(b.used(), 70, "shares are still held");
-        drop((a, other));
-        assert_eq!(b.used(), 15);
-        let mut merged = b.reserve(5).await;
-        merged.absorb(c);
-        assert_eq!(merged.bytes(), 20);
-        let capped = b.reserve_share(1, 10).await;
-        assert_eq!(capped.bytes(), 10, "never more than the maximum");
-        drop(capped);
-        drop(merged);
-        assert_eq!(b.used(), 0);
-        assert!(b.try_reserve(100).is_some(), "every permit came back");
-    }
-
-    #[tokio::test]
-    async fn reserve_share_waits_for_its_minimum() {
-        let b = Budget::new(100);
-        let r1 = b.reserve(95).await;
-        let b2 = b.clone();
-        let waiter = tokio::spawn(async move { b2.reserve_share(20, 60).await });
-        let r = waits_until(waiter, "only 5 bytes are free", || drop(r1)).await;
-        assert_eq!(r.bytes(), 60, "20, then half of the 80 left, capped at 60");
-    }
-
-    /// One fetch round of a fetcher: reserves room, and hands each partition that may
-    /// fetch `chunk` bytes of it (as `deliver` does); the rest goes back.
-    async fn fetch_round(b: &Budget, shares: &[&Share], chunk: usize) -> Vec<Option<Reservation>> {
-        let wanted: Vec<bool> = shares.iter().map(|s| b.may_fetch(s, chunk)).collect();
-        let n = wanted.iter().filter(|w| **w).count();
-        let mut upfront = b.reserve_share(chunk, chunk * n.max(1)).await;
-        shares
-            .iter()
-            .zip(wanted)
-            .map(|(s, w)| w.then(|| upfront.take_for(chunk, s)))
-            .collect()
-    }
-
-    #[tokio::test]
-    async fn a_partition_whose_target_never_acknowledges_holds_at_most_its_share() {
-        // 4 partitions, a 64-byte budget, 4 bytes per fetch. Partition 0's target never
-        // acknowledges (its reservations are kept forever); the others' are returned at
-        // once. The healthy ones must keep getting room, and the stuck one stays within
-        // its quota: at most half the budget (rule 3) plus one fetch.
-        let b = Budget::new(64);
-        let shares: Vec<Share> = (0..4).map(|i| b.register(&format!("p{i}"))).collect();
-        let refs: Vec<&Share> = shares.iter().collect();
-        let mut stuck = Vec::new();
-        let mut healthy_fetches = [0u32; 3];
-        for _ in 0..100 {
-            let round = tokio::time::timeout(Duration::from_secs(1), fetch_round(&b, &refs, 4))
-                .await
-                .expect("a fetch round never waits for the stuck partition's bytes");
-            for (i, r) in round.into_iter().enumerate() {
-                match (i, r) {
-                    (0, Some(r)) => stuck.push(r),
-                    (i, Some(_)) => healthy_fetches[i - 1] += 1,
-                    (_, None) => {}
-                }
-            }
-        }
-        assert_eq!(
-            healthy_fetches, [100; 3],
-            "the healthy partitions fetched every round"
-        );
-        assert!(
-            shares[0].outstanding() <= 64 / 2 + 4,
-            "{}",
-            shares[0].outstanding()
-        );
-        assert!(shares[0].outstanding() >= 16, "it had its fair share");
-        assert_eq!(b.used(), shares[0].outstanding());
-        // Its target comes back: everything is returned and it is fetched again.
-        stuck.clear();
-        assert_eq!(shares[0].outstanding(), 0);
-        assert!(b.may_fetch(&shares[0], 4));
-    }
-
-    #[test]
-    fn held_bytes_are_not_in_flight_and_count_process_wide() {
-        let b = Budget::new(100);
-        let (a, c) = (b.register("a"), b.register("c"));
-        let mut up = b.try_reserve(60).expect("room");
-        let ra = up.take_for(40, &a);
-        let rc = up.take_for(20, &c);
-        a.set_held(30, Some((7, 100)));
-        assert_eq!((a.outstanding(), a.in_flight(), a.held()), (40, 10, 30));
-        assert!(b.check_held(&a).is_ok(), "30 of the 50 allowed");
-        c.set_held(20, Some((8, 5)));
-        assert!(b.check_held(&c).is_ok(), "50 of the 50 allowed");
-        c.set_held(25, Some((8, 5)));
-        // 55 > 50: c checks, but a holds the most: a is told through its feed.
-        assert!(b.check_held(&c).is_ok());
-        assert!(
-            a.take_nudge() && !a.take_nudge(),
-            "the fetcher is told once"
-        );
-        let why = a.take_eviction().expect("a holds the most");
-        assert!(why.contains("a holds 30 bytes"), "{why}");
-        assert!(
-            why.contains("producer id 7 open since source offset 100"),
-            "{why}"
-        );
-        assert!(why.contains("55 bytes"), "{why}");
-        assert!(c.take_eviction().is_none() && !c.take_nudge());
-        assert!(a.take_eviction().is_none(), "taken");
-        let oldest = b.oldest_held().expect("open");
-        assert_eq!(
-            (oldest.producer_id, oldest.first_offset),
-            (7, 100),
-            "seen first"
-        );
-        // a fails and goes: its held bytes leave the sum.
-        drop((ra, a));
-        assert_eq!(b.held(), 25);
-        assert!(b.check_held(&c).is_ok());
-        c.set_held(60, None);
-        let err = b.check_held(&c).expect_err("c alone over the limit");
-        assert!(err.contains("c holds 60 bytes"), "{err}");
-        drop(rc);
-        assert_eq!(c.outstanding(), 0);
-    }
-
-    #[test]
-    fn absorbed_and_merged_reservations_keep_counting_for_their_partition() {
-        let b = Budget::new(100);
-        let s = b.register("s");
-        let mut up = b.try_reserve(10).expect("room");
-        let mut mine = up.take_for(10, &s);
-        mine.absorb(b.try_reserve(5).expect("room"));
-        assert_eq!(s.outstanding(), 15);
-        let merged = b.try_reserve_like(8, &mine).expect("room");
-        assert_eq!(s.outstanding(), 23);
-        drop(mine);
-        assert_eq!(s.outstanding(), 8);
-        drop(merged);
-        assert_eq!((s.outstanding(), b.used()), (0, 0));
-    }
-
-    #[tokio::test]
-    async fn oversized_and_empty_reservations_cannot_deadlock() {
-        let b = Budget::new(100);
-        let big = b.reserve(1_000).await;
-        assert_eq!(b.used(), 100, "capped at the budget");
-        drop(big);
-        let empty = b.reserve(0).await;
-        assert_eq!(b.used(), 0);
-        drop(empty);
-        assert_eq!(b.total(), 100);
-    }
-}
+#[path = "budget_tests.rs"]
+mod tests;

@@ -426,7 +426,7 @@ async fn run_fetcher(
         // Reserve before asking: the response is read into memory the budget has.
         let asked_at = Instant::now();
         let mut upfront = tokio::select! {
-            r = router.budget.reserve_share(min_room, fetch_max) => r,
+            r = router.budget.reserve_response(min_room, fetch_max) => r,
             _ = stop.changed() => return,
         };
         let room = i32::try_from(upfront.bytes()).unwrap_or(i32::MAX).max(1);
@@ -484,13 +484,19 @@ async fn run_fetcher(
                 backoff = Backoff::new(FETCH_BACKOFF);
                 behind = false;
                 stability.observe(&result.partitions);
+                // A response may name 10,000 partitions: look each up, not scan for it.
+                let index: HashMap<(&str, i32), usize> = wanted
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (p, _, _))| ((p.topic.as_str(), p.partition), i))
+                    .collect();
                 for fp in result.partitions {
                     // Answered by id: only for the id asked for.
-                    let Some((p, c, _)) = wanted.iter().find(|(p, _, id)| {
-                        p.topic == fp.topic
-                            && p.partition == fp.partition
-                            && fp.topic_id.is_none_or(|got| got == *id)
-                    }) else {
+                    let Some((p, c, _)) = index
+                        .get(&(fp.topic.as_str(), fp.partition))
+                        .map(|&i| &wanted[i])
+                        .filter(|(_, _, id)| fp.topic_id.is_none_or(|got| got == *id))
+                    else {
                         continue;
                     };
                     let delivered = tokio::select! {

@@ -29,6 +29,24 @@
 //!    (`--once`), fails with a clear error. It is the one checking if it holds the most,
 //!    ties included; otherwise the largest holder is told through its account. The
 //!    others carry on.
+//!
+//! **Residue**: a Fetch response is one buffer, and every partition's record set is a
+//! slice of it; the buffer is freed only when the last slice goes. A partition's share is
+//! returned when its batches are acknowledged, but while another partition of the same
+//! response still holds its slice (a slow zstd partition, a transaction waiting for its
+//! marker), the returned bytes are still resident. Counting only the shares let a few such
+//! responses sit outside the budget (zstd over 1,000 partitions: 66–67 MiB at a 24 MiB
+//! budget). [`keep_as_residue`] decides what a returned share does:
+//!
+//! 7. *A share returned while another share of its response is still alive stays counted*
+//!    against the budget, as its response's residue, freed with the response's last share.
+//! 8. *Residue is counted only up to [`residue_limit`]* (7/16 of the budget, process-wide);
+//!    beyond it a returned share is freed at once, as before. Held bytes are at most half
+//!    the budget (rule 6), so held and residue together leave at least a sixteenth, one
+//!    fetch's minimum room (`Router::min_fetch_room`), to bytes in flight, which the
+//!    target's acknowledgements free: residue can never starve the fetch that brings a
+//!    transaction's marker.
+//! 9. *The last share of a response frees its residue* (the buffer goes with it).
 
 /// The budget's state as one partition's fetch decision sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +98,18 @@ pub fn held_verdict(total_held: u64, limit: u64, mine: u64, largest_other: u64) 
     } else {
         HeldVerdict::FailLargest
     }
+}
+
+/// Rule 8: the most residue the process counts, 7/16 of the budget (`total`).
+pub fn residue_limit(total: u64) -> u64 {
+    total / 16 * 7
+}
+
+/// Rules 7–9: whether a returned share of `bytes` stays counted as its response's residue,
+/// with `residue` bytes counted process-wide now, when `others_alive` (another share of
+/// the same response is still alive).
+pub fn keep_as_residue(residue: u64, bytes: u64, limit: u64, others_alive: bool) -> bool {
+    others_alive && bytes > 0 && residue.saturating_add(bytes) <= limit
 }
 
 #[cfg(test)]
@@ -142,5 +172,39 @@ mod tests {
         assert_eq!(held_verdict(13, 12, 8, 5), HeldVerdict::FailThis);
         assert_eq!(held_verdict(13, 12, 5, 8), HeldVerdict::FailLargest);
         assert_eq!(held_verdict(14, 12, 7, 7), HeldVerdict::FailThis, "ties");
+    }
+
+    #[test]
+    fn rule7_a_share_returned_while_its_response_is_still_pinned_stays_counted() {
+        assert!(keep_as_residue(0, 64 * 1024, residue_limit(24 * MIB), true));
+        assert!(
+            !keep_as_residue(0, 0, residue_limit(24 * MIB), true),
+            "nothing to keep"
+        );
+    }
+
+    #[test]
+    fn rule8_residue_is_counted_only_up_to_seven_sixteenths_of_the_budget() {
+        let limit = residue_limit(24 * MIB);
+        assert_eq!(limit, 10 * MIB + 512 * 1024);
+        assert!(
+            keep_as_residue(limit - MIB, MIB, limit, true),
+            "exactly at the limit"
+        );
+        assert!(!keep_as_residue(limit - MIB, MIB + 1, limit, true));
+        assert!(!keep_as_residue(u64::MAX, 1, limit, true), "no overflow");
+        // With held bytes at their limit (half), a fetch's minimum room is always left to
+        // bytes in flight, which acknowledgements free.
+        let total = 24 * MIB;
+        assert!(total - total / 2 - limit >= total / 16);
+        assert!(
+            100 - 100 / 2 - residue_limit(100) >= 100 / 16,
+            "small budgets too"
+        );
+    }
+
+    #[test]
+    fn rule9_the_last_share_of_a_response_frees_it() {
+        assert!(!keep_as_residue(0, MIB, residue_limit(24 * MIB), false));
     }
 }

@@ -224,6 +224,7 @@ fn add(total: &mut FlowSummary, s: &FlowSummary) {
     total.bytes += s.bytes;
     total.produce_requests += s.produce_requests;
     total.produced_batches += s.produced_batches;
+    total.offset_map_bytes += s.offset_map_bytes;
     total.groups_translated = total.groups_translated.max(s.groups_translated);
 }
 

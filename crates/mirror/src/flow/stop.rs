@@ -1,6 +1,7 @@
 //! A flow's state writes and its bounded graceful stop.
 
 use std::collections::BTreeSet;
+use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
 use super::{FlowRun, FlowSummary, flatten};
@@ -108,6 +109,14 @@ impl FlowRun {
             groups_translated,
             produce_requests: self.producer.stats().requests,
             produced_batches: self.producer.stats().batches,
+            offset_map_bytes: self
+                .running
+                .values()
+                .map(|r| {
+                    let writer = r.map.lock().unwrap_or_else(PoisonError::into_inner);
+                    writer.heap_bytes() as u64
+                })
+                .sum(),
         }
     }
 }
