@@ -149,6 +149,14 @@ fn the_engine_histograms_count_every_acknowledged_batch_and_every_fetch() {
         "{latency:?}"
     );
     assert!(latency.buckets.iter().sum::<u64>() <= latency.count);
+    // Its last part, handed to the producer → acknowledged: as many, none longer.
+    let produce = engine.metrics().produce_ack(&flow);
+    assert_eq!(produce.count, latency.count, "{produce:?}");
+    assert!(
+        produce.sum > 0.0 && produce.sum <= latency.sum,
+        "{produce:?} {latency:?}"
+    );
+    assert!(produce.max <= latency.max, "{produce:?} {latency:?}");
 
     // At least one Fetch per partition's data, each shorter than the run.
     let waits = engine.metrics().fetch_wait(&flow);

@@ -179,8 +179,8 @@ struct Held {
     /// offsets known to lie before it that hold none of our data.
     gaps: VecDeque<u64>,
     /// Per batch handed on and not yet acknowledged (beside `acks`): when the Fetch
-    /// response of its oldest input was received.
-    fetched: VecDeque<Instant>,
+    /// response of its oldest input was received, and when it was handed on.
+    fetched: VecDeque<(Instant, Instant)>,
 }
 
 impl Held {
@@ -313,8 +313,8 @@ impl<'a> Driver<'a> {
                     acks.pop_front();
                     match acked {
                         Ok(a) => {
-                            if let Some(fetched) = held.fetched.pop_front() {
-                                self.feed.metrics.engine_acked(fetched);
+                            if let Some((fetched, handed)) = held.fetched.pop_front() {
+                                self.feed.metrics.engine_acked(fetched, handed);
                             }
                             let gap = held.gaps.pop_front().unwrap_or(0);
                             machine.acked_after(a.base_offset, gap)?
@@ -414,7 +414,7 @@ impl<'a> Driver<'a> {
         held.last_sent = generation;
         acks.push_back(ack);
         held.gaps.push_back(gap);
-        held.fetched.push_back(fetched);
+        held.fetched.push_back((fetched, Instant::now()));
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! The engine's own share of the latency, per flow: how long a Fetch waits for its
-//! response, and how long a batch takes from the Fetch response that brought it to its
-//! target acknowledgement. Both on [`ENGINE_BUCKETS`](super::family::ENGINE_BUCKETS),
+//! response, how long a batch takes from the Fetch response that brought it to its
+//! target acknowledgement, and the last part of that: from being handed to the producer
+//! to the acknowledgement. Both on [`ENGINE_BUCKETS`](super::family::ENGINE_BUCKETS),
 //! fine below 50 ms. The data path keeps the handles ([`Metrics::fetch_wait_handle`], and
 //! [`super::PartitionMetrics::engine_acked`]): one observation is a few atomic operations.
 
@@ -15,6 +16,7 @@ pub type EngineHistogram = Histogram<Fine>;
 /// The engine-timing families.
 pub(super) struct EngineFamilies {
     pub(super) latency: Family<EngineHistogram>,
+    pub(super) produce: Family<EngineHistogram>,
     fetch_wait: Family<EngineHistogram>,
 }
 
@@ -26,6 +28,14 @@ impl EngineFamilies {
                 "strait_replication_engine_latency_seconds",
                 "Fetch response received to target acknowledgement, per batch produced (a merged \
                  batch from its oldest input's response): the engine's own share of the latency.",
+                FLOW,
+            ),
+            produce: reg(
+                r,
+                "strait_produce_ack_seconds",
+                "Batch handed to the producer to its target acknowledgement (the target's round \
+                 trip, the producer's queue and its in-flight window): the last part of \
+                 strait_replication_engine_latency_seconds.",
                 FLOW,
             ),
             fetch_wait: reg(
@@ -53,5 +63,10 @@ impl Metrics {
     /// The flow's `strait_replication_engine_latency_seconds` so far.
     pub fn engine_latency(&self, flow: &str) -> HistogramSnapshot {
         self.inner.engine.latency.get(&[flow]).snapshot()
+    }
+
+    /// The flow's `strait_produce_ack_seconds` so far.
+    pub fn produce_ack(&self, flow: &str) -> HistogramSnapshot {
+        self.inner.engine.produce.get(&[flow]).snapshot()
     }
 }

@@ -454,6 +454,7 @@ impl Metrics {
             lag_seconds: Self::ftp(&f.lag_seconds, flow, topic, partition),
             latency: f.latency.get(&[flow, topic]),
             engine_latency: self.inner.engine.latency.get(&[flow]),
+            produce_ack: self.inner.engine.produce.get(&[flow]),
             map_runs: Self::ftp(&f.map_runs, flow, topic, partition),
             held: Self::ftp(&f.held_bytes, flow, topic, partition),
             lazy: Arc::default(),
@@ -822,6 +823,8 @@ pub struct PartitionMetrics {
     latency: Histogram,
     /// The flow's `strait_replication_engine_latency_seconds` (shared by its partitions).
     engine_latency: EngineHistogram,
+    /// The flow's `strait_produce_ack_seconds`.
+    produce_ack: EngineHistogram,
     map_runs: IntGauge,
     held: IntGauge,
     /// Series that exist only once they count (they are not rendered at 0 before),
@@ -865,9 +868,14 @@ impl PartitionMetrics {
     }
 
     /// A batch acknowledged by the target whose oldest input came in the Fetch response
-    /// received at `fetched` (`strait_replication_engine_latency_seconds`).
-    pub fn engine_acked(&self, fetched: std::time::Instant) {
-        self.engine_latency.observe(fetched.elapsed().as_secs_f64());
+    /// received at `fetched` (`strait_replication_engine_latency_seconds`) and that was
+    /// handed to the producer at `handed` (`strait_produce_ack_seconds`).
+    pub fn engine_acked(&self, fetched: std::time::Instant, handed: std::time::Instant) {
+        let now = std::time::Instant::now();
+        self.engine_latency
+            .observe(now.saturating_duration_since(fetched).as_secs_f64());
+        self.produce_ack
+            .observe(now.saturating_duration_since(handed).as_secs_f64());
     }
 
     /// Records and bytes acknowledged so far, and the lag in offsets (scale-out weighs

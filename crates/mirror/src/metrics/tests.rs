@@ -140,10 +140,11 @@ mod unit {
         one.observe(0.0081);
         assert_eq!(one.snapshot().quantile(0.99), Some(0.0081));
         let m = Metrics::new();
-        m.partition("f", "t", 0)
-            .engine_acked(std::time::Instant::now());
+        let now = std::time::Instant::now();
+        m.partition("f", "t", 0).engine_acked(now, now);
         m.fetch_wait_handle("f").observe(0.012);
         assert_eq!(m.engine_latency("f").count, 1);
+        assert_eq!(m.produce_ack("f").count, 1);
         assert_eq!(
             m.fetch_wait("f").buckets[ENGINE_BUCKETS.partition_point(|b| *b < 0.012)],
             1
@@ -349,6 +350,9 @@ mod names {
         "strait_fetch_wait_seconds_bucket{flow,le}",
         "strait_fetch_wait_seconds_count{flow}",
         "strait_fetch_wait_seconds_sum{flow}",
+        "strait_produce_ack_seconds_bucket{flow,le}",
+        "strait_produce_ack_seconds_count{flow}",
+        "strait_produce_ack_seconds_sum{flow}",
         "strait_replication_engine_latency_seconds_bucket{flow,le}",
         "strait_replication_engine_latency_seconds_count{flow}",
         "strait_replication_engine_latency_seconds_sum{flow}",
@@ -381,7 +385,7 @@ mod tests_support {
         let m = Metrics::new();
         let h = m.partition("f", "t", 0);
         h.acked(7, 100, 0.02);
-        h.engine_acked(std::time::Instant::now());
+        h.engine_acked(std::time::Instant::now(), std::time::Instant::now());
         m.fetch_wait_handle("f").observe(0.01);
         h.lag(3, 1.5);
         h.map_runs(1);
