@@ -111,6 +111,9 @@ pub struct LiveResult {
     /// The engine's Fetch response received → target acknowledgement, per batch
     /// produced, ms (`strait_replication_engine_latency_seconds`, likewise).
     pub engine_fetch_to_ack_ms: Percentiles,
+    /// Of that, handed to the producer → target acknowledgement, per batch, ms
+    /// (`strait_produce_ack_seconds`).
+    pub engine_produce_to_ack_ms: Percentiles,
     /// The tailer's Fetch request sent → response received, per poll, ms.
     pub tail_wait_ms: Percentiles,
 }
@@ -443,6 +446,7 @@ pub async fn run(
         // The engine's: filled in by the caller from the engine's registry.
         engine_fetch_wait_ms: Percentiles::default(),
         engine_fetch_to_ack_ms: Percentiles::default(),
+        engine_produce_to_ack_ms: Percentiles::default(),
         tail_wait_ms: Percentiles::of_micros(&mut tail_waits),
     })
 }

@@ -209,11 +209,14 @@ impl LiveEngine {
     }
 
     /// The engine's own timings so far: its fetch waits and its batches' fetch → target
-    /// acknowledgement (`strait_fetch_wait_seconds`, `strait_replication_engine_latency_seconds`).
-    pub fn timings(&self) -> (HistogramSnapshot, HistogramSnapshot) {
+    /// acknowledgement, and of that, handed to the producer → acknowledged
+    /// (`strait_fetch_wait_seconds`, `strait_replication_engine_latency_seconds`,
+    /// `strait_produce_ack_seconds`).
+    pub fn timings(&self) -> (HistogramSnapshot, HistogramSnapshot, HistogramSnapshot) {
         (
             self.metrics.fetch_wait(&self.flow),
             self.metrics.engine_latency(&self.flow),
+            self.metrics.produce_ack(&self.flow),
         )
     }
 

@@ -396,6 +396,10 @@ impl Report {
                 "engine fetch → target ack".into(),
                 pct(&r.engine_fetch_to_ack_ms),
             ));
+            rows.push((
+                "of which produce → target ack".into(),
+                pct(&r.engine_produce_to_ack_ms),
+            ));
             rows.push(("tailer fetch wait".into(), pct(&r.tail_wait_ms)));
             rows.push((
                 "kept up".into(),
