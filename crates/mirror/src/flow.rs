@@ -315,6 +315,7 @@ async fn run_inner(
         Limits::default(),
         fetch_stop_rx,
         recreated,
+        metrics.fetch_wait_handle(&flow.name),
     );
     let registry = Arc::new(Registry::new());
     let mut run = FlowRun {

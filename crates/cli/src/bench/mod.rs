@@ -240,6 +240,14 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             let alive = || !engine.is_finished();
             let result = rt.block_on(live::run(&source, &target, &params, pool, progress, &alive));
             display.finish();
+            // Read before stopping: the engine's own timings over the run and its catch-up.
+            let (fetch_wait, fetch_to_ack, produce_to_ack) = engine.timings();
+            let result = result.map(|mut r| {
+                r.engine_fetch_wait_ms = live::Percentiles::of_histogram(&fetch_wait);
+                r.engine_fetch_to_ack_ms = live::Percentiles::of_histogram(&fetch_to_ack);
+                r.engine_produce_to_ack_ms = live::Percentiles::of_histogram(&produce_to_ack);
+                r
+            });
             let (engine_result, engine_cpu) = engine.stop();
             report.memory.replication_peak_rss_bytes =
                 Some(sampler.finish().peak_bytes).filter(|b| *b > 0);

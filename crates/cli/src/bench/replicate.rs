@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use strait_mirror::config::{Config, load_str};
+use strait_mirror::metrics::HistogramSnapshot;
 use strait_mirror::{Engine, RunSummary};
 
 use super::measure::{CpuSnapshot, RssSample, RssSampler, ThreadCpu};
@@ -164,6 +165,9 @@ pub fn run_once(config: Config) -> Result<(RunSummary, PhaseCost)> {
 /// A running `Engine::run` on its own runtime (live mode).
 pub struct LiveEngine {
     threads: ThreadCpu,
+    /// The engine's registry and its (only) flow's name, read in-process.
+    metrics: strait_mirror::metrics::Metrics,
+    flow: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     handle: Option<std::thread::JoinHandle<Result<()>>>,
 }
@@ -177,10 +181,16 @@ impl LiveEngine {
             .runtime("strait-engine", config.engine.worker_threads)
             .context("starting the engine runtime")?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let flow = config
+            .enabled_flows()
+            .next()
+            .map(|f| f.name.clone())
+            .unwrap_or_default();
+        let engine = Engine::new(config);
+        let metrics = engine.metrics().clone();
         let handle = std::thread::Builder::new()
             .name("strait-engine-main".into())
             .spawn(move || {
-                let engine = Engine::new(config);
                 let shutdown = async move {
                     let _ = rx.await;
                 };
@@ -191,9 +201,23 @@ impl LiveEngine {
             .context("starting the engine thread")?;
         Ok(LiveEngine {
             threads,
+            metrics,
+            flow,
             stop: Some(tx),
             handle: Some(handle),
         })
+    }
+
+    /// The engine's own timings so far: its fetch waits and its batches' fetch → target
+    /// acknowledgement, and of that, handed to the producer → acknowledged
+    /// (`strait_fetch_wait_seconds`, `strait_replication_engine_latency_seconds`,
+    /// `strait_produce_ack_seconds`).
+    pub fn timings(&self) -> (HistogramSnapshot, HistogramSnapshot, HistogramSnapshot) {
+        (
+            self.metrics.fetch_wait(&self.flow),
+            self.metrics.engine_latency(&self.flow),
+            self.metrics.produce_ack(&self.flow),
+        )
     }
 
     /// Whether the engine has stopped by itself (it failed).

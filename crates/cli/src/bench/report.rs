@@ -431,6 +431,16 @@ impl Report {
                 pct(&r.send_to_readable_ms),
             ));
             rows.push(("source produce latency".into(), pct(&r.send_to_ack_ms)));
+            rows.push(("engine fetch wait".into(), pct(&r.engine_fetch_wait_ms)));
+            rows.push((
+                "engine fetch → target ack".into(),
+                pct(&r.engine_fetch_to_ack_ms),
+            ));
+            rows.push((
+                "of which produce → target ack".into(),
+                pct(&r.engine_produce_to_ack_ms),
+            ));
+            rows.push(("tailer fetch wait".into(), pct(&r.tail_wait_ms)));
             rows.push((
                 "kept up".into(),
                 format!(

@@ -34,7 +34,7 @@ use super::stability::Stability;
 pub use super::topic_id::Recreation;
 use super::topic_id::{Seen, compare};
 use crate::error::MirrorError;
-use crate::metrics::PartitionMetrics;
+use crate::metrics::{EngineHistogram, PartitionMetrics};
 
 /// A partition's fetch position as the fetcher sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +70,9 @@ pub enum Feed {
         stable: Option<i64>,
         /// Its share of the in-flight budget.
         reservation: Arc<Reservation>,
+        /// When the Fetch response that brought it was received (the start of the
+        /// engine's own share of the latency).
+        received: Instant,
     },
     /// OFFSET_OUT_OF_RANGE at `position`; the cursor is paused.
     OutOfRange {
@@ -212,6 +215,8 @@ pub struct Router {
     limits: Limits,
     stop: watch::Receiver<bool>,
     recreations: mpsc::UnboundedSender<Recreation>,
+    /// The flow's `strait_fetch_wait_seconds`.
+    fetch_wait: EngineHistogram,
     fetchers: Mutex<HashMap<i32, Assign>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -227,7 +232,7 @@ impl std::fmt::Debug for Router {
 impl Router {
     /// A router for `client` (the source cluster `cluster` of `flow`); fetchers stop when
     /// `stop` turns true. A partition whose source topic turns out re-created is reported
-    /// on `recreations`.
+    /// on `recreations`; each Fetch's wait for its response is observed in `fetch_wait`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         client: Client,
@@ -239,6 +244,7 @@ impl Router {
         limits: Limits,
         stop: watch::Receiver<bool>,
         recreations: mpsc::UnboundedSender<Recreation>,
+        fetch_wait: EngineHistogram,
     ) -> Arc<Self> {
         Arc::new(Router {
             client,
@@ -250,6 +256,7 @@ impl Router {
             limits,
             stop,
             recreations,
+            fetch_wait,
             fetchers: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
         })
@@ -454,8 +461,9 @@ async fn run_fetcher(
             r = session.fetch(&positions, &opts) => r,
             _ = stop.changed() => return,
         };
+        let received = Instant::now();
         tracing::trace!(flow = %router.flow, broker, partitions = positions.len(), room,
-            waited_for_budget = ?(sent_at - asked_at), took = ?sent_at.elapsed(),
+            waited_for_budget = ?(sent_at - asked_at), took = ?(received - sent_at),
             bytes = result.as_ref().map_or(0, |r| {
                 r.partitions.iter().map(|p| p.records.len()).sum::<usize>()
             }),
@@ -480,6 +488,9 @@ async fn run_fetcher(
                 tokio::time::sleep(backoff.next_delay()).await;
             }
             Ok(result) => {
+                router
+                    .fetch_wait
+                    .observe((received - sent_at).as_secs_f64());
                 failures = 0;
                 backoff = Backoff::new(FETCH_BACKOFF);
                 behind = false;
@@ -500,7 +511,7 @@ async fn run_fetcher(
                         continue;
                     };
                     let delivered = tokio::select! {
-                        d = deliver(&router, p, *c, fp, &mut upfront, &mut behind, &stability) => d,
+                        d = deliver(&router, p, *c, fp, &mut upfront, &mut behind, &stability, received) => d,
                         // Waiting for budget that pipelines blocked on the target hold: a
                         // stop must not wait for it.
                         _ = stop.changed() => return,
@@ -535,6 +546,7 @@ fn nudge(router: &Router, p: &PartitionFeed) {
             end: end.max(c.position),
             stable: None,
             reservation: Arc::new(zero),
+            received: Instant::now(),
         };
         // A full channel: the pipeline has data to plan anyway, and sees the eviction then.
         let _ = p.tx.try_send(feed);
@@ -576,7 +588,8 @@ fn partial(records: &[u8], budget: u64) -> Partial {
 
 /// Handles one partition of a response, taking its share of the fetch's `upfront`
 /// reservation, and sets `behind` when data is left past what was returned; `Some(true)`
-/// when the fetcher must forget the partition.
+/// when the fetcher must forget the partition. `received`: when the response came.
+#[allow(clippy::too_many_arguments)]
 async fn deliver(
     router: &Arc<Router>,
     p: &Arc<PartitionFeed>,
@@ -585,6 +598,7 @@ async fn deliver(
     upfront: &mut Reservation,
     behind: &mut bool,
     stability: &Stability,
+    received: Instant,
 ) -> Option<bool> {
     match fp.error_code {
         0 => {
@@ -667,6 +681,7 @@ async fn deliver(
                 aborted: fp.aborted_transactions,
                 end,
                 reservation,
+                received,
             };
             p.with_cursor(|c| {
                 if c.generation == asked.generation && c.position == asked.position && !c.paused {

@@ -15,7 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use strait_client::{Ack, Client, IsolationLevel, OffsetSpec};
 use strait_offsets::{MapWriter, Side};
@@ -125,6 +125,7 @@ pub async fn run(
         waiting: VecDeque::new(),
         last_sent: None,
         gaps: VecDeque::new(),
+        fetched: VecDeque::new(),
     };
     let result = driver.run(rx, recovery, stop, &mut acks, &mut held).await;
     // Leaves the barrier: the committer no longer waits for this partition. After an
@@ -154,6 +155,15 @@ pub async fn run(
     })
 }
 
+/// What a planned batch keeps alive until it is recorded: its share of the in-flight
+/// budget, and when the Fetch response that brought it was received (a merged batch: its
+/// oldest input's), for `strait_replication_engine_latency_seconds`.
+#[derive(Debug, Clone)]
+struct BatchPin {
+    reservation: Arc<Reservation>,
+    fetched: Instant,
+}
+
 /// An acknowledgement awaited (unboxed: one per batch in flight).
 type AckWait = strait_client::AckFuture;
 type LogStartWait<'a> = Pin<Box<dyn Future<Output = Result<i64, MirrorError>> + Send + 'a>>;
@@ -162,12 +172,15 @@ type LogStartWait<'a> = Pin<Box<dyn Future<Output = Result<i64, MirrorError>> + 
 /// by the pipeline while it is sealed (handed on, in order, when it opens).
 struct Held {
     gate: Option<GateHandle>,
-    waiting: VecDeque<Batch>,
+    waiting: VecDeque<(Batch, Instant)>,
     /// The transaction the last batch handed on belongs to.
     last_sent: Option<u64>,
     /// Per batch handed on and not yet acknowledged (in order, beside `acks`): the target
     /// offsets known to lie before it that hold none of our data.
     gaps: VecDeque<u64>,
+    /// Per batch handed on and not yet acknowledged (beside `acks`): when the Fetch
+    /// response of its oldest input was received, and when it was handed on.
+    fetched: VecDeque<(Instant, Instant)>,
 }
 
 impl Held {
@@ -245,7 +258,7 @@ impl<'a> Driver<'a> {
             target_topic: spec.target_topic.clone(),
             source_cluster: spec.source_cluster.clone(),
         };
-        let mut machine: Pipeline<Arc<Reservation>> =
+        let mut machine: Pipeline<BatchPin> =
             self.lock().read(|m| Pipeline::new(settings, m, recovery));
         let mut log_start: Option<LogStartWait<'a>> = None;
         let mut recorded: Vec<Recorded> = Vec::new();
@@ -287,8 +300,8 @@ impl<'a> Driver<'a> {
             match wake {
                 Wake::Gate => {
                     if !held.must_wait_gate() {
-                        while let Some(batch) = held.waiting.pop_front() {
-                            self.hand_on(batch, acks, held).await?;
+                        while let Some((batch, fetched)) = held.waiting.pop_front() {
+                            self.hand_on(batch, fetched, acks, held).await?;
                         }
                     }
                 }
@@ -300,6 +313,9 @@ impl<'a> Driver<'a> {
                     acks.pop_front();
                     match acked {
                         Ok(a) => {
+                            if let Some((fetched, handed)) = held.fetched.pop_front() {
+                                self.feed.metrics.engine_acked(fetched, handed);
+                            }
                             let gap = held.gaps.pop_front().unwrap_or(0);
                             machine.acked_after(a.base_offset, gap)?
                         }
@@ -321,7 +337,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Hands one feed item to the machine.
-    fn fed(&self, machine: &mut Pipeline<Arc<Reservation>>, item: Feed) -> Result<(), MirrorError> {
+    fn fed(&self, machine: &mut Pipeline<BatchPin>, item: Feed) -> Result<(), MirrorError> {
         match item {
             Feed::Data {
                 generation,
@@ -331,6 +347,7 @@ impl<'a> Driver<'a> {
                 end,
                 stable,
                 reservation,
+                received,
             } => {
                 let planned = machine.fetched(Fetched {
                     generation,
@@ -338,7 +355,10 @@ impl<'a> Driver<'a> {
                     records,
                     aborted: &aborted,
                     stable,
-                    pin: reservation,
+                    pin: BatchPin {
+                        reservation,
+                        fetched: received,
+                    },
                 });
                 let Some(planned) = self.counted(planned)? else {
                     return Ok(());
@@ -368,13 +388,14 @@ impl<'a> Driver<'a> {
     }
 
     /// Hands a batch to the producer; its acknowledgement joins `acks`, with the target
-    /// offsets known to lie before it. Exactly-once: the first batch of the run follows
+    /// offsets known to lie before it and when its oldest input was `fetched`. Exactly-once: the first batch of the run follows
     /// the start gap (`spec.start_gap`); a batch in a later transaction than the
     /// partition's previous batch follows that transaction's commit marker (one offset);
     /// nothing else writes to the partition.
     async fn hand_on(
         &self,
         batch: Batch,
+        fetched: Instant,
         acks: &mut VecDeque<AckWait>,
         held: &mut Held,
     ) -> Result<(), MirrorError> {
@@ -393,21 +414,26 @@ impl<'a> Driver<'a> {
         held.last_sent = generation;
         acks.push_back(ack);
         held.gaps.push_back(gap);
+        held.fetched.push_back((fetched, Instant::now()));
         Ok(())
     }
 
     /// Does everything the machine asks for until it waits for an event.
     async fn act(
         &self,
-        machine: &mut Pipeline<Arc<Reservation>>,
+        machine: &mut Pipeline<BatchPin>,
         acks: &mut VecDeque<AckWait>,
         log_start: &mut Option<LogStartWait<'a>>,
         held: &mut Held,
         recorded: &mut Vec<Recorded>,
     ) -> Result<(), MirrorError> {
         let (spec, feed) = (self.spec, self.feed);
-        let repin = |bytes, like: &Arc<Reservation>| {
-            spec.budget.try_reserve_like(bytes, like).map(Arc::new)
+        let repin = |bytes, like: &BatchPin| {
+            let reservation = spec.budget.try_reserve_like(bytes, &like.reservation)?;
+            Some(BatchPin {
+                reservation: Arc::new(reservation),
+                fetched: like.fetched,
+            })
         };
         while let Some(action) = machine.next_action(repin) {
             match action {
@@ -415,10 +441,15 @@ impl<'a> Driver<'a> {
                     if let Some(c) = coalesced {
                         feed.metrics.coalesced(c.inputs as u64, c.bytes as u64);
                     }
+                    // The batch just planned is the newest sent: its first pin is its oldest
+                    // input's (or its own, merged), whose fetch time it carries.
+                    let fetched = machine
+                        .last_sent_pin()
+                        .map_or_else(Instant::now, |p| p.fetched);
                     if held.must_wait() {
-                        held.waiting.push_back(batch);
+                        held.waiting.push_back((batch, fetched));
                     } else {
-                        self.hand_on(batch, acks, held).await?;
+                        self.hand_on(batch, fetched, acks, held).await?;
                     }
                 }
                 Action::Record => {
@@ -600,7 +631,7 @@ fn now_ms() -> i64 {
 fn check_held(
     spec: &PartitionSpec,
     feed: &PartitionFeed,
-    planner: &mut Planner<Arc<Reservation>>,
+    planner: &mut Planner<BatchPin>,
 ) -> Result<(), MirrorError> {
     if let Some(at) = planner.take_rewind() {
         tracing::info!(flow = %spec.flow, topic = %spec.source_topic, partition = spec.partition,

@@ -27,33 +27,75 @@ pub const LATENCY_BUCKETS: [f64; 16] = [
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
-#[derive(Debug)]
-struct HistogramInner {
-    buckets: [AtomicU64; LATENCY_BUCKETS.len()],
-    count: AtomicU64,
-    sum: AtomicU64,
+/// Upper bounds of the engine's own timings (fetch wait, fetch to target acknowledgement),
+/// in seconds: fine below 50 ms, where a 10 ms target is judged.
+pub const ENGINE_BUCKETS: [f64; 26] = [
+    0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.0125, 0.015, 0.02, 0.025, 0.03,
+    0.04, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// A histogram's bucket bounds (a type, so that a family's series are created with them).
+pub trait Bounds: std::fmt::Debug + Send + Sync + 'static {
+    /// Upper bounds, ascending, in seconds (`+Inf` is implied).
+    const BOUNDS: &'static [f64];
 }
 
-/// A histogram over [`LATENCY_BUCKETS`], atomics only. Clones share the series.
-#[derive(Debug, Clone)]
-pub struct Histogram(Arc<HistogramInner>);
+/// [`LATENCY_BUCKETS`]: end-to-end latencies, 1 ms to 5 minutes.
+#[derive(Debug)]
+pub struct Coarse;
+impl Bounds for Coarse {
+    const BOUNDS: &'static [f64] = &LATENCY_BUCKETS;
+}
 
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram(Arc::new(HistogramInner {
-            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
-            count: AtomicU64::new(0),
-            sum: AtomicU64::new(0f64.to_bits()),
-        }))
+/// [`ENGINE_BUCKETS`]: the engine's own share, 0.5 ms to a minute.
+#[derive(Debug)]
+pub struct Fine;
+impl Bounds for Fine {
+    const BOUNDS: &'static [f64] = &ENGINE_BUCKETS;
+}
+
+#[derive(Debug)]
+struct HistogramInner {
+    /// Per bucket (not cumulative), one per bound; above the last bound only `count` moves.
+    buckets: Box<[AtomicU64]>,
+    count: AtomicU64,
+    sum: AtomicU64,
+    /// The largest observation (its `f64` bits: for non-negative values they order as the
+    /// values do). Not exported; read by [`Histogram::snapshot`].
+    max: AtomicU64,
+}
+
+/// A histogram over `B`'s bounds, atomics only. Clones share the series.
+#[derive(Debug)]
+pub struct Histogram<B: Bounds = Coarse>(Arc<HistogramInner>, std::marker::PhantomData<B>);
+
+impl<B: Bounds> Clone for Histogram<B> {
+    fn clone(&self) -> Self {
+        Histogram(Arc::clone(&self.0), std::marker::PhantomData)
     }
 }
 
-impl Histogram {
+impl<B: Bounds> Default for Histogram<B> {
+    fn default() -> Self {
+        Histogram(
+            Arc::new(HistogramInner {
+                buckets: B::BOUNDS.iter().map(|_| AtomicU64::new(0)).collect(),
+                count: AtomicU64::new(0),
+                sum: AtomicU64::new(0f64.to_bits()),
+                max: AtomicU64::new(0f64.to_bits()),
+            }),
+            std::marker::PhantomData,
+        )
+    }
+}
+
+impl<B: Bounds> Histogram<B> {
     /// Records one observation (negative values, from clock skew, count as 0).
     pub fn observe(&self, v: f64) {
         let v = if v.is_finite() { v.max(0.0) } else { 0.0 };
-        if let Some(i) = LATENCY_BUCKETS.iter().position(|b| v <= *b) {
-            self.0.buckets[i].fetch_add(1, Ordering::Relaxed);
+        let i = B::BOUNDS.partition_point(|b| *b < v);
+        if let Some(b) = self.0.buckets.get(i) {
+            b.fetch_add(1, Ordering::Relaxed);
         }
         self.0.count.fetch_add(1, Ordering::Relaxed);
         let _ = self
@@ -62,24 +104,81 @@ impl Histogram {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
                 Some((f64::from_bits(bits) + v).to_bits())
             });
+        self.0.max.fetch_max(v.to_bits(), Ordering::Relaxed);
     }
 
     /// Number of observations.
     pub fn count(&self) -> u64 {
         self.0.count.load(Ordering::Relaxed)
     }
+
+    /// A copy of the counts (for reading in-process, e.g. by `strait bench`).
+    pub fn snapshot(&self) -> HistogramSnapshot {
+        HistogramSnapshot {
+            bounds: B::BOUNDS,
+            buckets: self
+                .0
+                .buckets
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect(),
+            count: self.count(),
+            sum: f64::from_bits(self.0.sum.load(Ordering::Relaxed)),
+            max: f64::from_bits(self.0.max.load(Ordering::Relaxed)),
+        }
+    }
 }
 
-impl TypedMetric for Histogram {
+/// A histogram's counts at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramSnapshot {
+    /// Upper bounds of the buckets, seconds.
+    pub bounds: &'static [f64],
+    /// Observations per bucket (not cumulative); those above the last bound are
+    /// `count` minus their sum.
+    pub buckets: Vec<u64>,
+    /// Observations.
+    pub count: u64,
+    /// Their sum, seconds.
+    pub sum: f64,
+    /// The largest, seconds (0 with none).
+    pub max: f64,
+}
+
+impl HistogramSnapshot {
+    /// The `q` quantile (0–1) in seconds, interpolated linearly inside its bucket as
+    /// Prometheus' `histogram_quantile` does (the first bucket starting at 0), and never
+    /// above the largest observation; `None` without observations.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = q.clamp(0.0, 1.0) * self.count as f64;
+        let mut below = 0u64;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            if n > 0 && (below + n) as f64 >= rank {
+                let lower = if i == 0 { 0.0 } else { self.bounds[i - 1] };
+                let upper = self.bounds[i];
+                let within = ((rank - below as f64) / n as f64).clamp(0.0, 1.0);
+                return Some((lower + (upper - lower) * within).min(self.max));
+            }
+            below += n;
+        }
+        // Above the last bound: only the maximum is known.
+        Some(self.max)
+    }
+}
+
+impl<B: Bounds> TypedMetric for Histogram<B> {
     const TYPE: MetricType = MetricType::Histogram;
 }
 
-impl EncodeMetric for Histogram {
+impl<B: Bounds> EncodeMetric for Histogram<B> {
     fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
         let count = self.count();
-        let mut buckets: Vec<(f64, u64)> = Vec::with_capacity(LATENCY_BUCKETS.len() + 1);
+        let mut buckets: Vec<(f64, u64)> = Vec::with_capacity(B::BOUNDS.len() + 1);
         let mut seen = 0;
-        for (bound, n) in LATENCY_BUCKETS.iter().zip(&self.0.buckets) {
+        for (bound, n) in B::BOUNDS.iter().zip(self.0.buckets.iter()) {
             let n = n.load(Ordering::Relaxed);
             seen += n;
             buckets.push((*bound, n));

@@ -11,6 +11,7 @@
 //! partition would multiply the series by 17). Health is per flow: [`FlowState`].
 
 mod auth;
+mod engine;
 mod family;
 pub mod http;
 mod restart;
@@ -22,8 +23,12 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
+pub use engine::EngineHistogram;
 use family::Family;
-pub use family::{Counter, Gauge, Histogram, IntGauge, LATENCY_BUCKETS};
+pub use family::{
+    Bounds, Coarse, Counter, ENGINE_BUCKETS, Fine, Gauge, Histogram, HistogramSnapshot, IntGauge,
+    LATENCY_BUCKETS,
+};
 use prometheus_client::encoding::EncodeMetric;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
@@ -299,6 +304,7 @@ impl Families {
 struct Inner {
     f: Families,
     txn: transactions::TxnFamilies,
+    engine: engine::EngineFamilies,
     scale: scale::ScaleFamilies,
     registry: Registry,
     flows: Mutex<BTreeMap<String, FlowState>>,
@@ -382,6 +388,7 @@ impl Metrics {
             inner: Arc::new(Inner {
                 f: Families::new(&mut registry),
                 txn: transactions::TxnFamilies::new(&mut registry),
+                engine: engine::EngineFamilies::new(&mut registry),
                 scale: scale::ScaleFamilies::new(&mut registry),
                 registry,
                 flows: Mutex::new(BTreeMap::new()),
@@ -441,6 +448,8 @@ impl Metrics {
             lag_offsets: Self::ftp(&f.lag_offsets, flow, topic, partition),
             lag_seconds: Self::ftp(&f.lag_seconds, flow, topic, partition),
             latency: f.latency.get(&[flow, topic]),
+            engine_latency: self.inner.engine.latency.get(&[flow]),
+            produce_ack: self.inner.engine.produce.get(&[flow]),
             map_runs: Self::ftp(&f.map_runs, flow, topic, partition),
             held: Self::ftp(&f.held_bytes, flow, topic, partition),
             lazy: Arc::default(),
@@ -807,6 +816,10 @@ pub struct PartitionMetrics {
     lag_offsets: IntGauge,
     lag_seconds: Gauge,
     latency: Histogram,
+    /// The flow's `strait_replication_engine_latency_seconds` (shared by its partitions).
+    engine_latency: EngineHistogram,
+    /// The flow's `strait_produce_ack_seconds`.
+    produce_ack: EngineHistogram,
     map_runs: IntGauge,
     held: IntGauge,
     /// Series that exist only once they count (they are not rendered at 0 before),
@@ -847,6 +860,17 @@ impl PartitionMetrics {
         self.records.inc_by(records);
         self.bytes.inc_by(bytes);
         self.latency.observe(latency_secs);
+    }
+
+    /// A batch acknowledged by the target whose oldest input came in the Fetch response
+    /// received at `fetched` (`strait_replication_engine_latency_seconds`) and that was
+    /// handed to the producer at `handed` (`strait_produce_ack_seconds`).
+    pub fn engine_acked(&self, fetched: std::time::Instant, handed: std::time::Instant) {
+        let now = std::time::Instant::now();
+        self.engine_latency
+            .observe(now.saturating_duration_since(fetched).as_secs_f64());
+        self.produce_ack
+            .observe(now.saturating_duration_since(handed).as_secs_f64());
     }
 
     /// Records and bytes acknowledged so far, and the lag in offsets (scale-out weighs

@@ -116,6 +116,43 @@ mod unit {
     }
 
     #[test]
+    fn an_engine_histogram_has_its_own_buckets_and_its_quantiles_stay_inside_them() {
+        let h = EngineHistogram::default();
+        assert_eq!(h.snapshot().quantile(0.5), None, "no observations");
+        for v in [0.0004, 0.0005, 0.0011, 0.009, 0.2, 120.0] {
+            h.observe(v);
+        }
+        let s = h.snapshot();
+        assert_eq!(s.bounds, &ENGINE_BUCKETS[..]);
+        assert_eq!(s.count, 6);
+        // A value on a bound counts in that bucket; above the last bound only the count.
+        assert_eq!((s.buckets[0], s.buckets[1], s.buckets[2]), (2, 0, 1));
+        assert_eq!(s.buckets.iter().sum::<u64>(), 5);
+        assert_eq!(s.max, 120.0);
+        assert!((s.sum - 120.2110).abs() < 1e-9, "{}", s.sum);
+        // Rank 3 of 6 is the 1–2 ms bucket's only observation: its upper bound.
+        let median = s.quantile(0.5).expect("observations");
+        assert!((median - 0.002).abs() < 1e-12, "{median}");
+        // Past the last bound only the maximum is known.
+        assert_eq!(s.quantile(1.0), Some(120.0));
+        // Interpolated, never above the largest observation.
+        let one = EngineHistogram::default();
+        one.observe(0.0081);
+        assert_eq!(one.snapshot().quantile(0.99), Some(0.0081));
+        let m = Metrics::new();
+        let now = std::time::Instant::now();
+        m.partition("f", "t", 0).engine_acked(now, now);
+        m.fetch_wait_handle("f").observe(0.012);
+        assert_eq!(m.engine_latency("f").count, 1);
+        assert_eq!(m.produce_ack("f").count, 1);
+        assert_eq!(
+            m.fetch_wait("f").buckets[ENGINE_BUCKETS.partition_point(|b| *b < 0.012)],
+            1
+        );
+        assert_eq!(m.fetch_wait("other").count, 0);
+    }
+
+    #[test]
     fn histogram_is_cumulative_and_label_values_are_escaped() {
         let m = Metrics::new();
         for v in [0.003, 0.2, 1000.0, -1.0] {
@@ -308,10 +345,25 @@ mod names {
         "# HELP strait_flow_up 1 while the flow is replicating, 0 otherwise.",
     ];
 
+    /// Sample names added since (new families; the ones above are unchanged).
+    const ADDED: &[&str] = &[
+        "strait_fetch_wait_seconds_bucket{flow,le}",
+        "strait_fetch_wait_seconds_count{flow}",
+        "strait_fetch_wait_seconds_sum{flow}",
+        "strait_produce_ack_seconds_bucket{flow,le}",
+        "strait_produce_ack_seconds_count{flow}",
+        "strait_produce_ack_seconds_sum{flow}",
+        "strait_replication_engine_latency_seconds_bucket{flow,le}",
+        "strait_replication_engine_latency_seconds_count{flow}",
+        "strait_replication_engine_latency_seconds_sum{flow}",
+    ];
+
     #[test]
     fn sample_names_labels_and_help_texts_are_unchanged() {
         let text = super::tests_support::full().render();
-        assert_eq!(super::tests_support::shapes(&text), BEFORE, "{text}");
+        let mut expected: Vec<&str> = BEFORE.iter().chain(ADDED).copied().collect();
+        expected.sort_unstable();
+        assert_eq!(super::tests_support::shapes(&text), expected, "{text}");
         for before in HELP_BEFORE {
             let rest = before.strip_prefix("# HELP ").expect("help line");
             let (name, help) = rest.split_once(' ').expect("name and help");
@@ -333,6 +385,8 @@ mod tests_support {
         let m = Metrics::new();
         let h = m.partition("f", "t", 0);
         h.acked(7, 100, 0.02);
+        h.engine_acked(std::time::Instant::now(), std::time::Instant::now());
+        m.fetch_wait_handle("f").observe(0.01);
         h.lag(3, 1.5);
         h.map_runs(1);
         h.slow_path("gapped");

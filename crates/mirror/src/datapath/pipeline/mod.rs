@@ -68,6 +68,8 @@ pub mod record;
 #[cfg(test)]
 mod model;
 #[cfg(test)]
+mod pin_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::VecDeque;
@@ -213,7 +215,7 @@ enum Pending<P> {
         batch: Batch,
         bytes: u64,
         max_timestamp: i64,
-        _pins: Pins<P>,
+        pins: Pins<P>,
         ack: Option<i64>,
         /// Target offsets known to lie before the batch that hold none of our data
         /// ([`Pipeline::acked_after`]); the map's target side moves past them first.
@@ -577,7 +579,7 @@ impl<P: Clone> Pipeline<P> {
                         batch: out.batch.clone(),
                         bytes: out.batch.size() as u64,
                         max_timestamp: out.batch.header().max_timestamp,
-                        _pins: out.pins,
+                        pins: out.pins,
                         ack: None,
                         gap: 0,
                     });
@@ -588,6 +590,17 @@ impl<P: Clone> Pipeline<P> {
                 }
             }
         }
+    }
+
+    /// The first pin of the newest batch handed on (the one the last [`Action::Produce`]
+    /// named): its oldest input's, or the merged batch's own from `repin`, which keeps
+    /// what the first input's carried. The driver reads what it carries (when the data
+    /// was fetched).
+    pub fn last_sent_pin(&self) -> Option<&P> {
+        self.pending.iter().rev().find_map(|p| match p {
+            Pending::Sent { pins, .. } => pins.first(),
+            Pending::Update(_) => None,
+        })
     }
 
     /// Whether the oldest pending item can go into the map now.
