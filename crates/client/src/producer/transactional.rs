@@ -321,7 +321,11 @@ impl TransactionalProducer {
                 Admission::Wait => notified.await,
                 Admission::Add(partitions) => {
                     let mut guard = Adding { inner, done: false };
-                    let r = self.add_partitions(&partitions).await;
+                    // Boxed: the AddPartitionsToTxn round trip is a large future that is
+                    // awaited once per partition per transaction; inline, every `send`
+                    // future (one per partition in flight, in the caller's task) would
+                    // carry its ~5.5 KiB.
+                    let r = Box::pin(self.add_partitions(&partitions)).await;
                     guard.done = true;
                     if r.is_ok() {
                         inner.adds.fetch_add(1, Ordering::Relaxed);

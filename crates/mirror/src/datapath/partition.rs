@@ -24,7 +24,7 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use super::budget::{Budget, Reservation};
 use super::commit::GateHandle;
-use super::fetcher::{Feed, PartitionFeed};
+use super::fetcher::{Feed, PartitionFeed, RecordSet};
 use super::pipeline::{Action, Fetched, Pipeline, Recorded, Settings};
 use super::plan::Planner;
 use super::recovery::Recovery;
@@ -339,16 +339,17 @@ impl<'a> Driver<'a> {
     /// Hands one feed item to the machine.
     fn fed(&self, machine: &mut Pipeline<BatchPin>, item: Feed) -> Result<(), MirrorError> {
         match item {
-            Feed::Data {
-                generation,
-                position,
-                records,
-                aborted,
-                end,
-                stable,
-                reservation,
-                received,
-            } => {
+            Feed::Data(set) => {
+                let RecordSet {
+                    generation,
+                    position,
+                    records,
+                    aborted,
+                    end,
+                    stable,
+                    reservation,
+                    received,
+                } = *set;
                 let planned = machine.fetched(Fetched {
                     generation,
                     position,
@@ -383,7 +384,7 @@ impl<'a> Driver<'a> {
                 machine.source_recreated();
                 Ok(())
             }
-            Feed::Failed(e) => Err(e),
+            Feed::Failed(e) => Err(*e),
         }
     }
 
@@ -502,15 +503,17 @@ impl<'a> Driver<'a> {
                         partition = spec.partition, expected, acked = to,
                         "a batch landed past where the map expects it: reading the target \
                          to check whether the records between are duplicates of ours");
-                    let from = self.target_log_start().await?.max(from);
-                    let batches = super::tail::read_tail(
+                    // Boxed, as rare: inline, the target reads' futures would size every
+                    // partition's task by their kilobytes (10,000 partitions, one task each).
+                    let from = Box::pin(self.target_log_start()).await?.max(from);
+                    let batches = Box::pin(super::tail::read_tail(
                         self.target,
                         &spec.target_topic,
                         spec.partition,
                         from as i64,
                         to as i64,
                         &Limits::default(),
-                    )
+                    ))
                     .await?;
                     if let Some(why) = machine.target_read(from, &batches) {
                         tracing::warn!(flow = %spec.flow, topic = %spec.source_topic,
