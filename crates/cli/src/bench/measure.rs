@@ -80,17 +80,31 @@ pub struct ThreadCpu {
 }
 
 impl ThreadCpu {
-    /// A multi-thread tokio runtime with `workers` workers whose threads add their own
-    /// `RUSAGE_THREAD` CPU to this accumulator when they stop. Read it after the runtime
-    /// has been dropped (dropping waits for the threads).
+    /// The engine's runtime for `workers` threads, as `strait run` builds it
+    /// ([`crate::runtime::engine_runtime`]: one worker is a current-thread runtime, run
+    /// by the thread that calls [`ThreadCpu::block_on`]). Its own threads (the workers
+    /// of a multi-thread runtime, the blocking pool) add their `RUSAGE_THREAD` CPU to
+    /// this accumulator when they stop. Read it after the runtime has been dropped
+    /// (dropping waits for the threads).
     pub fn runtime(&self, name: &str, workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
         let me = self.clone();
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers.max(1))
+        crate::runtime::engine_runtime(workers)
             .thread_name(name)
-            .enable_all()
             .on_thread_stop(move || me.add(CpuSnapshot::thread()))
             .build()
+    }
+
+    /// `rt.block_on(fut)`, adding the calling thread's CPU during it to this accumulator:
+    /// with a current-thread runtime that thread runs every task.
+    pub fn block_on<F: std::future::Future>(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        fut: F,
+    ) -> F::Output {
+        let before = CpuSnapshot::thread();
+        let out = rt.block_on(fut);
+        self.add(CpuSnapshot::thread().since(before));
+        out
     }
 
     fn add(&self, s: CpuSnapshot) {
@@ -279,6 +293,31 @@ mod tests {
         });
         drop(rt);
         assert!(acc.threads() >= 2);
+        assert!(acc.total().total_secs() > 0.0);
+    }
+
+    #[test]
+    fn one_worker_runs_on_the_calling_thread_and_block_on_counts_it() {
+        let acc = ThreadCpu::default();
+        let rt = acc.runtime("t", 1).expect("runtime");
+        let caller = std::thread::current().id();
+        let ran_on = acc.block_on(&rt, async {
+            tokio::spawn(async {
+                let mut x = 0u64;
+                for i in 0..20_000_000u64 {
+                    x = x.wrapping_mul(31).wrapping_add(i);
+                }
+                std::hint::black_box(x);
+                std::thread::current().id()
+            })
+            .await
+            .expect("task")
+        });
+        assert_eq!(
+            ran_on, caller,
+            "a current-thread runtime runs its tasks in block_on"
+        );
+        drop(rt);
         assert!(acc.total().total_secs() > 0.0);
     }
 }

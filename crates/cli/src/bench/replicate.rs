@@ -142,7 +142,7 @@ pub fn run_once(config: Config) -> Result<(RunSummary, PhaseCost)> {
     let cpu0 = CpuSnapshot::process();
     let t0 = Instant::now();
     let engine = Engine::new(config);
-    let result = rt.block_on(engine.run_once());
+    let result = threads.block_on(&rt, engine.run_once());
     let elapsed = t0.elapsed();
     drop(engine);
     drop(rt); // waits for the runtime's threads, which report their CPU as they stop
@@ -188,13 +188,14 @@ impl LiveEngine {
             .unwrap_or_default();
         let engine = Engine::new(config);
         let metrics = engine.metrics().clone();
+        let cpu = threads.clone();
         let handle = std::thread::Builder::new()
             .name("strait-engine-main".into())
             .spawn(move || {
                 let shutdown = async move {
                     let _ = rx.await;
                 };
-                let r = rt.block_on(run_until(&engine, shutdown));
+                let r = cpu.block_on(&rt, run_until(&engine, shutdown));
                 drop(rt);
                 r
             })
