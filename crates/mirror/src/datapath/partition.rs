@@ -15,7 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use strait_client::{Ack, Client, IsolationLevel, OffsetSpec};
 use strait_offsets::{MapWriter, Side};
@@ -32,6 +32,7 @@ use super::sink::Sink;
 use crate::config::model::RecompressPolicy;
 use crate::error::MirrorError;
 use crate::incident::Policies;
+use crate::now_ms;
 
 /// A partition's map, shared by its pipeline (the only writer) and the state checkpointer.
 pub type SharedMap = Arc<Mutex<MapWriter>>;
@@ -613,12 +614,6 @@ async fn source_log_start(source: &Client, spec: &PartitionSpec) -> Result<i64, 
         .await
         .map_err(|e| MirrorError::kafka("list offsets", e).cluster(&spec.source_cluster))?;
     Ok(offsets.first().map_or(0, |o| o.offset.max(0)))
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Publishes the partition's held bytes (its budget account and the `strait_held_bytes`
