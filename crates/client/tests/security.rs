@@ -124,7 +124,9 @@ async fn tls_every_connection_and_librdkafka_reads_it_back() {
     write_and_cross_check(&c, &s.bootstrap(), "tls-t", 40, &rd_tls(&pki)).await;
     // Bootstrap, control and produce connections all went through the TLS front end.
     assert!(s.front.count("tls_ok") >= 3, "{:?}", s.front.events());
-    assert_eq!(s.front.count("tls_failed"), 0);
+    // A connection dropped mid-handshake (reset, EOF) is not a TLS failure: seen once in a
+    // full run on a loaded machine.
+    assert_eq!(s.front.tls_refusals(), 0, "{:?}", s.front.events());
 }
 
 #[tokio::test]

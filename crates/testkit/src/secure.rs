@@ -697,6 +697,17 @@ pub struct FrontEvent {
     pub other: serde_json::Map<String, serde_json::Value>,
 }
 
+/// Whether `e` is a `tls_failed` event of a TLS refusal rather than of the peer going
+/// away mid-handshake (see [`SecureFront::tls_refusals`]).
+fn is_tls_refusal(e: &FrontEvent) -> bool {
+    let gone = |err: &str| {
+        err.starts_with("ConnectionResetError")
+            || err.starts_with("BrokenPipeError")
+            || err.contains("EOF")
+    };
+    e.event == "tls_failed" && !e.error.as_deref().is_some_and(gone)
+}
+
 /// A running `secure_front.py`: TLS and/or SASL in front of one broker, killed on drop
 /// (and exiting by itself if this process dies).
 #[derive(Debug)]
@@ -844,6 +855,16 @@ impl SecureFront {
     pub fn count(&self, event: &str) -> usize {
         self.events()
             .map(|es| es.iter().filter(|e| e.event == event).count())
+            .unwrap_or(0)
+    }
+
+    /// The `tls_failed` events that are a TLS refusal (an SSL error such as an unknown
+    /// CA, or a handshake that timed out), not the peer going away mid-handshake (a
+    /// connection reset, a broken pipe, an EOF): librdkafka drops connections of its own
+    /// that way, and so does a client whose connect timeout ran out on a loaded machine.
+    pub fn tls_refusals(&self) -> usize {
+        self.events()
+            .map(|es| es.iter().filter(|e| is_tls_refusal(e)).count())
             .unwrap_or(0)
     }
 
@@ -1112,5 +1133,36 @@ impl TokenEndpoint {
                 .map_err(io(format!("reading {}", path.display()))),
             None => Ok(String::from_utf8_lossy(&output.stdout).trim().to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(error: &str) -> FrontEvent {
+        serde_json::from_value(serde_json::json!({
+            "ts": 0.0, "event": "tls_failed", "conn": 1, "error": error
+        }))
+        .expect("event")
+    }
+
+    #[test]
+    fn a_refused_handshake_counts_and_a_peer_gone_mid_handshake_does_not() {
+        assert!(is_tls_refusal(&failed(
+            "SSLError: [SSL: TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca"
+        )));
+        assert!(is_tls_refusal(&failed("TimeoutError: ")));
+        assert!(!is_tls_refusal(&failed("ConnectionResetError: ")));
+        assert!(!is_tls_refusal(&failed(
+            "BrokenPipeError: [Errno 32] Broken pipe"
+        )));
+        assert!(!is_tls_refusal(&failed(
+            "SSLEOFError: [SSL: UNEXPECTED_EOF_WHILE_READING] EOF occurred"
+        )));
+        let ok: FrontEvent =
+            serde_json::from_value(serde_json::json!({"ts": 0.0, "event": "tls_ok", "conn": 1}))
+                .expect("event");
+        assert!(!is_tls_refusal(&ok));
     }
 }
