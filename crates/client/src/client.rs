@@ -480,6 +480,20 @@ impl Client {
         self.leader_in_cache(topic, partition)
     }
 
+    /// [`Client::leader_for`] without waiting: `Some` when the metadata cache is fresh and
+    /// names the partition's leader; `None` when only `leader_for` can tell (the cache is
+    /// stale, or knows no leader for it).
+    pub fn fresh_leader(&self, topic: &str, partition: i32) -> Option<(i32, i32)> {
+        self.note_interest(topic);
+        if self.metadata_is_stale() {
+            return None;
+        }
+        match self.cached_metadata().partition(topic, partition) {
+            Some(p) if p.leader >= 0 => Some((p.leader, p.leader_epoch)),
+            _ => None,
+        }
+    }
+
     pub(crate) async fn leader_broker(&self, topic: &str, partition: i32) -> Result<Arc<Broker>> {
         let (id, _) = self.leader_for(topic, partition).await?;
         self.broker(id)

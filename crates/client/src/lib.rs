@@ -96,7 +96,7 @@ pub use consumer::{ConsumedRecord, PartitionConsumer};
 pub use error::{Error, ErrorKind, Result};
 pub use producer::{
     Ack, AckFuture, IdempotentProducer, ProducerConfig, ProducerRecord, ProducerStats,
-    RecordProducer, TransactionStats, TransactionalConfig, TransactionalProducer,
+    RecordProducer, TransactionStats, TransactionalConfig, TransactionalProducer, TrySend,
 };
 pub use rpc::Request;
 pub use rpc::acls::{AclBinding, AclBindingOp, AclPattern, AclPermission, AclResource};

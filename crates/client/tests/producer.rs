@@ -305,3 +305,62 @@ async fn linger_gathers_batches() {
     assert_eq!(stats.batches, 8 * 5, "{stats:?}");
     assert!(stats.requests * 4 <= stats.batches, "{stats:?}");
 }
+
+#[tokio::test]
+async fn try_send_queues_without_waiting_and_gives_the_batch_back_when_the_window_is_full() {
+    let (b, proxy) =
+        strait_testkit::TansuBroker::start_behind_proxy(strait_testkit::BrokerOptions::default())
+            .unwrap();
+    // Long timeouts: nothing is retried while the proxy holds the requests back.
+    let cfg = ClientConfig::new([proxy.bootstrap()])
+        .with_request_timeout(Duration::from_secs(20))
+        .with_retry_timeout(Duration::from_secs(20));
+    let c = Client::connect(cfg).await.unwrap();
+    create(&c, "try", 1).await;
+    let p = IdempotentProducer::new(c.clone(), ProducerConfig::default())
+        .await
+        .unwrap();
+    let batches: Vec<_> = (0..6)
+        .map(|i| batch(10, 1_700_000_000_000 + i, Compression::None))
+        .collect();
+    // Nothing is acknowledged while the proxy forwards nothing: five fill the window.
+    proxy.stall();
+    let mut acks = Vec::new();
+    for b in &batches[..5] {
+        match p.try_send("try", 0, b.clone()).unwrap() {
+            TrySend::Queued(ack) => acks.push(ack),
+            TrySend::Later(_) => panic!("the window has room for five"),
+        }
+    }
+    let sixth = match p.try_send("try", 0, batches[5].clone()).unwrap() {
+        TrySend::Later(back) => back,
+        TrySend::Queued(_) => panic!("a sixth unresolved batch was queued"),
+    };
+    assert_eq!(
+        sixth.as_bytes(),
+        batches[5].as_bytes(),
+        "the same batch comes back"
+    );
+    // `send` waits for room, and gets it once the first acknowledgements come.
+    let waiting = {
+        let p = p.clone();
+        tokio::spawn(async move { p.send("try", 0, sixth).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !waiting.is_finished(),
+        "send waits while the window is full"
+    );
+    proxy.unstall();
+    let last = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("send got room")
+        .unwrap()
+        .unwrap();
+    acks.push(last);
+    for (i, a) in acks.into_iter().enumerate() {
+        let ack = a.wait().await.unwrap();
+        assert_eq!(ack.base_offset, 10 * i as i64, "in order, no gaps");
+    }
+    drop(b);
+}

@@ -336,44 +336,53 @@ impl IdempotentProducer {
     /// [`IdempotentProducer::reset_partition`].
     pub async fn send(&self, topic: &str, partition: i32, batch: Batch) -> Result<AckFuture> {
         let inner = self.inner();
+        // The first look registers no waiter (the usual case: the window has room); when
+        // the window is full, the next pass registers for `changed` before it looks
+        // again, so no wake-up between the look and the wait is missed.
+        let mut batch = match self.try_send(topic, partition, batch)? {
+            TrySend::Queued(ack) => return Ok(ack),
+            TrySend::Later(batch) => batch,
+        };
+        loop {
+            let notified = inner.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            batch = match self.try_send(topic, partition, batch)? {
+                TrySend::Queued(ack) => return Ok(ack),
+                TrySend::Later(batch) => batch,
+            };
+            notified.await;
+        }
+    }
+
+    /// [`send`](Self::send) without waiting: the batch back as [`TrySend::Later`] when the
+    /// partition has 5 unresolved batches. Not a future, so a caller that keeps one task
+    /// per partition does not carry a waiting `send` in each (it awaits `send` only when
+    /// told `Later`).
+    pub fn try_send(&self, topic: &str, partition: i32, batch: Batch) -> Result<TrySend> {
+        let inner = self.inner();
         let count = batch.header().last_offset_delta.saturating_add(1);
         if count <= 0 || batch.header().records_count <= 0 {
             return Err(Error::invalid(
                 "an idempotent batch needs at least one record",
             ));
         }
-        let mut tp: Option<TopicPartition> = None;
-        // Wait for room. The first look registers no waiter (the usual case: the window
-        // has room); when the window is full, the next pass registers for `changed` before
-        // it looks again, so no wake-up between the look and the wait is missed.
-        let mut first = true;
-        let (tp, identity, seq) = loop {
-            let notified = inner.changed.notified();
-            tokio::pin!(notified);
-            if !first {
-                notified.as_mut().enable();
+        let (tp, identity, seq) = {
+            let mut st = inner.state.lock();
+            if let Some(e) = &st.aborted {
+                return Err(e.clone());
             }
-            {
-                let mut st = inner.state.lock();
-                if let Some(e) = &st.aborted {
-                    return Err(e.clone());
-                }
-                let tp = tp.get_or_insert_with(|| (intern(&mut st.topics, topic), partition));
-                if let Some(e) = st.seq.partition_failure(tp) {
-                    // An earlier batch failed for good: nothing is written past it until
-                    // the caller resets the partition.
-                    return Err(e.clone().topic(topic).partition(partition));
-                }
-                if st.seq.has_room(tp) {
-                    let (id, seq) = (st.seq.identity(), st.seq.peek_sequence(tp));
-                    drop(st);
-                    break (tp.clone(), id, seq);
-                }
+            let tp = (intern(&mut st.topics, topic), partition);
+            if let Some(e) = st.seq.partition_failure(&tp) {
+                // An earlier batch failed for good: nothing is written past it until the
+                // caller resets the partition.
+                return Err(e.clone().topic(topic).partition(partition));
             }
-            if std::mem::take(&mut first) {
-                continue;
+            if !st.seq.has_room(&tp) {
+                return Ok(TrySend::Later(batch));
             }
-            notified.await;
+            let (id, seq) = (st.seq.identity(), st.seq.peek_sequence(&tp));
+            (tp, id, seq)
         };
         // Verify and stamp with the sequence we expect to get, outside the lock (one pass
         // over the payload). If it changes before transmission it is stamped again.
@@ -415,8 +424,18 @@ impl IdempotentProducer {
         } else {
             inner.wake.notify_one();
         }
-        Ok(AckFuture { rx })
+        Ok(TrySend::Queued(AckFuture { rx }))
     }
+}
+
+/// What [`IdempotentProducer::try_send`] did with a batch.
+#[derive(Debug)]
+pub enum TrySend {
+    /// Queued: the acknowledgement to await.
+    Queued(AckFuture),
+    /// Not queued, given back: the partition's window is full (or, in a transaction, the
+    /// partition must join it first); [`IdempotentProducer::send`] waits for that.
+    Later(Batch),
 }
 
 fn intern(topics: &mut FxHashSet<Arc<str>>, topic: &str) -> Arc<str> {

@@ -18,7 +18,7 @@ pub mod sequencer;
 pub mod transaction;
 mod transactional;
 
-pub use idempotent::{AckFuture, IdempotentProducer, ProducerConfig, ProducerStats};
+pub use idempotent::{AckFuture, IdempotentProducer, ProducerConfig, ProducerStats, TrySend};
 pub use records::{ProducerRecord, RecordProducer};
 pub use sequencer::{Ack, Sequencer};
 pub use transactional::{TransactionStats, TransactionalConfig, TransactionalProducer};

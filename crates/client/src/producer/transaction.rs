@@ -255,12 +255,26 @@ impl Transaction {
 
     /// Asks whether a batch for `tp` may be sent now.
     pub fn admit(&mut self, tp: &TopicPartition) -> Result<Admission, Error> {
+        if self.try_admit(tp) {
+            return Ok(Admission::Go);
+        }
+        self.admit_slow(tp)
+    }
+
+    /// [`Transaction::admit`] when it would say [`Admission::Go`] (the transaction is open
+    /// and `tp` is in it): counts the send and says true. Otherwise changes nothing and
+    /// says false (`admit` tells what to do).
+    pub fn try_admit(&mut self, tp: &TopicPartition) -> bool {
+        if self.phase == Phase::InTransaction && self.added.contains(tp) {
+            self.sending += 1;
+            return true;
+        }
+        false
+    }
+
+    fn admit_slow(&mut self, tp: &TopicPartition) -> Result<Admission, Error> {
         if self.phase != Phase::InTransaction {
             return Err(self.refusal("send"));
-        }
-        if self.added.contains(tp) {
-            self.sending += 1;
-            return Ok(Admission::Go);
         }
         let asked = self.adding.as_ref().is_some_and(|a| a.contains(tp));
         if !asked && !self.pending.contains(tp) {

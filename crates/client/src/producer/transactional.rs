@@ -33,7 +33,9 @@ use tokio::time::Instant;
 use crate::backoff::Backoff;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::producer::idempotent::{AckFuture, IdempotentProducer, Observer, ProducerConfig};
+use crate::producer::idempotent::{
+    AckFuture, IdempotentProducer, Observer, ProducerConfig, TrySend,
+};
 use crate::producer::records::{ProducerRecord, build_batches};
 use crate::producer::sequencer::TopicPartition;
 use crate::producer::transaction::{Admission, End, Phase, Transaction, TxnApi, Verdict, classify};
@@ -275,6 +277,20 @@ impl TransactionalProducer {
         self.queue(topic, partition, batch).await
     }
 
+    /// [`send`](Self::send) without waiting: the batch back as [`TrySend::Later`] when the
+    /// partition is not yet in the transaction (or is being added) or its window is full;
+    /// `send` waits for those. Not a future (see [`IdempotentProducer::try_send`]).
+    pub fn try_send(&self, topic: &str, partition: i32, batch: Batch) -> Result<TrySend> {
+        let inner = &*self.inner;
+        let tp: TopicPartition = (Arc::from(topic), partition);
+        if !inner.txn.lock().try_admit(&tp) {
+            return Ok(TrySend::Later(batch));
+        }
+        let _sending = Sending(inner);
+        let sent = inner.producer.try_send(topic, partition, batch);
+        self.sent(sent)
+    }
+
     /// Batches `records` (the configured codec and batch size) for `topic`/`partition` and
     /// queues them in the open transaction, through the same producer id as
     /// [`send`](Self::send): e.g. the state records describing the forwarded batches.
@@ -296,9 +312,15 @@ impl TransactionalProducer {
     }
 
     async fn queue(&self, topic: &str, partition: i32, batch: Batch) -> Result<AckFuture> {
-        match self.inner.producer.send(topic, partition, batch).await {
-            Ok(ack) => Ok(ack),
-            // A refused input (corrupt batch) was not queued: the transaction is intact.
+        let sent = self.inner.producer.send(topic, partition, batch).await;
+        self.sent(sent)
+    }
+
+    /// What a send's outcome does to the transaction: a batch not queued fails it, unless
+    /// it was a refused input (a corrupt batch is never queued: the transaction is intact).
+    fn sent<T>(&self, sent: Result<T>) -> Result<T> {
+        match sent {
+            Ok(t) => Ok(t),
             Err(e) if matches!(e.kind(), ErrorKind::InvalidInput(_)) => Err(e),
             Err(e) => {
                 self.inner.txn.lock().on_batch(&Err(e.clone()));

@@ -270,3 +270,23 @@ fn errors_are_classified_like_the_java_client() {
         Verdict::Abortable
     );
 }
+
+#[test]
+fn try_admit_goes_only_for_a_partition_already_in_the_open_transaction_and_else_changes_nothing() {
+    let mut t = Transaction::new();
+    assert!(!t.try_admit(&tp(0)), "no transaction");
+    t.begin().unwrap();
+    assert!(!t.try_admit(&tp(0)), "not added yet");
+    assert_eq!(t.sending(), 0, "a refusal counts no send");
+    // Nothing was asked for: `admit` still starts the add.
+    add(&mut t, 0);
+    t.sent();
+    assert!(t.try_admit(&tp(0)), "added: goes");
+    assert_eq!(t.sending(), 1, "and counts as a send until `sent`");
+    t.sent();
+    assert!(!t.try_admit(&tp(1)), "another partition is not in it");
+    assert_eq!(t.admit(&tp(1)).unwrap(), Admission::Add(vec![tp(1)]));
+    t.begin_commit().unwrap();
+    assert!(!t.try_admit(&tp(0)), "not once the commit began");
+    assert!(t.admit(&tp(0)).is_err(), "where `admit` says why");
+}
