@@ -78,6 +78,7 @@ mod crc;
 mod decode;
 mod error;
 mod header;
+mod lean;
 mod merge;
 mod patch;
 mod pool;
@@ -98,6 +99,7 @@ pub use header::{
     Attributes, BatchHeader, CRC_START, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
     MIN_BATCH_LENGTH, TimestampType,
 };
+pub use lean::push_lean;
 pub use merge::{CompressedPolicy, MergeOptions, Merged, OffsetRun, SourceOffsets, merge};
 pub use patch::{PatchedBatch, ProducerStamp};
 pub use pool::BufferPool;
