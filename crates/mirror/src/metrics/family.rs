@@ -196,9 +196,43 @@ impl<B: Bounds> EncodeMetric for Histogram<B> {
 
 /// All series of one metric, by label values. Clones share the series (one clone is
 /// registered for encoding, the engine keeps the other).
+///
+/// A series' key is its label values joined by [`SEP`] in one string: one allocation per
+/// series rather than a `Vec` and a `String` per value (a partition has six series of
+/// three labels: 10,000 partitions kept 7 MB more of keys). The separator sorts below
+/// every other character, so the series keep the order of their values.
 pub(crate) struct Family<M> {
     labels: &'static [&'static str],
-    series: Arc<Mutex<BTreeMap<Vec<String>, M>>>,
+    series: Arc<Mutex<BTreeMap<Box<str>, M>>>,
+}
+
+/// Separates label values in a series key. A value holding it has it replaced by U+FFFD
+/// (no flow, cluster or topic name a config or Kafka accepts holds it).
+const SEP: char = '\0';
+
+/// The key of the series with label values `values`.
+fn key(values: &[&str]) -> Box<str> {
+    let mut k = String::with_capacity(values.iter().map(|v| v.len() + 1).sum());
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            k.push(SEP);
+        }
+        if v.contains(SEP) {
+            k.push_str(&v.replace(SEP, "\u{fffd}"));
+        } else {
+            k.push_str(v);
+        }
+    }
+    k.into_boxed_str()
+}
+
+/// Whether `in_key`, a value as a key holds it, is the value `value`.
+fn same(in_key: &str, value: &str) -> bool {
+    if value.contains(SEP) {
+        in_key == value.replace(SEP, "\u{fffd}")
+    } else {
+        in_key == value
+    }
 }
 
 impl<M> Clone for Family<M> {
@@ -230,7 +264,7 @@ impl<M: Default + Clone> Family<M> {
     /// handle is a clone sharing the series: keep it rather than looking it up again.
     pub(crate) fn get(&self, values: &[&str]) -> M {
         debug_assert_eq!(values.len(), self.labels.len(), "{:?}", self.labels);
-        let key: Vec<String> = values.iter().map(|v| (*v).to_owned()).collect();
+        let key = key(values);
         let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
         series.entry(key).or_default().clone()
     }
@@ -239,7 +273,11 @@ impl<M: Default + Clone> Family<M> {
     pub(crate) fn remove_prefix(&self, prefix: &[&str]) {
         let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
         series.retain(|k, _| {
-            k.len() < prefix.len() || k.iter().zip(prefix).any(|(a, b)| a.as_str() != *b)
+            let mut values = k.split(SEP);
+            prefix.len() > self.labels.len()
+                || prefix
+                    .iter()
+                    .any(|p| values.next().is_none_or(|v| !same(v, p)))
         });
     }
 }
@@ -251,7 +289,7 @@ where
     fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
         // Copy the handles and let go of the lock before encoding: the data path takes it
         // to create series, and must not wait for a whole family to be written out.
-        let series: Vec<(Vec<String>, M)> = self
+        let series: Vec<(Box<str>, M)> = self
             .series
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -259,12 +297,8 @@ where
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         for (values, m) in &series {
-            let labels: Vec<(&str, &str)> = self
-                .labels
-                .iter()
-                .copied()
-                .zip(values.iter().map(String::as_str))
-                .collect();
+            let labels: Vec<(&str, &str)> =
+                self.labels.iter().copied().zip(values.split(SEP)).collect();
             m.encode(encoder.encode_family(&labels)?)?;
         }
         Ok(())
@@ -277,5 +311,67 @@ where
     // Families without series still get their HELP and TYPE lines (as before).
     fn is_empty(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use prometheus_client::registry::Registry;
+
+    use super::*;
+
+    fn rendered(fam: &Family<Counter>) -> Vec<String> {
+        let mut registry = Registry::default();
+        registry.register("t", "test", fam.clone());
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+        out.lines()
+            .filter(|l| l.starts_with("t_total{"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn series_render_in_the_order_of_their_values_with_each_label() {
+        let fam: Family<Counter> = Family::new(&["flow", "topic", "partition"]);
+        fam.get(&["ab", "t", "1"]).inc();
+        fam.get(&["a", "t", "10"]).inc_by(2);
+        fam.get(&["a", "t", "1"]).inc_by(3);
+        fam.get(&["a", "t", "1"]).inc();
+        assert_eq!(
+            rendered(&fam),
+            [
+                r#"t_total{flow="a",topic="t",partition="1"} 4"#,
+                r#"t_total{flow="a",topic="t",partition="10"} 2"#,
+                r#"t_total{flow="ab",topic="t",partition="1"} 1"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn remove_prefix_drops_only_the_series_whose_values_start_with_it() {
+        let fam: Family<Counter> = Family::new(&["flow", "topic", "partition"]);
+        for (f, t) in [("a", "t"), ("a", "u"), ("ab", "t"), ("b", "t")] {
+            fam.get(&[f, t, "0"]).inc();
+        }
+        fam.remove_prefix(&["a", "t"]);
+        fam.remove_prefix(&["a", "t", "0", "extra"]);
+        assert_eq!(rendered(&fam).len(), 3, "{:?}", rendered(&fam));
+        fam.remove_prefix(&["a"]);
+        let left = rendered(&fam);
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left.iter().all(|l| !l.contains(r#"flow="a""#)), "{left:?}");
+    }
+
+    #[test]
+    fn a_value_holding_the_separator_keeps_its_labels_apart() {
+        let fam: Family<Counter> = Family::new(&["flow", "topic"]);
+        fam.get(&["x\0y", "t"]).inc();
+        assert_eq!(
+            rendered(&fam),
+            ["t_total{flow=\"x\u{fffd}y\",topic=\"t\"} 1"]
+        );
+        fam.remove_prefix(&["x\0y"]);
+        assert!(rendered(&fam).is_empty());
     }
 }
