@@ -102,13 +102,12 @@ struct Running {
     /// never saves the old map under the new id.
     map_id: Uuid,
     pending_id: Option<(Uuid, u64)>,
+    /// Its feed ([`PartitionFeed::stop`] stops its pipeline gracefully).
     feed: Arc<PartitionFeed>,
     target_topic: String,
     map: SharedMap,
     progress: Arc<Progress>,
     metrics: PartitionMetrics,
-    /// Stops this partition's pipeline gracefully.
-    stop: Arc<watch::Sender<bool>>,
 }
 
 impl Running {
@@ -740,8 +739,7 @@ impl FlowRun {
             let progress = Arc::new(Progress::default());
             progress.end.store(s.end, Ordering::Relaxed);
             let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
-            let (tx, rx) = mpsc::channel(FEED_DEPTH);
-            let feed = PartitionFeed::new(&t.source_topic, p, position, tx, pm.clone());
+            let feed = PartitionFeed::new(&t.source_topic, p, position, FEED_DEPTH, pm.clone());
             // Fetched by the id of the topic the map belongs to: a re-created topic is
             // refused, never read at this position.
             feed.set_topic_id(t.topic_id);
@@ -772,18 +770,15 @@ impl FlowRun {
             }
             self.router.assign(Arc::clone(&feed));
             let feed_for_pipeline = Arc::clone(&feed);
-            let (stop, stop_rx) = watch::channel(false);
             let pipeline = partition::run(
                 spec,
                 feed_for_pipeline,
-                rx,
                 Arc::clone(&map),
                 Arc::clone(&progress),
                 self.producer.clone(),
                 self.source.clone(),
                 self.target.clone(),
                 recovery,
-                stop_rx,
             );
             // Spawned once the partition's birth state is written (`start_topics`).
             pipelines.push((key.clone(), Box::pin(pipeline)));
@@ -798,7 +793,6 @@ impl FlowRun {
                     progress,
                     metrics: pm,
                     feed,
-                    stop: Arc::new(stop),
                 },
             );
         }

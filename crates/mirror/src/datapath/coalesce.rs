@@ -28,7 +28,7 @@
 
 use std::collections::VecDeque;
 
-use strait_records::{Batch, MergeOptions, Merged, merge};
+use strait_records::{Batch, MergeOptions, Merged, merge, push_lean};
 
 /// The source offsets of the records of a produced batch, in record order: record `i`
 /// lands at target offset `base + i`.
@@ -185,12 +185,12 @@ impl<P, R> Coalescer<P, R> {
     /// Queues a batch to produce.
     pub fn push_batch(&mut self, out: Outgoing<P>) {
         self.queued_batches += 1;
-        self.queue.push_back(Queued::Produce(out));
+        push_lean(&mut self.queue, Queued::Produce(out));
     }
 
     /// Queues an item for the recorder.
     pub fn push_other(&mut self, other: R) {
-        self.queue.push_back(Queued::Other(other));
+        push_lean(&mut self.queue, Queued::Other(other));
     }
 
     /// The next item to hand on when `in_flight` batches are sent and not yet

@@ -9,6 +9,7 @@
 //! | [`quota`] | pure: a partition's quota of the budget; the process-wide limit of held bytes |
 //! | [`probe`] | partition bounds from the Fetch high watermark (not ListOffsets latest) |
 //! | [`fetcher`] | per-broker fetchers with fetch sessions, and the leader [`fetcher::Router`] |
+//! | [`inbox`] | a partition's bounded queue from its fetcher, and its stop signal |
 //! | [`topic_id`] | pure: whether a feed's source topic is still the topic of its id (a re-created topic is never read at the old position) |
 //! | [`stability`] | whether a source broker's last stable offset can decide transactions |
 //! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules |
@@ -16,7 +17,7 @@
 //! | [`commit`] | exactly-once: the barrier between the drivers and the committer that ends each transaction |
 //! | [`partition`] | drives the pipeline: fetcher feed, producer (≤ 5 in flight), acknowledgements, the offset map |
 //!
-//! Fetcher → (bounded channel) → partition driver → [`pipeline::Pipeline`] (plan → recovery →
+//! Fetcher → (inbox) → partition driver → [`pipeline::Pipeline`] (plan → recovery →
 //! coalescing queue) → `IdempotentProducer` → acknowledgements in order → offset map. The producer patches forwarded batch headers (producer id, epoch,
 //! sequence, CRC) without copying the payload.
 
@@ -24,6 +25,7 @@ pub mod budget;
 pub mod coalesce;
 pub mod commit;
 pub mod fetcher;
+pub mod inbox;
 pub mod partition;
 pub mod pipeline;
 pub mod plan;

@@ -17,14 +17,15 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use strait_client::{Ack, Client, IsolationLevel, OffsetSpec};
+use strait_client::{Ack, Client, IsolationLevel, OffsetSpec, TrySend};
 use strait_offsets::{MapWriter, Side};
-use strait_records::{Batch, CompressedPolicy, Limits, MergeOptions};
-use tokio::sync::{Notify, mpsc, watch};
+use strait_records::{Batch, CompressedPolicy, Limits, MergeOptions, push_lean};
+use tokio::sync::Notify;
 
 use super::budget::{Budget, Reservation};
 use super::commit::GateHandle;
 use super::fetcher::{Feed, PartitionFeed, RecordSet};
+use super::inbox::Inbound;
 use super::pipeline::{Action, Fetched, Pipeline, Recorded, Settings};
 use super::plan::Planner;
 use super::recovery::Recovery;
@@ -93,67 +94,107 @@ pub struct Progress {
     pub recreated: AtomicU64,
 }
 
-/// Runs the pipeline until `stop` turns true (graceful: in-flight batches are awaited and
-/// recorded) or an error stops it.
+/// Runs the pipeline until the feed is told to stop ([`PartitionFeed::stop`]; graceful:
+/// in-flight batches are awaited and recorded) or an error stops it.
+///
+/// Not an `async fn`: one copies its arguments into the future a second time (they are
+/// rebound for drop order), and this future is kept once per partition.
 #[allow(clippy::too_many_arguments)]
-pub async fn run(
+pub fn run(
     spec: PartitionSpec,
     feed: Arc<PartitionFeed>,
-    rx: mpsc::Receiver<Feed>,
     map: SharedMap,
     progress: Arc<Progress>,
     producer: Sink,
     source: Client,
     target: Client,
     recovery: Recovery,
-    stop: watch::Receiver<bool>,
-) -> Result<(), MirrorError> {
-    let driver = Driver {
-        spec: &spec,
-        feed: &feed,
-        map: &map,
-        progress: &progress,
-        producer: &producer,
-        source: &source,
-        target: &target,
-    };
-    let mut acks: VecDeque<AckWait> = VecDeque::new();
-    let mut held = Held {
-        gate: spec
-            .gate
-            .as_ref()
-            .map(|g| g.join((spec.source_topic.clone(), spec.partition))),
-        waiting: VecDeque::new(),
-        last_sent: None,
-        gaps: VecDeque::new(),
-        fetched: VecDeque::new(),
-    };
-    let result = driver.run(rx, recovery, stop, &mut acks, &mut held).await;
-    // Leaves the barrier: the committer no longer waits for this partition. After an
-    // error, batches of the open transaction may be written without being in the map: it
-    // must not commit.
-    if let Some(g) = held.gate.take() {
-        match &result {
-            Ok(()) => g.release(),
-            Err(_) => g.fail(),
+) -> impl Future<Output = Result<(), MirrorError>> + Send {
+    // Built before the future, which then holds the machine rather than what it is
+    // built from.
+    let mut machine = machine(&spec, &feed, &map, recovery);
+    async move {
+        let driver = Driver {
+            spec: &spec,
+            feed: &feed,
+            map: &map,
+            progress: &progress,
+            producer: &producer,
+            source: &source,
+            target: &target,
+        };
+        let mut acks: VecDeque<InFlight> = VecDeque::new();
+        let mut held = Held {
+            gate: spec
+                .gate
+                .as_ref()
+                .map(|g| g.join((spec.source_topic.clone(), spec.partition))),
+            waiting: VecDeque::new(),
+            last_sent: None,
+        };
+        let result = driver.run(&mut machine, &mut acks, &mut held).await;
+        // Leaves the barrier: the committer no longer waits for this partition. After an
+        // error, batches of the open transaction may be written without being in the map: it
+        // must not commit.
+        if let Some(g) = held.gate.take() {
+            match &result {
+                Ok(()) => g.release(),
+                Err(_) => g.fail(),
+            }
         }
-    }
-    drop(held);
-    feed.with_cursor(|c| c.stopped = true);
-    if result.is_err() {
-        // Settle the batches handed to the producer whose outcome nobody recorded: a
-        // restart of the partition reads the target's end only once they resolved (each
-        // by its delivery timeout), so none lands after it (what landed is found by the
-        // restart's recovery).
-        for ack in acks {
-            let _ = ack.await;
+        drop(held);
+        feed.with_cursor(|c| c.stopped = true);
+        if result.is_err() {
+            // Settle the batches handed to the producer whose outcome nobody recorded: a
+            // restart of the partition reads the target's end only once they resolved (each
+            // by its delivery timeout), so none lands after it (what landed is found by the
+            // restart's recovery).
+            for sent in acks {
+                let _ = sent.ack.await;
+            }
         }
+        result.map_err(|e| {
+            e.flow(&spec.flow)
+                .topic(&spec.source_topic)
+                .partition(spec.partition)
+        })
     }
-    result.map_err(|e| {
-        e.flow(&spec.flow)
-            .topic(&spec.source_topic)
-            .partition(spec.partition)
-    })
+}
+
+/// The partition's machine, from its map as it is now and what recovery must check.
+fn machine(
+    spec: &PartitionSpec,
+    feed: &PartitionFeed,
+    map: &SharedMap,
+    recovery: Recovery,
+) -> Pipeline<BatchPin> {
+    let limits = Limits::default();
+    let settings = Settings {
+        // Where the feed started, not the cursor: the fetcher may have delivered record
+        // sets (still queued in the inbox) and moved the cursor before this task first
+        // ran; planning from the cursor would drop them as "before the position" and
+        // leave a silent gap.
+        start: feed.start_position(),
+        max_batch_bytes: spec.max_batch_bytes,
+        until: spec.until,
+        policies: spec.policies,
+        max_in_flight: spec.max_in_flight,
+        merge: MergeOptions {
+            max_bytes: spec.coalesce_max_bytes.min(spec.max_batch_bytes).max(1),
+            compressed: match spec.recompress {
+                RecompressPolicy::Never => CompressedPolicy::Never,
+                RecompressPolicy::Fast => CompressedPolicy::RecompressFast,
+                RecompressPolicy::Allowed => CompressedPolicy::Recompress,
+            },
+            limits,
+            buffers: spec.budget.merge_buffers().clone(),
+        },
+        target_topic: spec.target_topic.clone(),
+        source_cluster: spec.source_cluster.clone(),
+    };
+    map.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .read(|m| Pipeline::new(settings, m, recovery))
 }
 
 /// What a planned batch keeps alive until it is recorded: its share of the in-flight
@@ -165,8 +206,17 @@ struct BatchPin {
     fetched: Instant,
 }
 
-/// An acknowledgement awaited (unboxed: one per batch in flight).
-type AckWait = strait_client::AckFuture;
+/// A batch handed on and not yet acknowledged, oldest first (one queue per partition).
+struct InFlight {
+    /// Its acknowledgement (unboxed).
+    ack: strait_client::AckFuture,
+    /// The target offsets known to lie before it that hold none of our data.
+    gap: u64,
+    /// When the Fetch response of its oldest input was received.
+    fetched: Instant,
+    /// When it was handed on.
+    handed: Instant,
+}
 type LogStartWait<'a> = Pin<Box<dyn Future<Output = Result<i64, MirrorError>> + Send + 'a>>;
 
 /// Exactly-once: the driver's membership of the commit barrier and the batches released
@@ -176,12 +226,6 @@ struct Held {
     waiting: VecDeque<(Batch, Instant)>,
     /// The transaction the last batch handed on belongs to.
     last_sent: Option<u64>,
-    /// Per batch handed on and not yet acknowledged (in order, beside `acks`): the target
-    /// offsets known to lie before it that hold none of our data.
-    gaps: VecDeque<u64>,
-    /// Per batch handed on and not yet acknowledged (beside `acks`): when the Fetch
-    /// response of its oldest input was received, and when it was handed on.
-    fetched: VecDeque<(Instant, Instant)>,
 }
 
 impl Held {
@@ -210,7 +254,7 @@ enum Wake {
     Stop,
     Acked(strait_client::Result<Ack>),
     LogStart(Result<i64, MirrorError>),
-    Feed(Option<Feed>),
+    Feed(Feed),
 }
 
 struct Driver<'a> {
@@ -228,48 +272,19 @@ impl<'a> Driver<'a> {
     /// settles them after an error).
     async fn run(
         &self,
-        mut rx: mpsc::Receiver<Feed>,
-        recovery: Recovery,
-        mut stop: watch::Receiver<bool>,
-        acks: &mut VecDeque<AckWait>,
+        machine: &mut Pipeline<BatchPin>,
+        acks: &mut VecDeque<InFlight>,
         held: &mut Held,
     ) -> Result<(), MirrorError> {
-        let spec = self.spec;
-        let limits = Limits::default();
-        let settings = Settings {
-            // Where the feed started, not the cursor: the fetcher may have delivered record
-            // sets (still queued in `rx`) and moved the cursor before this task first ran;
-            // planning from the cursor would drop them as "before the position" and leave
-            // a silent gap.
-            start: self.feed.start_position(),
-            max_batch_bytes: spec.max_batch_bytes,
-            until: spec.until,
-            policies: spec.policies,
-            max_in_flight: spec.max_in_flight,
-            merge: MergeOptions {
-                max_bytes: spec.coalesce_max_bytes.min(spec.max_batch_bytes).max(1),
-                compressed: match spec.recompress {
-                    RecompressPolicy::Never => CompressedPolicy::Never,
-                    RecompressPolicy::Fast => CompressedPolicy::RecompressFast,
-                    RecompressPolicy::Allowed => CompressedPolicy::Recompress,
-                },
-                limits,
-                buffers: spec.budget.merge_buffers().clone(),
-            },
-            target_topic: spec.target_topic.clone(),
-            source_cluster: spec.source_cluster.clone(),
-        };
-        let mut machine: Pipeline<BatchPin> =
-            self.lock().read(|m| Pipeline::new(settings, m, recovery));
         let mut log_start: Option<LogStartWait<'a>> = None;
         let mut recorded: Vec<Recorded> = Vec::new();
         let mut stopping = false;
-        if *stop.borrow() {
+        if self.feed.stop_asked() {
             machine.stop();
             stopping = true;
         }
         loop {
-            self.act(&mut machine, acks, &mut log_start, held, &mut recorded)
+            self.act(machine, acks, &mut log_start, held, &mut recorded)
                 .await?;
             if let Some(g) = &mut held.gate {
                 if g.failed() {
@@ -290,19 +305,21 @@ impl<'a> Driver<'a> {
             let wake = tokio::select! {
                 biased;
                 () = gate_changed(&mut held.gate) => Wake::Gate,
-                r = stop.changed(), if !stopping => match r {
-                    Ok(()) if !*stop.borrow() => continue,
-                    _ => Wake::Stop,
-                },
                 a = head(acks) => Wake::Acked(a),
                 s = pending_or(&mut log_start) => Wake::LogStart(s),
-                item = rx.recv(), if wants_feed => Wake::Feed(item),
+                // One receiver for the feed and the stop: the inbox wakes one waiter.
+                inbound = self.feed.recv(wants_feed, !stopping) => match inbound {
+                    Inbound::Stop => Wake::Stop,
+                    Inbound::Item(item) => Wake::Feed(item),
+                },
             };
             match wake {
                 Wake::Gate => {
                     if !held.must_wait_gate() {
                         while let Some((batch, fetched)) = held.waiting.pop_front() {
-                            self.hand_on(batch, fetched, acks, held).await?;
+                            if let Some(batch) = self.hand_on(batch, fetched, acks, held)? {
+                                Box::pin(self.hand_on_waiting(batch, fetched, acks, held)).await?;
+                            }
                         }
                     }
                 }
@@ -311,13 +328,13 @@ impl<'a> Driver<'a> {
                     machine.stop();
                 }
                 Wake::Acked(acked) => {
-                    acks.pop_front();
+                    let sent = acks.pop_front();
                     match acked {
                         Ok(a) => {
-                            if let Some((fetched, handed)) = held.fetched.pop_front() {
-                                self.feed.metrics.engine_acked(fetched, handed);
-                            }
-                            let gap = held.gaps.pop_front().unwrap_or(0);
+                            let gap = sent.map_or(0, |s| {
+                                self.feed.metrics.engine_acked(s.fetched, s.handed);
+                                s.gap
+                            });
                             machine.acked_after(a.base_offset, gap)?
                         }
                         Err(e) => {
@@ -331,8 +348,7 @@ impl<'a> Driver<'a> {
                     let r = machine.log_start(start?);
                     self.counted(r)?;
                 }
-                Wake::Feed(None) => machine.feed_ended(),
-                Wake::Feed(Some(item)) => self.fed(&mut machine, item)?,
+                Wake::Feed(item) => self.fed(machine, item)?,
             }
         }
     }
@@ -389,42 +405,89 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Hands a batch to the producer; its acknowledgement joins `acks`, with the target
-    /// offsets known to lie before it and when its oldest input was `fetched`. Exactly-once: the first batch of the run follows
-    /// the start gap (`spec.start_gap`); a batch in a later transaction than the
-    /// partition's previous batch follows that transaction's commit marker (one offset);
-    /// nothing else writes to the partition.
-    async fn hand_on(
+    /// Hands a batch to the producer if it takes it without waiting; its acknowledgement
+    /// joins `acks` ([`Driver::handed`]). Gives the batch back when the producer must wait
+    /// (the window is full, or exactly-once: the partition's first batch of a
+    /// transaction): the caller awaits [`Driver::hand_on_waiting`] boxed, as that is rare
+    /// and its future is ~900 bytes, which inline would size every partition's task
+    /// (10,000 partitions, one task each).
+    fn hand_on(
         &self,
         batch: Batch,
         fetched: Instant,
-        acks: &mut VecDeque<AckWait>,
+        acks: &mut VecDeque<InFlight>,
+        held: &mut Held,
+    ) -> Result<Option<Batch>, MirrorError> {
+        let spec = self.spec;
+        let generation = held.gate.as_ref().map(GateHandle::generation);
+        match self
+            .producer
+            .try_send(&spec.target_topic, spec.partition, batch)
+        {
+            Ok(TrySend::Queued(ack)) => {
+                self.handed(ack, generation, fetched, acks, held);
+                Ok(None)
+            }
+            Ok(TrySend::Later(batch)) => Ok(Some(batch)),
+            Err(e) => Err(MirrorError::kafka("produce", e)),
+        }
+    }
+
+    /// [`Driver::hand_on`] for a batch the producer could not take at once: waits until
+    /// it can.
+    async fn hand_on_waiting(
+        &self,
+        batch: Batch,
+        fetched: Instant,
+        acks: &mut VecDeque<InFlight>,
         held: &mut Held,
     ) -> Result<(), MirrorError> {
         let spec = self.spec;
         let generation = held.gate.as_ref().map(GateHandle::generation);
-        let gap = match (held.last_sent, generation) {
-            (None, Some(_)) => spec.start_gap,
-            (Some(last), Some(now)) if now > last => 1,
-            _ => 0,
-        };
         let ack = self
             .producer
             .send(&spec.target_topic, spec.partition, batch)
             .await
             .map_err(|e| MirrorError::kafka("produce", e))?;
-        held.last_sent = generation;
-        acks.push_back(ack);
-        held.gaps.push_back(gap);
-        held.fetched.push_back((fetched, Instant::now()));
+        self.handed(ack, generation, fetched, acks, held);
         Ok(())
+    }
+
+    /// A batch handed on under transaction `generation` (exactly-once) joins `acks` with
+    /// the target offsets known to lie before it and when its oldest input was `fetched`.
+    /// Exactly-once: the first batch of the run follows the start gap (`spec.start_gap`); a
+    /// batch in a later transaction than the partition's previous batch follows that
+    /// transaction's commit marker (one offset); nothing else writes to the partition.
+    fn handed(
+        &self,
+        ack: strait_client::AckFuture,
+        generation: Option<u64>,
+        fetched: Instant,
+        acks: &mut VecDeque<InFlight>,
+        held: &mut Held,
+    ) {
+        let gap = match (held.last_sent, generation) {
+            (None, Some(_)) => self.spec.start_gap,
+            (Some(last), Some(now)) if now > last => 1,
+            _ => 0,
+        };
+        held.last_sent = generation;
+        push_lean(
+            acks,
+            InFlight {
+                ack,
+                gap,
+                fetched,
+                handed: Instant::now(),
+            },
+        );
     }
 
     /// Does everything the machine asks for until it waits for an event.
     async fn act(
         &self,
         machine: &mut Pipeline<BatchPin>,
-        acks: &mut VecDeque<AckWait>,
+        acks: &mut VecDeque<InFlight>,
         log_start: &mut Option<LogStartWait<'a>>,
         held: &mut Held,
         recorded: &mut Vec<Recorded>,
@@ -437,7 +500,12 @@ impl<'a> Driver<'a> {
                 fetched: like.fetched,
             })
         };
-        while let Some(action) = machine.next_action(repin) {
+        // `let else`, not `while let`: the scrutinee's temporary would keep a second
+        // action's bytes in the future across the awaits below.
+        loop {
+            let Some(action) = machine.next_action(repin) else {
+                break;
+            };
             match action {
                 Action::Produce { batch, coalesced } => {
                     if let Some(c) = coalesced {
@@ -450,8 +518,8 @@ impl<'a> Driver<'a> {
                         .map_or_else(Instant::now, |p| p.fetched);
                     if held.must_wait() {
                         held.waiting.push_back((batch, fetched));
-                    } else {
-                        self.hand_on(batch, fetched, acks, held).await?;
+                    } else if let Some(batch) = self.hand_on(batch, fetched, acks, held)? {
+                        Box::pin(self.hand_on_waiting(batch, fetched, acks, held)).await?;
                     }
                 }
                 Action::Record => {
@@ -588,9 +656,9 @@ impl<'a> Driver<'a> {
 }
 
 /// The oldest acknowledgement awaited (never resolves when none is).
-async fn head(acks: &mut VecDeque<AckWait>) -> strait_client::Result<Ack> {
+async fn head(acks: &mut VecDeque<InFlight>) -> strait_client::Result<Ack> {
     match acks.front_mut() {
-        Some(ack) => ack.await,
+        Some(sent) => (&mut sent.ack).await,
         None => std::future::pending().await,
     }
 }
@@ -713,9 +781,8 @@ mod tests {
         // The feed goes to a fetcher before the pipeline task first runs: the fetcher can
         // deliver 100..125 and move the cursor to 125 first. Planning from the cursor
         // would drop that record set as "before the position": a silent gap.
-        let (tx, _rx) = mpsc::channel(4);
         let metrics = crate::metrics::Metrics::new().partition("f", "t", 0);
-        let feed = PartitionFeed::new("t", 0, 100, tx, metrics);
+        let feed = PartitionFeed::new("t", 0, 100, 4, metrics);
         feed.with_cursor(|c| c.position = 125);
         assert_eq!(feed.start_position(), 100);
     }

@@ -20,7 +20,7 @@ use strait_client::AbortedTxn;
 use strait_records::{
     AbortedFilter, AbortedTransaction, Batch, BatchBuilder, Class, Compression, ControlRecordType,
     Limits, Record, ReencodeOptions, ReencodeReason, Resolved, SkipReason, TxnResolver, TxnVerdict,
-    split,
+    push_lean, split,
 };
 
 /// What to do with (part of) a source batch.
@@ -465,7 +465,7 @@ impl<P: Clone> Planner<P> {
                 }
                 self.resolver.push(batch, verdict).map_err(err)?;
             }
-            self.pins.push_back(pin.clone());
+            push_lean(&mut self.pins, pin.clone());
             while let Some(resolved) = self.resolver.pop() {
                 // One pin per pushed batch, popped in the same order.
                 let Some(pin) = self.pins.pop_front() else {

@@ -1,7 +1,9 @@
 //! Where a flow's batches go: the idempotent producer (at-least-once) or the
 //! transactional one (exactly-once; the flow's committer ends each transaction).
 
-use strait_client::{AckFuture, IdempotentProducer, ProducerStats, Result, TransactionalProducer};
+use strait_client::{
+    AckFuture, IdempotentProducer, ProducerStats, Result, TransactionalProducer, TrySend,
+};
 use strait_records::Batch;
 
 /// A flow's producer of replicated batches.
@@ -19,6 +21,15 @@ impl Sink {
         match self {
             Sink::Idempotent(p) => p.send(topic, partition, batch).await,
             Sink::Transactional(p) => p.send(topic, partition, batch).await,
+        }
+    }
+
+    /// Queues `batch` if it can without waiting; [`TrySend::Later`] gives it back for
+    /// [`Sink::send`] (the window is full, or the partition must join the transaction).
+    pub fn try_send(&self, topic: &str, partition: i32, batch: Batch) -> Result<TrySend> {
+        match self {
+            Sink::Idempotent(p) => p.try_send(topic, partition, batch),
+            Sink::Transactional(p) => p.try_send(topic, partition, batch),
         }
     }
 

@@ -149,7 +149,7 @@ impl FlowRun {
             feed.set_topic_id(id);
             // A pipeline that is gone has stopped the flow with its own error, or is down
             // (its restart applies the policy: `keep_ids_of_down`).
-            let _ = feed.source_recreated().await;
+            feed.source_recreated();
             // Saved with the new id only once its pipeline was told (a stop that cuts
             // this loop short saves the others with the id their maps belong to).
             if let Some(r) = self.running.get_mut(&key) {

@@ -372,7 +372,7 @@ impl FlowRun {
             if self.down.contains(&key) {
                 finish_now.push(key);
             } else if let Some(run) = self.running.get(&key) {
-                let _ = run.stop.send(true);
+                run.feed.stop();
             }
         }
         // Without the control handle (a topic refresh), a hand-over waits for the next

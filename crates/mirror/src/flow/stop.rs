@@ -39,7 +39,7 @@ impl FlowRun {
     pub(super) async fn shutdown(&mut self) -> Result<(), MirrorError> {
         let _ = self.fetch_stop.send(true);
         for r in self.running.values() {
-            let _ = r.stop.send(true);
+            r.feed.stop();
         }
         self.due.abort_all();
         let grace = self.stop_grace;

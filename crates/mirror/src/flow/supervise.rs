@@ -340,7 +340,7 @@ impl FlowRun {
                 if self.down.contains(&key) {
                     self.finish_deletion(&key, stop).await;
                 } else if let Some(run) = self.running.get(&key) {
-                    let _ = run.stop.send(true);
+                    run.feed.stop();
                 }
             }
         }
@@ -403,6 +403,8 @@ impl FlowRun {
         let Some(run) = self.running.remove(key) else {
             return false;
         };
+        // A pipeline still running stops (it no longer has a flow to report to).
+        run.feed.stop();
         run.feed.with_cursor(|c| c.stopped = true);
         let state = self.state_of(&run);
         // If the partition comes back (a re-created topic, a re-assignment), its saved

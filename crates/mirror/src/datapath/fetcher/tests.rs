@@ -25,9 +25,8 @@ fn a_partial_batch_doubles_the_partition_limit_within_the_room() {
 }
 
 fn feed(id: Uuid) -> Arc<PartitionFeed> {
-    let (tx, _rx) = mpsc::channel(4);
     let metrics = crate::metrics::Metrics::new().partition("f", "t", 0);
-    let feed = PartitionFeed::new("t", 0, 100, tx, metrics);
+    let feed = PartitionFeed::new("t", 0, 100, 4, metrics);
     feed.set_topic_id(id);
     feed
 }

@@ -3,7 +3,7 @@
 //! [`super`]; the comparison is [`live_duplicates`], recovery's duplicate rule).
 
 use strait_offsets::{OffsetMap, Side};
-use strait_records::{Batch, Limits};
+use strait_records::{Batch, Limits, push_lean};
 
 use super::record::{AckBase, ack_base};
 use super::{Action, Pending, Pipeline};
@@ -52,11 +52,14 @@ impl<P: Clone> Pipeline<P> {
             expected,
             acked,
         });
-        self.outbox.push_back(Action::CheckTarget {
-            from,
-            expected,
-            to: acked,
-        });
+        push_lean(
+            &mut self.outbox,
+            Action::CheckTarget {
+                from,
+                expected,
+                to: acked,
+            },
+        );
         true
     }
 
@@ -121,11 +124,14 @@ impl<P: Clone> Pipeline<P> {
         }
         map.advance(map.next(Side::Source), acked)
             .map_err(MirrorError::offset_map)?;
-        self.outbox.push_back(Action::Duplicates {
-            records,
-            from: expected,
-            to: acked,
-        });
+        push_lean(
+            &mut self.outbox,
+            Action::Duplicates {
+                records,
+                from: expected,
+                to: acked,
+            },
+        );
         Ok(true)
     }
 }

@@ -77,7 +77,7 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 use strait_client::AbortedTxn;
 use strait_offsets::{OffsetMap, Side};
-use strait_records::{Batch, Limits, MergeOptions};
+use strait_records::{Batch, Limits, MergeOptions, push_lean};
 
 use self::live::Check;
 use self::record::{AckBase, Update, ack_base};
@@ -332,7 +332,7 @@ impl<P: Clone> Pipeline<P> {
         if let Some(until) = self.until
             && f.position >= until
         {
-            self.outbox.push_back(Action::PauseFeed);
+            push_lean(&mut self.outbox, Action::PauseFeed);
             return Ok(None);
         }
         let plan = self
@@ -356,7 +356,7 @@ impl<P: Clone> Pipeline<P> {
         {
             // Batches still held belong to transactions open at that end: they are not
             // replicated (the map's source position stays before them for the next run).
-            self.outbox.push_back(Action::PauseFeed);
+            push_lean(&mut self.outbox, Action::PauseFeed);
             self.queue.push_other(Update::ReachedEnd);
         }
         Ok(Some(planned))
@@ -368,9 +368,12 @@ impl<P: Clone> Pipeline<P> {
         let mut decision = self.recovery.decide(&step);
         let recovered = recovering && self.recovery.remaining() == 0;
         if recovered {
-            self.outbox.push_back(Action::Recovered {
-                duplicates: self.recovery.duplicates(),
-            });
+            push_lean(
+                &mut self.outbox,
+                Action::Recovered {
+                    duplicates: self.recovery.duplicates(),
+                },
+            );
         }
         if let Decision::Mismatch { at, reason } = &decision {
             let end = self.recovery.target_end();
@@ -378,7 +381,7 @@ impl<P: Clone> Pipeline<P> {
                 .decide(&self.policies)
                 .into_result()
                 .inspect_err(|_| self.phase = Phase::Failed)?;
-            self.outbox.push_back(Action::Skipped(skipped));
+            push_lean(&mut self.outbox, Action::Skipped(skipped));
             let resume_source = written_of(&step).map_or(0, |w| w.first_source());
             self.queue.push_other(Update::TargetReset {
                 target_end: end,
@@ -434,7 +437,7 @@ impl<P: Clone> Pipeline<P> {
     pub fn out_of_range(&mut self, generation: u64, position: i64) {
         if generation == self.generation && self.phase == Phase::Running {
             self.phase = Phase::OutOfRange { position };
-            self.outbox.push_back(Action::NeedLogStart);
+            push_lean(&mut self.outbox, Action::NeedLogStart);
         }
     }
 
@@ -442,7 +445,7 @@ impl<P: Clone> Pipeline<P> {
     pub fn source_recreated(&mut self) {
         if self.phase == Phase::Running {
             self.phase = Phase::Recreated;
-            self.outbox.push_back(Action::NeedLogStart);
+            push_lean(&mut self.outbox, Action::NeedLogStart);
         }
     }
 
@@ -467,7 +470,7 @@ impl<P: Clone> Pipeline<P> {
                     .into_result()
                     .map_err(|e| e.cluster(&self.source_cluster))
                     .inspect_err(|_| self.phase = Phase::Failed)?;
-                self.outbox.push_back(Action::Skipped(skipped));
+                push_lean(&mut self.outbox, Action::Skipped(skipped));
                 (update, false)
             }
             Phase::Recreated => {
@@ -481,11 +484,14 @@ impl<P: Clone> Pipeline<P> {
         self.generation += 1;
         self.planner.reposition(start);
         self.phase = Phase::Running;
-        self.outbox.push_back(Action::Reposition {
-            position: start,
-            generation: self.generation,
-            recreated,
-        });
+        push_lean(
+            &mut self.outbox,
+            Action::Reposition {
+                position: start,
+                generation: self.generation,
+                recreated,
+            },
+        );
         Ok(())
     }
 
@@ -560,7 +566,7 @@ impl<P: Clone> Pipeline<P> {
         loop {
             match self.queue.next(self.in_flight)? {
                 Next::Other(update) => {
-                    self.pending.push_back(Pending::Update(update));
+                    push_lean(&mut self.pending, Pending::Update(update));
                     if self.ready() {
                         return Some(Action::Record);
                     }
@@ -574,15 +580,18 @@ impl<P: Clone> Pipeline<P> {
                         out.pins = smallvec::smallvec![pin];
                     }
                     self.in_flight += 1;
-                    self.pending.push_back(Pending::Sent {
-                        written: out.written,
-                        batch: out.batch.clone(),
-                        bytes: out.batch.size() as u64,
-                        max_timestamp: out.batch.header().max_timestamp,
-                        pins: out.pins,
-                        ack: None,
-                        gap: 0,
-                    });
+                    push_lean(
+                        &mut self.pending,
+                        Pending::Sent {
+                            written: out.written,
+                            batch: out.batch.clone(),
+                            bytes: out.batch.size() as u64,
+                            max_timestamp: out.batch.header().max_timestamp,
+                            pins: out.pins,
+                            ack: None,
+                            gap: 0,
+                        },
+                    );
                     return Some(Action::Produce {
                         batch: out.batch,
                         coalesced,
@@ -699,7 +708,7 @@ impl<P: Clone> Pipeline<P> {
                 let skipped = Incident::acked_elsewhere(&self.target_topic, acked, expected)
                     .decide(&self.policies)
                     .into_result()?;
-                self.outbox.push_back(Action::Skipped(skipped));
+                push_lean(&mut self.outbox, Action::Skipped(skipped));
                 map.target_recreated(acked, w.first_source())
                     .map_err(MirrorError::offset_map)?;
                 acked
@@ -719,7 +728,7 @@ impl<P: Clone> Pipeline<P> {
     fn mark_done(&mut self) {
         if !self.done {
             self.done = true;
-            self.outbox.push_back(Action::Done);
+            push_lean(&mut self.outbox, Action::Done);
         }
     }
 }
