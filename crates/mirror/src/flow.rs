@@ -107,10 +107,14 @@ struct Running {
     target_topic: String,
     map: SharedMap,
     progress: Arc<Progress>,
-    metrics: PartitionMetrics,
 }
 
 impl Running {
+    /// The partition's metrics (kept by its feed; one copy per partition).
+    fn metrics(&self) -> &PartitionMetrics {
+        &self.feed.metrics
+    }
+
     /// The partition's state to save: its map with the id the map belongs to. The
     /// re-creation count is read under the map's lock, where the pipeline publishes it,
     /// so the two always agree.
@@ -587,19 +591,12 @@ impl FlowRun {
         Ok(())
     }
 
-    /// Spawns started pipelines.
+    /// Spawns started pipelines. A partition's restart sequence is created at its first
+    /// failure ([`FlowRun::on_failed`]), not here: one that never failed needs none, and a
+    /// new sequence then is the same as one that ran healthy (a fresh backoff, the first
+    /// attempt), so 10,000 healthy partitions do not keep 10,000 of them.
     fn spawn(&mut self, pipelines: Vec<Pipeline>) {
-        let now = Instant::now();
         for (key, pipeline) in pipelines {
-            let once = self.once;
-            self.restarts.entry(key.clone()).or_insert_with(|| {
-                let r = Restarts::new(now);
-                if once {
-                    r.with_limit(crate::supervisor::ONCE_RESTART_LIMIT)
-                } else {
-                    r
-                }
-            });
             self.tasks.spawn(async move { (key, pipeline.await) });
         }
     }
@@ -739,7 +736,7 @@ impl FlowRun {
             let progress = Arc::new(Progress::default());
             progress.end.store(s.end, Ordering::Relaxed);
             let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
-            let feed = PartitionFeed::new(&t.source_topic, p, position, FEED_DEPTH, pm.clone());
+            let feed = PartitionFeed::new(&t.source_topic, p, position, FEED_DEPTH, pm);
             // Fetched by the id of the topic the map belongs to: a re-created topic is
             // refused, never read at this position.
             feed.set_topic_id(t.topic_id);
@@ -791,7 +788,6 @@ impl FlowRun {
                     target_topic: t.target_topic.clone(),
                     map,
                     progress,
-                    metrics: pm,
                     feed,
                 },
             );

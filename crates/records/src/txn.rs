@@ -130,6 +130,13 @@ impl TxnResolver {
         Some(resolved)
     }
 
+    /// Gives back the capacity its queues do not use now (a partition that parks; the
+    /// queues grow again as they are used).
+    pub fn shrink_to_fit(&mut self) {
+        self.queue.shrink_to_fit();
+        self.open.shrink_to_fit();
+    }
+
     /// Bytes of batches held (decided or not) and not yet popped.
     pub fn held_bytes(&self) -> usize {
         self.held_bytes

@@ -167,6 +167,11 @@ impl<P, R> Coalescer<P, R> {
         self.queue.is_empty()
     }
 
+    /// Gives back the capacity the queue does not use now.
+    pub fn shrink_to_fit(&mut self) {
+        self.queue.shrink_to_fit();
+    }
+
     /// Batches queued.
     pub fn queued_batches(&self) -> usize {
         self.queued_batches

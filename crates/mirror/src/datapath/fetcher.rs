@@ -210,6 +210,17 @@ impl PartitionFeed {
             .await
     }
 
+    /// Whether nothing waits in the inbox for the pipeline.
+    pub fn is_empty(&self) -> bool {
+        self.inbox.is_empty()
+    }
+
+    /// Waits until something waits in the inbox for the pipeline, or it was asked to stop
+    /// (a parked pipeline's wake-up; takes nothing).
+    pub async fn ready(&self) {
+        self.inbox.ready().await;
+    }
+
     fn stopped(&self) -> bool {
         self.with_cursor(|c| c.stopped)
     }

@@ -16,6 +16,8 @@
 //!    not watch the stop still wakes for items; one that wants neither never wakes.
 //! 4. *No wake-up is lost*: an item or a stop that arrives while the receiver is not
 //!    waiting is seen by its next receive.
+//! 5. *A parked receiver wakes for any item or the stop* ([`Inbox::ready`], which takes
+//!    nothing): the partition's driver parks there while it has nothing else to wait for.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -99,6 +101,28 @@ impl<T> Inbox<T> {
     /// Whether the stop was asked for.
     pub fn stopped(&self) -> bool {
         self.lock().stop
+    }
+
+    /// Whether nothing is queued (items of either kind).
+    pub fn is_empty(&self) -> bool {
+        self.lock().queue.is_empty()
+    }
+
+    /// Waits until an item is queued or the stop was asked for, and takes nothing (rule 5).
+    pub async fn ready(&self) {
+        loop {
+            // Registered before the state is read, as in `recv`.
+            let notified = self.notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let s = self.lock();
+                if s.stop || !s.queue.is_empty() {
+                    return;
+                }
+            }
+            notified.await;
+        }
     }
 
     /// The next item when `items`, the stop when `stop` and it was asked for (the stop
@@ -233,5 +257,39 @@ mod tests {
         // A stop while not waiting.
         inbox.stop();
         assert_eq!(soon(&inbox, false, true).await, Some(Inbound::Stop));
+    }
+
+    async fn ready_soon(inbox: &Inbox<(u32, bool)>) -> bool {
+        tokio::time::timeout(Duration::from_millis(50), inbox.ready())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn rule_5_a_parked_receiver_wakes_for_any_item_or_the_stop() {
+        for kind in ["data", "control", "stop"] {
+            let inbox = std::sync::Arc::new(Inbox::new(4));
+            assert!(inbox.is_empty());
+            assert!(!ready_soon(&inbox).await, "nothing there: it stays parked");
+            let parked = {
+                let inbox = std::sync::Arc::clone(&inbox);
+                tokio::spawn(async move { inbox.ready().await })
+            };
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            match kind {
+                "data" => inbox.offer((1, true)).unwrap(),
+                "control" => inbox.push_control((1, false)),
+                _ => inbox.stop(),
+            }
+            let woke = tokio::time::timeout(Duration::from_secs(5), parked).await;
+            assert!(matches!(woke, Ok(Ok(()))), "{kind} wakes it");
+            // It took nothing: the item (or the stop) is there for the next receive.
+            assert!(ready_soon(&inbox).await, "{kind} is still there");
+            let next = soon(&inbox, true, true).await;
+            match kind {
+                "stop" => assert_eq!(next, Some(Inbound::Stop)),
+                _ => assert!(matches!(next, Some(Inbound::Item((1, _))))),
+            }
+        }
     }
 }

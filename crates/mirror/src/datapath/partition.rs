@@ -99,6 +99,17 @@ pub struct Progress {
 ///
 /// Not an `async fn`: one copies its arguments into the future a second time (they are
 /// rebound for drop order), and this future is kept once per partition.
+///
+/// **Parked while idle.** The partition's state ([`Parts`]: its machine, its batches in
+/// flight, the barrier's batches) is boxed once; the driver's own future
+/// ([`Driver::run`], ~700 bytes) is boxed only while the partition has something to do.
+/// When the driver would wait for the inbox alone — nothing in flight, no read of the
+/// source's log start, the machine wants data, the inbox is empty, and no commit barrier
+/// (exactly-once partitions never park: the barrier's seal needs an answer) — it returns,
+/// and this future waits on [`PartitionFeed::ready`] with nothing else alive, then runs
+/// the driver again. That wait is exactly the one the driver would have made, so parking
+/// changes no decision; it frees the driver's future of every partition with no data
+/// (10,000 partitions, one task each), for one allocation per wake-up.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     spec: PartitionSpec,
@@ -112,7 +123,18 @@ pub fn run(
 ) -> impl Future<Output = Result<(), MirrorError>> + Send {
     // Built before the future, which then holds the machine rather than what it is
     // built from.
-    let mut machine = machine(&spec, &feed, &map, recovery);
+    let mut parts = Box::new(Parts {
+        machine: machine(&spec, &feed, &map, recovery),
+        acks: VecDeque::new(),
+        held: Held {
+            gate: spec
+                .gate
+                .as_ref()
+                .map(|g| g.join((spec.source_topic.clone(), spec.partition))),
+            waiting: VecDeque::new(),
+            last_sent: None,
+        },
+    });
     async move {
         let driver = Driver {
             spec: &spec,
@@ -123,16 +145,22 @@ pub fn run(
             source: &source,
             target: &target,
         };
-        let mut acks: VecDeque<InFlight> = VecDeque::new();
-        let mut held = Held {
-            gate: spec
-                .gate
-                .as_ref()
-                .map(|g| g.join((spec.source_topic.clone(), spec.partition))),
-            waiting: VecDeque::new(),
-            last_sent: None,
+        let result = loop {
+            match Box::pin(driver.run(&mut parts)).await {
+                Ok(Ran::Idle { produced }) => {
+                    if !produced || parts.machine.is_done() {
+                        // Woken for nothing to send, or `--once` and done: the queues'
+                        // room is not about to be used again. A partition with steady
+                        // data keeps it (no allocation per wake-up).
+                        parts.shrink_to_fit();
+                    }
+                    feed.ready().await;
+                }
+                Ok(Ran::Finished) => break Ok(()),
+                Err(e) => break Err(e),
+            }
         };
-        let result = driver.run(&mut machine, &mut acks, &mut held).await;
+        let Parts { acks, mut held, .. } = *parts;
         // Leaves the barrier: the committer no longer waits for this partition. After an
         // error, batches of the open transaction may be written without being in the map: it
         // must not commit.
@@ -159,6 +187,33 @@ pub fn run(
                 .partition(spec.partition)
         })
     }
+}
+
+/// A partition's state across parking (see [`run`]).
+struct Parts {
+    machine: Pipeline<BatchPin>,
+    /// Batches handed on and not yet acknowledged, oldest first (settled by [`run`] after
+    /// an error).
+    acks: VecDeque<InFlight>,
+    held: Held,
+}
+
+impl Parts {
+    /// Gives back the capacity the partition's queues do not use now.
+    fn shrink_to_fit(&mut self) {
+        self.machine.shrink_to_fit();
+        self.acks.shrink_to_fit();
+        self.held.waiting.shrink_to_fit();
+    }
+}
+
+/// How a run of the driver ended without an error.
+enum Ran {
+    /// The machine finished (stopped and everything handed on recorded).
+    Finished,
+    /// Nothing to wait for but the inbox: park until it holds something or the stop.
+    /// `produced`: the run planned a batch to produce.
+    Idle { produced: bool },
 }
 
 /// The partition's machine, from its map as it is now and what recovery must check.
@@ -268,23 +323,27 @@ struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    /// Drives the machine; `acks` holds the acknowledgements not yet resolved (the caller
-    /// settles them after an error).
-    async fn run(
-        &self,
-        machine: &mut Pipeline<BatchPin>,
-        acks: &mut VecDeque<InFlight>,
-        held: &mut Held,
-    ) -> Result<(), MirrorError> {
+    /// Drives the machine until it finishes or would wait for the inbox alone ([`run`]);
+    /// `parts.acks` holds the acknowledgements not yet resolved (the caller settles them
+    /// after an error). A stop asked for while parked is seen here, at once.
+    async fn run(&self, parts: &mut Parts) -> Result<Ran, MirrorError> {
+        let Parts {
+            machine,
+            acks,
+            held,
+        } = parts;
         let mut log_start: Option<LogStartWait<'a>> = None;
         let mut recorded: Vec<Recorded> = Vec::new();
+        // A run starts only while the machine is not stopping (it parks only wanting data).
         let mut stopping = false;
+        let mut produced = false;
         if self.feed.stop_asked() {
             machine.stop();
             stopping = true;
         }
         loop {
-            self.act(machine, acks, &mut log_start, held, &mut recorded)
+            produced |= self
+                .act(machine, acks, &mut log_start, held, &mut recorded)
                 .await?;
             if let Some(g) = &mut held.gate {
                 if g.failed() {
@@ -299,9 +358,18 @@ impl<'a> Driver<'a> {
                 }
             }
             if machine.is_finished() {
-                return Ok(());
+                return Ok(Ran::Finished);
             }
             let wants_feed = machine.wants_feed();
+            if wants_feed
+                && acks.is_empty()
+                && log_start.is_none()
+                && held.gate.is_none()
+                && self.feed.is_empty()
+            {
+                // The select below would wait for the inbox alone ([`run`]: parked).
+                return Ok(Ran::Idle { produced });
+            }
             let wake = tokio::select! {
                 biased;
                 () = gate_changed(&mut held.gate) => Wake::Gate,
@@ -483,7 +551,8 @@ impl<'a> Driver<'a> {
         );
     }
 
-    /// Does everything the machine asks for until it waits for an event.
+    /// Does everything the machine asks for until it waits for an event; whether it
+    /// planned a batch to produce.
     async fn act(
         &self,
         machine: &mut Pipeline<BatchPin>,
@@ -491,7 +560,7 @@ impl<'a> Driver<'a> {
         log_start: &mut Option<LogStartWait<'a>>,
         held: &mut Held,
         recorded: &mut Vec<Recorded>,
-    ) -> Result<(), MirrorError> {
+    ) -> Result<bool, MirrorError> {
         let (spec, feed) = (self.spec, self.feed);
         let repin = |bytes, like: &BatchPin| {
             let reservation = spec.budget.try_reserve_like(bytes, &like.reservation)?;
@@ -500,6 +569,7 @@ impl<'a> Driver<'a> {
                 fetched: like.fetched,
             })
         };
+        let mut produced = false;
         // `let else`, not `while let`: the scrutinee's temporary would keep a second
         // action's bytes in the future across the awaits below.
         loop {
@@ -508,6 +578,7 @@ impl<'a> Driver<'a> {
             };
             match action {
                 Action::Produce { batch, coalesced } => {
+                    produced = true;
                     if let Some(c) = coalesced {
                         feed.metrics.coalesced(c.inputs as u64, c.bytes as u64);
                     }
@@ -601,7 +672,7 @@ impl<'a> Driver<'a> {
                 Action::Done => mark_done(self.progress),
             }
         }
-        Ok(())
+        Ok(produced)
     }
 
     /// The target partition's log start (ListOffsets EARLIEST).

@@ -216,6 +216,13 @@ enum Mode {
 }
 
 impl<P: Clone> Planner<P> {
+    /// Gives back the capacity its queues do not use now (a partition that parks).
+    pub fn shrink_to_fit(&mut self) {
+        self.resolver.shrink_to_fit();
+        self.pins.shrink_to_fit();
+        self.markers.shrink_to_fit();
+    }
+
     /// A planner whose steps start at `position`, re-encoding batches larger than
     /// `max_batch_bytes`.
     pub fn new(position: i64, max_batch_bytes: usize, limits: Limits) -> Self {

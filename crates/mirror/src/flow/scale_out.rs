@@ -517,7 +517,7 @@ impl FlowRun {
         let now = Instant::now();
         let mut loads = Vec::new();
         for (key, r) in &self.running {
-            let (records, bytes, lag) = r.metrics.load();
+            let (records, bytes, lag) = r.metrics().load();
             let avg = bytes.checked_div(records).unwrap_or(1024);
             let (then, before) = scale.meter.get(key).copied().unwrap_or((now, bytes));
             let secs = now.duration_since(then).as_secs_f64();

@@ -103,9 +103,13 @@ impl FlowRun {
             records: self
                 .running
                 .values()
-                .map(|r| r.metrics.records_total())
+                .map(|r| r.metrics().records_total())
                 .sum(),
-            bytes: self.running.values().map(|r| r.metrics.bytes_total()).sum(),
+            bytes: self
+                .running
+                .values()
+                .map(|r| r.metrics().bytes_total())
+                .sum(),
             groups_translated,
             produce_requests: self.producer.stats().requests,
             produced_batches: self.producer.stats().batches,

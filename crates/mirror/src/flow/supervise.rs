@@ -150,10 +150,16 @@ impl FlowRun {
             return Err(e);
         }
         let now = Instant::now();
-        let restarts = self
-            .restarts
-            .entry(key.clone())
-            .or_insert_with(|| Restarts::new(now));
+        let once = self.once;
+        let restarts = self.restarts.entry(key.clone()).or_insert_with(|| {
+            // The first failure (see `FlowRun::spawn`).
+            let r = Restarts::new(now);
+            if once {
+                r.with_limit(crate::supervisor::ONCE_RESTART_LIMIT)
+            } else {
+                r
+            }
+        });
         let (delay, attempt) = match restarts.failed(now, &e) {
             Verdict::StopFlow if e.stops_flow() => {
                 tracing::error!(flow = %self.flow.name, error = %e,

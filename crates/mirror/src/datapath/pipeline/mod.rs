@@ -308,6 +308,21 @@ impl<P: Clone> Pipeline<P> {
         self.in_flight
     }
 
+    /// `--once`: whether the map reached the end it stops at ([`Action::Done`] was
+    /// emitted).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Gives back the capacity its queues do not use now: a partition that parks keeps
+    /// no room for batches it may never get (10,000 partitions). Changes no decision.
+    pub fn shrink_to_fit(&mut self) {
+        self.planner.shrink_to_fit();
+        self.queue.shrink_to_fit();
+        self.pending.shrink_to_fit();
+        self.outbox.shrink_to_fit();
+    }
+
     /// Whether the driver should read the feed now.
     pub fn wants_feed(&self) -> bool {
         self.phase == Phase::Running

@@ -734,3 +734,39 @@ fn a_transaction_marker_between_holds_no_records_and_is_skipped() {
     );
     assert_eq!(h.next(), (4, 5));
 }
+
+#[test]
+fn a_pipeline_that_gave_its_queues_back_decides_as_one_that_kept_them() {
+    // A parked partition shrinks its queues (`Pipeline::shrink_to_fit`); that must change
+    // no decision. Twins get the same events, one shrinking before each.
+    let mut kept = Harness::new(0, Some(40), IncidentPolicy::Fail);
+    let mut shrunk = Harness::new(0, Some(40), IncidentPolicy::Fail);
+    let mut acked = [0i64; 2];
+    for round in 0..4i64 {
+        let batches: Vec<(i64, i64)> = (0..5).map(|i| (round * 10 + i * 2, 2)).collect();
+        let mut outcomes = Vec::new();
+        for (n, h) in [&mut kept, &mut shrunk].into_iter().enumerate() {
+            if n == 1 {
+                h.p.shrink_to_fit();
+            }
+            h.fetch(&batches).expect("plan");
+            if n == 1 {
+                h.p.shrink_to_fit();
+            }
+            let d = h.run().expect("run");
+            for b in &d.produced {
+                h.p.acked(acked[n]).expect("ack");
+                acked[n] += i64::from(b.header().records_count);
+            }
+            if n == 1 {
+                h.p.shrink_to_fit();
+            }
+            let r = h.run().expect("record");
+            let produced: Vec<Vec<u8>> = d.produced.iter().map(|b| b.as_bytes().to_vec()).collect();
+            outcomes.push((produced, r.recorded.len(), r.other, h.next(), h.p.is_done()));
+        }
+        assert_eq!(outcomes[0], outcomes[1], "round {round}");
+    }
+    assert!(kept.p.is_done() && shrunk.p.is_done());
+    assert_eq!(shrunk.next(), (40, 40));
+}
