@@ -215,6 +215,11 @@ impl PartitionFeed {
         self.inbox.is_empty()
     }
 
+    /// Gives back the inbox's capacity when it is empty (a parked pipeline).
+    pub fn shrink_if_empty(&self) {
+        self.inbox.shrink_if_empty();
+    }
+
     /// Waits until something waits in the inbox for the pipeline, or it was asked to stop
     /// (a parked pipeline's wake-up; takes nothing).
     pub async fn ready(&self) {

@@ -108,6 +108,14 @@ impl<T> Inbox<T> {
         self.lock().queue.is_empty()
     }
 
+    /// Gives back the queue's capacity when nothing is queued (a parked receiver).
+    pub fn shrink_if_empty(&self) {
+        let mut s = self.lock();
+        if s.queue.is_empty() {
+            s.queue.shrink_to_fit();
+        }
+    }
+
     /// Waits until an item is queued or the stop was asked for, and takes nothing (rule 5).
     pub async fn ready(&self) {
         loop {

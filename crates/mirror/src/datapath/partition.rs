@@ -146,47 +146,62 @@ pub fn run(
             target: &target,
         };
         let result = loop {
-            match Box::pin(driver.run(&mut parts)).await {
+            // Bound first: the matched value must not live across the park's await.
+            let ran = Box::pin(driver.run(&mut parts)).await;
+            match ran {
                 Ok(Ran::Idle { produced }) => {
                     if !produced || parts.machine.is_done() {
                         // Woken for nothing to send, or `--once` and done: the queues'
                         // room is not about to be used again. A partition with steady
                         // data keeps it (no allocation per wake-up).
                         parts.shrink_to_fit();
+                        feed.shrink_if_empty();
                     }
-                    feed.ready().await;
                 }
                 Ok(Ran::Finished) => break Ok(()),
                 Err(e) => break Err(e),
             }
+            feed.ready().await;
         };
-        let Parts { acks, mut held, .. } = *parts;
-        // Leaves the barrier: the committer no longer waits for this partition. After an
-        // error, batches of the open transaction may be written without being in the map: it
-        // must not commit.
-        if let Some(g) = held.gate.take() {
-            match &result {
-                Ok(()) => g.release(),
-                Err(_) => g.fail(),
-            }
-        }
-        drop(held);
-        feed.with_cursor(|c| c.stopped = true);
-        if result.is_err() {
-            // Settle the batches handed to the producer whose outcome nobody recorded: a
-            // restart of the partition reads the target's end only once they resolved (each
-            // by its delivery timeout), so none lands after it (what landed is found by the
-            // restart's recovery).
-            for sent in acks {
-                let _ = sent.ack.await;
-            }
-        }
-        result.map_err(|e| {
-            e.flow(&spec.flow)
-                .topic(&spec.source_topic)
-                .partition(spec.partition)
-        })
+        // Boxed: the end's settling is rare and would otherwise size the parked future.
+        Box::pin(ended(*parts, result, &spec, &feed)).await
     }
+}
+
+/// The pipeline ended with `result`: leaves the barrier, marks the feed stopped and, after
+/// an error, settles what was handed on.
+async fn ended(
+    parts: Parts,
+    result: Result<(), MirrorError>,
+    spec: &PartitionSpec,
+    feed: &PartitionFeed,
+) -> Result<(), MirrorError> {
+    let Parts { acks, mut held, .. } = parts;
+    // Leaves the barrier: the committer no longer waits for this partition. After an
+    // error, batches of the open transaction may be written without being in the map: it
+    // must not commit.
+    if let Some(g) = held.gate.take() {
+        match &result {
+            Ok(()) => g.release(),
+            Err(_) => g.fail(),
+        }
+    }
+    drop(held);
+    feed.with_cursor(|c| c.stopped = true);
+    if result.is_err() {
+        // Settle the batches handed to the producer whose outcome nobody recorded: a
+        // restart of the partition reads the target's end only once they resolved (each
+        // by its delivery timeout), so none lands after it (what landed is found by the
+        // restart's recovery).
+        for sent in acks {
+            let _ = sent.ack.await;
+        }
+    }
+    result.map_err(|e| {
+        e.flow(&spec.flow)
+            .topic(&spec.source_topic)
+            .partition(spec.partition)
+    })
 }
 
 /// A partition's state across parking (see [`run`]).

@@ -197,13 +197,26 @@ impl<B: Bounds> EncodeMetric for Histogram<B> {
 /// All series of one metric, by label values. Clones share the series (one clone is
 /// registered for encoding, the engine keeps the other).
 ///
-/// A series' key is its label values joined by [`SEP`] in one string: one allocation per
-/// series rather than a `Vec` and a `String` per value (a partition has six series of
-/// three labels: 10,000 partitions kept 7 MB more of keys). The separator sorts below
-/// every other character, so the series keep the order of their values.
+/// A series' key is its label values joined by [`SEP`] in one shared string
+/// ([`SeriesKey`]): one allocation per series rather than a `Vec` and a `String` per value,
+/// and one for all of a partition's series, which share their label values (six series
+/// of three labels per partition, 10,000 partitions). The separator sorts below every
+/// other character, so the series keep the order of their values.
 pub(crate) struct Family<M> {
     labels: &'static [&'static str],
-    series: Arc<Mutex<BTreeMap<Box<str>, M>>>,
+    series: Arc<Mutex<BTreeMap<Arc<str>, M>>>,
+}
+
+/// Label values made into a series key once, for every family that has a series with
+/// them ([`Family::get_key`]).
+#[derive(Debug, Clone)]
+pub(crate) struct SeriesKey(Arc<str>);
+
+impl SeriesKey {
+    /// The key of the series with label values `values`.
+    pub(crate) fn of(values: &[&str]) -> Self {
+        SeriesKey(Arc::from(key(values)))
+    }
 }
 
 /// Separates label values in a series key. A value holding it has it replaced by U+FFFD
@@ -264,9 +277,23 @@ impl<M: Default + Clone> Family<M> {
     /// handle is a clone sharing the series: keep it rather than looking it up again.
     pub(crate) fn get(&self, values: &[&str]) -> M {
         debug_assert_eq!(values.len(), self.labels.len(), "{:?}", self.labels);
-        let key = key(values);
+        self.get_key(&SeriesKey::of(values))
+    }
+
+    /// [`Family::get`] by a key made once ([`SeriesKey::of`] of one value per label); a
+    /// new series shares the key's string.
+    pub(crate) fn get_key(&self, key: &SeriesKey) -> M {
+        debug_assert_eq!(
+            key.0.split(SEP).count(),
+            self.labels.len(),
+            "{:?}",
+            self.labels
+        );
         let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-        series.entry(key).or_default().clone()
+        if let Some(m) = series.get(&*key.0) {
+            return m.clone();
+        }
+        series.entry(Arc::clone(&key.0)).or_default().clone()
     }
 
     /// Drops every series whose label values start with `prefix`.
@@ -289,7 +316,7 @@ where
     fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
         // Copy the handles and let go of the lock before encoding: the data path takes it
         // to create series, and must not wait for a whole family to be written out.
-        let series: Vec<(Box<str>, M)> = self
+        let series: Vec<(Arc<str>, M)> = self
             .series
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -297,6 +324,7 @@ where
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         for (values, m) in &series {
+            let values: &str = values;
             let labels: Vec<(&str, &str)> =
                 self.labels.iter().copied().zip(values.split(SEP)).collect();
             m.encode(encoder.encode_family(&labels)?)?;
@@ -373,5 +401,28 @@ mod tests {
         );
         fam.remove_prefix(&["x\0y"]);
         assert!(rendered(&fam).is_empty());
+    }
+
+    #[test]
+    fn a_key_made_once_names_the_series_of_its_values_in_every_family() {
+        let a: Family<Counter> = Family::new(&["flow", "topic", "partition"]);
+        let b: Family<Counter> = Family::new(&["flow", "topic", "partition"]);
+        let key = SeriesKey::of(&["f", "t", "3"]);
+        a.get_key(&key).inc();
+        b.get_key(&key).inc_by(2);
+        a.get(&["f", "t", "3"]).inc();
+        assert_eq!(
+            rendered(&a),
+            [r#"t_total{flow="f",topic="t",partition="3"} 2"#]
+        );
+        assert_eq!(
+            rendered(&b),
+            [r#"t_total{flow="f",topic="t",partition="3"} 2"#]
+        );
+        assert_eq!(
+            Arc::strong_count(&key.0),
+            3,
+            "both families share the key's one string"
+        );
     }
 }

@@ -419,6 +419,8 @@ impl Metrics {
     /// Handles for one partition's data-path series, resolved once.
     pub fn partition(&self, flow: &str, topic: &str, partition: i32) -> PartitionMetrics {
         let f = &self.inner.f;
+        // One key string for the partition's six series.
+        let key = family::SeriesKey::of(&[flow, topic, &p(partition)]);
         let progress = Arc::new(Progress {
             lag: std::sync::atomic::AtomicI64::new(0),
             moved_ms: std::sync::atomic::AtomicI64::new(now_ms()),
@@ -443,15 +445,15 @@ impl Metrics {
             flow: flow.to_owned(),
             topic: topic.to_owned(),
             partition,
-            records: Self::ftp(&f.records, flow, topic, partition),
-            bytes: Self::ftp(&f.bytes, flow, topic, partition),
-            lag_offsets: Self::ftp(&f.lag_offsets, flow, topic, partition),
-            lag_seconds: Self::ftp(&f.lag_seconds, flow, topic, partition),
+            records: f.records.get_key(&key),
+            bytes: f.bytes.get_key(&key),
+            lag_offsets: f.lag_offsets.get_key(&key),
+            lag_seconds: f.lag_seconds.get_key(&key),
             latency: f.latency.get(&[flow, topic]),
             engine_latency: self.inner.engine.latency.get(&[flow]),
             produce_ack: self.inner.engine.produce.get(&[flow]),
-            map_runs: Self::ftp(&f.map_runs, flow, topic, partition),
-            held: Self::ftp(&f.held_bytes, flow, topic, partition),
+            map_runs: f.map_runs.get_key(&key),
+            held: f.held_bytes.get_key(&key),
             lazy: Arc::default(),
         }
     }
