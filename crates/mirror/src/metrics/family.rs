@@ -217,6 +217,12 @@ impl SeriesKey {
     pub(crate) fn of(values: &[&str]) -> Self {
         SeriesKey(Arc::from(key(values)))
     }
+
+    /// Label value `i` as the key holds it (a separator in it replaced); empty past the
+    /// last.
+    pub(crate) fn value(&self, i: usize) -> &str {
+        self.0.split(SEP).nth(i).unwrap_or("")
+    }
 }
 
 /// Separates label values in a series key. A value holding it has it replaced by U+FFFD

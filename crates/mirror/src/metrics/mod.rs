@@ -325,7 +325,8 @@ struct Inner {
 
 /// A partition `/health` watches: flow, topic, partition and its progress (gone when the
 /// partition stops).
-type Watched = (String, String, i32, std::sync::Weak<Progress>);
+/// A partition's series key (flow, topic, partition) and its progress.
+type Watched = (family::SeriesKey, i32, std::sync::Weak<Progress>);
 
 /// Default of [`Metrics::set_stalled_after`]: five minutes.
 pub const DEFAULT_STALLED_AFTER: std::time::Duration = std::time::Duration::from_secs(300);
@@ -431,19 +432,12 @@ impl Metrics {
                 .partitions
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            all.retain(|(_, _, _, w)| w.strong_count() > 0);
-            all.push((
-                flow.to_owned(),
-                topic.to_owned(),
-                partition,
-                Arc::downgrade(&progress),
-            ));
+            all.retain(|(_, _, w)| w.strong_count() > 0);
+            all.push((key.clone(), partition, Arc::downgrade(&progress)));
         }
         PartitionMetrics {
             progress,
             metrics: self.clone(),
-            flow: flow.to_owned(),
-            topic: topic.to_owned(),
             partition,
             records: f.records.get_key(&key),
             bytes: f.bytes.get_key(&key),
@@ -455,6 +449,7 @@ impl Metrics {
             map_runs: f.map_runs.get_key(&key),
             held: f.held_bytes.get_key(&key),
             lazy: Arc::default(),
+            key,
         }
     }
 
@@ -746,7 +741,7 @@ impl Metrics {
             now_ms(),
             self.inner.stalled_after_ms.load(Ordering::Relaxed),
         );
-        for (flow, topic, partition, w) in self
+        for (key, partition, w) in self
             .inner
             .partitions
             .lock()
@@ -755,8 +750,8 @@ impl Metrics {
         {
             if let Some(p) = w.upgrade()
                 && let Some(line) = stall_line(
-                    flow,
-                    topic,
+                    key.value(0),
+                    key.value(1),
                     *partition,
                     p.lag.load(Ordering::Relaxed),
                     p.moved_ms.load(Ordering::Relaxed),
@@ -810,8 +805,8 @@ impl Metrics {
 pub struct PartitionMetrics {
     progress: Arc<Progress>,
     metrics: Metrics,
-    flow: String,
-    topic: String,
+    /// Its series' key: flow, topic, partition (the labels of its lazy series too).
+    key: family::SeriesKey,
     partition: i32,
     records: Counter,
     bytes: Counter,
@@ -848,14 +843,22 @@ struct LazySeries {
 impl std::fmt::Debug for PartitionMetrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PartitionMetrics")
-            .field("flow", &self.flow)
-            .field("topic", &self.topic)
+            .field("flow", &self.flow())
+            .field("topic", &self.topic())
             .field("partition", &self.partition)
             .finish_non_exhaustive()
     }
 }
 
 impl PartitionMetrics {
+    fn flow(&self) -> &str {
+        self.key.value(0)
+    }
+
+    fn topic(&self) -> &str {
+        self.key.value(1)
+    }
+
     /// An acknowledged batch: `records`, `bytes`, and its latency in seconds.
     pub fn acked(&self, records: u64, bytes: u64, latency_secs: f64) {
         self.progress.moved_ms.store(now_ms(), Ordering::Relaxed);
@@ -918,7 +921,7 @@ impl PartitionMetrics {
         fam: &Family<Counter>,
         last: &str,
     ) -> &'c Counter {
-        cache.get_or_init(|| fam.get(&[&self.flow, &self.topic, &p(self.partition), last]))
+        cache.get_or_init(|| fam.get(&[self.flow(), self.topic(), &p(self.partition), last]))
     }
 
     /// See [`Metrics::slow_path_batch`] (without a lookup after the first call for a
@@ -931,7 +934,7 @@ impl PartitionMetrics {
             }
             None => self
                 .metrics
-                .slow_path_batch(&self.flow, &self.topic, self.partition, reason),
+                .slow_path_batch(self.flow(), self.topic(), self.partition, reason),
         }
     }
 
@@ -939,7 +942,7 @@ impl PartitionMetrics {
     pub fn coalesced(&self, inputs: u64, bytes: u64) {
         let [i, o, b] = self.lazy.coalesce.get_or_init(|| {
             let f = &self.metrics.inner.f;
-            let (fl, t, pt) = (&self.flow, &self.topic, self.partition);
+            let (fl, t, pt) = (self.flow(), self.topic(), self.partition);
             [
                 Metrics::ftp(&f.coalesce_inputs, fl, t, pt),
                 Metrics::ftp(&f.coalesce_outputs, fl, t, pt),
@@ -970,7 +973,7 @@ impl PartitionMetrics {
             None => {
                 let pp = p(self.partition);
                 let fam = &self.metrics.inner.f.dropped;
-                fam.get(&[&self.flow, &self.topic, &pp, kind]).inc_by(n);
+                fam.get(&[self.flow(), self.topic(), &pp, kind]).inc_by(n);
             }
         }
     }
@@ -978,29 +981,29 @@ impl PartitionMetrics {
     /// See [`Metrics::fetch_error`] (and counts the retry that follows).
     pub fn fetch_error(&self) {
         self.metrics
-            .fetch_error(&self.flow, &self.topic, self.partition);
+            .fetch_error(self.flow(), self.topic(), self.partition);
         self.metrics
-            .fetch_retry(&self.flow, &self.topic, self.partition);
+            .fetch_retry(self.flow(), self.topic(), self.partition);
     }
 
     /// See [`Metrics::fetch_retry`].
     pub fn fetch_retry(&self) {
         self.metrics
-            .fetch_retry(&self.flow, &self.topic, self.partition);
+            .fetch_retry(self.flow(), self.topic(), self.partition);
     }
 
     /// See [`Metrics::produce_error`] (and counts the pipeline restart that follows).
     pub fn produce_error(&self) {
         self.metrics
-            .produce_error(&self.flow, &self.topic, self.partition);
+            .produce_error(self.flow(), self.topic(), self.partition);
         self.metrics
-            .produce_retry(&self.flow, &self.topic, self.partition);
+            .produce_retry(self.flow(), self.topic(), self.partition);
     }
 
     /// See [`Metrics::incident`].
     pub fn incident(&self, kind: IncidentKind) {
         self.metrics
-            .incident(&self.flow, &self.topic, self.partition, kind);
+            .incident(self.flow(), self.topic(), self.partition, kind);
     }
 
     /// Records acknowledged so far.
