@@ -650,6 +650,19 @@ impl FlowRun {
             crate::datapath::probe::max_message_bytes(&self.target, &t.target_topic).await;
         let by_time = self.offsets_by_time(t, &src).await?;
         let mut births = Vec::new();
+        // Shared by the topic's partitions (10,000 partitions: one string each, not four
+        // per partition).
+        let (flow_name, source_cluster, source_topic, target_topic): (
+            Arc<str>,
+            Arc<str>,
+            Arc<str>,
+            Arc<str>,
+        ) = (
+            flow.name.as_str().into(),
+            flow.source.as_str().into(),
+            t.source_topic.as_str().into(),
+            t.target_topic.as_str().into(),
+        );
         for &p in partitions {
             let key = (t.source_topic.clone(), p);
             let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
@@ -741,10 +754,10 @@ impl FlowRun {
             // refused, never read at this position.
             feed.set_topic_id(t.topic_id);
             let spec = PartitionSpec {
-                flow: flow.name.clone(),
-                source_cluster: flow.source.clone(),
-                source_topic: t.source_topic.clone(),
-                target_topic: t.target_topic.clone(),
+                flow: Arc::clone(&flow_name),
+                source_cluster: Arc::clone(&source_cluster),
+                source_topic: Arc::clone(&source_topic),
+                target_topic: Arc::clone(&target_topic),
                 partition: p,
                 max_batch_bytes,
                 until: self

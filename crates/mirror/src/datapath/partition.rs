@@ -42,13 +42,13 @@ pub type SharedMap = Arc<Mutex<MapWriter>>;
 #[derive(Debug, Clone)]
 pub struct PartitionSpec {
     /// Flow name (context for errors and logs).
-    pub flow: String,
+    pub flow: Arc<str>,
     /// Source cluster name.
-    pub source_cluster: String,
+    pub source_cluster: Arc<str>,
     /// Source topic.
-    pub source_topic: String,
+    pub source_topic: Arc<str>,
     /// Target topic.
-    pub target_topic: String,
+    pub target_topic: Arc<str>,
     /// Partition (same index on both sides).
     pub partition: i32,
     /// Largest batch the target accepts.
@@ -130,7 +130,7 @@ pub fn run(
             gate: spec
                 .gate
                 .as_ref()
-                .map(|g| g.join((spec.source_topic.clone(), spec.partition))),
+                .map(|g| g.join((spec.source_topic.to_string(), spec.partition))),
             waiting: VecDeque::new(),
             last_sent: None,
         },
@@ -198,8 +198,8 @@ async fn ended(
         }
     }
     result.map_err(|e| {
-        e.flow(&spec.flow)
-            .topic(&spec.source_topic)
+        e.flow(&*spec.flow)
+            .topic(&*spec.source_topic)
             .partition(spec.partition)
     })
 }
@@ -701,7 +701,7 @@ impl<'a> Driver<'a> {
                 IsolationLevel::ReadUncommitted,
             )
             .await
-            .map_err(|e| MirrorError::kafka("list offsets", e).topic(&spec.target_topic))?;
+            .map_err(|e| MirrorError::kafka("list offsets", e).topic(&*spec.target_topic))?;
         Ok(offsets
             .first()
             .map_or(0, |o| u64::try_from(o.offset).unwrap_or(0)))
@@ -766,7 +766,7 @@ async fn source_log_start(source: &Client, spec: &PartitionSpec) -> Result<i64, 
             IsolationLevel::ReadCommitted,
         )
         .await
-        .map_err(|e| MirrorError::kafka("list offsets", e).cluster(&spec.source_cluster))?;
+        .map_err(|e| MirrorError::kafka("list offsets", e).cluster(&*spec.source_cluster))?;
     Ok(offsets.first().map_or(0, |o| o.offset.max(0)))
 }
 

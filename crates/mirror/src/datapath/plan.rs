@@ -206,13 +206,18 @@ enum Mode {
     /// Reading ahead from `from` for the markers of `undecided` (producer id → first
     /// offset of its data since `from`); `held` are the producers it held at the spill,
     /// and while some of them are undecided, producers whose data is read join `undecided`.
-    Scanning {
-        from: i64,
-        held: HashSet<i64>,
-        undecided: HashMap<i64, i64>,
-    },
+    /// Boxed: rare, and inline it would take ~100 bytes in every partition's planner.
+    Scanning(Box<Scan>),
     /// Waiting for the record set fetched from `from` (the rewind).
     Rewound { from: i64 },
+}
+
+/// [`Mode::Scanning`]'s state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Scan {
+    from: i64,
+    held: HashSet<i64>,
+    undecided: HashMap<i64, i64>,
 }
 
 impl<P: Clone> Planner<P> {
@@ -252,11 +257,11 @@ impl<P: Clone> Planner<P> {
         self.pins.clear();
         self.open.clear();
         self.markers.clear();
-        self.mode = Mode::Scanning {
+        self.mode = Mode::Scanning(Box::new(Scan {
             from: self.released_next,
             held,
             undecided,
-        };
+        }));
         true
     }
 
@@ -280,14 +285,14 @@ impl<P: Clone> Planner<P> {
             source,
         })?;
         let mut plan = Plan::empty(position, split.trimmed);
-        let Mode::Scanning {
+        let Mode::Scanning(scan) = &mut self.mode else {
+            return Ok(plan);
+        };
+        let Scan {
             from,
             held,
             undecided,
-        } = &mut self.mode
-        else {
-            return Ok(plan);
-        };
+        } = &mut **scan;
         for batch in split.batches {
             let h = *batch.header();
             let next = h.next_offset();
@@ -407,7 +412,7 @@ impl<P: Clone> Planner<P> {
     ) -> Result<Plan<P>, PlanError> {
         match &self.mode {
             Mode::Normal => {}
-            Mode::Scanning { .. } => return self.scan(records, position),
+            Mode::Scanning(_) => return self.scan(records, position),
             // Rule 3: only the re-read counts.
             Mode::Rewound { from } if *from != position => return Ok(Plan::empty(position, 0)),
             Mode::Rewound { .. } => self.mode = Mode::Normal,

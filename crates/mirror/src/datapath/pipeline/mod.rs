@@ -103,9 +103,9 @@ pub struct Settings {
     /// How queued batches are merged when the window is full.
     pub merge: MergeOptions,
     /// Target topic (for messages).
-    pub target_topic: String,
+    pub target_topic: std::sync::Arc<str>,
     /// Source cluster name (context for errors about fetched bytes).
-    pub source_cluster: String,
+    pub source_cluster: std::sync::Arc<str>,
 }
 
 /// One fetched record set.
@@ -254,8 +254,8 @@ pub struct Pipeline<P> {
     until: Option<i64>,
     done: bool,
     policies: Policies,
-    target_topic: String,
-    source_cluster: String,
+    target_topic: std::sync::Arc<str>,
+    source_cluster: std::sync::Arc<str>,
     outbox: VecDeque<Action>,
     check: Option<Check>,
     /// Map restarts for a re-created source topic applied so far.
@@ -355,7 +355,7 @@ impl<P: Clone> Pipeline<P> {
             .plan_stable(f.records, f.aborted, f.stable, f.position, f.pin)
             .map_err(|e| {
                 MirrorError::records(format!("batch at source offset {}", e.offset), e.source)
-                    .cluster(&self.source_cluster)
+                    .cluster(&*self.source_cluster)
             })?;
         let planned = Planned {
             dropped_control: plan.dropped_control,
@@ -483,7 +483,7 @@ impl<P: Clone> Pipeline<P> {
                 let skipped = incident
                     .decide(&self.policies)
                     .into_result()
-                    .map_err(|e| e.cluster(&self.source_cluster))
+                    .map_err(|e| e.cluster(&*self.source_cluster))
                     .inspect_err(|_| self.phase = Phase::Failed)?;
                 push_lean(&mut self.outbox, Action::Skipped(skipped));
                 (update, false)
