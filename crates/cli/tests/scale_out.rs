@@ -33,6 +33,9 @@ const SESSION: Duration = Duration::from_secs(6);
 
 /// The tests here run one at a time: each runs several processes against two brokers, and
 /// the membership timings they check should not compete with another test's for 2 cores.
+/// Under `cargo test` this mutex does it; under nextest (scripts/test), where each test is
+/// its own process, the `scale-out` test group of .config/nextest.toml does (one at a
+/// time, holding two of its four slots).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
