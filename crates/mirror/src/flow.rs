@@ -652,17 +652,10 @@ impl FlowRun {
         let mut births = Vec::new();
         // Shared by the topic's partitions (10,000 partitions: one string each, not four
         // per partition).
-        let (flow_name, source_cluster, source_topic, target_topic): (
-            Arc<str>,
-            Arc<str>,
-            Arc<str>,
-            Arc<str>,
-        ) = (
-            flow.name.as_str().into(),
-            flow.source.as_str().into(),
-            t.source_topic.as_str().into(),
-            t.target_topic.as_str().into(),
-        );
+        let flow_name: Arc<str> = Arc::from(flow.name.as_str());
+        let source_cluster: Arc<str> = Arc::from(flow.source.as_str());
+        let source_topic: Arc<str> = Arc::from(t.source_topic.as_str());
+        let target_topic: Arc<str> = Arc::from(t.target_topic.as_str());
         for &p in partitions {
             let key = (t.source_topic.clone(), p);
             let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {

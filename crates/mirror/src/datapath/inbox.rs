@@ -118,16 +118,20 @@ impl<T> Inbox<T> {
 
     /// Waits until an item is queued or the stop was asked for, and takes nothing (rule 5).
     pub async fn ready(&self) {
+        self.wait_for(|s| (s.stop || !s.queue.is_empty()).then_some(()))
+            .await
+    }
+
+    /// Waits until `take` finds what it waits for in the state (rule 4: the wake-up is
+    /// registered before the state is read, so a push after the read wakes it).
+    async fn wait_for<R>(&self, mut take: impl FnMut(&mut State<T>) -> Option<R>) -> R {
         loop {
-            // Registered before the state is read, as in `recv`.
             let notified = self.notify.notified();
             let mut notified = std::pin::pin!(notified);
             notified.as_mut().enable();
-            {
-                let s = self.lock();
-                if s.stop || !s.queue.is_empty() {
-                    return;
-                }
+            let found = take(&mut self.lock());
+            if let Some(r) = found {
+                return r;
             }
             notified.await;
         }
@@ -140,25 +144,17 @@ impl<T> Inbox<T> {
         if !items && !stop {
             return std::future::pending().await;
         }
-        loop {
-            // Registered before the state is read: a push after the read wakes it.
-            let notified = self.notify.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            {
-                let mut s = self.lock();
-                if stop && s.stop {
-                    return Inbound::Stop;
-                }
-                if items && let Some(item) = s.queue.pop_front() {
-                    if is_data(&item) {
-                        s.data -= 1;
-                    }
-                    return Inbound::Item(item);
-                }
+        self.wait_for(|s| {
+            if stop && s.stop {
+                return Some(Inbound::Stop);
             }
-            notified.await;
-        }
+            let item = if items { s.queue.pop_front() } else { None }?;
+            if is_data(&item) {
+                s.data -= 1;
+            }
+            Some(Inbound::Item(item))
+        })
+        .await
     }
 }
 

@@ -296,9 +296,6 @@ impl<M: Default + Clone> Family<M> {
             self.labels
         );
         let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(m) = series.get(&*key.0) {
-            return m.clone();
-        }
         series.entry(Arc::clone(&key.0)).or_default().clone()
     }
 

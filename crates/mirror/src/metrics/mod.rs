@@ -323,9 +323,8 @@ struct Inner {
     held_alarm_on: std::sync::atomic::AtomicBool,
 }
 
-/// A partition `/health` watches: flow, topic, partition and its progress (gone when the
-/// partition stops).
-/// A partition's series key (flow, topic, partition) and its progress.
+/// A partition `/health` watches: its series key (flow, topic, partition), the partition
+/// and its progress (gone when the partition stops).
 type Watched = (family::SeriesKey, i32, std::sync::Weak<Progress>);
 
 /// Default of [`Metrics::set_stalled_after`]: five minutes.
