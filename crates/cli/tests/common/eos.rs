@@ -1,9 +1,14 @@
-//! Reading an exactly-once target as a `read_committed` consumer does on a broker that
-//! lists aborted transactions. Tansu sends no aborted list in Fetch, so librdkafka also
-//! returns the batches of aborted transactions there (docs/compatibility.md): each target
-//! partition is also read with strait-client's marker-resolving consumer, and librdkafka's
-//! records are kept only at offsets whose transaction committed. Against Apache Kafka that
-//! filter keeps everything.
+//! Reading an exactly-once target as a `read_committed` consumer does on Apache Kafka: a
+//! record counts once its transaction's COMMIT marker is in the log. Tansu answers neither
+//! part of that right (docs/compatibility.md): it sends no aborted list, so librdkafka's
+//! `read_committed` also returns aborted batches; and its last stable offset can stay for
+//! good below a transaction whose COMMIT marker is written (a commit it defers while
+//! another `transactional.id`'s transaction on a shared partition — the state topic's — is
+//! open, and that nothing later releases once the writes stop). So librdkafka reads every
+//! record (`read_uncommitted`), and each target partition is also read with
+//! strait-client's marker-resolving consumer: librdkafka's records are kept only at
+//! offsets whose transaction committed by the markers. Against Apache Kafka that is what
+//! `read_committed` returns.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -85,10 +90,11 @@ pub fn read(
     out
 }
 
-/// The target topic read as a read_committed consumer sees it (see the module doc).
+/// The target topic read as a read_committed consumer of Apache Kafka sees it (see the
+/// module doc).
 pub fn target_committed(dst: &str, topic: &str, partitions: i32) -> BTreeMap<i32, Vec<String>> {
     let keep = committed_offsets(dst, topic, partitions);
-    read(dst, topic, Isolation::ReadCommitted, Some(&keep))
+    read(dst, topic, Isolation::ReadUncommitted, Some(&keep))
 }
 
 /// Every record of the source `topic` on the target `target_topic` exactly once, in order,
@@ -120,4 +126,114 @@ pub fn assert_exactly_once(
             dups.first()
         );
     }
+}
+
+/// Runs of batches [`describe_log`] shows per partition (the newest).
+const MAX_RUNS_SHOWN: usize = 40;
+
+/// For a failure message: per partition of `topic`, its high watermark, last stable
+/// offset and log start, and its batches as runs (`o..o` the offsets, `pid/epoch`, `T` for
+/// transactional, `C`/`A` for a COMMIT/ABORT marker), read raw and uncommitted.
+pub fn describe_log(bootstrap: &str, topic: &str, partitions: i32) -> String {
+    use std::fmt::Write as _;
+    use strait_records::{ControlRecordType, Limits, split};
+    runtime().block_on(async {
+        let client = match Client::connect(ClientConfig::new([bootstrap])).await {
+            Ok(c) => c,
+            Err(e) => return format!("cannot connect to describe the log: {e}"),
+        };
+        let limits = Limits::default();
+        let mut out = String::new();
+        for p in 0..partitions {
+            let (mut offset, mut lines, mut hw, mut lso, mut start) =
+                (0i64, Vec::new(), -1, -1, -1);
+            loop {
+                let Ok((leader, _)) = client.leader_for(topic, p).await else {
+                    break;
+                };
+                let opts = FetchOptions {
+                    max_wait: Duration::from_millis(10),
+                    ..FetchOptions::default()
+                };
+                let res = match client
+                    .fetch(
+                        leader,
+                        &[strait_client::FetchPosition::new(topic, p, offset)],
+                        &opts,
+                    )
+                    .await
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        lines.push(format!("fetch at {offset}: {e}"));
+                        break;
+                    }
+                };
+                let Some(part) = res.partitions.into_iter().next() else {
+                    break;
+                };
+                (hw, lso, start) = (
+                    part.high_watermark,
+                    part.last_stable_offset,
+                    part.log_start_offset,
+                );
+                let Ok(batches) = split(part.records, &limits) else {
+                    lines.push(format!("undecodable at {offset}"));
+                    break;
+                };
+                let before = offset;
+                for b in batches.batches {
+                    let h = *b.header();
+                    if h.next_offset() <= offset {
+                        continue;
+                    }
+                    let kind = match b.control_type(&limits) {
+                        Ok(Some(ControlRecordType::Commit)) => "C",
+                        Ok(Some(ControlRecordType::Abort)) => "A",
+                        Ok(Some(ControlRecordType::Other(_))) => "?",
+                        _ if h.attributes.is_transactional() => "T",
+                        _ => "-",
+                    };
+                    lines.push(format!(
+                        "{}..{} {}/{} {kind}",
+                        h.base_offset,
+                        h.next_offset() - 1,
+                        h.producer_id,
+                        h.producer_epoch
+                    ));
+                    offset = h.next_offset();
+                }
+                if offset == before || offset >= hw {
+                    break;
+                }
+            }
+            // Runs of data batches of one producer are folded: the markers are what matter.
+            let mut folded: Vec<String> = Vec::new();
+            for l in lines {
+                let same = folded.last().is_some_and(|last: &String| {
+                    last.ends_with(" T") && l.ends_with(" T") && {
+                        let who = |s: &str| s.split(' ').nth(1).map(str::to_owned);
+                        who(last) == who(&l)
+                    }
+                });
+                if same {
+                    let last = folded.pop().unwrap_or_default();
+                    let from = last.split("..").next().unwrap_or_default().to_owned();
+                    let rest = l.split_once("..").map_or("", |(_, r)| r);
+                    folded.push(format!("{from}..{rest}"));
+                } else {
+                    folded.push(l);
+                }
+            }
+            // The newest runs are what a stuck drain is about.
+            let shown = folded.len().saturating_sub(MAX_RUNS_SHOWN);
+            let _ = writeln!(
+                out,
+                "partition {p}: log start {start}, LSO {lso}, HW {hw}: {}{}",
+                if shown > 0 { "…, " } else { "" },
+                folded[shown..].join(", ")
+            );
+        }
+        out
+    })
 }
