@@ -28,11 +28,13 @@ const WAIT: Duration = Duration::from_secs(60);
 /// member's share as comma-separated numbers.
 struct Deal {
     name: String,
+    /// The protocol name it offers (`deal`; another one plays a member of another version).
+    protocol: &'static str,
 }
 
 impl Protocol for Deal {
     fn protocols(&mut self) -> Result<Vec<(String, Bytes)>, String> {
-        Ok(vec![("deal".into(), Bytes::from(self.name.clone()))])
+        Ok(vec![(self.protocol.into(), Bytes::from(self.name.clone()))])
     }
 
     fn assign(
@@ -88,7 +90,10 @@ async fn start(bootstrap: &str, group: &str, name: &str, instance: Option<&str>)
     GroupMember::connect(
         client_cfg(bootstrap, name),
         member_cfg(group, instance),
-        Deal { name: name.into() },
+        Deal {
+            name: name.into(),
+            protocol: "deal",
+        },
     )
     .await
     .expect("member starts")
@@ -393,4 +398,53 @@ async fn a_second_process_with_the_same_instance_id_is_not_fenced_by_tansu() {
     assert_eq!(first.stats.lost, 0);
     drop(twin);
     drop(a);
+}
+
+#[tokio::test]
+async fn a_member_offering_no_protocol_of_the_group_is_refused() {
+    // Members of two versions of a protocol (Strait's scale-out before and after
+    // `strait-cooperative-v2`) must never share a group. The coordinator picks a protocol
+    // every member offers; a joiner offering none of the group's is refused
+    // (INCONSISTENT_GROUP_PROTOCOL), which stops it (rule 10), and the group goes on.
+    let b = broker();
+    let boot = b.bootstrap();
+    let a = start(&boot, "g-versions", "a", None).await;
+    let (g, _) = settled(&[&a], -1).await;
+    let other = GroupMember::connect(
+        client_cfg(&boot, "v2"),
+        member_cfg("g-versions", None),
+        Deal {
+            name: "v2".into(),
+            protocol: "deal-v2",
+        },
+    )
+    .await
+    .expect("member starts");
+    let deadline = Instant::now() + WAIT;
+    let view = loop {
+        let v = other.current();
+        if matches!(v.phase, Phase::Failed) || Instant::now() > deadline {
+            break v;
+        }
+        assert!(
+            v.assignment.is_none(),
+            "the other version was assigned: {v:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    eprintln!("the other version's member: {view:?}");
+    assert_eq!(view.phase, Phase::Failed, "{view:?}");
+    let refused = view.error.as_ref().is_some_and(|e| match e {
+        strait_client::group::GroupError::Refused(e) => {
+            e.kafka_error()
+                == Some(strait_client::protocol::ResponseError::InconsistentGroupProtocol)
+        }
+        _ => false,
+    });
+    assert!(refused, "{view:?}");
+    let first = a.current();
+    assert_eq!(first.phase, Phase::Stable, "{first:?}");
+    assert_eq!(first.assignment.map(|x| x.generation), Some(g));
+    drop(other);
+    a.leave().await;
 }

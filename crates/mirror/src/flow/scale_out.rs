@@ -22,7 +22,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Instant;
 
-use strait_client::group::{GroupMember, GroupView, MembershipConfig, Phase, Rejoiner};
+use strait_client::group::{GroupError, GroupMember, GroupView, MembershipConfig, Phase, Rejoiner};
+use strait_client::protocol::ResponseError;
 use tokio::sync::watch;
 
 use super::{FlowRun, Key, interruptible};
@@ -32,7 +33,7 @@ use crate::control::{Control, LeadJobs};
 use crate::error::MirrorError;
 use crate::scale::protocol::Worker;
 use crate::scale::reconcile::{Wanted, control_job, reconcile};
-use crate::scale::{PROTOCOL_TYPE, PartitionId, PartitionLoad};
+use crate::scale::{PROTOCOL_NAME, PROTOCOL_TYPE, PartitionId, PartitionLoad};
 use crate::state::StateWriter;
 
 /// This process's membership in its flow's group.
@@ -190,7 +191,7 @@ impl Scale {
     pub(super) fn take_view(&mut self, flow: &str) -> Result<(), MirrorError> {
         let view = self.view.borrow_and_update().clone();
         if view.phase == Phase::Failed {
-            let why = view.error.map_or("failed".into(), |e| e.to_string());
+            let why = view.error.as_ref().map_or("failed".into(), why_failed);
             return Err(self.failed(flow, &why));
         }
         let before = self.wanted.generation;
@@ -549,5 +550,43 @@ impl FlowRun {
             view.assignments_received,
             view.unstable_for.as_secs_f64(),
         );
+    }
+}
+
+/// Why the membership stopped, for the flow's error: a refusal for speaking another
+/// protocol version says what to do.
+fn why_failed(e: &GroupError) -> String {
+    match e {
+        GroupError::Refused(k)
+            if k.kafka_error() == Some(ResponseError::InconsistentGroupProtocol) =>
+        {
+            format!(
+                "{e}: members of another Strait version are in the group (the scale-out \
+                 protocol is {PROTOCOL_NAME}; versions before it spread exactly-once slots \
+                 differently). Stop every member of the other version, then start this one"
+            )
+        }
+        e => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_for_another_protocol_version_says_to_stop_the_other_members() {
+        let refused = GroupError::Refused(strait_client::Error::from(
+            ResponseError::InconsistentGroupProtocol,
+        ));
+        let why = why_failed(&refused);
+        assert!(
+            why.contains("another Strait version") && why.contains(PROTOCOL_NAME),
+            "{why}"
+        );
+        let other = GroupError::Refused(strait_client::Error::from(
+            ResponseError::GroupAuthorizationFailed,
+        ));
+        assert!(!why_failed(&other).contains("Strait version"));
     }
 }

@@ -30,8 +30,12 @@ pub use codec::{CodecError, MemberAssignment, MemberMetadata};
 pub const PROTOCOL_TYPE: &str = "strait";
 
 /// The protocol name (one for now; a new assignor would add a second name, and the
-/// coordinator picks one every member supports).
-pub const PROTOCOL_NAME: &str = "strait-cooperative-v1";
+/// coordinator picks one every member supports). v2: [`slot_of`] spreads a topic's
+/// partitions round-robin (v1 hashed them with CRC-32C, which left slots empty). Members
+/// of the two versions cannot share a group — they would disagree on which slot writes a
+/// partition — so the coordinator refuses the join (INCONSISTENT_GROUP_PROTOCOL) until
+/// every member of the other version has left.
+pub const PROTOCOL_NAME: &str = "strait-cooperative-v2";
 
 /// A source partition of a flow.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -49,12 +53,20 @@ pub const CONTROL_TOPIC: &str = "<control>";
 /// The pseudo-topic of exactly-once slots ([`PartitionId::slot`]).
 pub const SLOT_TOPIC: &str = "<slot>";
 
-/// The exactly-once slot of source partition `topic`-`partition` among `slots`: CRC-32C
-/// of the topic name and the big-endian partition number, modulo `slots`. Stable across
-/// versions and processes (every member must agree), spread evenly over partitions.
+/// The exactly-once slot of source partition `topic`-`partition` among `slots`: the
+/// topic's offset (CRC-32C of its name, modulo `slots`) plus the partition number, modulo
+/// `slots`. A topic's partitions go round-robin from its offset, so each slot holds
+/// ⌊n/slots⌋ or ⌈n/slots⌉ of its n partitions, and the offsets spread the remainders of
+/// several topics. Every member of a group must agree: it is part of [`PROTOCOL_NAME`]'s
+/// version. (v1 took CRC-32C of name and partition modulo `slots`: CRC is linear, so for
+/// a power-of-two count of slots consecutive partitions reached a fraction of them — 16
+/// partitions filled 8 of 16 slots.)
 pub fn slot_of(topic: &str, partition: i32, slots: u32) -> u32 {
-    let crc = crc32c::crc32c_append(crc32c::crc32c(topic.as_bytes()), &partition.to_be_bytes());
-    crc % slots.max(1)
+    let slots = u64::from(slots.max(1));
+    let offset = u64::from(crc32c::crc32c(topic.as_bytes())) % slots;
+    let p = u64::try_from(partition).unwrap_or(0) % slots;
+    // Below `slots`, which is a u32.
+    u32::try_from((offset + p) % slots).unwrap_or(0)
 }
 
 impl PartitionId {

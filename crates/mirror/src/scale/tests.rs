@@ -545,9 +545,39 @@ fn slots_are_stable_and_spread_partitions() {
     for p in 0..800 {
         per[super::slot_of("orders", p, 8) as usize] += 1;
     }
-    assert!(per.iter().all(|n| (60..=140).contains(n)), "{per:?}");
+    assert!(per.iter().all(|n| *n == 100), "{per:?}");
     assert_eq!(super::slot_of("t", 3, 1), 0);
+    assert_eq!(super::slot_of("t", 3, 0), 0, "no slots count as one");
     assert!(PartitionId::slot(3).is_slot() && !PartitionId::slot(3).is_control());
+}
+
+#[test]
+fn a_topics_partitions_fill_every_slot_before_any_gets_a_second() {
+    // v1's CRC-32C modulo a power of two left half of 16 slots empty for 16 and 32
+    // partitions: the slots of a small topic are what a group of members shares.
+    for topic in ["orders", "events", "eos", "x"] {
+        for slots in 1..=40u32 {
+            for n in 1..=100i32 {
+                let mut per = vec![0i32; slots as usize];
+                for p in 0..n {
+                    let s = super::slot_of(topic, p, slots);
+                    assert!(s < slots);
+                    per[s as usize] += 1;
+                }
+                let (lo, hi) = (per.iter().min().copied(), per.iter().max().copied());
+                assert!(
+                    hi.zip(lo).is_some_and(|(h, l)| h - l <= 1),
+                    "{topic}: {n} partitions in {slots} slots: {per:?}"
+                );
+            }
+        }
+    }
+    // Topics start at different slots: the remainders of several spread.
+    let starts: BTreeSet<u32> = ["a", "b", "c", "d", "e", "f", "g", "h"]
+        .iter()
+        .map(|t| super::slot_of(t, 0, 16))
+        .collect();
+    assert!(starts.len() >= 4, "{starts:?}");
 }
 
 /// The JoinGroup members for a protocol test: `(id, metadata)`.
