@@ -35,6 +35,7 @@ pub mod groups;
 pub mod heartbeat;
 pub mod incident;
 pub mod metrics;
+mod pruned;
 pub mod replay;
 pub mod runbook;
 pub mod scale;

@@ -30,6 +30,7 @@ use strait_records::BufferPool;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::quota::{self, HeldVerdict, QuotaInput};
+use crate::pruned::Pruned;
 
 /// Bytes of one Fetch response kept counted after their shares were returned, because
 /// another share of the response (and so its buffer) is still alive; freed when the last
@@ -102,8 +103,8 @@ pub struct Budget {
 /// Every partition's [`Share`], and the sums the rules need.
 #[derive(Debug, Default)]
 struct Accounts {
-    /// Registered shares (dead ones are pruned on registration).
-    all: Mutex<Vec<Weak<Account>>>,
+    /// Registered shares (dead ones are pruned as the list grows).
+    all: Mutex<Pruned<Weak<Account>>>,
     /// Live shares.
     active: AtomicUsize,
     /// Held bytes of every share together.
@@ -186,8 +187,7 @@ impl Budget {
             nudge: std::sync::atomic::AtomicBool::new(false),
         });
         let mut all = lock(&self.accounts.all);
-        all.retain(|w| w.strong_count() > 0);
-        all.push(Arc::downgrade(&account));
+        all.push(Arc::downgrade(&account), |w| w.strong_count() > 0);
         self.accounts.active.fetch_add(1, Ordering::Relaxed);
         Share {
             account,

@@ -29,12 +29,14 @@ pub use family::{
     Bounds, Coarse, Counter, ENGINE_BUCKETS, Fine, Gauge, Histogram, HistogramSnapshot, IntGauge,
     LATENCY_BUCKETS,
 };
+
 use prometheus_client::encoding::EncodeMetric;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 use crate::error::IncidentKind;
 use crate::now_ms;
+use crate::pruned::Pruned;
 
 /// The `Content-Type` of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -309,7 +311,7 @@ struct Inner {
     registry: Registry,
     flows: Mutex<BTreeMap<String, FlowState>>,
     /// Every partition's progress, for `/health`'s stall check.
-    partitions: Mutex<Vec<Watched>>,
+    partitions: Mutex<Pruned<Watched>>,
     /// A partition behind its source end with no acknowledgement for this long is stalled
     /// (and one restarting for this long is reported too).
     stalled_after_ms: std::sync::atomic::AtomicU64,
@@ -392,7 +394,7 @@ impl Metrics {
                 scale: scale::ScaleFamilies::new(&mut registry),
                 registry,
                 flows: Mutex::new(BTreeMap::new()),
-                partitions: Mutex::new(Vec::new()),
+                partitions: Mutex::new(Pruned::default()),
                 failing: Mutex::new(BTreeMap::new()),
                 stalled_after_ms: std::sync::atomic::AtomicU64::new(
                     DEFAULT_STALLED_AFTER.as_millis() as u64,
@@ -431,8 +433,10 @@ impl Metrics {
                 .partitions
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            all.retain(|(_, _, w)| w.strong_count() > 0);
-            all.push((key.clone(), partition, Arc::downgrade(&progress)));
+            all.push(
+                (key.clone(), partition, Arc::downgrade(&progress)),
+                |(_, _, w)| w.strong_count() > 0,
+            );
         }
         PartitionMetrics {
             progress,
