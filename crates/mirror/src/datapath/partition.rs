@@ -130,7 +130,7 @@ pub fn run(
             gate: spec
                 .gate
                 .as_ref()
-                .map(|g| g.join((spec.source_topic.to_string(), spec.partition))),
+                .map(|g| Box::new(g.join((spec.source_topic.to_string(), spec.partition)))),
             waiting: VecDeque::new(),
             last_sent: None,
         },
@@ -292,7 +292,9 @@ type LogStartWait<'a> = Pin<Box<dyn Future<Output = Result<i64, MirrorError>> + 
 /// Exactly-once: the driver's membership of the commit barrier and the batches released
 /// by the pipeline while it is sealed (handed on, in order, when it opens).
 struct Held {
-    gate: Option<GateHandle>,
+    /// Boxed: only exactly-once partitions have one, and every partition keeps a `Held`
+    /// (80 bytes unboxed).
+    gate: Option<Box<GateHandle>>,
     waiting: VecDeque<(Batch, Instant)>,
     /// The transaction the last batch handed on belongs to.
     last_sent: Option<u64>,
@@ -306,12 +308,12 @@ impl Held {
 
     /// Whether the barrier is sealed.
     fn must_wait_gate(&self) -> bool {
-        self.gate.as_ref().is_some_and(GateHandle::sealed)
+        self.gate.as_deref().is_some_and(GateHandle::sealed)
     }
 }
 
 /// The barrier changed (never resolves without one).
-async fn gate_changed(gate: &mut Option<GateHandle>) {
+async fn gate_changed(gate: &mut Option<Box<GateHandle>>) {
     match gate {
         Some(g) => g.changed().await,
         None => std::future::pending().await,
@@ -502,7 +504,7 @@ impl<'a> Driver<'a> {
         held: &mut Held,
     ) -> Result<Option<Batch>, MirrorError> {
         let spec = self.spec;
-        let generation = held.gate.as_ref().map(GateHandle::generation);
+        let generation = held.gate.as_deref().map(GateHandle::generation);
         match self
             .producer
             .try_send(&spec.target_topic, spec.partition, batch)
@@ -526,7 +528,7 @@ impl<'a> Driver<'a> {
         held: &mut Held,
     ) -> Result<(), MirrorError> {
         let spec = self.spec;
-        let generation = held.gate.as_ref().map(GateHandle::generation);
+        let generation = held.gate.as_deref().map(GateHandle::generation);
         let ack = self
             .producer
             .send(&spec.target_topic, spec.partition, batch)
