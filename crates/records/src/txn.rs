@@ -17,7 +17,7 @@
 //!
 //! Held batches pin the fetch buffers they slice, so callers bound [`TxnResolver::held_bytes`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::aborted::TxnVerdict;
 use crate::decode::ControlRecordType;
@@ -63,8 +63,10 @@ enum Slot {
 #[derive(Debug)]
 pub struct TxnResolver {
     queue: VecDeque<Slot>,
-    /// Open batches per producer id (only ids with at least one).
-    open: HashMap<i64, usize>,
+    /// Open batches per producer id (only ids with at least one). A `BTreeMap`: 24 bytes
+    /// where a hash map (with its hasher's keys) takes 48, in every partition's pipeline,
+    /// for the one or two producers a partition usually has open.
+    open: BTreeMap<i64, usize>,
     held_bytes: usize,
     limits: Limits,
 }
@@ -74,7 +76,7 @@ impl TxnResolver {
     pub fn new(limits: Limits) -> TxnResolver {
         TxnResolver {
             queue: VecDeque::new(),
-            open: HashMap::new(),
+            open: BTreeMap::new(),
             held_bytes: 0,
             limits,
         }
@@ -134,7 +136,6 @@ impl TxnResolver {
     /// queues grow again as they are used).
     pub fn shrink_to_fit(&mut self) {
         self.queue.shrink_to_fit();
-        self.open.shrink_to_fit();
     }
 
     /// Bytes of batches held (decided or not) and not yet popped.

@@ -193,8 +193,9 @@ pub struct Planner<P> {
     limits: Limits,
     mode: Mode,
     /// Markers seen while reading ahead: per producer id, (marker offset, committed), in
-    /// offset order. Consulted on the re-read.
-    markers: HashMap<i64, Vec<(i64, bool)>>,
+    /// offset order. Consulted on the re-read. A `BTreeMap`: 24 bytes where a hash map
+    /// takes 48, in every partition's planner.
+    markers: BTreeMap<i64, Vec<(i64, bool)>>,
     rewind: Option<i64>,
 }
 
@@ -225,7 +226,6 @@ impl<P: Clone> Planner<P> {
     pub fn shrink_to_fit(&mut self) {
         self.resolver.shrink_to_fit();
         self.pins.shrink_to_fit();
-        self.markers.shrink_to_fit();
     }
 
     /// A planner whose steps start at `position`, re-encoding batches larger than
@@ -239,7 +239,7 @@ impl<P: Clone> Planner<P> {
             max_batch_bytes,
             limits,
             mode: Mode::Normal,
-            markers: HashMap::new(),
+            markers: BTreeMap::new(),
             rewind: None,
         }
     }
