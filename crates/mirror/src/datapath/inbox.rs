@@ -18,11 +18,20 @@
 //!    waiting is seen by its next receive.
 //! 5. *A parked receiver wakes for any item or the stop* ([`Inbox::ready`], which takes
 //!    nothing): the partition's driver parks there while it has nothing else to wait for.
+//! 6. *A wait that is dropped leaves nothing behind* (its waker would keep the ended
+//!    task's memory alive for as long as the inbox lives).
+//!
+//! There is one receiver (the partition's task), so the wake-up is one waker slot beside
+//! the queue, set and taken under the queue's lock, rather than a `tokio::sync::Notify`:
+//! a `Notified` future is ~100 bytes, and every parked partition holds one (rule 4 holds
+//! the same way: the state is read and the waker stored under one lock, so a push after
+//! the read finds the waker).
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-
-use tokio::sync::Notify;
+use std::task::{Context, Poll, Waker};
 
 /// What a receive returned.
 #[derive(Debug, PartialEq, Eq)]
@@ -37,7 +46,6 @@ pub enum Inbound<T> {
 #[derive(Debug)]
 pub struct Inbox<T> {
     state: Mutex<State<T>>,
-    notify: Notify,
     depth: usize,
 }
 
@@ -47,6 +55,11 @@ struct State<T> {
     /// Data items in `queue` (the depth counts only them).
     data: usize,
     stop: bool,
+    /// The receiver waiting, if it is.
+    waker: Option<Waker>,
+    /// Its waits pending (a task may poll two at once; the slot is emptied when the last
+    /// ends).
+    waits: u32,
 }
 
 impl<T> Inbox<T> {
@@ -57,14 +70,24 @@ impl<T> Inbox<T> {
                 queue: VecDeque::new(),
                 data: 0,
                 stop: false,
+                waker: None,
+                waits: 0,
             }),
-            notify: Notify::new(),
             depth: depth.max(1),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes the receiver if it waits, once `s` (the state it changed) is unlocked.
+    fn wake(mut s: MutexGuard<'_, State<T>>) {
+        let waker = s.waker.take();
+        drop(s);
+        if let Some(w) = waker {
+            w.wake();
+        }
     }
 
     /// Whether a data item would be accepted now.
@@ -74,28 +97,28 @@ impl<T> Inbox<T> {
 
     /// Queues a data item, or gives it back when `depth` are queued (rule 2).
     pub fn offer(&self, item: T) -> Result<(), T> {
-        {
-            let mut s = self.lock();
-            if s.data >= self.depth {
-                return Err(item);
-            }
-            s.data += 1;
-            s.queue.push_back(item);
+        let mut s = self.lock();
+        if s.data >= self.depth {
+            return Err(item);
         }
-        self.notify.notify_one();
+        s.data += 1;
+        s.queue.push_back(item);
+        Self::wake(s);
         Ok(())
     }
 
     /// Queues a control item, whatever the depth (rule 2).
     pub fn push_control(&self, item: T) {
-        self.lock().queue.push_back(item);
-        self.notify.notify_one();
+        let mut s = self.lock();
+        s.queue.push_back(item);
+        Self::wake(s);
     }
 
     /// Asks the receiver to stop.
     pub fn stop(&self) {
-        self.lock().stop = true;
-        self.notify.notify_one();
+        let mut s = self.lock();
+        s.stop = true;
+        Self::wake(s);
     }
 
     /// Whether the stop was asked for.
@@ -122,18 +145,13 @@ impl<T> Inbox<T> {
             .await
     }
 
-    /// Waits until `take` finds what it waits for in the state (rule 4: the wake-up is
-    /// registered before the state is read, so a push after the read wakes it).
-    async fn wait_for<R>(&self, mut take: impl FnMut(&mut State<T>) -> Option<R>) -> R {
-        loop {
-            let notified = self.notify.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            let found = take(&mut self.lock());
-            if let Some(r) = found {
-                return r;
-            }
-            notified.await;
+    /// Waits until `take` finds what it waits for in the state (rule 4: the state is read
+    /// and the waker stored under one lock, so a push after the read wakes it).
+    fn wait_for<R, F: FnMut(&mut State<T>) -> Option<R>>(&self, take: F) -> WaitFor<'_, T, F> {
+        WaitFor {
+            inbox: self,
+            take,
+            waiting: false,
         }
     }
 
@@ -155,6 +173,52 @@ impl<T> Inbox<T> {
             Some(Inbound::Item(item))
         })
         .await
+    }
+}
+
+/// [`Inbox::wait_for`]'s future.
+struct WaitFor<'a, T, F> {
+    inbox: &'a Inbox<T>,
+    take: F,
+    /// Its waker is in the slot (rule 6: taken out when it is dropped).
+    waiting: bool,
+}
+
+impl<T, R, F: FnMut(&mut State<T>) -> Option<R> + Unpin> Future for WaitFor<'_, T, F> {
+    type Output = R;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
+        let this = self.get_mut();
+        let mut s = this.inbox.lock();
+        if let Some(r) = (this.take)(&mut s) {
+            if std::mem::take(&mut this.waiting) {
+                ended(&mut s);
+            }
+            return Poll::Ready(r);
+        }
+        if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            s.waker = Some(cx.waker().clone());
+        }
+        if !std::mem::replace(&mut this.waiting, true) {
+            s.waits += 1;
+        }
+        Poll::Pending
+    }
+}
+
+/// A pending wait ended: the last one takes the waker out (rule 6).
+fn ended<T>(s: &mut State<T>) {
+    s.waits = s.waits.saturating_sub(1);
+    if s.waits == 0 {
+        s.waker = None;
+    }
+}
+
+impl<T, F> Drop for WaitFor<'_, T, F> {
+    fn drop(&mut self) {
+        if self.waiting {
+            ended(&mut self.inbox.lock());
+        }
     }
 }
 
@@ -267,6 +331,31 @@ mod tests {
         tokio::time::timeout(Duration::from_millis(50), inbox.ready())
             .await
             .is_ok()
+    }
+
+    #[tokio::test]
+    async fn rule_6_a_wait_that_is_dropped_leaves_nothing_behind() {
+        let inbox = Inbox::<(u32, bool)>::new(4);
+        assert!(!ready_soon(&inbox).await);
+        assert_eq!(soon(&inbox, true, true).await, None);
+        assert!(
+            inbox.lock().waker.is_none(),
+            "the timed-out waits took their waker out"
+        );
+        // A wait that ended by finding its item leaves none either.
+        inbox.offer((1, true)).unwrap();
+        assert!(ready_soon(&inbox).await);
+        assert!(inbox.lock().waker.is_none());
+        // Two waits of one task: dropping one keeps the other's wake-up.
+        let _ = soon(&inbox, true, true).await;
+        let (mut a, mut b) = (Box::pin(inbox.ready()), Box::pin(inbox.ready()));
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        assert!(a.as_mut().poll(&mut cx).is_pending() && b.as_mut().poll(&mut cx).is_pending());
+        drop(a);
+        assert!(inbox.lock().waker.is_some(), "the other wait still has it");
+        drop(b);
+        assert!(inbox.lock().waker.is_none());
     }
 
     #[tokio::test]
