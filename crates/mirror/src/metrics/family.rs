@@ -271,6 +271,25 @@ impl<M> std::fmt::Debug for Family<M> {
     }
 }
 
+impl<M: Clone> Family<M> {
+    /// A copy of every series' key and handle, in key order. The lock is let go before
+    /// the caller encodes them: the data path takes it to create series, and must not
+    /// wait for a whole family to be written out.
+    pub(crate) fn series(&self) -> Vec<(Arc<str>, M)> {
+        self.series
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// A series key's values paired with the family's label names.
+    pub(crate) fn labels_of<'k>(&self, key: &'k str) -> Vec<(&'static str, &'k str)> {
+        self.labels.iter().copied().zip(key.split(SEP)).collect()
+    }
+}
+
 impl<M: Default + Clone> Family<M> {
     pub(crate) fn new(labels: &'static [&'static str]) -> Self {
         Family {
@@ -317,20 +336,8 @@ where
     M: EncodeMetric + TypedMetric + Clone,
 {
     fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
-        // Copy the handles and let go of the lock before encoding: the data path takes it
-        // to create series, and must not wait for a whole family to be written out.
-        let series: Vec<(Arc<str>, M)> = self
-            .series
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for (values, m) in &series {
-            let values: &str = values;
-            let labels: Vec<(&str, &str)> =
-                self.labels.iter().copied().zip(values.split(SEP)).collect();
-            m.encode(encoder.encode_family(&labels)?)?;
+        for (values, m) in self.series() {
+            m.encode(encoder.encode_family(&self.labels_of(&values))?)?;
         }
         Ok(())
     }

@@ -15,6 +15,7 @@ mod engine;
 mod family;
 pub mod http;
 mod restart;
+mod row;
 mod scale;
 mod tls;
 mod transactions;
@@ -29,10 +30,11 @@ pub use family::{
     Bounds, Coarse, Counter, ENGINE_BUCKETS, Fine, Gauge, Histogram, HistogramSnapshot, IntGauge,
     LATENCY_BUCKETS,
 };
+use row::{Column, Field, PartitionRow};
 
 use prometheus_client::encoding::EncodeMetric;
 use prometheus_client::metrics::{MetricType, TypedMetric};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use crate::error::IncidentKind;
 use crate::now_ms;
@@ -69,10 +71,10 @@ const FTP: &[&str] = &["flow", "topic", "partition"];
 const FLOW: &[&str] = &["flow"];
 
 struct Families {
-    records: Family<Counter>,
-    bytes: Family<Counter>,
-    lag_offsets: Family<IntGauge>,
-    lag_seconds: Family<Gauge>,
+    /// Every partition's row: `strait_records_replicated_total`,
+    /// `strait_bytes_replicated_total`, `strait_lag_offsets`, `strait_lag_seconds`,
+    /// `strait_offset_map_runs` and `strait_held_bytes` are its columns ([`row`]).
+    rows: Family<Arc<PartitionRow>>,
     latency: Family<Histogram>,
     fetch_errors: Family<Counter>,
     fetch_retries: Family<Counter>,
@@ -82,8 +84,6 @@ struct Families {
     coalesce_inputs: Family<Counter>,
     coalesce_outputs: Family<Counter>,
     coalesce_bytes: Family<Counter>,
-    map_runs: Family<IntGauge>,
-    held_bytes: Family<IntGauge>,
     dropped: Family<Counter>,
     incidents: Family<Counter>,
     in_flight_bytes: Family<IntGauge>,
@@ -108,41 +108,72 @@ where
     M: EncodeMetric + TypedMetric + Default + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
     let family = Family::new(labels);
-    let name = match M::TYPE {
+    register(r, name, help, M::TYPE, family.clone());
+    family
+}
+
+/// Registers `field` of every partition's row ([`row`]) as the metric `name`.
+fn col(r: &mut Registry, name: &str, help: &str, rows: &Family<Arc<PartitionRow>>, field: Field) {
+    register(r, name, help, field.metric_type(), Column::new(rows, field));
+}
+
+/// Counters are registered without `_total` (the OpenMetrics encoder appends it to the
+/// samples), and the encoder appends the final `.` to the help text.
+fn register(r: &mut Registry, name: &str, help: &str, kind: MetricType, metric: impl Metric) {
+    let name = match kind {
         MetricType::Counter => name.strip_suffix("_total").unwrap_or(name),
         _ => name,
     };
-    r.register(name, help.strip_suffix('.').unwrap_or(help), family.clone());
-    family
+    r.register(name, help.strip_suffix('.').unwrap_or(help), metric);
 }
 
 impl Families {
     fn new(r: &mut Registry) -> Self {
+        let rows = Family::new(FTP);
+        col(
+            r,
+            "strait_records_replicated_total",
+            "Records acknowledged by the target.",
+            &rows,
+            Field::Records,
+        );
+        col(
+            r,
+            "strait_bytes_replicated_total",
+            "Record batch bytes acknowledged by the target.",
+            &rows,
+            Field::Bytes,
+        );
+        col(
+            r,
+            "strait_lag_offsets",
+            "Source high watermark minus the next source offset to replicate.",
+            &rows,
+            Field::LagOffsets,
+        );
+        col(
+            r,
+            "strait_lag_seconds",
+            "Age of the newest acknowledged record when the partition is behind; 0 when caught up.",
+            &rows,
+            Field::LagSeconds,
+        );
+        col(
+            r,
+            "strait_offset_map_runs",
+            "Runs in the partition's offset map (1 for a topic without gaps).",
+            &rows,
+            Field::MapRuns,
+        );
+        col(
+            r,
+            "strait_held_bytes",
+            "Fetched bytes of the partition held back until their transaction is decided.",
+            &rows,
+            Field::Held,
+        );
         Families {
-            records: reg(
-                r,
-                "strait_records_replicated_total",
-                "Records acknowledged by the target.",
-                FTP,
-            ),
-            bytes: reg(
-                r,
-                "strait_bytes_replicated_total",
-                "Record batch bytes acknowledged by the target.",
-                FTP,
-            ),
-            lag_offsets: reg(
-                r,
-                "strait_lag_offsets",
-                "Source high watermark minus the next source offset to replicate.",
-                FTP,
-            ),
-            lag_seconds: reg(
-                r,
-                "strait_lag_seconds",
-                "Age of the newest acknowledged record when the partition is behind; 0 when caught up.",
-                FTP,
-            ),
+            rows,
             latency: reg(
                 r,
                 "strait_replication_latency_seconds",
@@ -195,18 +226,6 @@ impl Families {
                 r,
                 "strait_coalesced_bytes_copied_total",
                 "Bytes written into merged batches by coalescing (copies of the inputs).",
-                FTP,
-            ),
-            map_runs: reg(
-                r,
-                "strait_offset_map_runs",
-                "Runs in the partition's offset map (1 for a topic without gaps).",
-                FTP,
-            ),
-            held_bytes: reg(
-                r,
-                "strait_held_bytes",
-                "Fetched bytes of the partition held back until their transaction is decided.",
                 FTP,
             ),
             dropped: reg(
@@ -442,15 +461,10 @@ impl Metrics {
             progress,
             metrics: self.clone(),
             partition,
-            records: f.records.get_key(&key),
-            bytes: f.bytes.get_key(&key),
-            lag_offsets: f.lag_offsets.get_key(&key),
-            lag_seconds: f.lag_seconds.get_key(&key),
+            row: f.rows.get_key(&key),
             latency: f.latency.get(&[flow, topic]),
             engine_latency: self.inner.engine.latency.get(&[flow]),
             produce_ack: self.inner.engine.produce.get(&[flow]),
-            map_runs: f.map_runs.get_key(&key),
-            held: f.held_bytes.get_key(&key),
             lazy: Arc::default(),
             key,
         }
@@ -458,22 +472,22 @@ impl Metrics {
 
     /// `n` records acknowledged by the target.
     pub fn records_replicated(&self, flow: &str, topic: &str, partition: i32, n: u64) {
-        Self::ftp(&self.inner.f.records, flow, topic, partition).inc_by(n);
+        Self::ftp(&self.inner.f.rows, flow, topic, partition).add_records(n);
     }
 
     /// `n` bytes acknowledged by the target.
     pub fn bytes_replicated(&self, flow: &str, topic: &str, partition: i32, n: u64) {
-        Self::ftp(&self.inner.f.bytes, flow, topic, partition).inc_by(n);
+        Self::ftp(&self.inner.f.rows, flow, topic, partition).add_bytes(n);
     }
 
     /// Sets the partition's lag in offsets.
     pub fn lag_offsets(&self, flow: &str, topic: &str, partition: i32, lag: i64) {
-        Self::ftp(&self.inner.f.lag_offsets, flow, topic, partition).set(lag);
+        Self::ftp(&self.inner.f.rows, flow, topic, partition).set_lag_offsets(lag);
     }
 
     /// Sets the partition's lag in seconds.
     pub fn lag_seconds(&self, flow: &str, topic: &str, partition: i32, secs: f64) {
-        Self::ftp(&self.inner.f.lag_seconds, flow, topic, partition).set(secs);
+        Self::ftp(&self.inner.f.rows, flow, topic, partition).set_lag_seconds(secs);
     }
 
     /// One replication latency observation, in seconds.
@@ -521,8 +535,8 @@ impl Metrics {
 
     /// Sets the number of runs in the partition's offset map.
     pub fn offset_map_runs(&self, flow: &str, topic: &str, partition: i32, runs: usize) {
-        Self::ftp(&self.inner.f.map_runs, flow, topic, partition)
-            .set(i64::try_from(runs).unwrap_or(i64::MAX));
+        Self::ftp(&self.inner.f.rows, flow, topic, partition)
+            .set_map_runs(i64::try_from(runs).unwrap_or(i64::MAX));
     }
 
     /// A source batch was dropped (`kind`: `control` or `aborted`).
@@ -658,7 +672,8 @@ impl Metrics {
             fam.remove_prefix(&key);
         }
         f.restarting.remove_prefix(&key);
-        for fam in [&f.records, &f.bytes, &f.fetch_errors, &f.fetch_retries] {
+        f.rows.remove_prefix(&key);
+        for fam in [&f.fetch_errors, &f.fetch_retries] {
             fam.remove_prefix(&key);
         }
         for fam in [
@@ -669,10 +684,6 @@ impl Metrics {
         ] {
             fam.remove_prefix(&key);
         }
-        for fam in [&f.lag_offsets, &f.map_runs, &f.held_bytes] {
-            fam.remove_prefix(&key);
-        }
-        f.lag_seconds.remove_prefix(&key);
         for fam in [&f.coalesce_inputs, &f.coalesce_outputs, &f.coalesce_bytes] {
             fam.remove_prefix(&key);
         }
@@ -811,17 +822,13 @@ pub struct PartitionMetrics {
     /// Its series' key: flow, topic, partition (the labels of its lazy series too).
     key: family::SeriesKey,
     partition: i32,
-    records: Counter,
-    bytes: Counter,
-    lag_offsets: IntGauge,
-    lag_seconds: Gauge,
+    /// Records, bytes, lags, map runs and held bytes ([`row`]).
+    row: Arc<PartitionRow>,
     latency: Histogram,
     /// The flow's `strait_replication_engine_latency_seconds` (shared by its partitions).
     engine_latency: EngineHistogram,
     /// The flow's `strait_produce_ack_seconds`.
     produce_ack: EngineHistogram,
-    map_runs: IntGauge,
-    held: IntGauge,
     /// Series that exist only once they count (they are not rendered at 0 before),
     /// resolved on first use and shared by the handle's clones.
     lazy: Arc<LazySeries>,
@@ -865,8 +872,8 @@ impl PartitionMetrics {
     /// An acknowledged batch: `records`, `bytes`, and its latency in seconds.
     pub fn acked(&self, records: u64, bytes: u64, latency_secs: f64) {
         self.progress.moved_ms.store(now_ms(), Ordering::Relaxed);
-        self.records.inc_by(records);
-        self.bytes.inc_by(bytes);
+        self.row.add_records(records);
+        self.row.add_bytes(bytes);
         self.latency.observe(latency_secs);
     }
 
@@ -885,8 +892,8 @@ impl PartitionMetrics {
     /// partitions by these).
     pub fn load(&self) -> (u64, u64, i64) {
         (
-            self.records.get(),
-            self.bytes.get(),
+            self.row.records(),
+            self.row.bytes(),
             self.progress.lag.load(Ordering::Relaxed),
         )
     }
@@ -897,18 +904,19 @@ impl PartitionMetrics {
         if offsets <= 0 {
             self.progress.moved_ms.store(now_ms(), Ordering::Relaxed);
         }
-        self.lag_offsets.set(offsets);
-        self.lag_seconds.set(secs);
+        self.row.set_lag_offsets(offsets);
+        self.row.set_lag_seconds(secs);
     }
 
     /// Sets the offset map's run count.
     pub fn map_runs(&self, runs: usize) {
-        self.map_runs.set(i64::try_from(runs).unwrap_or(i64::MAX));
+        self.row
+            .set_map_runs(i64::try_from(runs).unwrap_or(i64::MAX));
     }
 
     /// Sets the bytes the partition holds back for open transactions.
     pub fn held(&self, bytes: u64) {
-        self.held.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        self.row.set_held(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
 
     /// See [`Metrics::set_held_alarm`].
@@ -1011,12 +1019,12 @@ impl PartitionMetrics {
 
     /// Records acknowledged so far.
     pub fn records_total(&self) -> u64 {
-        self.records.get()
+        self.row.records()
     }
 
     /// Bytes acknowledged so far.
     pub fn bytes_total(&self) -> u64 {
-        self.bytes.get()
+        self.row.bytes()
     }
 }
 
