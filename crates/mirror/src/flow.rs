@@ -37,7 +37,7 @@ use crate::connect::connect;
 use crate::control::{Control, Jobs, LeadJobs};
 use crate::datapath::budget::Budget;
 use crate::datapath::fetcher::{PartitionFeed, Recreation, Router};
-use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap};
+use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap, TopicSpec};
 use crate::datapath::probe::{Bounds, bounds};
 use crate::datapath::recovery::Recovery;
 use crate::datapath::sink::Sink;
@@ -172,8 +172,10 @@ struct FlowRun {
     /// The ids source topics were re-created away from.
     retired: recreation::Retired,
     fetch_stop: watch::Sender<bool>,
-    /// Running pipelines; each ends with its partition and result.
-    tasks: JoinSet<(Key, Result<(), MirrorError>)>,
+    /// Running pipelines; each ends with its partition and result. The error is boxed: a
+    /// task's cell holds its future or its output, and an unboxed 72-byte error made the
+    /// output the larger, one more 128-byte step of every partition's task cell.
+    tasks: JoinSet<(Key, Result<(), Box<MirrorError>>)>,
     /// Every partition replicated (also those waiting for a restart), with its map.
     running: BTreeMap<Key, Running>,
     /// The topics of the last refresh, by source name.
@@ -527,9 +529,10 @@ async fn until_true(flag: &mut watch::Receiver<bool>) {
 /// A pipeline task's partition and result; a task that panicked or was cancelled is an
 /// error of the flow.
 fn flatten(
-    r: Result<(Key, Result<(), MirrorError>), tokio::task::JoinError>,
+    r: Result<(Key, Result<(), Box<MirrorError>>), tokio::task::JoinError>,
 ) -> Result<(Key, Result<(), MirrorError>), MirrorError> {
-    r.map_err(|e| MirrorError::other(format!("partition task failed: {e}")))
+    r.map(|(key, result)| (key, result.map_err(|e| *e)))
+        .map_err(|e| MirrorError::other(format!("partition task failed: {e}")))
 }
 
 impl FlowRun {
@@ -597,7 +600,8 @@ impl FlowRun {
     /// attempt), so 10,000 healthy partitions do not keep 10,000 of them.
     fn spawn(&mut self, pipelines: Vec<Pipeline>) {
         for (key, pipeline) in pipelines {
-            self.tasks.spawn(async move { (key, pipeline.await) });
+            self.tasks
+                .spawn(async move { (key, pipeline.await.map_err(Box::new)) });
         }
     }
 
@@ -650,12 +654,21 @@ impl FlowRun {
             crate::datapath::probe::max_message_bytes(&self.target, &t.target_topic).await;
         let by_time = self.offsets_by_time(t, &src).await?;
         let mut births = Vec::new();
-        // Shared by the topic's partitions (10,000 partitions: one string each, not four
-        // per partition).
-        let flow_name: Arc<str> = Arc::from(flow.name.as_str());
-        let source_cluster: Arc<str> = Arc::from(flow.source.as_str());
-        let source_topic: Arc<str> = Arc::from(t.source_topic.as_str());
-        let target_topic: Arc<str> = Arc::from(t.target_topic.as_str());
+        // Shared by the topic's partitions (10,000 partitions: one copy, not one each).
+        let shared = Arc::new(TopicSpec {
+            flow: Arc::from(flow.name.as_str()),
+            source_cluster: Arc::from(flow.source.as_str()),
+            source_topic: Arc::from(t.source_topic.as_str()),
+            target_topic: Arc::from(t.target_topic.as_str()),
+            max_batch_bytes,
+            policies: Policies::of(flow),
+            max_held_bytes: self.max_held_bytes,
+            max_in_flight: usize::from(self.engine.max_in_flight_per_partition).clamp(1, 5),
+            coalesce_max_bytes: self.engine.coalesce_max_bytes,
+            recompress: self.engine.recompress,
+            budget: self.budget.clone(),
+            gate: self.eos.as_ref().map(|e| Arc::clone(&e.gate)),
+        });
         for &p in partitions {
             let key = (t.source_topic.clone(), p);
             let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
@@ -742,27 +755,22 @@ impl FlowRun {
             let progress = Arc::new(Progress::default());
             progress.end.store(s.end, Ordering::Relaxed);
             let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
-            let feed = PartitionFeed::new(&t.source_topic, p, position, FEED_DEPTH, pm);
+            let feed = PartitionFeed::new(
+                Arc::clone(&shared.source_topic),
+                p,
+                position,
+                FEED_DEPTH,
+                pm,
+            );
             // Fetched by the id of the topic the map belongs to: a re-created topic is
             // refused, never read at this position.
             feed.set_topic_id(t.topic_id);
             let spec = PartitionSpec {
-                flow: Arc::clone(&flow_name),
-                source_cluster: Arc::clone(&source_cluster),
-                source_topic: Arc::clone(&source_topic),
-                target_topic: Arc::clone(&target_topic),
+                shared: Arc::clone(&shared),
                 partition: p,
-                max_batch_bytes,
                 until: self
                     .once
                     .then(|| *self.once_ends.entry(key.clone()).or_insert(s.end)),
-                policies: Policies::of(flow),
-                max_held_bytes: self.max_held_bytes,
-                max_in_flight: usize::from(self.engine.max_in_flight_per_partition).clamp(1, 5),
-                coalesce_max_bytes: self.engine.coalesce_max_bytes,
-                recompress: self.engine.recompress,
-                budget: self.budget.clone(),
-                gate: self.eos.as_ref().map(|e| Arc::clone(&e.gate)),
                 start_gap,
             };
             if recovery.remaining() > 0 {

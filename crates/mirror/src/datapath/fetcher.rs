@@ -98,8 +98,8 @@ pub struct RecordSet {
 /// The link between a fetcher and one partition's pipeline.
 #[derive(Debug)]
 pub struct PartitionFeed {
-    /// Source topic.
-    pub topic: String,
+    /// Source topic (shared by the topic's feeds).
+    pub topic: Arc<str>,
     /// Partition.
     pub partition: i32,
     /// The position the feed was created at (the map's source position).
@@ -122,14 +122,14 @@ pub struct PartitionFeed {
 impl PartitionFeed {
     /// A feed starting at `position` whose inbox holds `depth` record sets.
     pub fn new(
-        topic: &str,
+        topic: Arc<str>,
         partition: i32,
         position: i64,
         depth: usize,
         metrics: PartitionMetrics,
     ) -> Arc<Self> {
         Arc::new(PartitionFeed {
-            topic: topic.to_owned(),
+            topic,
             partition,
             start: position,
             ids: Mutex::new((Uuid::nil(), Uuid::nil())),
@@ -384,7 +384,7 @@ impl Router {
             .client
             .cached_metadata()
             .topics
-            .get(&feed.topic)
+            .get(&*feed.topic)
             .map(|t| t.id);
         if let Some((old, new)) = feed.pause_if_recreated(seen) {
             tracing::warn!(flow = %self.flow, cluster = %self.cluster, topic = %feed.topic,
@@ -393,7 +393,7 @@ impl Router {
                  the new topic is fetched until on_topic_recreation decides");
             // A flow that is gone stops its fetchers anyway.
             let _ = self.recreations.send(Recreation {
-                topic: feed.topic.clone(),
+                topic: feed.topic.to_string(),
                 partition: feed.partition,
                 old,
                 new,
@@ -507,7 +507,7 @@ async fn run_fetcher(
             .iter()
             .map(|(p, c, id)| {
                 let mut pos =
-                    FetchPosition::new(p.topic.clone(), p.partition, c.position).with_topic_id(*id);
+                    FetchPosition::new(&*p.topic, p.partition, c.position).with_topic_id(*id);
                 let partial = p.partial.load(std::sync::atomic::Ordering::Relaxed);
                 pos.max_bytes = partition_limit(router.partition_max_bytes, partial, room);
                 pos
@@ -556,7 +556,7 @@ async fn run_fetcher(
                 let index: HashMap<(&str, i32), usize> = wanted
                     .iter()
                     .enumerate()
-                    .map(|(i, (p, _, _))| ((p.topic.as_str(), p.partition), i))
+                    .map(|(i, (p, _, _))| ((&*p.topic, p.partition), i))
                     .collect();
                 for fp in result.partitions {
                     // Answered by id: only for the id asked for.
@@ -696,7 +696,7 @@ async fn deliver(
                         ))
                         .flow(&router.flow)
                         .cluster(&router.cluster)
-                        .topic(&p.topic)
+                        .topic(&*p.topic)
                         .partition(p.partition);
                         p.with_cursor(|c| c.paused = true);
                         p.inbox.push_control(Feed::Failed(Box::new(err)));
@@ -777,7 +777,7 @@ async fn deliver(
             let err = MirrorError::kafka("fetch", e)
                 .flow(&router.flow)
                 .cluster(&router.cluster)
-                .topic(&p.topic)
+                .topic(&*p.topic)
                 .partition(p.partition);
             p.inbox.push_control(Feed::Failed(Box::new(err)));
             Some(true)

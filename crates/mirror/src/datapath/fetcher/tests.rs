@@ -26,7 +26,7 @@ fn a_partial_batch_doubles_the_partition_limit_within_the_room() {
 
 fn feed(id: Uuid) -> Arc<PartitionFeed> {
     let metrics = crate::metrics::Metrics::new().partition("f", "t", 0);
-    let feed = PartitionFeed::new("t", 0, 100, 4, metrics);
+    let feed = PartitionFeed::new("t".into(), 0, 100, 4, metrics);
     feed.set_topic_id(id);
     feed
 }
