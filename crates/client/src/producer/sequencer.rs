@@ -472,6 +472,17 @@ impl Sequencer {
         }
     }
 
+    /// Gives back the room of `tp`'s queue when none of its batches is unresolved (a
+    /// partition gone idle: its queue, grown to the window, is ~200 bytes of room). The
+    /// partition keeps its sequence and any failure; a later batch grows the queue again.
+    pub fn shrink_partition(&mut self, tp: &TopicPartition) {
+        if let Some(p) = self.partitions.get_mut(tp)
+            && p.entries.is_empty()
+        {
+            p.entries = VecDeque::new();
+        }
+    }
+
     /// [`Sequencer::reset_partition`] for every partition (a transactional producer after
     /// its abort: the aborted transaction leaves no hole behind).
     pub fn reset_all(&mut self) {
@@ -554,6 +565,23 @@ mod tests {
             vec![toks[0], toks[1]]
         );
         assert!(s.has_room(&tp()));
+    }
+
+    #[test]
+    fn an_idle_partition_gives_its_queue_back_and_keeps_its_sequence() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        let (t, _) = s.enqueue(&tp(), 10, 100);
+        s.shrink_partition(&tp());
+        let _ = s.next_transmit(&tp()).unwrap();
+        s.shrink_partition(&tp());
+        assert_eq!(s.partitions[&tp()].entries.len(), 1, "unresolved: kept");
+        s.on_result(&tp(), t, 1, ok(0));
+        assert_eq!(s.take_delivered(&tp()).len(), 1);
+        assert!(s.partitions[&tp()].entries.capacity() > 0);
+        s.shrink_partition(&tp());
+        assert_eq!(s.partitions[&tp()].entries.capacity(), 0);
+        assert_eq!(s.enqueue(&tp(), 5, 100).1, 10, "the sequence goes on");
     }
 
     #[test]

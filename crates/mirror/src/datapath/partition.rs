@@ -168,6 +168,7 @@ pub fn run(
                             // with steady data keeps it (no allocation per wake-up).
                             parts.shrink_to_fit();
                             feed.shrink_if_empty();
+                            producer.shrink_partition(&spec.shared.target_topic, spec.partition);
                         }
                     }
                     Ok(Ran::Finished) => break Ok(()),

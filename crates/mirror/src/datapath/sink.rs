@@ -50,6 +50,15 @@ impl Sink {
         }
     }
 
+    /// Gives back the producer's room for a partition gone idle (see
+    /// [`IdempotentProducer::shrink_partition`]). Exactly-once partitions never park, so
+    /// there it does nothing.
+    pub fn shrink_partition(&self, topic: &str, partition: i32) {
+        if let Sink::Idempotent(p) = self {
+            p.shrink_partition(topic, partition);
+        }
+    }
+
     /// The producer's counters.
     pub fn stats(&self) -> ProducerStats {
         match self {
