@@ -114,8 +114,8 @@ struct Accounts {
 /// One partition's account (shared by its [`Share`] and its reservations).
 #[derive(Debug)]
 struct Account {
-    /// `flow topic/partition`, for messages.
-    label: String,
+    /// The partition, for messages.
+    label: Label,
     /// Bytes of the reservations attributed to the partition.
     outstanding: AtomicU64,
     /// Of those, bytes held for open transactions (set by the pipeline).
@@ -126,6 +126,25 @@ struct Account {
     evicted: Mutex<Option<String>>,
     /// Set with `evicted`, taken by the fetcher (which then makes the pipeline look).
     nudge: std::sync::atomic::AtomicBool,
+}
+
+/// Which partition an account is: `flow F: topic/partition` in messages. Made of the
+/// flow's and the topic's shared names, so that an account (one per partition) holds no
+/// string of its own.
+#[derive(Debug, Clone)]
+pub struct Label {
+    /// Flow name.
+    pub flow: Arc<str>,
+    /// Source topic.
+    pub topic: Arc<str>,
+    /// Partition.
+    pub partition: i32,
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "flow {}: {}/{}", self.flow, self.topic, self.partition)
+    }
 }
 
 /// A partition's account in the [`Budget`]: what its reservations and held batches use
@@ -176,10 +195,10 @@ impl Budget {
         }
     }
 
-    /// Opens an account for the partition `label` (`flow topic/partition`).
-    pub fn register(&self, label: &str) -> Share {
+    /// Opens an account for the partition `label`.
+    pub fn register(&self, label: Label) -> Share {
         let account = Arc::new(Account {
-            label: label.to_owned(),
+            label,
             outstanding: AtomicU64::new(0),
             held: AtomicU64::new(0),
             oldest: Mutex::new(None),
@@ -258,7 +277,7 @@ impl Budget {
             .filter_map(Weak::upgrade)
             .filter_map(|a| {
                 let o = *lock(&a.oldest);
-                o.map(|(pid, first, since)| (since, a.label.clone(), pid, first))
+                o.map(|(pid, first, since)| (since, a.label.to_string(), pid, first))
             })
             .min_by_key(|(since, ..)| *since)
             .map(|(_, partition, producer_id, first_offset)| OldestHeld {

@@ -3,6 +3,15 @@
 use super::*;
 use std::time::Duration;
 
+/// The account label of partition 0 of topic `topic` in flow `f`.
+fn label(topic: &str) -> Label {
+    Label {
+        flow: Arc::from("f"),
+        topic: Arc::from(topic),
+        partition: 0,
+    }
+}
+
 /// Asserts that `waiter` still waits after 20 ms (`why`), runs `release`, and returns
 /// what the waiter then finishes with.
 async fn waits_until<T>(
@@ -99,7 +108,9 @@ async fn a_partition_whose_target_never_acknowledges_holds_at_most_its_share() {
     // once. The healthy ones must keep getting room, and the stuck one stays within
     // its quota: at most half the budget (rule 3) plus one fetch.
     let b = Budget::new(64);
-    let shares: Vec<Share> = (0..4).map(|i| b.register(&format!("p{i}"))).collect();
+    let shares: Vec<Share> = (0..4)
+        .map(|i| b.register(label(&format!("p{i}"))))
+        .collect();
     let refs: Vec<&Share> = shares.iter().collect();
     let mut stuck = Vec::new();
     let mut healthy_fetches = [0u32; 3];
@@ -135,7 +146,7 @@ async fn a_partition_whose_target_never_acknowledges_holds_at_most_its_share() {
 #[test]
 fn held_bytes_are_not_in_flight_and_count_process_wide() {
     let b = Budget::new(100);
-    let (a, c) = (b.register("a"), b.register("c"));
+    let (a, c) = (b.register(label("a")), b.register(label("c")));
     let mut up = b.try_reserve(60).expect("room");
     let ra = up.take_for(40, &a);
     let rc = up.take_for(20, &c);
@@ -152,7 +163,7 @@ fn held_bytes_are_not_in_flight_and_count_process_wide() {
         "the fetcher is told once"
     );
     let why = a.take_eviction().expect("a holds the most");
-    assert!(why.contains("a holds 30 bytes"), "{why}");
+    assert!(why.contains("flow f: a/0 holds 30 bytes"), "{why}");
     assert!(
         why.contains("producer id 7 open since source offset 100"),
         "{why}"
@@ -172,7 +183,7 @@ fn held_bytes_are_not_in_flight_and_count_process_wide() {
     assert!(b.check_held(&c).is_ok());
     c.set_held(60, None);
     let err = b.check_held(&c).expect_err("c alone over the limit");
-    assert!(err.contains("c holds 60 bytes"), "{err}");
+    assert!(err.contains("flow f: c/0 holds 60 bytes"), "{err}");
     drop(rc);
     assert_eq!(c.outstanding(), 0);
 }
@@ -180,7 +191,7 @@ fn held_bytes_are_not_in_flight_and_count_process_wide() {
 #[test]
 fn absorbed_and_merged_reservations_keep_counting_for_their_partition() {
     let b = Budget::new(100);
-    let s = b.register("s");
+    let s = b.register(label("s"));
     let mut up = b.try_reserve(10).expect("room");
     let mut mine = up.take_for(10, &s);
     mine.absorb(b.try_reserve(5).expect("room"));
@@ -215,7 +226,7 @@ async fn response(b: &Budget, bytes: usize) -> Reservation {
 #[tokio::test]
 async fn rule7_a_returned_share_stays_counted_while_its_response_is_alive() {
     let b = Budget::new(1_000);
-    let (p, q) = (b.register("p"), b.register("q"));
+    let (p, q) = (b.register(label("p")), b.register(label("q")));
     let mut up = response(&b, 300).await;
     let fast = up.take_for(100, &p);
     let straggler = up.take_for(50, &q);
@@ -239,7 +250,7 @@ async fn rule7_a_returned_share_stays_counted_while_its_response_is_alive() {
 async fn rule8_residue_beyond_its_limit_is_freed_at_once() {
     // Budget 160: residue limit 70 (7/16).
     let b = Budget::new(160);
-    let s = b.register("s");
+    let s = b.register(label("s"));
     let mut first = response(&b, 80).await;
     let (a, keep_a) = (first.take_for(60, &s), first.take_for(20, &s));
     drop(first);
@@ -258,7 +269,7 @@ async fn rule8_residue_beyond_its_limit_is_freed_at_once() {
 #[tokio::test]
 async fn rule9_the_last_share_of_a_response_frees_it_and_plain_reservations_never_linger() {
     let b = Budget::new(100);
-    let s = b.register("s");
+    let s = b.register(label("s"));
     let mut up = response(&b, 40).await;
     let only = up.take_for(40, &s);
     drop(up);
@@ -284,7 +295,7 @@ async fn rule9_the_last_share_of_a_response_frees_it_and_plain_reservations_neve
 async fn residue_never_starves_the_fetch_that_brings_a_marker() {
     let b = Budget::new(1_600);
     let min_room = 100; // a sixteenth
-    let (txn, other) = (b.register("txn"), b.register("other"));
+    let (txn, other) = (b.register(label("txn")), b.register(label("other")));
     let mut held = Vec::new();
     for _ in 0..40 {
         let mut up = response(&b, 60).await;

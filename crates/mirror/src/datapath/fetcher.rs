@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use super::budget::{Budget, Reservation, Share};
+use super::budget::{Budget, Label, Reservation, Share};
 use super::inbox::{Inbound, Inbox};
 use super::stability::Stability;
 pub use super::topic_id::Recreation;
@@ -231,9 +231,13 @@ impl PartitionFeed {
     }
 
     /// Its account in `budget`, opened on first use (`flow` names it in messages).
-    pub fn share(&self, budget: &Budget, flow: &str) -> &Share {
+    pub fn share(&self, budget: &Budget, flow: &Arc<str>) -> &Share {
         self.share.get_or_init(|| {
-            budget.register(&format!("flow {flow}: {}/{}", self.topic, self.partition))
+            budget.register(Label {
+                flow: Arc::clone(flow),
+                topic: Arc::clone(&self.topic),
+                partition: self.partition,
+            })
         })
     }
 
@@ -248,7 +252,8 @@ type Assign = mpsc::UnboundedSender<Arc<PartitionFeed>>;
 /// Assigns partitions to per-broker fetchers of one source cluster.
 pub struct Router {
     client: Client,
-    flow: String,
+    /// Shared with the accounts of its partitions.
+    flow: Arc<str>,
     cluster: String,
     opts: FetchOptions,
     partition_max_bytes: i32,
@@ -289,7 +294,7 @@ impl Router {
     ) -> Arc<Self> {
         Arc::new(Router {
             client,
-            flow: flow.to_owned(),
+            flow: Arc::from(flow),
             cluster: cluster.to_owned(),
             opts,
             partition_max_bytes,
@@ -694,7 +699,7 @@ async fn deliver(
                             asked.position,
                             router.budget.total()
                         ))
-                        .flow(&router.flow)
+                        .flow(&*router.flow)
                         .cluster(&router.cluster)
                         .topic(&*p.topic)
                         .partition(p.partition);
@@ -775,7 +780,7 @@ async fn deliver(
                 return None;
             }
             let err = MirrorError::kafka("fetch", e)
-                .flow(&router.flow)
+                .flow(&*router.flow)
                 .cluster(&router.cluster)
                 .topic(&*p.topic)
                 .partition(p.partition);

@@ -465,7 +465,7 @@ impl Metrics {
             latency: f.latency.get(&[flow, topic]),
             engine_latency: self.inner.engine.latency.get(&[flow]),
             produce_ack: self.inner.engine.produce.get(&[flow]),
-            lazy: Arc::default(),
+            lazy: std::sync::OnceLock::new(),
             key,
         }
     }
@@ -830,8 +830,10 @@ pub struct PartitionMetrics {
     /// The flow's `strait_produce_ack_seconds`.
     produce_ack: EngineHistogram,
     /// Series that exist only once they count (they are not rendered at 0 before),
-    /// resolved on first use and shared by the handle's clones.
-    lazy: Arc<LazySeries>,
+    /// resolved on first use. The cache itself is made on first use too: most partitions
+    /// never coalesce, drop or take the slow path, and it is ~170 bytes. Clones made
+    /// after share it; one made before makes its own, which finds the same series.
+    lazy: std::sync::OnceLock<Arc<LazySeries>>,
 }
 
 /// The labelled kinds of `strait_dropped_batches_total` the data path counts, by index in
@@ -924,6 +926,11 @@ impl PartitionMetrics {
         self.metrics.set_held_alarm(line);
     }
 
+    /// The cache of its lazy series, made on first use.
+    fn lazies(&self) -> &LazySeries {
+        self.lazy.get_or_init(Arc::default)
+    }
+
     /// The partition's series of `fam` with this last label, from `cache` after the
     /// first call.
     fn lazy<'c>(
@@ -941,7 +948,7 @@ impl PartitionMetrics {
         match SLOW_REASONS.iter().position(|r| *r == reason) {
             Some(i) => {
                 let fam = &self.metrics.inner.f.slow_path;
-                self.lazy(&self.lazy.slow[i], fam, reason).inc_by(1);
+                self.lazy(&self.lazies().slow[i], fam, reason).inc_by(1);
             }
             None => self
                 .metrics
@@ -951,7 +958,7 @@ impl PartitionMetrics {
 
     /// See [`Metrics::coalesced`] (without a lookup after the first call).
     pub fn coalesced(&self, inputs: u64, bytes: u64) {
-        let [i, o, b] = self.lazy.coalesce.get_or_init(|| {
+        let [i, o, b] = self.lazies().coalesce.get_or_init(|| {
             let f = &self.metrics.inner.f;
             let (fl, t, pt) = (self.flow(), self.topic(), self.partition);
             [
@@ -979,7 +986,7 @@ impl PartitionMetrics {
         match DROPPED_KINDS.iter().position(|k| *k == kind) {
             Some(i) => {
                 let fam = &self.metrics.inner.f.dropped;
-                self.lazy(&self.lazy.dropped[i], fam, kind).inc_by(n);
+                self.lazy(&self.lazies().dropped[i], fam, kind).inc_by(n);
             }
             None => {
                 let pp = p(self.partition);
