@@ -824,7 +824,8 @@ fn check_held(
     planner: &mut Planner<BatchPin>,
 ) -> Result<(), MirrorError> {
     if let Some(at) = planner.take_rewind() {
-        tracing::info!(flow = %spec.shared.flow, topic = %spec.shared.source_topic, partition = spec.partition,
+        tracing::info!(flow = %spec.shared.flow, topic = %spec.shared.source_topic,
+            partition = spec.partition,
             from = at, "every transaction held before the spill is decided: re-reading");
         feed.with_cursor(|c| c.position = at);
     }
@@ -880,7 +881,8 @@ fn check_held(
     };
     // `--once` stops at the end seen at start: it does not read ahead for markers.
     if spec.until.is_none() && planner.spill() {
-        tracing::warn!(flow = %spec.shared.flow, topic = %spec.shared.source_topic, partition = spec.partition,
+        tracing::warn!(flow = %spec.shared.flow, topic = %spec.shared.source_topic,
+            partition = spec.partition,
             "{err}: dropping the held batches and reading ahead for the markers; the \
              partition re-reads them once decided");
         share.set_held(0, None);

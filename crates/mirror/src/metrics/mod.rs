@@ -112,11 +112,6 @@ where
     family
 }
 
-/// Registers `field` of every partition's row ([`row`]) as the metric `name`.
-fn col(r: &mut Registry, name: &str, help: &str, rows: &Family<Arc<PartitionRow>>, field: Field) {
-    register(r, name, help, field.metric_type(), Column::new(rows, field));
-}
-
 /// Counters are registered without `_total` (the OpenMetrics encoder appends it to the
 /// samples), and the encoder appends the final `.` to the help text.
 fn register(r: &mut Registry, name: &str, help: &str, kind: MetricType, metric: impl Metric) {
@@ -130,48 +125,46 @@ fn register(r: &mut Registry, name: &str, help: &str, kind: MetricType, metric: 
 impl Families {
     fn new(r: &mut Registry) -> Self {
         let rows = Family::new(FTP);
-        col(
-            r,
-            "strait_records_replicated_total",
-            "Records acknowledged by the target.",
-            &rows,
-            Field::Records,
-        );
-        col(
-            r,
-            "strait_bytes_replicated_total",
-            "Record batch bytes acknowledged by the target.",
-            &rows,
-            Field::Bytes,
-        );
-        col(
-            r,
-            "strait_lag_offsets",
-            "Source high watermark minus the next source offset to replicate.",
-            &rows,
-            Field::LagOffsets,
-        );
-        col(
-            r,
-            "strait_lag_seconds",
-            "Age of the newest acknowledged record when the partition is behind; 0 when caught up.",
-            &rows,
-            Field::LagSeconds,
-        );
-        col(
-            r,
-            "strait_offset_map_runs",
-            "Runs in the partition's offset map (1 for a topic without gaps).",
-            &rows,
-            Field::MapRuns,
-        );
-        col(
-            r,
-            "strait_held_bytes",
-            "Fetched bytes of the partition held back until their transaction is decided.",
-            &rows,
-            Field::Held,
-        );
+        for (name, help, field) in [
+            (
+                "strait_records_replicated_total",
+                "Records acknowledged by the target.",
+                Field::Records,
+            ),
+            (
+                "strait_bytes_replicated_total",
+                "Record batch bytes acknowledged by the target.",
+                Field::Bytes,
+            ),
+            (
+                "strait_lag_offsets",
+                "Source high watermark minus the next source offset to replicate.",
+                Field::LagOffsets,
+            ),
+            (
+                "strait_lag_seconds",
+                "Age of the newest acknowledged record when the partition is behind; 0 when caught up.",
+                Field::LagSeconds,
+            ),
+            (
+                "strait_offset_map_runs",
+                "Runs in the partition's offset map (1 for a topic without gaps).",
+                Field::MapRuns,
+            ),
+            (
+                "strait_held_bytes",
+                "Fetched bytes of the partition held back until their transaction is decided.",
+                Field::Held,
+            ),
+        ] {
+            register(
+                r,
+                name,
+                help,
+                field.metric_type(),
+                Column::new(&rows, field),
+            );
+        }
         Families {
             rows,
             latency: reg(
