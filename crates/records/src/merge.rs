@@ -355,6 +355,11 @@ struct Writer {
     base_timestamp: Option<i64>,
     max_timestamp: i64,
     offsets: SourceOffsets,
+    /// `(crc, to)`: the CRC-32C of `buf[start..to]`, the start being the buffer's length
+    /// when the writer was made, taken by [`Writer::fold_crc`] while those bytes are still
+    /// in cache, so that sealing an uncompressed batch reads only its header again. `None`
+    /// once it no longer describes the buffer (sealing then reads it all).
+    crc: Option<(u32, usize)>,
 }
 
 /// Everything needed to undo the last [`Writer::append`].
@@ -364,17 +369,27 @@ struct Mark {
     base_timestamp: Option<i64>,
     max_timestamp: i64,
     offsets: (usize, u32, usize),
+    crc: Option<(u32, usize)>,
 }
 
 impl Writer {
     fn new(buf: Vec<u8>) -> Writer {
         Writer {
+            crc: Some((0, buf.len())),
             buf,
             count: 0,
             base_timestamp: None,
             max_timestamp: i64::MIN,
             offsets: SourceOffsets::default(),
         }
+    }
+
+    /// Extends the running CRC over the bytes appended since the last call.
+    fn fold_crc(&mut self) {
+        self.crc = self.crc.and_then(|(crc, to)| {
+            let new = self.buf.get(to..)?;
+            Some((crc32c::crc32c_append(crc, new), self.buf.len()))
+        });
     }
 
     fn mark(&self) -> Mark {
@@ -384,6 +399,7 @@ impl Writer {
             base_timestamp: self.base_timestamp,
             max_timestamp: self.max_timestamp,
             offsets: self.offsets.mark(),
+            crc: self.crc,
         }
     }
 
@@ -393,6 +409,8 @@ impl Writer {
         self.base_timestamp = m.base_timestamp;
         self.max_timestamp = m.max_timestamp;
         self.offsets.rollback(m.offsets);
+        // A running CRC over bytes that are gone describes nothing.
+        self.crc = m.crc.filter(|&(_, to)| to <= self.buf.len());
     }
 
     /// Appends the records of one input, `records` being its (decompressed) records
@@ -514,6 +532,23 @@ fn seal(mut bytes: Vec<u8>, buffers: &BufferPool) -> Result<Batch> {
     Batch::sealed(buffers.freeze(bytes))
 }
 
+/// Seals the uncompressed batch `w` wrote after its [`HEADER_LEN`] bytes of room: the
+/// header's CRC-covered fields combined with the running CRC of the records section, which
+/// is not read again (computed in full when the running CRC does not cover it all).
+fn seal_uncompressed(mut w: Writer, buffers: &BufferPool) -> Result<Batch> {
+    let header = w.header(Compression::None, w.buf.len() - HEADER_LEN)?;
+    w.buf[..HEADER_LEN].copy_from_slice(&header.encode());
+    w.fold_crc();
+    let Some((records_crc, _)) = w.crc.filter(|&(_, to)| to == w.buf.len()) else {
+        return seal(w.buf, buffers);
+    };
+    let records = w.buf.len() - HEADER_LEN;
+    let head = crc32c::crc32c(&w.buf[CRC_START..HEADER_LEN]);
+    let crc = crc32c::crc32c_combine(head, records_crc, records);
+    w.buf[CRC_AT..CRC_START].copy_from_slice(&crc.to_be_bytes());
+    Batch::sealed(buffers.freeze(w.buf))
+}
+
 /// Emits the inputs `inputs` as one output: [`Merged::Unchanged`] for a lone input or when
 /// no record was written, else the merged batch built by `build`.
 fn emit(
@@ -563,12 +598,7 @@ fn merge_uncompressed(
     buffers: &BufferPool,
     out: &mut Vec<Merged>,
 ) -> Result<()> {
-    let build = |w: Writer| -> Result<Batch> {
-        let header = w.header(Compression::None, w.buf.len() - HEADER_LEN)?;
-        let mut bytes = w.buf;
-        bytes[..HEADER_LEN].copy_from_slice(&header.encode());
-        seal(bytes, buffers)
-    };
+    let build = |w: Writer| seal_uncompressed(w, buffers);
     let new_writer = |from: usize| {
         let mut buf = buffers.take(capacity(batches, from..run.end, max));
         buf.resize(HEADER_LEN, 0);
@@ -599,6 +629,8 @@ fn merge_uncompressed(
                 w = new_writer(first);
             }
         }
+        // The input's records, just written, are still in cache.
+        w.fold_crc();
     }
     if first < run.end {
         emit(batches, first..run.end, w, build, buffers, out)?;
