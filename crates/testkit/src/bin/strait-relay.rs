@@ -9,7 +9,18 @@
 //! strait-relay relay  --listen 127.0.0.1:P2 --upstream 127.0.0.1:P1 [--connections 1]
 //! strait-relay source --connect 127.0.0.1:P2 --bytes 512MiB       # writes N bytes
 //! strait-relay delay  --listen 127.0.0.1:P3 --upstream BROKER --delay-ms 25
+//! strait-relay echo   --listen 127.0.0.1:P4 --request-bytes 32KiB --response-bytes 64
+//! strait-relay ping   --connect 127.0.0.1:P4 --requests 20000 --request-bytes 32KiB --response-bytes 64
 //! ```
+//!
+//! `echo` and `ping` are the *request floor*: what one request/response exchange over
+//! loopback costs the side that sends it, with no framing, decoding or bookkeeping. `ping`
+//! writes a request of `--request-bytes`, blocks until the `--response-bytes` answer has
+//! been read, and repeats, one exchange at a time, so that like the replicator waiting for
+//! a broker it sleeps and is woken once per exchange. `echo` reads each request and answers
+//! it. `ping`'s CPU per exchange (measured from outside) is the fixed cost a Produce
+//! request of that size carries at the least on this machine: the write, the loopback
+//! delivery and the wake-up of the peer it runs, the read, and the sleep and wake-up.
 //!
 //! `delay` is not part of the floor: it is a high-latency link for `scripts/bench`. It
 //! forwards every connection it accepts (until killed) to `--upstream`, holding each chunk
@@ -43,6 +54,8 @@ fn main() -> ExitCode {
         Some("relay") => relay(&args[1..]),
         Some("source") => source(&args[1..]),
         Some("delay") => delay(&args[1..]),
+        Some("echo") => echo(&args[1..]),
+        Some("ping") => ping(&args[1..]),
         _ => Err(usage()),
     };
     match result {
@@ -56,7 +69,9 @@ fn main() -> ExitCode {
 
 fn usage() -> String {
     "usage: strait-relay sink --listen ADDR | relay --listen ADDR --upstream ADDR [--connections N] \
-     | source --connect ADDR --bytes SIZE | delay --listen ADDR --upstream ADDR --delay-ms MS"
+     | source --connect ADDR --bytes SIZE | delay --listen ADDR --upstream ADDR --delay-ms MS \
+     | echo --listen ADDR --request-bytes SIZE --response-bytes SIZE \
+     | ping --connect ADDR --requests N --request-bytes SIZE --response-bytes SIZE"
         .to_string()
 }
 
@@ -276,4 +291,74 @@ fn delayed(from: TcpStream, mut to: TcpStream, delay: std::time::Duration) {
         let _ = to.shutdown(Shutdown::Write);
     }
     let _ = reader.join();
+}
+
+/// `--request-bytes` and `--response-bytes` of `echo` and `ping`, each 1 B..=16 MiB.
+fn exchange_sizes(args: &[String]) -> Result<(usize, usize), String> {
+    let size = |name: &str| -> Result<usize, String> {
+        let n = parse_size(&required(args, name)?)?;
+        if !(1..=16 << 20).contains(&n) {
+            return Err(format!("{name} must be 1 B to 16 MiB"));
+        }
+        usize::try_from(n).map_err(|_| format!("{name} too large"))
+    };
+    Ok((size("--request-bytes")?, size("--response-bytes")?))
+}
+
+/// `echo`: answers each request of one connection, until it closes.
+fn echo(args: &[String]) -> Result<(), String> {
+    let listen = required(args, "--listen")?;
+    let (request, response) = exchange_sizes(args)?;
+    let listener = TcpListener::bind(&listen).map_err(|e| format!("listening on {listen}: {e}"))?;
+    let (mut conn, _) = listener.accept().map_err(|e| format!("accept: {e}"))?;
+    let _ = conn.set_nodelay(true);
+    let mut inbound = vec![0u8; request];
+    let answer = vec![0x5au8; response];
+    let mut served = 0u64;
+    loop {
+        match conn.read_exact(&mut inbound) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(format!("echo read: {e}")),
+        }
+        conn.write_all(&answer)
+            .map_err(|e| format!("echo write: {e}"))?;
+        served += 1;
+    }
+    println!(
+        "{}",
+        serde_json::json!({ "role": "echo", "requests": served })
+    );
+    Ok(())
+}
+
+/// `ping`: `--requests` exchanges with an `echo`, one at a time.
+fn ping(args: &[String]) -> Result<(), String> {
+    let connect = required(args, "--connect")?;
+    let requests: u64 = required(args, "--requests")?
+        .parse()
+        .map_err(|_| "bad --requests".to_string())?;
+    let (request, response) = exchange_sizes(args)?;
+    let mut conn = connect_retrying(&connect)?;
+    let _ = conn.set_nodelay(true);
+    let outbound = vec![0xa5u8; request];
+    let mut answer = vec![0u8; response];
+    let t0 = Instant::now();
+    for _ in 0..requests {
+        conn.write_all(&outbound)
+            .map_err(|e| format!("ping write: {e}"))?;
+        conn.read_exact(&mut answer)
+            .map_err(|e| format!("ping read: {e}"))?;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    conn.shutdown(Shutdown::Write)
+        .map_err(|e| format!("shutdown: {e}"))?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "role": "ping", "requests": requests, "request_bytes": request,
+            "response_bytes": response, "secs": secs,
+        })
+    );
+    Ok(())
 }
