@@ -9,7 +9,8 @@
 //!   read; offsetDelta is renumbered `0..n`, timestampDelta is made relative to the merged
 //!   batch's `baseTimestamp` (so every record keeps its absolute timestamp), the length is
 //!   rewritten, and the rest of the record is copied as it is. Each output is one
-//!   allocation sized up front and written in one pass over the inputs.
+//!   allocation sized up front and written in one pass over the inputs; its CRC is taken
+//!   input by input as the records are written, not in a second pass over the batch.
 //! - **Compressed inputs** follow [`CompressedPolicy`]: left as they are, or decompressed
 //!   (bounded by [`Limits::max_decompressed_bytes`]), merged the same way and recompressed
 //!   with their codec. Batches of different codecs are never merged together.
