@@ -203,6 +203,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
                         stats.batches,
                         summary.produced_batches(),
                         summary.produce_requests(),
+                        cost.fetch_requests,
                     ),
                 );
                 if let (Some(r), Some((s0, t0)), Some((s1, t1))) =

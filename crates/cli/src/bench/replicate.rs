@@ -129,6 +129,18 @@ pub struct PhaseCost {
     pub engine_threads_cpu: CpuSnapshot,
     /// Resident set sampled during the phase.
     pub rss: RssSample,
+    /// Fetch requests the flow's fetchers sent (observations of its
+    /// `strait_fetch_wait_seconds`).
+    pub fetch_requests: u64,
+}
+
+/// The name of the first enabled flow (the bench's config has one).
+fn first_flow(config: &Config) -> String {
+    config
+        .enabled_flows()
+        .next()
+        .map(|f| f.name.clone())
+        .unwrap_or_default()
 }
 
 /// Runs `Engine::run_once` on a dedicated runtime of `engine.worker_threads` threads and
@@ -141,9 +153,11 @@ pub fn run_once(config: Config) -> Result<(RunSummary, PhaseCost)> {
     let sampler = RssSampler::start(Duration::from_millis(10));
     let cpu0 = CpuSnapshot::process();
     let t0 = Instant::now();
+    let flow = first_flow(&config);
     let engine = Engine::new(config);
     let result = threads.block_on(&rt, engine.run_once());
     let elapsed = t0.elapsed();
+    let fetch_requests = engine.metrics().fetch_wait(&flow).count;
     drop(engine);
     drop(rt); // waits for the runtime's threads, which report their CPU as they stop
     let process_cpu = CpuSnapshot::process().since(cpu0);
@@ -158,6 +172,7 @@ pub fn run_once(config: Config) -> Result<(RunSummary, PhaseCost)> {
             process_cpu,
             engine_threads_cpu: threads.total(),
             rss,
+            fetch_requests,
         },
     ))
 }
@@ -181,11 +196,7 @@ impl LiveEngine {
             .runtime("strait-engine", config.engine.worker_threads)
             .context("starting the engine runtime")?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let flow = config
-            .enabled_flows()
-            .next()
-            .map(|f| f.name.clone())
-            .unwrap_or_default();
+        let flow = first_flow(&config);
         let engine = Engine::new(config);
         let metrics = engine.metrics().clone();
         let cpu = threads.clone();

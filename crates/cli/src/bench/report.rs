@@ -187,6 +187,8 @@ pub struct PerBatch {
     pub produced_batches: u64,
     /// Produce requests sent.
     pub produce_requests: u64,
+    /// Fetch requests the flow's fetchers sent (the count of `strait_fetch_wait_seconds`).
+    pub fetch_requests: u64,
     /// Engine CPU µs per source batch.
     pub cpu_us_per_source_batch: f64,
     /// Engine CPU µs per produced batch.
@@ -197,7 +199,13 @@ pub struct PerBatch {
 
 impl PerBatch {
     /// The per-unit costs of `engine_cpu_secs`.
-    pub fn new(engine_cpu_secs: f64, source: u64, produced: u64, requests: u64) -> Self {
+    pub fn new(
+        engine_cpu_secs: f64,
+        source: u64,
+        produced: u64,
+        requests: u64,
+        fetches: u64,
+    ) -> Self {
         let per = |n: u64| {
             if n == 0 {
                 0.0
@@ -209,6 +217,7 @@ impl PerBatch {
             source_batches: source,
             produced_batches: produced,
             produce_requests: requests,
+            fetch_requests: fetches,
             cpu_us_per_source_batch: per(source),
             cpu_us_per_produced_batch: per(produced),
             cpu_us_per_request: per(requests),
@@ -259,14 +268,15 @@ impl ReplicationReport {
         }
     }
 
-    /// With the per-batch cost: `source` batches loaded, `produced` batches and `requests`
-    /// Produce requests the engine sent.
-    pub fn with_batches(mut self, source: u64, produced: u64, requests: u64) -> Self {
+    /// With the per-batch cost: `source` batches loaded, `produced` batches, `requests`
+    /// Produce requests and `fetches` Fetch requests the engine sent.
+    pub fn with_batches(mut self, source: u64, produced: u64, requests: u64, fetches: u64) -> Self {
         self.per_batch = Some(PerBatch::new(
             self.engine_cpu.total(),
             source,
             produced,
             requests,
+            fetches,
         ));
         self
     }
@@ -515,12 +525,16 @@ mod tests {
         assert!((r.cpu_secs_per_gib_values - 1.5).abs() < 1e-9);
         assert!((r.mib_per_sec - 512.0).abs() < 1e-9);
         assert!((r.vs_load.unwrap_or(0.0) - 0.5).abs() < 1e-9);
-        let b = r.with_batches(1000, 250, 50).per_batch.expect("per batch");
+        let b = r
+            .with_batches(1000, 250, 50, 20)
+            .per_batch
+            .expect("per batch");
+        assert_eq!(b.fetch_requests, 20);
         // 1.5 s of engine CPU.
         assert!((b.cpu_us_per_source_batch - 1500.0).abs() < 1e-6);
         assert!((b.cpu_us_per_produced_batch - 6000.0).abs() < 1e-6);
         assert!((b.cpu_us_per_request - 30000.0).abs() < 1e-6);
-        assert_eq!(PerBatch::new(1.0, 0, 0, 0).cpu_us_per_request, 0.0);
+        assert_eq!(PerBatch::new(1.0, 0, 0, 0, 0).cpu_us_per_request, 0.0);
         let cpu = |s| Cpu {
             user_secs: s,
             sys_secs: 0.5,
