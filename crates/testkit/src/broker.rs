@@ -445,7 +445,7 @@ pub fn free_port() -> Result<u16> {
 /// A watchdog `sh` that kills `pid` once its stdin reaches EOF, which happens when this
 /// process dies without killing the broker itself (the pipe's write end is ours alone:
 /// std creates it close-on-exec). Best effort: `None` if `sh` can't be spawned.
-fn spawn_watchdog(pid: u32) -> Option<Child> {
+pub(crate) fn spawn_watchdog(pid: u32) -> Option<Child> {
     Command::new("/bin/sh")
         .arg("-c")
         .arg("read _ignored; kill -9 \"$1\" 2>/dev/null")
@@ -468,12 +468,12 @@ fn read_log_from(path: &Path, from: u64) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-fn log_contains_since(path: &Path, from: u64, needle: &str) -> bool {
+pub(crate) fn log_contains_since(path: &Path, from: u64, needle: &str) -> bool {
     read_log_from(path, from).contains(needle)
 }
 
 /// The last `lines` lines of a log file (at most its last 64 KiB).
-fn log_tail(path: &Path, lines: usize) -> String {
+pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let text = read_log_from(path, len.saturating_sub(64 * 1024));
     let all: Vec<&str> = text.lines().collect();

@@ -26,9 +26,22 @@ pub enum Error {
         /// Where we looked.
         path: PathBuf,
     },
+    /// Java or the Apache Kafka / MirrorMaker 2 jars are not where `scripts/install-brokers`
+    /// records them.
+    #[error(
+        "Apache Kafka test install incomplete: {what} not found (recorded in {}): run \
+         scripts/install-brokers (or set STRAIT_JAVA, STRAIT_KAFKA_LIBS, STRAIT_MM2_LIBS)",
+        env_file.display()
+    )]
+    KafkaMissing {
+        /// What is missing.
+        what: String,
+        /// The file install-brokers writes.
+        env_file: PathBuf,
+    },
     /// A broker did not come up (or exited) before its startup deadline.
     #[error(
-        "Tansu broker {name} did not start on 127.0.0.1:{port} within {timeout:?}: {reason}\n\
+        "broker {name} did not start on 127.0.0.1:{port} within {timeout:?}: {reason}\n\
          --- log tail ({}) ---\n{log_tail}",
         log.display()
     )]

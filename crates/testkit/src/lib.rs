@@ -7,6 +7,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`broker`] | [`TansuBroker`] / [`TansuCluster`]: Tansu processes on free loopback ports, killed on drop (also on panic, with the log tail printed), [`TansuBroker::restart`] |
+//! | [`kafka`] | Apache Kafka: [`kafka::KafkaCluster`] (KRaft nodes from the Maven jars, 1 or 3, secure listeners, the StandardAuthorizer; stop, `kill -9`, restart keeping the log) and MirrorMaker 2 ([`kafka::Mm2`], [`kafka::mm2::translate_offsets`]) |
 //! | [`probe`] | a raw ApiVersions v0 request over `std::net::TcpStream` ([`probe::api_versions`]) |
 //! | [`rdkafka`] | librdkafka (Python confluent-kafka) as an independent client: create topics, produce, consume, group offsets |
 //! | [`proxy`] | [`FaultProxy`]: TCP proxy with delay, stall, cut and corrupt; [`TansuBroker::start_behind_proxy`] puts all of a client's traffic through one |
@@ -50,6 +51,7 @@ pub mod broker;
 pub mod config;
 pub mod data;
 pub mod error;
+pub mod kafka;
 pub mod load;
 pub mod netns;
 pub mod paths;
