@@ -275,14 +275,24 @@ fn build_request(
 /// The topics of a request, in its order: (name, id; nil below v13).
 type Asked = Vec<(String, Uuid)>;
 
-/// Which topic of the request a response topic answers: by id (v13+), else by name. A
+/// Which topic of the request a response topic answers: by id (v13+), named after any topic
+/// the session holds with that id (`known`: an incremental request omits the partitions
+/// whose position did not change, and Apache Kafka answers them by id alone, without a
+/// name), else by name. A
 /// topic with neither (Tansu 0.6 answers an unknown topic id with a nil id, no name and
 /// UNKNOWN_TOPIC_OR_PARTITION) is the request's topic at the same index when the response
 /// answers every topic asked for, in order; otherwise it is left nameless (matched by
 /// nobody).
-fn answered(asked: &Asked, index: usize, count: usize, name: &str, id: Uuid) -> (String, Uuid) {
+fn answered(
+    asked: &Asked,
+    known: &Asked,
+    index: usize,
+    count: usize,
+    name: &str,
+    id: Uuid,
+) -> (String, Uuid) {
     if !id.is_nil() {
-        let name = match asked.iter().find(|(_, i)| *i == id) {
+        let name = match known.iter().find(|(_, i)| *i == id) {
             Some((n, _)) if name.is_empty() => n.clone(),
             _ => name.to_owned(),
         };
@@ -298,12 +308,13 @@ fn answered(asked: &Asked, index: usize, count: usize, name: &str, id: Uuid) -> 
 }
 
 /// The response as [`FetchResult`], each topic named after the request's topic it answers
-/// ([`answered`]).
-fn convert(resp: FetchResponse, asked: &Asked) -> FetchResult {
+/// ([`answered`]); `known` holds every topic of the session (the request's, for a
+/// sessionless fetch).
+fn convert(resp: FetchResponse, asked: &Asked, known: &Asked) -> FetchResult {
     let mut partitions = Vec::new();
     let count = resp.responses.len();
     for (i, t) in resp.responses.into_iter().enumerate() {
-        let (topic, id) = answered(asked, i, count, &t.topic.0, t.topic_id);
+        let (topic, id) = answered(asked, known, i, count, &t.topic.0, t.topic_id);
         let topic_id = (!id.is_nil()).then_some(id);
         for p in t.partitions {
             let leader = p.current_leader;
@@ -395,7 +406,7 @@ impl Client {
             )
             .await?;
         Error::check_code(resp.error_code, None).map_err(|e| e.broker(broker_id))?;
-        Ok(convert(resp, &asked))
+        Ok(convert(resp, &asked, &asked))
     }
 
     /// A fetch session with broker `broker_id` (KIP-227).
@@ -539,7 +550,11 @@ impl FetchSession {
                     .map(|p| ((p.topic.clone(), p.partition), p.clone()))
                     .collect();
             }
-            return Ok(convert(resp, &asked));
+            let known: Asked = positions
+                .iter()
+                .filter_map(|p| Some((p.topic.clone(), p.topic_id?)))
+                .collect();
+            return Ok(convert(resp, &asked, &known));
         }
         Err(Error::protocol("fetch session could not be re-established"))
     }

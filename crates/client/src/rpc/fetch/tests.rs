@@ -307,16 +307,30 @@ fn asked() -> Asked {
 
 #[test]
 fn a_topic_answered_by_id_gets_the_name_asked_for_with_that_id() {
-    assert_eq!(answered(&asked(), 0, 2, "", B), ("b".to_string(), B));
     assert_eq!(
-        answered(&asked(), 0, 2, "", Uuid::from_bytes([1; 16])),
+        answered(&asked(), &asked(), 0, 2, "", B),
+        ("b".to_string(), B)
+    );
+    assert_eq!(
+        answered(&asked(), &asked(), 0, 2, "", Uuid::from_bytes([1; 16])),
         (String::new(), Uuid::from_bytes([1; 16])),
         "an id nobody asked for matches nobody"
     );
     let by_name = vec![("a".to_string(), Uuid::nil())];
     assert_eq!(
-        answered(&by_name, 0, 1, "a", Uuid::nil()),
+        answered(&by_name, &by_name, 0, 1, "a", Uuid::nil()),
         ("a".to_string(), Uuid::nil())
+    );
+}
+
+#[test]
+fn an_incremental_answer_by_id_is_named_after_the_session_s_topic_the_request_omitted() {
+    // Apache Kafka: the position did not change, so the request carried no topic, and the
+    // answer (new data) names the topic by id alone.
+    let request = Asked::new();
+    assert_eq!(
+        answered(&request, &asked(), 0, 1, "", A),
+        ("a".to_string(), A)
     );
 }
 
@@ -324,12 +338,12 @@ fn a_topic_answered_by_id_gets_the_name_asked_for_with_that_id() {
 fn a_topic_answered_with_neither_id_nor_name_is_the_request_topic_at_its_index() {
     // Tansu 0.6's answer to an unknown topic id: nil id, no name, in request order.
     assert_eq!(
-        answered(&asked(), 1, 2, "", Uuid::nil()),
+        answered(&asked(), &asked(), 1, 2, "", Uuid::nil()),
         ("b".to_string(), B)
     );
     // Not every topic answered: the order proves nothing.
     assert_eq!(
-        answered(&asked(), 0, 1, "", Uuid::nil()),
+        answered(&asked(), &asked(), 0, 1, "", Uuid::nil()),
         (String::new(), Uuid::nil())
     );
     let part = |code| vec![PartitionData::default().with_error_code(code)];
@@ -339,7 +353,7 @@ fn a_topic_answered_with_neither_id_nor_name_is_the_request_topic_at_its_index()
             .with_partitions(part(0)),
         FetchableTopicResponse::default().with_partitions(part(3)),
     ]);
-    let got: Vec<_> = convert(resp, &asked())
+    let got: Vec<_> = convert(resp, &asked(), &asked())
         .partitions
         .into_iter()
         .map(|p| (p.topic, p.topic_id, p.error_code))
