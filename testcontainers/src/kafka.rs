@@ -1,15 +1,17 @@
-//! One single-node Apache Kafka (KRaft, broker and controller in one process) in a
-//! container: `testcontainers_modules::kafka::apache` with the JVM image `apache/kafka` at
-//! [`KAFKA_TAG`], advertised on `127.0.0.1:<mapped port>` so that processes on the host
-//! (strait, librdkafka) reach it. Internal topics get replication factor 1, so
-//! transactions work on one broker. The container is removed when [`Kafka`] is dropped,
-//! also when a test fails.
+//! Apache Kafka (KRaft, broker and controller in one process) for the scenarios. By default
+//! a node of `strait_testkit::kafka` (the JVM from the Maven jars `scripts/install-brokers`
+//! brings, on free loopback ports); with `STRAIT_KAFKA_BACKEND=docker`, a container of the
+//! JVM image `apache/kafka` at [`KAFKA_TAG`] through testcontainers, for machines with a
+//! Docker engine. Either way internal topics get replication factor 1 (transactions work
+//! on one broker), groups form at once and topics are never created automatically. The
+//! broker is stopped when [`Kafka`] is dropped, also when a test fails.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use strait_client::{Client, ClientConfig, IsolationLevel};
 use strait_mirror::datapath::probe::bounds;
+use strait_testkit::kafka::{KafkaCluster, KafkaOptions};
 use strait_testkit::verify;
 use testcontainers_modules::kafka::apache::{self, KAFKA_PORT};
 use testcontainers_modules::testcontainers::runners::SyncRunner;
@@ -17,19 +19,58 @@ use testcontainers_modules::testcontainers::{Container, ImageExt};
 
 use crate::engine;
 
-/// The `apache/kafka` image tag the scenarios run against.
-pub const KAFKA_TAG: &str = "3.9.1";
+/// The `apache/kafka` image tag the Docker backend runs.
+pub const KAFKA_TAG: &str = "4.4.0";
 
-/// A running Kafka container.
+/// Selects the backend: `jars` (default) or `docker`.
+pub const BACKEND_ENV: &str = "STRAIT_KAFKA_BACKEND";
+
+/// A running Kafka broker.
 pub struct Kafka {
-    container: Container<apache::Kafka>,
+    backend: Backend,
     bootstrap: String,
 }
 
+enum Backend {
+    Jars(KafkaCluster),
+    Docker(Box<Container<apache::Kafka>>),
+}
+
 impl Kafka {
-    /// Starts one and waits until it serves (`Kafka Server started`). Fails the test when
-    /// there is no Docker engine ([`engine::require`]) or the container does not start.
+    /// Starts one node on the backend [`BACKEND_ENV`] selects and waits until it serves.
+    /// Fails the test when it cannot start (never skips it).
     pub fn start() -> Kafka {
+        match std::env::var(BACKEND_ENV).as_deref() {
+            Ok("docker") => Self::start_docker(),
+            Ok("jars") | Err(_) => Self::start_with(KafkaOptions::default()),
+            Ok(other) => panic!("{BACKEND_ENV}={other}: expected jars or docker"),
+        }
+    }
+
+    /// Two independent clusters (source and target), started at once.
+    pub fn pair() -> (Kafka, Kafka) {
+        std::thread::scope(|s| {
+            let a = s.spawn(Kafka::start);
+            let b = s.spawn(Kafka::start);
+            (
+                a.join().expect("start the source Kafka"),
+                b.join().expect("start the target Kafka"),
+            )
+        })
+    }
+
+    /// A cluster of the jar backend with these options (security, 3 nodes, the authorizer,
+    /// broker properties): scenarios that need them run on the jars only.
+    pub fn start_with(options: KafkaOptions) -> Kafka {
+        let cluster =
+            KafkaCluster::start(options).unwrap_or_else(|e| panic!("start Apache Kafka: {e}"));
+        Kafka {
+            bootstrap: cluster.bootstrap(),
+            backend: Backend::Jars(cluster),
+        }
+    }
+
+    fn start_docker() -> Kafka {
         engine::require();
         let container = apache::Kafka::default()
             .with_jvm_image()
@@ -41,6 +82,8 @@ impl Kafka {
             .with_env_var("KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
             // Only strait and the tests create topics: a typo must not create one.
             .with_env_var("KAFKA_AUTO_CREATE_TOPICS_ENABLE", "false")
+            // Test data carries 2023 timestamps: no retention deletes it.
+            .with_env_var("KAFKA_LOG_RETENTION_MS", "-1")
             .with_startup_timeout(Duration::from_secs(180))
             .start()
             .unwrap_or_else(|e| panic!("start apache/kafka:{KAFKA_TAG}: {e}"));
@@ -48,7 +91,7 @@ impl Kafka {
             .get_host_port_ipv4(KAFKA_PORT)
             .unwrap_or_else(|e| panic!("the Kafka container's mapped port: {e}"));
         Kafka {
-            container,
+            backend: Backend::Docker(Box::new(container)),
             bootstrap: format!("127.0.0.1:{port}"),
         }
     }
@@ -58,9 +101,31 @@ impl Kafka {
         self.bootstrap.clone()
     }
 
-    /// The container id (for diagnostics).
-    pub fn id(&self) -> &str {
-        self.container.id()
+    /// The jar backend's cluster (to kill, pause or restart a node, or reach its secure
+    /// listeners); `None` on Docker.
+    pub fn cluster(&self) -> Option<&KafkaCluster> {
+        match &self.backend {
+            Backend::Jars(c) => Some(c),
+            Backend::Docker(_) => None,
+        }
+    }
+
+    /// [`cluster`](Self::cluster), mutably; fails the test on Docker.
+    pub fn cluster_mut(&mut self) -> &mut KafkaCluster {
+        match &mut self.backend {
+            Backend::Jars(c) => c,
+            Backend::Docker(_) => {
+                panic!("this scenario controls broker processes: run it on the jar backend")
+            }
+        }
+    }
+
+    /// What runs: `Apache Kafka 4.4.0 (jars)` or the container's image and id.
+    pub fn describe(&self) -> String {
+        match &self.backend {
+            Backend::Jars(c) => format!("Apache Kafka {} (jars)", c.version()),
+            Backend::Docker(c) => format!("apache/kafka:{KAFKA_TAG} (container {})", c.id()),
+        }
     }
 }
 

@@ -23,9 +23,8 @@ const PER_CALL: u64 = 25;
 const MAX_IN_FLIGHT: usize = 5;
 
 #[test]
-#[ignore = "needs a Docker engine: run scripts/test-kafka"]
 fn kill_9_mid_stream_then_restart_loses_nothing_and_duplicates_stay_bounded() {
-    let (source, target) = (Kafka::start(), Kafka::start());
+    let (source, target) = Kafka::pair();
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     let dir = tempfile::tempdir().expect("temp dir");

@@ -88,9 +88,8 @@ fn topic_configs(bootstrap: &str, topic: &str) -> BTreeMap<String, String> {
 }
 
 #[test]
-#[ignore = "needs a Docker engine: run scripts/test-kafka"]
 fn three_topics_arrive_byte_for_byte_with_their_configs() {
-    let (source, target) = (Kafka::start(), Kafka::start());
+    let (source, target) = Kafka::pair();
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     let mut produced = BTreeMap::new();
     for (seed, (topic, partitions, codec, configs)) in TOPICS.iter().enumerate() {

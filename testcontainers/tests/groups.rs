@@ -67,9 +67,8 @@ fn next_record(bootstrap: &str, topic: &str, p: i32, offset: i64) -> Option<(i64
 }
 
 #[test]
-#[ignore = "needs a Docker engine: run scripts/test-kafka"]
 fn group_offsets_are_translated_to_the_same_next_record() {
-    let (source, target) = (Kafka::start(), Kafka::start());
+    let (source, target) = Kafka::pair();
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     produce(&src, "plain-a", Transaction::None);

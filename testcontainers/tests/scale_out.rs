@@ -178,10 +178,9 @@ fn all_partitions() -> Vec<i32> {
 }
 
 #[test]
-#[ignore = "needs a Docker engine: run scripts/test-kafka"]
 fn a_killed_members_partitions_move_and_a_joining_one_gets_some() {
     let session = Duration::from_secs(10);
-    let (source, target) = (Kafka::start(), Kafka::start());
+    let (source, target) = Kafka::pair();
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     let dir = tempfile::tempdir().expect("temp dir");
@@ -262,11 +261,10 @@ fn a_killed_members_partitions_move_and_a_joining_one_gets_some() {
 }
 
 #[test]
-#[ignore = "needs a Docker engine: run scripts/test-kafka"]
 fn a_rolling_restart_of_static_members_reshuffles_nothing() {
     // Long enough that a stop and a start fit well inside it.
     let session = Duration::from_secs(30);
-    let (source, target) = (Kafka::start(), Kafka::start());
+    let (source, target) = Kafka::pair();
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     let dir = tempfile::tempdir().expect("temp dir");

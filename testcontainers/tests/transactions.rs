@@ -94,9 +94,8 @@ fn expected(labels: &[&str]) -> BTreeMap<i32, Vec<String>> {
 }
 
 #[test]
-#[ignore = "needs a Docker engine: run scripts/test-kafka"]
 fn read_committed_on_the_target_sees_exactly_the_committed_transactions() {
-    let (source, target) = (Kafka::start(), Kafka::start());
+    let (source, target) = Kafka::pair();
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     let none = ClientConfig::new;

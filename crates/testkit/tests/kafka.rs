@@ -25,7 +25,10 @@ fn read_all(bootstrap: &str, topic: &str, n: usize, client: &ClientConfig) -> us
     };
     let got = rdkafka::consume(bootstrap, topic, &options).expect("consume");
     if got.len() != n {
-        eprintln!("read {} of {n} from {topic} at {bootstrap} with {client:?}", got.len());
+        eprintln!(
+            "read {} of {n} from {topic} at {bootstrap} with {client:?}",
+            got.len()
+        );
     }
     got.len()
 }
@@ -33,14 +36,26 @@ fn read_all(bootstrap: &str, topic: &str, n: usize, client: &ClientConfig) -> us
 #[test]
 fn a_node_keeps_its_log_across_kill_9_and_restart() {
     let mut kafka = KafkaCluster::start(KafkaOptions::default()).expect("start Kafka");
-    assert!(kafka.version().starts_with('4'), "Kafka 4.x, got {}", kafka.version());
+    assert!(
+        kafka.version().starts_with('4'),
+        "Kafka 4.x, got {}",
+        kafka.version()
+    );
     rdkafka::create_topic(&kafka.bootstrap(), "t", 1, &[]).expect("create");
-    rdkafka::produce(&kafka.bootstrap(), "t", &records(500), &ProduceOptions::default())
-        .expect("produce");
+    rdkafka::produce(
+        &kafka.bootstrap(),
+        "t",
+        &records(500),
+        &ProduceOptions::default(),
+    )
+    .expect("produce");
     kafka.node_mut(0).kill9();
     assert!(!kafka.node_mut(0).is_running());
     kafka.node_mut(0).restart().expect("restart");
-    assert_eq!(read_all(&kafka.bootstrap(), "t", 500, &ClientConfig::default()), 500);
+    assert_eq!(
+        read_all(&kafka.bootstrap(), "t", 500, &ClientConfig::default()),
+        500
+    );
 }
 
 #[test]
@@ -54,8 +69,13 @@ fn secure_listeners_take_the_users_they_were_given_and_refuse_others() {
     .expect("start Kafka");
     // Setup over PLAINTEXT (a super user), then read as alice, who needs ACLs.
     rdkafka::create_topic(&kafka.bootstrap(), "s", 1, &[]).expect("create");
-    rdkafka::produce(&kafka.bootstrap(), "s", &records(50), &ProduceOptions::default())
-        .expect("produce");
+    rdkafka::produce(
+        &kafka.bootstrap(),
+        "s",
+        &records(50),
+        &ProduceOptions::default(),
+    )
+    .expect("produce");
     let ca = pki.ca_cert.display().to_string();
     let scram = |mech: &str, password: &str| {
         ClientConfig::new()
@@ -76,7 +96,10 @@ fn secure_listeners_take_the_users_they_were_given_and_refuse_others() {
             ..ConsumeOptions::count(50)
         },
     );
-    assert!(denied.is_err(), "the authorizer let alice read without an ACL");
+    assert!(
+        denied.is_err(),
+        "the authorizer let alice read without an ACL"
+    );
     // A wrong password fails authentication.
     let wrong = rdkafka::consume(
         &sasl_ssl,
@@ -87,12 +110,18 @@ fn secure_listeners_take_the_users_they_were_given_and_refuse_others() {
             ..ConsumeOptions::count(1)
         },
     );
-    let err = wrong.expect_err("a wrong password was accepted").to_string();
+    let err = wrong
+        .expect_err("a wrong password was accepted")
+        .to_string();
     assert!(err.to_lowercase().contains("auth"), "{err}");
     // With a READ ACL (granted over PLAINTEXT with the admin tools' classes), alice reads.
     grant_read(&kafka, "User:alice", "s");
     for mech in ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"] {
-        assert_eq!(read_all(&sasl_ssl, "s", 50, &scram(mech, "alice-secret")), 50, "{mech}");
+        assert_eq!(
+            read_all(&sasl_ssl, "s", 50, &scram(mech, "alice-secret")),
+            50,
+            "{mech}"
+        );
     }
     let sasl_plain = ClientConfig::new()
         .set("security.protocol", "SASL_PLAINTEXT")
@@ -106,7 +135,10 @@ fn secure_listeners_take_the_users_they_were_given_and_refuse_others() {
     let mtls = ClientConfig::new()
         .set("security.protocol", "SSL")
         .set("ssl.ca.location", &ca)
-        .set("ssl.certificate.location", pki.client_cert.display().to_string())
+        .set(
+            "ssl.certificate.location",
+            pki.client_cert.display().to_string(),
+        )
         .set("ssl.key.location", pki.client_key.display().to_string());
     let ssl = kafka.ssl_bootstrap().expect("ssl listener");
     assert_eq!(read_all(&ssl, "s", 50, &mtls), 50);
@@ -124,16 +156,16 @@ fn secure_listeners_take_the_users_they_were_given_and_refuse_others() {
             ..ConsumeOptions::count(1)
         },
     );
-    assert!(refused.is_err(), "the SSL listener served a client without a certificate");
+    assert!(
+        refused.is_err(),
+        "the SSL listener served a client without a certificate"
+    );
 }
 
 /// READ on `topic` and on every group for `principal`, through kafka-acls' own classes.
 fn grant_read(kafka: &KafkaCluster, principal: &str, topic: &str) {
     let install = strait_testkit::kafka::install::broker().expect("install");
-    for args in [
-        vec!["--topic", topic],
-        vec!["--group", "*"],
-    ] {
+    for args in [vec!["--topic", topic], vec!["--group", "*"]] {
         let status = std::process::Command::new(&install.java)
             .arg("-cp")
             .arg(install.classpath())
@@ -146,7 +178,10 @@ fn grant_read(kafka: &KafkaCluster, principal: &str, topic: &str) {
             .stdout(std::process::Stdio::null())
             .status()
             .expect("AclCommand");
-        assert!(status.success(), "kafka-acls --add for {principal} on {args:?}");
+        assert!(
+            status.success(),
+            "kafka-acls --add for {principal} on {args:?}"
+        );
     }
 }
 
@@ -162,11 +197,26 @@ fn three_nodes_replicate_and_survive_the_loss_of_one() {
     rdkafka::produce(&kafka.bootstrap(), "r", &records(300), &acks_all).expect("produce");
     kafka.node_mut(2).kill9();
     // Two of three replicas remain in sync: acks=all still succeeds.
-    let survivors = format!("{},{}", kafka.node(0).bootstrap(), kafka.node(1).bootstrap());
+    let survivors = format!(
+        "{},{}",
+        kafka.node(0).bootstrap(),
+        kafka.node(1).bootstrap()
+    );
     rdkafka::produce(&survivors, "r", &records(300), &acks_all).expect("produce on two nodes");
-    assert_eq!(read_all(&survivors, "r", 600, &ClientConfig::default()), 600);
+    assert_eq!(
+        read_all(&survivors, "r", 600, &ClientConfig::default()),
+        600
+    );
     kafka.node_mut(2).restart().expect("restart");
-    assert_eq!(read_all(&kafka.node(2).bootstrap(), "r", 600, &ClientConfig::default()), 600);
+    assert_eq!(
+        read_all(
+            &kafka.node(2).bootstrap(),
+            "r",
+            600,
+            &ClientConfig::default()
+        ),
+        600
+    );
 }
 
 #[test]
@@ -177,9 +227,20 @@ fn mirrormaker2_starts_between_two_clusters_and_copies_a_topic() {
         (a.join().unwrap().expect("a"), b.join().unwrap().expect("b"))
     });
     rdkafka::create_topic(&a.bootstrap(), "orders", 2, &[]).expect("create");
-    rdkafka::produce(&a.bootstrap(), "orders", &records(100), &ProduceOptions::default())
-        .expect("produce");
-    let props = strait_testkit::kafka::mm2::dedicated_properties("a", &a.bootstrap(), "b", &b.bootstrap(), "orders");
+    rdkafka::produce(
+        &a.bootstrap(),
+        "orders",
+        &records(100),
+        &ProduceOptions::default(),
+    )
+    .expect("produce");
+    let props = strait_testkit::kafka::mm2::dedicated_properties(
+        "a",
+        &a.bootstrap(),
+        "b",
+        &b.bootstrap(),
+        "orders",
+    );
     let mm2 = strait_testkit::kafka::Mm2::start(&props, Duration::from_secs(120)).expect("MM2");
     // MM2 creates a.orders once its source connector has seen the topic.
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
@@ -193,7 +254,12 @@ fn mirrormaker2_starts_between_two_clusters_and_copies_a_topic() {
             Err(e) => panic!("MM2 never created a.orders on b: {e}\n{}", mm2.log_tail(30)),
         }
     };
-    assert_eq!(copied.len(), 100, "MM2 {} copied what a holds", mm2.version());
+    assert_eq!(
+        copied.len(),
+        100,
+        "MM2 {} copied what a holds",
+        mm2.version()
+    );
 }
 
 #[test]
@@ -206,6 +272,11 @@ fn debug_hold() {
             .authorizer(),
     )
     .expect("start Kafka");
-    println!("BOOT {} {} {:?}", kafka.bootstrap(), kafka.sasl_ssl_bootstrap().unwrap(), kafka.dir());
+    println!(
+        "BOOT {} {} {:?}",
+        kafka.bootstrap(),
+        kafka.sasl_ssl_bootstrap().unwrap(),
+        kafka.dir()
+    );
     std::thread::sleep(Duration::from_secs(400));
 }

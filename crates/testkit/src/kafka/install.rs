@@ -117,7 +117,11 @@ mod tests {
         let text = "JAVA=/usr/bin/java\nKAFKA_LIBS=/x/libs\nMM2_LIBS=\n";
         assert_eq!(parse_env(text, "JAVA"), Some("/usr/bin/java"));
         assert_eq!(parse_env(text, "KAFKA_LIBS"), Some("/x/libs"));
-        assert_eq!(parse_env(text, "MM2_LIBS"), None, "an empty value is absent");
+        assert_eq!(
+            parse_env(text, "MM2_LIBS"),
+            None,
+            "an empty value is absent"
+        );
         assert_eq!(parse_env(text, "OTHER"), None);
     }
 

@@ -43,7 +43,8 @@ impl Mm2 {
             .tempdir()
             .map_err(io("creating MM2's folder"))?;
         let path = dir.path().to_owned();
-        std::fs::write(path.join("mm2.properties"), properties).map_err(io("writing mm2.properties"))?;
+        std::fs::write(path.join("mm2.properties"), properties)
+            .map_err(io("writing mm2.properties"))?;
         std::fs::write(
             path.join("log4j2.properties"),
             log4j2_properties(&path.join("mm2.log")),

@@ -150,7 +150,9 @@ impl KafkaCluster {
     /// Formats and starts a cluster, and waits until every node serves.
     pub fn start(options: KafkaOptions) -> Result<Self> {
         if options.nodes == 0 {
-            return Err(Error::Protocol("a Kafka cluster needs at least one node".into()));
+            return Err(Error::Protocol(
+                "a Kafka cluster needs at least one node".into(),
+            ));
         }
         let install = install::broker()?;
         let version = install
@@ -230,7 +232,8 @@ impl KafkaCluster {
             let node_dir = self.path.join(format!("node-{id}"));
             // A retry starts from an empty folder.
             let _ = std::fs::remove_dir_all(&node_dir);
-            std::fs::create_dir_all(node_dir.join("data")).map_err(|e| fatal(io("node folder")(e)))?;
+            std::fs::create_dir_all(node_dir.join("data"))
+                .map_err(|e| fatal(io("node folder")(e)))?;
             let text = props::server_properties(&NodeLayout {
                 node_id: id,
                 ports: &ports,
@@ -388,7 +391,10 @@ fn format_node(node: &KafkaNode, cluster_id: &str, scram: &[String]) -> Result<(
         .args(scram)
         .stdin(Stdio::null())
         .output()
-        .map_err(io(format!("running {} (StorageTool)", node.install.java.display())))?;
+        .map_err(io(format!(
+            "running {} (StorageTool)",
+            node.install.java.display()
+        )))?;
     if output.status.success() {
         return Ok(());
     }
@@ -405,7 +411,8 @@ fn format_node(node: &KafkaNode, cluster_id: &str, scram: &[String]) -> Result<(
 
 /// The server's key followed by its chain: Kafka's PEM keystore file.
 fn write_keystore(dir: &Path, security: &KafkaSecurity) -> Result<TlsFiles> {
-    let mut pem = std::fs::read_to_string(&security.server_key).map_err(io("reading the server key"))?;
+    let mut pem =
+        std::fs::read_to_string(&security.server_key).map_err(io("reading the server key"))?;
     pem.push('\n');
     pem.push_str(
         &std::fs::read_to_string(&security.server_chain).map_err(io("reading the server chain"))?,

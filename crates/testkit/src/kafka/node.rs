@@ -153,7 +153,11 @@ impl KafkaNode {
             .open(self.dir.join("stdout.log"))
             .map_err(io("opening the node's stdout log"))?;
         let _ = out.seek(SeekFrom::End(0));
-        let _ = writeln!(out, "=== strait-testkit: starting Kafka node {} ===", self.id);
+        let _ = writeln!(
+            out,
+            "=== strait-testkit: starting Kafka node {} ===",
+            self.id
+        );
         let err = out.try_clone().map_err(io("cloning the log handle"))?;
         let child = self
             .java_command()

@@ -96,7 +96,11 @@ pub fn server_properties(layout: &NodeLayout<'_>) -> String {
             listeners.push(format!("{name}://127.0.0.1:{port}"));
             advertised.push(format!("{name}://127.0.0.1:{port}"));
         }
-        protocols.extend(["SASL_SSL:SASL_SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SSL:SSL"]);
+        protocols.extend([
+            "SASL_SSL:SASL_SSL",
+            "SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "SSL:SSL",
+        ]);
     }
     let mut out = String::new();
     let mut line = |k: &str, v: &str| {
@@ -147,7 +151,10 @@ pub fn server_properties(layout: &NodeLayout<'_>) -> String {
         line("ssl.keystore.type", "PEM");
         line("ssl.keystore.location", &tls.keystore.display().to_string());
         line("ssl.truststore.type", "PEM");
-        line("ssl.truststore.location", &tls.truststore.display().to_string());
+        line(
+            "ssl.truststore.location",
+            &tls.truststore.display().to_string(),
+        );
         line("listener.name.ssl.ssl.client.auth", "required");
         line(
             "sasl.enabled.mechanisms",
@@ -302,7 +309,9 @@ mod tests {
             "PLAINTEXT://127.0.0.1:9000,SASL_SSL://127.0.0.1:1,SASL_PLAINTEXT://127.0.0.1:2,SSL://127.0.0.1:3"
         );
         assert_eq!(p["listener.name.ssl.ssl.client.auth"], "required");
-        assert!(p["listener.name.sasl_ssl.plain.sasl.jaas.config"].contains("user_alice=\"pa\\\"ss\""));
+        assert!(
+            p["listener.name.sasl_ssl.plain.sasl.jaas.config"].contains("user_alice=\"pa\\\"ss\"")
+        );
         assert_eq!(p["super.users"], SUPER_USERS);
         assert_eq!(p["message.max.bytes"], "2000000");
         assert_eq!(p["offsets.topic.replication.factor"], "1");
