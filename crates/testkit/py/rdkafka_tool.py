@@ -109,6 +109,21 @@ def token_file_cb(path):
     return cb
 
 
+def topic_metadata(client, topic, timeout):
+    """list_topics in one-second slices until `timeout`: an exception the error callback
+    raises (--fail-fast: a wrong password, a refused certificate) surfaces when the call
+    returns, so one long call would hide it for the whole timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return client.list_topics(topic, timeout=max(0.1, min(1.0, left)))
+        except KafkaException as e:
+            waiting = e.args[0].code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT)
+            if not waiting or left <= 1.0:
+                raise
+
+
 def common_config(args):
     conf = {"bootstrap.servers": args.bootstrap, "client.id": "strait-testkit-rdkafka",
             "error_cb": on_error(args)}
@@ -240,7 +255,7 @@ def cmd_consume(args):
         if args.partitions:
             partitions = [int(p) for p in args.partitions.split(",") if p != ""]
         else:
-            md = c.list_topics(args.topic, timeout=args.timeout)
+            md = topic_metadata(c, args.topic, args.timeout)
             t = md.topics.get(args.topic)
             if t is None or t.error is not None:
                 raise ToolError(f"no metadata for topic {args.topic}: {t.error if t else 'missing'}")

@@ -262,21 +262,3 @@ fn mirrormaker2_starts_between_two_clusters_and_copies_a_topic() {
     );
 }
 
-#[test]
-#[ignore]
-fn debug_hold() {
-    let pki = TestPki::generate("/tmp/dbgpki").expect("pki");
-    let kafka = KafkaCluster::start(
-        KafkaOptions::default()
-            .security(KafkaSecurity::new(&pki).user("alice", "alice-secret"))
-            .authorizer(),
-    )
-    .expect("start Kafka");
-    println!(
-        "BOOT {} {} {:?}",
-        kafka.bootstrap(),
-        kafka.sasl_ssl_bootstrap().unwrap(),
-        kafka.dir()
-    );
-    std::thread::sleep(Duration::from_secs(400));
-}
