@@ -1,0 +1,415 @@
+//! Exactly-once replication (`delivery.guarantee = "exactly_once"`, docs/operations.md
+//! "Delivery guarantees") against Apache Kafka's own transaction coordinator, the real
+//! `strait` binary between two clusters and a producer writing numbered records the whole
+//! time. The judge is librdkafka reading the target with `isolation.level=read_committed`
+//! (Kafka sends real aborted-transaction lists and last stable offsets, so no marker
+//! resolving of our own is needed, unlike crates/cli/tests/exactly_once.rs on Tansu):
+//!
+//! - kill -9 of `strait run` at several moments under load, then a restart and a drain:
+//!   every source record is on the target exactly once, in order, per partition; the
+//!   committed offset maps translate every source record to the target record holding
+//!   it; and once strait is stopped no transaction is left hanging (each target
+//!   partition's last stable offset is its high watermark: a hanging transaction would
+//!   block every read_committed consumer);
+//! - a zombie: a `strait run` frozen with SIGSTOP while a replacement on the same config
+//!   takes over is fenced by Kafka when resumed (the broker answers PRODUCER_FENCED; it
+//!   exits non-zero saying it was fenced), and the target still holds every record
+//!   exactly once.
+//!
+//! The two tests share one pair of clusters (a flow name, topic and transactional id
+//! each); the JVMs die with the test process (the testkit's watchdog).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use bytes::Bytes;
+use strait_client::{Client, ClientConfig, FetchOptions, IsolationLevel, PartitionConsumer};
+use strait_kafka_scenarios::kafka::ends;
+use strait_kafka_scenarios::process::{self, Strait, log_tail};
+use strait_kafka_scenarios::{Kafka, runtime, wait};
+use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
+use strait_testkit::load::NumberedProducer;
+use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation};
+use strait_testkit::verify;
+
+const PARTITIONS: i32 = 3;
+/// Records per partition in one producer call.
+const PER_CALL: u64 = 20;
+/// librdkafka `batch.num.messages` of the source producer.
+const BATCH_RECORDS: u32 = 10;
+
+/// The source and target clusters every test of this file shares.
+fn clusters() -> &'static (Kafka, Kafka) {
+    static PAIR: OnceLock<(Kafka, Kafka)> = OnceLock::new();
+    PAIR.get_or_init(Kafka::pair)
+}
+
+/// One flow named `name` from `topic`, exactly-once, committing every 100 ms.
+fn config(dir: &Path, name: &str, (src, dst): (&str, &str), topic: &str) -> PathBuf {
+    let text = format!(
+        r#"{}name = "{name}"
+[flows.topics]
+include = ["{topic}"]
+{SYNC_OFF}[flows.delivery]
+guarantee = "exactly_once"
+transaction_interval = "100ms"
+[engine]
+fetch_max_wait = "50ms"
+[metrics]
+enabled = false
+"#,
+        two_cluster_flow(src, dst, "5s")
+    );
+    let path = dir.join("strait.toml");
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// Records committed on `topic` (the sum of the last stable offsets; markers included).
+fn committed_end(bootstrap: &str, topic: &str) -> i64 {
+    ends(bootstrap, topic, PARTITIONS, IsolationLevel::ReadCommitted)
+        .map_or(0, |e| e.values().sum())
+}
+
+/// Per partition, the values librdkafka reads with `isolation` (CRC-checked), in offset
+/// order; stops early once `expect` records were read.
+fn read(
+    bootstrap: &str,
+    topic: &str,
+    isolation: Isolation,
+    expect: Option<usize>,
+) -> BTreeMap<i32, Vec<Bytes>> {
+    let opts = ConsumeOptions {
+        isolation,
+        count: expect,
+        idle: Duration::from_secs(5),
+        max_time: Duration::from_secs(120),
+        client: rdkafka::ClientConfig::new().set("check.crcs", "true"),
+        ..ConsumeOptions::default()
+    };
+    let mut records = rdkafka::consume(bootstrap, topic, &opts)
+        .unwrap_or_else(|e| panic!("consume {topic}: {e}"));
+    records.sort_by_key(|r| (r.partition, r.offset));
+    let mut out: BTreeMap<i32, Vec<Bytes>> = BTreeMap::new();
+    for r in records {
+        out.entry(r.partition)
+            .or_default()
+            .push(r.value.unwrap_or_default());
+    }
+    out
+}
+
+/// Waits until the read_committed view of the target holds as many records as the source
+/// (librdkafka's count, so markers and aborted batches do not count).
+fn wait_drained(src: (&str, &str), dst: (&str, &str), produced: u64, strait: &mut Strait) {
+    let log = strait.log.clone();
+    wait::until(
+        "the target to commit every source record",
+        Duration::from_secs(90),
+        || {
+            strait.assert_running();
+            // The LSO is at least the committed records' count plus markers: a cheap
+            // first test before librdkafka reads.
+            if committed_end(dst.0, dst.1) < produced as i64 {
+                return false;
+            }
+            let got: usize = read(
+                dst.0,
+                dst.1,
+                Isolation::ReadCommitted,
+                Some(produced as usize),
+            )
+            .values()
+            .map(Vec::len)
+            .sum();
+            got as u64 >= produced
+        },
+        || {
+            format!(
+                "source {:?}, target LSO {:?} HW {:?}\n{}",
+                ends(src.0, src.1, PARTITIONS, IsolationLevel::ReadUncommitted),
+                ends(dst.0, dst.1, PARTITIONS, IsolationLevel::ReadCommitted),
+                ends(dst.0, dst.1, PARTITIONS, IsolationLevel::ReadUncommitted),
+                log_tail(&log)
+            )
+        },
+    );
+}
+
+/// Every source record on the target exactly once, in order, per partition, for a
+/// read_committed reader; `log` for the failure message.
+fn assert_exactly_once(src: (&str, &str), dst: (&str, &str), produced: u64, log: &str) {
+    let source = read(
+        src.0,
+        src.1,
+        Isolation::ReadCommitted,
+        Some(produced as usize),
+    );
+    let total: usize = source.values().map(Vec::len).sum();
+    assert_eq!(total as u64, produced, "the source holds what was produced");
+    let target = read(
+        dst.0,
+        dst.1,
+        Isolation::ReadCommitted,
+        Some(produced as usize),
+    );
+    let report = verify::check(&source, &target);
+    println!("read_committed on the target: {report}");
+    let problems = report.problems(0);
+    assert!(problems.is_empty(), "{problems:#?}\n{log}");
+    for p in 0..PARTITIONS {
+        assert!(
+            source.get(&p) == target.get(&p),
+            "partition {p}: the target is not the source record for record\n{log}"
+        );
+    }
+}
+
+/// No transaction left open on the target topic: every partition's last stable offset is
+/// its high watermark (Kafka holds read_committed readers at the first open transaction).
+fn assert_no_hanging_transaction(dst: &str, topic: &str, log: &str) {
+    let seen = std::cell::RefCell::new(None);
+    wait::until(
+        "the target's LSO to reach its high watermark",
+        Duration::from_secs(10),
+        || {
+            let lso = ends(dst, topic, PARTITIONS, IsolationLevel::ReadCommitted);
+            let hw = ends(dst, topic, PARTITIONS, IsolationLevel::ReadUncommitted);
+            let done = lso.is_some() && lso == hw;
+            *seen.borrow_mut() = Some((lso, hw));
+            done
+        },
+        || format!("(LSO, HW) {:?}: a transaction hangs\n{log}", seen.borrow()),
+    );
+}
+
+/// The committed offset maps (read from the state topic as `strait` reads them on start)
+/// map every source record to the target offset holding the same record, and every source
+/// record is mapped: translation is exact.
+fn assert_maps_exact(cfg: &Path, (src, topic): (&str, &str), (dst, target): (&str, &str)) {
+    let config = strait_mirror::config::load(cfg).expect("config");
+    let flow = config.flows[0].clone();
+    let registry = runtime().block_on(async {
+        let client = Client::connect(ClientConfig::new([dst]))
+            .await
+            .expect("connect");
+        strait_mirror::state::load_maps(&client, &flow)
+            .await
+            .expect("load maps")
+    });
+    let by_offset = |bootstrap: &str, topic: &str| -> BTreeMap<i32, BTreeMap<i64, Bytes>> {
+        let opts = ConsumeOptions {
+            isolation: Isolation::ReadUncommitted,
+            ..ConsumeOptions::until_idle(Duration::from_secs(3))
+        };
+        let mut out: BTreeMap<i32, BTreeMap<i64, Bytes>> = BTreeMap::new();
+        for r in rdkafka::consume(bootstrap, topic, &opts).expect("consume") {
+            out.entry(r.partition)
+                .or_default()
+                .insert(r.offset, r.value.unwrap_or_default());
+        }
+        out
+    };
+    let source = by_offset(src, topic);
+    let on_target = by_offset(dst, target);
+    for p in 0..PARTITIONS {
+        let reader = registry.reader(topic, p).expect("a map per partition");
+        let runs: Vec<(u64, u64, u64)> = reader.read(|m| {
+            m.runs()
+                .map(|r| (r.source_start(), r.target_start(), r.len()))
+                .collect()
+        });
+        let (s, t) = (&source[&p], &on_target[&p]);
+        let mut mapped = 0usize;
+        for (ss, ts, len) in &runs {
+            for i in 0..*len {
+                let (so, to) = ((ss + i) as i64, (ts + i) as i64);
+                assert_eq!(
+                    s.get(&so),
+                    t.get(&to),
+                    "partition {p}: source offset {so} maps to target offset {to} (runs {runs:?})"
+                );
+                mapped += 1;
+            }
+        }
+        assert_eq!(
+            mapped,
+            s.len(),
+            "partition {p}: every source record is mapped"
+        );
+    }
+}
+
+/// Committed records of the flow `name`'s state topic: (partition snapshots, map deltas,
+/// delta tombstones), by the first key byte (`state::codec`, `state::delta`).
+fn state_records(dst: &str, name: &str) -> (usize, usize, usize) {
+    runtime().block_on(async {
+        let client = Client::connect(ClientConfig::new([dst]))
+            .await
+            .expect("connect");
+        let opts = FetchOptions {
+            max_wait: Duration::from_millis(50),
+            ..FetchOptions::default()
+        };
+        let topic = format!("strait-state.{name}.internal");
+        let mut c = PartitionConsumer::new(client, &topic, 0, 0)
+            .with_options(opts)
+            .resolving_markers();
+        let (mut s, mut d, mut t) = (0, 0, 0);
+        loop {
+            for r in c.poll().await.expect("poll") {
+                match (r.key.as_deref().and_then(|k| k.first()), r.value.is_some()) {
+                    (Some(1), true) => s += 1,
+                    (Some(3), true) => d += 1,
+                    (Some(3), false) => t += 1,
+                    _ => {}
+                }
+            }
+            if c.high_watermark() >= 0 && c.position() >= c.high_watermark() {
+                return (s, d, t);
+            }
+        }
+    })
+}
+
+/// How many kill -9s: `STRAIT_EOS_KILLS`, else 6.
+fn kills() -> usize {
+    std::env::var("STRAIT_EOS_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6)
+}
+
+#[test]
+fn kill_9_under_load_then_restart_commits_every_record_exactly_once_and_leaves_no_transaction_open()
+{
+    const TOPIC: &str = "eos-kill";
+    let (source, target) = clusters();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    let target_topic = format!("src.{TOPIC}");
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), "eos-kill", (&src, &dst), TOPIC);
+    let log = dir.path().join("strait.log");
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, BATCH_RECORDS);
+    let kills = kills();
+    // A small xorshift: the moments differ per kill, the run is reproducible.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..kills {
+        let before = committed_end(&dst, &target_topic);
+        let mut strait = process::start(&cfg, &log);
+        wait::until(
+            "a commit after the start",
+            Duration::from_secs(60),
+            || {
+                strait.assert_running();
+                committed_end(&dst, &target_topic) > before
+            },
+            || log_tail(&log),
+        );
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        // Anywhere within a few transaction intervals: mid-transaction, mid-commit, between.
+        std::thread::sleep(Duration::from_millis(seed % 700));
+        strait.kill9();
+        println!(
+            "kill {}/{kills} at {} committed on the target",
+            i + 1,
+            committed_end(&dst, &target_topic)
+        );
+    }
+    let produced = producer.finish();
+    let mut strait = process::start(&cfg, &log);
+    wait_drained((&src, TOPIC), (&dst, &target_topic), produced, &mut strait);
+    let status = process::stop(&mut strait, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(0), "{}", log_tail(&log));
+    let log_text = log_tail(&log);
+    assert_no_hanging_transaction(&dst, &target_topic, &log_text);
+    assert_exactly_once((&src, TOPIC), (&dst, &target_topic), produced, &log_text);
+    assert_maps_exact(&cfg, (&src, TOPIC), (&dst, &target_topic));
+    let (snapshots, deltas, tombstones) = state_records(&dst, "eos-kill");
+    println!(
+        "{kills} kills on Apache Kafka: {produced} records, each committed once; state topic: \
+         {snapshots} snapshots, {deltas} deltas, {tombstones} tombstones"
+    );
+    // Each run's first commit of a partition is a snapshot that tombstones the deltas of
+    // the runs before (the maps checked above were rebuilt from what is left).
+    assert!(
+        deltas > 0 && tombstones > 0,
+        "deltas {deltas}, tombstones {tombstones}"
+    );
+}
+
+#[test]
+fn a_frozen_process_is_fenced_by_kafkas_coordinator_and_duplicates_nothing() {
+    const TOPIC: &str = "eos-zombie";
+    let (source, target) = clusters();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    let target_topic = format!("src.{TOPIC}");
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), "eos-zombie", (&src, &dst), TOPIC);
+    let (old_log, new_log) = (dir.path().join("old.log"), dir.path().join("new.log"));
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, BATCH_RECORDS);
+    let mut old = process::start(&cfg, &old_log);
+    wait::until(
+        "replication",
+        Duration::from_secs(60),
+        || {
+            old.assert_running();
+            committed_end(&dst, &target_topic) > 200
+        },
+        || log_tail(&old_log),
+    );
+    old.signal("STOP");
+    let frozen_at = committed_end(&dst, &target_topic);
+    let mut new = process::start(&cfg, &new_log);
+    wait::until(
+        "the replacement to take over",
+        Duration::from_secs(60),
+        || {
+            new.assert_running();
+            committed_end(&dst, &target_topic) > frozen_at + 200
+        },
+        || log_tail(&new_log),
+    );
+    old.signal("CONT");
+    let (status, _) = old.wait_exit(Duration::from_secs(60));
+    let zombie = old.log_text();
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "the resumed process must stop with an error: {status:?}\n{}",
+        old.log_tail()
+    );
+    assert!(
+        zombie.contains("fenced"),
+        "the resumed process says it was fenced:\n{}",
+        old.log_tail()
+    );
+    // Kafka's coordinator refused it: PRODUCER_FENCED (90) or, from a partition leader,
+    // INVALID_PRODUCER_EPOCH (47).
+    assert!(
+        zombie.contains("broker error ProducerFenced (90)")
+            || zombie.contains("broker error InvalidProducerEpoch (47)"),
+        "the broker's answer is PRODUCER_FENCED or INVALID_PRODUCER_EPOCH:\n{}",
+        old.log_tail()
+    );
+    println!(
+        "the zombie's last words: {}",
+        zombie
+            .lines()
+            .rfind(|l| l.contains("fenced"))
+            .unwrap_or_default()
+    );
+    let produced = producer.finish();
+    wait_drained((&src, TOPIC), (&dst, &target_topic), produced, &mut new);
+    let status = process::stop(&mut new, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(0), "{}", new.log_tail());
+    let log_text = new.log_tail();
+    assert_no_hanging_transaction(&dst, &target_topic, &log_text);
+    assert_exactly_once((&src, TOPIC), (&dst, &target_topic), produced, &log_text);
+    assert_maps_exact(&cfg, (&src, TOPIC), (&dst, &target_topic));
+}
