@@ -648,6 +648,32 @@ fn partial(records: &[u8], budget: u64) -> Partial {
     }
 }
 
+/// A first batch the budget can never hold, though Kafka returned it whole (it does past
+/// the fetch's limits, KIP-74): its size from its header, or `None` when it fits.
+fn beyond_budget(records: &[u8], budget: u64) -> Option<u64> {
+    match partial(records, budget) {
+        Partial::TooLarge(first) => Some(first),
+        Partial::Grow => None,
+    }
+}
+
+/// Fails the partition (pausing its feed) for a batch of `bytes` larger than the whole
+/// in-flight budget, with an error naming the setting to raise.
+fn fail_too_large(router: &Router, p: &PartitionFeed, asked: Cursor, bytes: u64) {
+    let err = MirrorError::other(format!(
+        "the batch at source offset {} is {bytes} bytes, more than the whole in-flight budget \
+         (engine.in_flight_memory = {} bytes) can hold: raise engine.in_flight_memory above it",
+        asked.position,
+        router.budget.total()
+    ))
+    .flow(&*router.flow)
+    .cluster(&router.cluster)
+    .topic(&*p.topic)
+    .partition(p.partition);
+    p.with_cursor(|c| c.paused = true);
+    p.inbox.push_control(Feed::Failed(Box::new(err)));
+}
+
 /// Handles one partition of a response, taking its share of the fetch's `upfront`
 /// reservation, and sets `behind` when data is left past what was returned; `Some(true)`
 /// when the fetcher must forget the partition. `received`: when the response came.
@@ -692,19 +718,7 @@ async fn deliver(
                         return None;
                     }
                     Partial::TooLarge(bytes) => {
-                        let err = MirrorError::other(format!(
-                            "the batch at source offset {} is {bytes} bytes, more than the whole \
-                             in-flight budget (engine.in_flight_memory = {} bytes) can hold: \
-                             raise engine.in_flight_memory above it",
-                            asked.position,
-                            router.budget.total()
-                        ))
-                        .flow(&*router.flow)
-                        .cluster(&router.cluster)
-                        .topic(&*p.topic)
-                        .partition(p.partition);
-                        p.with_cursor(|c| c.paused = true);
-                        p.inbox.push_control(Feed::Failed(Box::new(err)));
+                        fail_too_large(router, p, asked, bytes);
                         return Some(true);
                     }
                 }
@@ -719,6 +733,13 @@ async fn deliver(
             };
             if !news && fp.records.is_empty() {
                 return None;
+            }
+            if let Some(bytes) = beyond_budget(&fp.records, router.budget.total()) {
+                // Kafka returns a first batch whole even when it is larger than the fetch
+                // asked for (KIP-74): waiting for room the budget can never give would hold
+                // this response's reservation forever and stall every other partition.
+                fail_too_large(router, p, asked, bytes);
+                return Some(true);
             }
             let account = p.share(&router.budget, &router.flow);
             let mut share = upfront.take_for(fp.records.len(), account);

@@ -80,3 +80,13 @@ fn a_batch_larger_than_the_whole_budget_is_a_clear_error_not_a_loop() {
     head[8..12].copy_from_slice(&(-1i32).to_be_bytes());
     assert_eq!(partial(&head, 24 << 20), Partial::Grow);
 }
+
+#[test]
+fn a_whole_batch_larger_than_the_budget_is_a_clear_error_not_a_wait_for_room_that_never_comes() {
+    // Kafka sends a first batch whole past the fetch's limit (KIP-74): 3 MB against 2 MiB.
+    let mut batch = vec![0u8; 3_000_012];
+    batch[8..12].copy_from_slice(&(3_000_000i32).to_be_bytes());
+    assert_eq!(beyond_budget(&batch, 2 << 20), Some(3_000_012));
+    // It fits: delivered, the missing room reserved as before.
+    assert_eq!(beyond_budget(&batch, 4 << 20), None);
+}
