@@ -182,7 +182,8 @@ impl KafkaCluster {
                     cluster.dir = Some(dir);
                     return Ok(cluster);
                 }
-                Err((e, port_taken)) => {
+                Err(e) => {
+                    let port_taken = cluster.nodes.iter().any(KafkaNode::port_taken);
                     drop(cluster);
                     if !port_taken {
                         let _ = dir.keep();
@@ -196,15 +197,13 @@ impl KafkaCluster {
         Err(last.unwrap_or_else(|| Error::Protocol("no start attempt".into())))
     }
 
-    /// Lays out, formats, spawns and waits for every node; on failure says whether a port
-    /// was taken (worth a new attempt).
+    /// Lays out, formats, spawns and waits for every node.
     fn start_nodes(
         &mut self,
         install: &install::JavaInstall,
         options: &KafkaOptions,
         tls: Option<&TlsFiles>,
-    ) -> std::result::Result<(), (Error, bool)> {
-        let fatal = |e: Error| (e, false);
+    ) -> Result<()> {
         let ports = (0..options.nodes)
             .map(|_| -> Result<NodePorts> {
                 Ok(NodePorts {
@@ -220,8 +219,7 @@ impl KafkaCluster {
                     },
                 })
             })
-            .collect::<Result<Vec<_>>>()
-            .map_err(fatal)?;
+            .collect::<Result<Vec<_>>>()?;
         let users = options
             .security
             .as_ref()
@@ -232,8 +230,7 @@ impl KafkaCluster {
             let node_dir = self.path.join(format!("node-{id}"));
             // A retry starts from an empty folder.
             let _ = std::fs::remove_dir_all(&node_dir);
-            std::fs::create_dir_all(node_dir.join("data"))
-                .map_err(|e| fatal(io("node folder")(e)))?;
+            std::fs::create_dir_all(node_dir.join("data")).map_err(io("node folder"))?;
             let text = props::server_properties(&NodeLayout {
                 node_id: id,
                 ports: &ports,
@@ -244,12 +241,12 @@ impl KafkaCluster {
                 extra: &options.properties,
             });
             std::fs::write(node_dir.join("server.properties"), text)
-                .map_err(|e| fatal(io("writing server.properties")(e)))?;
+                .map_err(io("writing server.properties"))?;
             std::fs::write(
                 node_dir.join("log4j2.properties"),
                 props::log4j2_properties(&node_dir.join("server.log")),
             )
-            .map_err(|e| fatal(io("writing log4j2.properties")(e)))?;
+            .map_err(io("writing log4j2.properties"))?;
             self.nodes.push(KafkaNode {
                 id,
                 ports: *p,
@@ -278,16 +275,13 @@ impl KafkaCluster {
                 })
                 .collect()
         });
-        formats.into_iter().collect::<Result<()>>().map_err(fatal)?;
+        formats.into_iter().collect::<Result<()>>()?;
         for node in &mut self.nodes {
-            node.spawn().map_err(fatal)?;
+            node.spawn()?;
         }
         let deadline = Instant::now() + options.startup_timeout;
-        for i in 0..self.nodes.len() {
-            if let Err(e) = self.nodes[i].wait_ready(deadline) {
-                let taken = self.nodes.iter().any(KafkaNode::port_taken);
-                return Err((e, taken));
-            }
+        for node in &mut self.nodes {
+            node.wait_ready(deadline)?;
         }
         Ok(())
     }
