@@ -261,4 +261,3 @@ fn mirrormaker2_starts_between_two_clusters_and_copies_a_topic() {
         mm2.version()
     );
 }
-
