@@ -33,6 +33,7 @@ macro_rules! with_responses {
             SyncGroup => SyncGroupResponse,
             DescribeGroups => DescribeGroupsResponse,
             ListGroups => ListGroupsResponse,
+            ConsumerGroupDescribe => ConsumerGroupDescribeResponse,
             ApiVersions => ApiVersionsResponse,
             CreateTopics => CreateTopicsResponse,
             DeleteTopics => DeleteTopicsResponse,

@@ -28,7 +28,10 @@ pub fn supported_range(api: ApiKey) -> Option<(i16, i16)> {
         LeaveGroup => (3, 5),
         SyncGroup => (0, 5),
         DescribeGroups => (0, 5),
-        ListGroups => (0, 4),
+        // v5 names each group's type (classic, consumer, share, streams).
+        ListGroups => (0, 5),
+        // KIP-848: DescribeGroups shows a consumer-protocol group as Dead with no members.
+        ConsumerGroupDescribe => (0, 1),
         ApiVersions => (0, 3),
         CreateTopics => (2, 7),
         DeleteTopics => (1, 6),

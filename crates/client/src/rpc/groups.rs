@@ -1,5 +1,5 @@
-//! Consumer-group RPCs: ListGroups, DescribeGroups, JoinGroup, SyncGroup, Heartbeat,
-//! LeaveGroup.
+//! Consumer-group RPCs: ListGroups, DescribeGroups, ConsumerGroupDescribe, JoinGroup,
+//! SyncGroup, Heartbeat, LeaveGroup.
 //!
 //! Membership calls take kafka-protocol's request types (re-exported as
 //! [`crate::protocol`]): the client routes them to the group coordinator, rediscovers it on
@@ -7,11 +7,13 @@
 
 use std::time::Duration;
 
+use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup as ConsumerGroup;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::{
-    ApiKey, DescribeGroupsRequest, GroupId, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
-    JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest, SyncGroupRequest, SyncGroupResponse,
+    ApiKey, ConsumerGroupDescribeRequest, DescribeGroupsRequest, GroupId, HeartbeatRequest,
+    HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest,
+    SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -28,6 +30,9 @@ pub struct ListedGroup {
     pub protocol_type: String,
     /// State (v4+; empty if the broker did not report it).
     pub state: String,
+    /// Type (v5+: `classic`, `consumer` for KIP-848 groups, `share`, `streams`; empty if
+    /// the broker did not report it).
+    pub group_type: String,
     /// The broker that coordinates the group.
     pub coordinator: i32,
 }
@@ -55,6 +60,7 @@ impl Client {
                 group_id: g.group_id.0.to_string(),
                 protocol_type: g.protocol_type.to_string(),
                 state: g.group_state.to_string(),
+                group_type: g.group_type.to_string(),
                 coordinator: id,
             }));
         }
@@ -82,6 +88,36 @@ impl Client {
                                 .api(ApiKey::DescribeGroups)),
                             _ => Ok(()),
                         }
+                    },
+                )
+                .await?;
+            out.extend(resp.groups);
+        }
+        Ok(out)
+    }
+
+    /// Describes consumer-protocol (KIP-848) groups with ConsumerGroupDescribe, each at its
+    /// coordinator; per-group error codes are in the result (Kafka answers
+    /// GROUP_ID_NOT_FOUND for a group that is not a consumer-protocol group). A broker
+    /// without the API (before Kafka 3.7, Tansu) gives an error for which
+    /// [`Error::is_unsupported`] is true.
+    pub async fn consumer_group_describe(&self, groups: &[&str]) -> Result<Vec<ConsumerGroup>> {
+        let mut out = Vec::new();
+        for g in groups {
+            let resp = self
+                .send_to_coordinator(
+                    CoordinatorType::Group,
+                    g,
+                    Duration::ZERO,
+                    |_| {
+                        Ok(ConsumerGroupDescribeRequest::default()
+                            .with_group_ids(vec![GroupId(StrBytes::from_string(g.to_string()))]))
+                    },
+                    |r| match r.groups.first().map(|x| x.error_code) {
+                        Some(c @ (14..=16)) => Err(Error::from_code(c)
+                            .unwrap_or_else(|| Error::protocol("unreachable"))
+                            .api(ApiKey::ConsumerGroupDescribe)),
+                        _ => Ok(()),
                     },
                 )
                 .await?;

@@ -51,6 +51,7 @@ requests! {
     SyncGroupRequest => SyncGroupResponse: SyncGroup,
     DescribeGroupsRequest => DescribeGroupsResponse: DescribeGroups,
     ListGroupsRequest => ListGroupsResponse: ListGroups,
+    ConsumerGroupDescribeRequest => ConsumerGroupDescribeResponse: ConsumerGroupDescribe,
     ApiVersionsRequest => ApiVersionsResponse: ApiVersions,
     CreateTopicsRequest => CreateTopicsResponse: CreateTopics,
     DeleteTopicsRequest => DeleteTopicsResponse: DeleteTopics,

@@ -17,5 +17,8 @@ pub(crate) mod wire;
 pub use checkpoint::{Checkpoint, checkpoints_topic};
 pub use decide::{Commit, GroupDecision, PartitionInput, Pending, TargetGroup, decide};
 pub use reverse::{ReverseReport, ReverseSync};
-pub use sync::{GroupSync, GroupSyncReport, target_group_state};
+pub(crate) use sync::describe_activity;
+pub use sync::{
+    ConsumerProtocolGroup, GroupSync, GroupSyncReport, group_state, target_group_state,
+};
 pub use wire::WireError;

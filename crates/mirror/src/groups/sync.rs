@@ -299,15 +299,7 @@ impl GroupSync {
     }
 
     async fn target_state(&self, group: &str) -> TargetGroup {
-        match self.target.describe_groups(&[group]).await {
-            Ok(described) => match described.iter().find(|g| g.group_id.0.as_str() == group) {
-                Some(g) => target_group_state(g),
-                None => TargetGroup::Inactive,
-            },
-            Err(e) => TargetGroup::Active {
-                state: format!("cannot describe: {e}"),
-            },
-        }
+        describe_activity(&self.target, group).await
     }
 
     /// Commits; returns how many offsets were committed (0 on failure, logged: the group
@@ -348,8 +340,104 @@ impl GroupSync {
     }
 }
 
-/// Whether a described target group may be committed to: unknown, `Empty` or `Dead` with
-/// no members is inactive; anything else (members, a rebalance, an error) is active.
+/// What ConsumerGroupDescribe (KIP-848, API 69) says of a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsumerProtocolGroup {
+    /// The cluster has no ConsumerGroupDescribe (Tansu, Kafka before 3.7): it has no
+    /// consumer-protocol groups.
+    Unsupported,
+    /// Its answer for the group.
+    Described {
+        /// The group's error code (GROUP_ID_NOT_FOUND: no consumer-protocol group of that
+        /// name, e.g. a classic group).
+        error_code: i16,
+        /// `Empty`, `Assigning`, `Reconciling`, `Stable`, `Dead`.
+        state: String,
+        /// How many members it has.
+        members: usize,
+    },
+}
+
+/// Whether a group may be committed to, from both protocols' descriptions: it is inactive
+/// only when neither shows a member or a state other than unknown, `Empty` or `Dead`.
+/// Kafka 4's classic DescribeGroups (v0-5) reports a consumer-protocol (KIP-848) group as
+/// `Dead` with no members however many consume in it, so the classic answer alone would
+/// let offsets be written under live consumers. `classic` is `None` when DescribeGroups
+/// returned no entry for the group.
+pub fn group_state(
+    classic: Option<&DescribedGroup>,
+    consumer: &ConsumerProtocolGroup,
+) -> TargetGroup {
+    if let Some(active @ TargetGroup::Active { .. }) = classic.map(target_group_state) {
+        return active;
+    }
+    match consumer {
+        ConsumerProtocolGroup::Unsupported => TargetGroup::Inactive,
+        ConsumerProtocolGroup::Described {
+            error_code: GROUP_ID_NOT_FOUND,
+            ..
+        } => TargetGroup::Inactive,
+        ConsumerProtocolGroup::Described {
+            error_code: 0,
+            state,
+            members: 0,
+        } if matches!(state.as_str(), "Empty" | "Dead" | "") => TargetGroup::Inactive,
+        ConsumerProtocolGroup::Described {
+            error_code: 0,
+            state,
+            ..
+        } => TargetGroup::Active {
+            state: format!("{state} (consumer protocol)"),
+        },
+        ConsumerProtocolGroup::Described { error_code, .. } => TargetGroup::Active {
+            state: format!("ConsumerGroupDescribe error {error_code}"),
+        },
+    }
+}
+
+/// Whether `group` has members on `client`'s cluster: DescribeGroups (classic groups) and,
+/// where the cluster has it, ConsumerGroupDescribe (KIP-848 groups), read by
+/// [`group_state`]. A describe that fails counts as active.
+pub(crate) async fn describe_activity(client: &Client, group: &str) -> TargetGroup {
+    let classic = match client.describe_groups(&[group]).await {
+        Ok(described) => described
+            .into_iter()
+            .find(|g| g.group_id.0.as_str() == group),
+        Err(e) => {
+            return TargetGroup::Active {
+                state: format!("cannot describe: {e}"),
+            };
+        }
+    };
+    let consumer = match client.consumer_group_describe(&[group]).await {
+        Ok(described) => match described
+            .into_iter()
+            .find(|g| g.group_id.0.as_str() == group)
+        {
+            Some(g) => ConsumerProtocolGroup::Described {
+                error_code: g.error_code,
+                state: g.group_state.to_string(),
+                members: g.members.len(),
+            },
+            None => ConsumerProtocolGroup::Described {
+                error_code: GROUP_ID_NOT_FOUND,
+                state: String::new(),
+                members: 0,
+            },
+        },
+        Err(e) if e.is_unsupported() => ConsumerProtocolGroup::Unsupported,
+        Err(e) => {
+            return TargetGroup::Active {
+                state: format!("cannot describe (consumer protocol): {e}"),
+            };
+        }
+    };
+    group_state(classic.as_ref(), &consumer)
+}
+
+/// Whether a described classic group may be committed to: unknown, `Empty` or `Dead` with
+/// no members is inactive; anything else (members, a rebalance, an error) is active. Only
+/// half the answer on Kafka 3.7+: see [`group_state`].
 pub fn target_group_state(g: &DescribedGroup) -> TargetGroup {
     let state = g.group_state.as_str();
     match g.error_code {
@@ -400,6 +488,63 @@ mod tests {
             forget_gone(&live, &mut checkpoints, &mut complete).is_empty(),
             "nothing twice"
         );
+    }
+
+    fn consumer(error_code: i16, state: &str, members: usize) -> ConsumerProtocolGroup {
+        ConsumerProtocolGroup::Described {
+            error_code,
+            state: state.to_owned(),
+            members,
+        }
+    }
+
+    #[test]
+    fn a_group_is_inactive_only_when_neither_protocol_shows_a_member() {
+        // What Kafka 4 answers for a KIP-848 group with a live member: classic
+        // DescribeGroups says Dead with no members, ConsumerGroupDescribe says Stable, 1.
+        let dead = described("Dead", 0, 0);
+        assert!(matches!(
+            group_state(Some(&dead), &consumer(0, "Stable", 1)),
+            TargetGroup::Active { .. }
+        ));
+        for (state, members) in [("Reconciling", 1), ("Assigning", 2), ("Stable", 0)] {
+            assert!(
+                matches!(
+                    group_state(Some(&dead), &consumer(0, state, members)),
+                    TargetGroup::Active { .. }
+                ),
+                "{state} {members}"
+            );
+        }
+        // A KIP-848 group whose members left, a classic group, a group nobody knows, a
+        // broker without the API.
+        for (classic, c) in [
+            (Some(&dead), consumer(0, "Empty", 0)),
+            (Some(&dead), consumer(0, "Dead", 0)),
+            (Some(&described("Empty", 0, 0)), consumer(69, "", 0)),
+            (Some(&described("", 0, 69)), consumer(69, "", 0)),
+            (None, consumer(69, "", 0)),
+            (
+                Some(&described("Empty", 0, 0)),
+                ConsumerProtocolGroup::Unsupported,
+            ),
+        ] {
+            assert_eq!(group_state(classic, &c), TargetGroup::Inactive, "{c:?}");
+        }
+        // A live classic group is active whatever ConsumerGroupDescribe says; an error of
+        // either describe counts as active.
+        let stable = described("Stable", 1, 0);
+        for (classic, c) in [
+            (Some(&stable), consumer(69, "", 0)),
+            (Some(&stable), ConsumerProtocolGroup::Unsupported),
+            (Some(&dead), consumer(30, "", 0)),
+            (Some(&described("", 0, 15)), consumer(69, "", 0)),
+        ] {
+            assert!(
+                matches!(group_state(classic, &c), TargetGroup::Active { .. }),
+                "{classic:?} {c:?}"
+            );
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub use decide::{Direction, GroupActivity, Options, PartitionInput, Refusal, Ver
 use crate::config::{Flow, TopicDecision};
 use crate::datapath::probe::first_record_at;
 use crate::error::MirrorError;
-use crate::groups::{TargetGroup, target_group_state};
+use crate::groups::TargetGroup;
 use crate::state::{decode_map, read_state};
 
 /// The record a position points at.
@@ -288,14 +288,9 @@ pub async fn execute(clusters: &Clusters, flow: &Flow, plan: &Plan) -> Result<us
 
 /// Whether `group` has members on `client`'s cluster (an error counts as active).
 pub(crate) async fn activity(client: &Client, group: &str) -> GroupActivity {
-    match client.describe_groups(&[group]).await {
-        Ok(described) => match described.first().map(target_group_state) {
-            None | Some(TargetGroup::Inactive) => GroupActivity::Idle,
-            Some(TargetGroup::Active { state }) => GroupActivity::Active { detail: state },
-        },
-        Err(e) => GroupActivity::Active {
-            detail: format!("cannot describe the group: {e}"),
-        },
+    match crate::groups::describe_activity(client, group).await {
+        TargetGroup::Inactive => GroupActivity::Idle,
+        TargetGroup::Active { state } => GroupActivity::Active { detail: state },
     }
 }
 
