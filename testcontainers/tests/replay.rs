@@ -505,3 +505,206 @@ fn a_replay_into_the_target_topic_of_a_running_flow_leaves_the_flow_replicating(
         flow.log_tail()
     );
 }
+
+/// A `strait replay --execute` running in the background, killed (SIGKILL) and reaped on
+/// drop, also when an assertion fails.
+struct Background(std::process::Child);
+
+impl Background {
+    fn start(args: &[&str]) -> Background {
+        let child = Command::new(strait_binary())
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start strait");
+        Background(child)
+    }
+
+    fn exited(&mut self) -> bool {
+        self.0.try_wait().expect("try_wait").is_some()
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The source offsets the replay's saved maps reached, per partition (read with the
+/// state reader Strait uses): (partition, next source offset, range start, range end).
+fn saved_progress(
+    rt: &tokio::runtime::Runtime,
+    client: &strait_client::Client,
+    flow: &strait_mirror::config::Flow,
+) -> Vec<(i32, u64, i64, i64)> {
+    use strait_offsets::{DEFAULT_RUN_BUDGET, OffsetMap, Side};
+    let saved = rt
+        .block_on(strait_mirror::state::read_replays(client, flow))
+        .unwrap_or_default();
+    saved
+        .iter()
+        .map(|(k, s)| {
+            let map = OffsetMap::from_snapshot(&s.snapshot, DEFAULT_RUN_BUDGET).expect("map");
+            (k.partition, map.next(Side::Source), s.start, s.end)
+        })
+        .collect()
+}
+
+/// Sets (`Some(bytes per second)`) or removes Kafka's `producer_byte_rate` quota of the
+/// clients named `client_id` on the cluster at `bootstrap`, with Kafka's own
+/// `ConfigCommand` (the broker then throttles their Produce requests).
+fn producer_quota(bootstrap: &str, client_id: &str, rate: Option<u64>) {
+    let install = strait_testkit::kafka::install::broker().expect("the Kafka install");
+    let mut cmd = Command::new(&install.java);
+    cmd.args([
+        "-cp",
+        &install.classpath(),
+        "org.apache.kafka.tools.ConfigCommand",
+    ])
+    .args(["--bootstrap-server", bootstrap, "--alter"])
+    .args(["--entity-type", "clients", "--entity-name", client_id]);
+    match rate {
+        Some(r) => cmd.args(["--add-config", &format!("producer_byte_rate={r}")]),
+        None => cmd.args(["--delete-config", "producer_byte_rate"]),
+    };
+    let out = cmd.output().expect("run kafka ConfigCommand");
+    assert!(out.status.success(), "kafka ConfigCommand: {}", text(&out));
+}
+
+#[test]
+fn an_interrupted_replay_resumes_from_its_map_and_copies_each_record_once() {
+    const TOPIC: &str = "events-resume";
+    const INTO: &str = "replayed-resume";
+    const N: i64 = 400;
+    /// The replay's client id on the target, which Kafka throttles.
+    const SLOW_CLIENT: &str = "strait-replay-throttled";
+    let (source, target) = clusters();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let records: Vec<TestRecord> = (0..PARTITIONS)
+        .flat_map(|p| {
+            (0..N).map(move |i| {
+                TestRecord::new(format!("k{p}-{i}"), format!("v{p}-{i}"))
+                    .with_partition(p)
+                    .with_timestamp(BASE_MS + i * 100)
+            })
+        })
+        .collect();
+    let opts = ProduceOptions {
+        batch_num_messages: Some(2),
+        ..ProduceOptions::default()
+    };
+    rdkafka::produce(&src, TOPIC, &records, &opts).expect("produce");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg_path = config(
+        dir.path(),
+        "rp-resume",
+        TOPIC,
+        "[flows.intervals]\ncheckpoint = \"100ms\"\n",
+    );
+    // The target connection of every strait run of this config carries SLOW_CLIENT.
+    let text_cfg = std::fs::read_to_string(&cfg_path).expect("config");
+    let text_cfg = text_cfg.replacen(
+        "[clusters.dst]\n",
+        &format!("[clusters.dst]\nclient_id = \"{SLOW_CLIENT}\"\n"),
+        1,
+    );
+    std::fs::write(&cfg_path, text_cfg).expect("config");
+    let cfg = cfg_path.to_str().expect("utf-8");
+    // Records 51..351 of each partition into a topic the replay creates.
+    let (from, until) = (rfc3339(BASE_MS + 5_050), rfc3339(BASE_MS + 35_050));
+    let args = [
+        "replay",
+        "-c",
+        cfg,
+        "--topic",
+        TOPIC,
+        "--from",
+        &from,
+        "--until",
+        &until,
+        "--to",
+        INTO,
+        "--execute",
+        "--json",
+    ];
+
+    // Kafka throttles the replay's writes to 2 kB/s: the copy takes many seconds, and is
+    // killed once its saved map shows it part-way.
+    producer_quota(&dst, SLOW_CLIENT, Some(2_000));
+    let rt = strait_kafka_scenarios::runtime();
+    let config = strait_mirror::config::load(&cfg_path).expect("config");
+    let flow = config.enabled_flows().next().expect("a flow").clone();
+    let client = rt
+        .block_on(strait_client::Client::connect(
+            strait_client::ClientConfig::new([dst.as_str()]),
+        ))
+        .expect("client");
+    let mut first = Background::start(&args);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let progress = saved_progress(&rt, &client, &flow);
+        if progress
+            .iter()
+            .any(|(_, next, start, end)| *next as i64 > *start && (*next as i64) < *end)
+        {
+            println!("killed part-way: {progress:?}");
+            break;
+        }
+        assert!(
+            !first.exited(),
+            "the replay ended before it was seen part-way: {progress:?}"
+        );
+        assert!(Instant::now() < deadline, "no progress saved: {progress:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(first);
+    producer_quota(&dst, SLOW_CLIENT, None);
+
+    let resumed = strait(&args);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    let summary: Value = serde_json::from_slice(&resumed.stdout).expect("json");
+    assert_eq!(summary["decision"], "resume", "{summary}");
+    for p in summary["partitions"].as_array().expect("partitions") {
+        // The whole run's target range, also what the killed execution copied.
+        assert_eq!(
+            (&p["target_start"], &p["target_end"]),
+            (&Value::from(0), &Value::from(300)),
+            "{p}"
+        );
+    }
+    let source = read(&src, TOPIC);
+    let target = read(&dst, INTO);
+    for p in 0..PARTITIONS {
+        let got: Vec<TestRecord> = partition(&target, p)
+            .iter()
+            .map(|r| r.to_test_record())
+            .collect();
+        let expected: Vec<TestRecord> = partition(&source, p)[51..351]
+            .iter()
+            .map(|r| r.to_test_record())
+            .collect();
+        assert_eq!(got.len(), expected.len(), "partition {p}: {summary}");
+        assert!(
+            got == expected,
+            "partition {p}: not the range, once, in order"
+        );
+    }
+
+    // --again copies the range once more, as a new run.
+    let mut again_args = args.to_vec();
+    again_args.push("--again");
+    let again = strait(&again_args);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    let summary: Value = serde_json::from_slice(&again.stdout).expect("json");
+    assert_eq!(
+        (summary["decision"].as_str(), summary["run"].as_u64()),
+        (Some("start"), Some(2))
+    );
+    assert_eq!(read(&dst, INTO).len(), 2 * 300 * PARTITIONS as usize);
+}
