@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use strait_mirror::Engine;
 use strait_mirror::config::{Config, load_str};
-use strait_testkit::rdkafka::{self, ConsumeOptions, ProduceOptions};
+use strait_testkit::rdkafka::{self, ProduceOptions};
 use strait_testkit::{TansuBroker, TestRecord};
 
 mod common;
@@ -43,19 +43,17 @@ fn values(records: &[TestRecord]) -> BTreeSet<String> {
         .collect()
 }
 
-/// The values a topic holds (read with librdkafka).
+/// The values a topic holds, every partition read to its end with librdkafka; empty while
+/// the topic does not exist. A failed read fails the test (it is never "nothing").
 fn read(bootstrap: &str, topic: &str) -> Vec<String> {
-    rdkafka::consume(
+    strait_testkit::verify::read_to_end_if_exists(
         bootstrap,
         topic,
-        &ConsumeOptions {
-            max_time: Duration::from_secs(30),
-            ..ConsumeOptions::until_idle(Duration::from_secs(1))
-        },
+        strait_testkit::rdkafka::Isolation::ReadCommitted,
     )
-    .unwrap_or_default()
-    .into_iter()
-    .filter_map(|r| r.value)
+    .unwrap_or_else(|e| panic!("read {topic}: {e}"))
+    .into_values()
+    .flatten()
     .map(|v| String::from_utf8_lossy(&v).into_owned())
     .collect()
 }

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use strait_testkit::rdkafka;
-use strait_testkit::verify::read_partitions;
+use strait_testkit::rdkafka::Isolation;
+use strait_testkit::verify::{read_to_end, read_to_end_if_exists};
 
 mod common;
 mod faults_kit;
@@ -31,23 +32,15 @@ const BEFORE: usize = 200;
 const NOTICE_BOUND: Duration = Duration::from_secs(60);
 
 fn sources(net: &Net) -> BTreeMap<i32, Vec<Bytes>> {
-    read_partitions(
-        &net.source.bootstrap(),
-        TOPIC,
-        None,
-        Duration::from_millis(1500),
-    )
-    .expect("source")
+    read_to_end(&net.source.bootstrap(), TOPIC, Isolation::ReadUncommitted).expect("source")
 }
 
+/// The target topic to its end: empty while it does not exist (a restarted, empty target);
+/// a failed read fails the test, it is never "nothing was written".
 fn targets(net: &Net) -> BTreeMap<i32, Vec<Bytes>> {
-    read_partitions(
-        &net.target.bootstrap(),
-        &format!("src.{TOPIC}"),
-        None,
-        Duration::from_millis(1500),
-    )
-    .unwrap_or_default()
+    let topic = format!("src.{TOPIC}");
+    read_to_end_if_exists(&net.target.bootstrap(), &topic, Isolation::ReadUncommitted)
+        .unwrap_or_else(|e| panic!("read {topic} on the target: {e}"))
 }
 
 /// Aborts strait's connections to `side` with RSTs (no TIME_WAIT on the broker's port:

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use strait_testkit::netns::{Side, Tbf};
 use strait_testkit::rdkafka;
-use strait_testkit::verify::{check, read_partitions};
+use strait_testkit::rdkafka::Isolation;
+use strait_testkit::verify::{check, read_to_end, read_to_end_if_exists};
 use strait_testkit::{BrokerOptions, NetNs, TansuBroker};
 
 mod common;
@@ -94,21 +95,15 @@ enabled = false
         if last_check.elapsed() > Duration::from_secs(5) {
             last_check = Instant::now();
             let target_topic = format!("src.{TOPIC}");
-            let t = read_partitions(
+            let t = read_to_end_if_exists(
                 &target.bootstrap(),
                 &target_topic,
-                Some(want),
-                Duration::from_secs(2),
+                Isolation::ReadUncommitted,
             )
-            .unwrap_or_default();
+            .unwrap_or_else(|e| panic!("read {target_topic} on the target: {e}"));
             if t.values().map(Vec::len).sum::<usize>() >= want {
-                let s = read_partitions(
-                    &source.bootstrap(),
-                    TOPIC,
-                    Some(want),
-                    Duration::from_secs(2),
-                )
-                .expect("source");
+                let s = read_to_end(&source.bootstrap(), TOPIC, Isolation::ReadUncommitted)
+                    .expect("source");
                 break check(&s, &t);
             }
         }
@@ -192,9 +187,14 @@ enabled = false
     let deadline = Instant::now() + Duration::from_secs(90);
     let report = loop {
         strait.assert_running();
-        let idle = Duration::from_millis(1500);
-        let s = read_partitions(&source.bootstrap(), TOPIC, None, idle).expect("source");
-        let t = read_partitions(&target.bootstrap(), &target_topic, None, idle).unwrap_or_default();
+        let s =
+            read_to_end(&source.bootstrap(), TOPIC, Isolation::ReadUncommitted).expect("source");
+        let t = read_to_end_if_exists(
+            &target.bootstrap(),
+            &target_topic,
+            Isolation::ReadUncommitted,
+        )
+        .unwrap_or_else(|e| panic!("read {target_topic} on the target: {e}"));
         let report = check(&s, &t);
         if report.total().lost == 0 || Instant::now() > deadline {
             break report;

@@ -248,7 +248,7 @@ def cmd_consume(args):
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
         "isolation.level": args.isolation,
-        "enable.partition.eof": False,
+        "enable.partition.eof": bool(args.to_end),
     })
     c = Consumer(conf)
     try:
@@ -263,19 +263,28 @@ def cmd_consume(args):
         start = OFFSET_BEGINNING if args.from_offset == "beginning" else int(args.from_offset)
         c.assign([TopicPartition(args.topic, p, start) for p in partitions])
         out = []
+        at_end = set()
         began = time.monotonic()
         last_data = began
         while True:
             now = time.monotonic()
             if args.count is not None and len(out) >= args.count:
                 break
-            if now - last_data >= args.idle_seconds or now - began >= args.max_seconds:
+            if args.to_end and len(at_end) == len(partitions):
+                break
+            if now - began >= args.max_seconds:
+                if args.to_end:
+                    raise ToolError(f"partitions {sorted(set(partitions) - at_end)} of {args.topic} "
+                                    f"not read to their end within {args.max_seconds}s")
+                break
+            if not args.to_end and now - last_data >= args.idle_seconds:
                 break
             m = c.poll(0.2)
             if m is None:
                 continue
             if m.error():
                 if m.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add(m.partition())
                     continue
                 raise KafkaException(m.error())
             last_data = time.monotonic()
@@ -417,6 +426,9 @@ def main(argv=None):
     s.add_argument("--isolation", default="read_committed",
                    choices=["read_committed", "read_uncommitted"])
     s.add_argument("--group", help="group.id (nothing is committed); default: a random one")
+    s.add_argument("--to-end", action="store_true",
+                   help="stop once every partition has reached its high watermark as Fetch "
+                        "reports it (librdkafka's partition EOF), however many records that is")
     s.set_defaults(fn=cmd_consume)
 
     s = sub.add_parser("commit-group-offsets")

@@ -286,6 +286,10 @@ pub struct ConsumeOptions {
     pub group: Option<String>,
     /// Extra librdkafka configuration (security, SASL, ...); default none.
     pub client: ClientConfig,
+    /// Read every partition to its high watermark as Fetch reports it (librdkafka's
+    /// partition EOF), however many records that is, and fail if one is not reached within
+    /// `max_time`; `count` and `idle` still stop it earlier when set. Default false.
+    pub to_end: bool,
 }
 
 impl Default for ConsumeOptions {
@@ -299,6 +303,7 @@ impl Default for ConsumeOptions {
             isolation: Isolation::ReadCommitted,
             group: None,
             client: ClientConfig::default(),
+            to_end: false,
         }
     }
 }
@@ -594,6 +599,9 @@ pub fn consume(
     if let Some(g) = &options.group {
         args.push("--group".into());
         args.push(g.clone());
+    }
+    if options.to_end {
+        args.push("--to-end".into());
     }
     let timeout = options.max_time + Duration::from_secs(30);
     let out: ConsumeOut = run(bootstrap, "consume", &args, None, timeout, &options.client)?;

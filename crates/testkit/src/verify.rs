@@ -200,6 +200,48 @@ pub fn read_partitions(
     Ok(out)
 }
 
+/// Every record of `topic`, per partition in offset order: each partition read with
+/// librdkafka (CRC-32C of every batch checked) up to its high watermark as Fetch reports it
+/// (its last stable offset under `read_committed`), however many records that is. The
+/// one target reader: a duplicate anywhere, also past the source's count, is read and
+/// counted. A partition not read to its end within two minutes is an error, never
+/// "nothing".
+pub fn read_to_end(
+    bootstrap: &str,
+    topic: &str,
+    isolation: Isolation,
+) -> Result<BTreeMap<i32, Vec<Bytes>>> {
+    let opts = ConsumeOptions {
+        isolation,
+        to_end: true,
+        max_time: Duration::from_secs(120),
+        client: rdkafka::ClientConfig::new().set("check.crcs", "true"),
+        ..ConsumeOptions::default()
+    };
+    let mut records = rdkafka::consume(bootstrap, topic, &opts)?;
+    records.sort_by_key(|r| (r.partition, r.offset));
+    let mut out: BTreeMap<i32, Vec<Bytes>> = BTreeMap::new();
+    for r in records {
+        out.entry(r.partition)
+            .or_default()
+            .push(r.value.unwrap_or_default());
+    }
+    Ok(out)
+}
+
+/// [`read_to_end`] of a topic that may not exist yet (a target topic before the replicator
+/// created it): a missing topic is an empty map; any other failure is an error.
+pub fn read_to_end_if_exists(
+    bootstrap: &str,
+    topic: &str,
+    isolation: Isolation,
+) -> Result<BTreeMap<i32, Vec<Bytes>>> {
+    match read_to_end(bootstrap, topic, isolation) {
+        Err(e) if e.to_string().contains("UNKNOWN_TOPIC_OR_PART") => Ok(BTreeMap::new()),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -182,3 +182,39 @@ fn errors_carry_the_tools_message_and_stderr() {
     assert!(msg.contains("TOPIC_ALREADY_EXISTS"), "{msg}");
     assert!(msg.contains("Traceback"), "stderr is included: {msg}");
 }
+
+/// The one target reader sees what a reader capped at the source's count cannot: a
+/// duplicate at the very end of the last partition, and a foreign record.
+#[test]
+fn read_to_end_counts_a_duplicate_at_the_end_of_the_last_partition() {
+    use strait_testkit::verify::{check, read_to_end, read_to_end_if_exists};
+    let broker = TansuBroker::start().unwrap();
+    let bs = broker.bootstrap();
+    let values = |vs: &[&str], p: i32| -> Vec<TestRecord> {
+        vs.iter()
+            .map(|v| TestRecord::new("k", v.to_string()).with_partition(p))
+            .collect()
+    };
+    for t in ["source", "target"] {
+        rdkafka::create_topic(&bs, t, 2, &[]).unwrap();
+    }
+    let mut source = values(&["a", "b"], 0);
+    source.extend(values(&["c", "d"], 1));
+    let mut target = values(&["a", "b"], 0);
+    // The last partition ends with a duplicate of "d" and a record the source never had.
+    target.extend(values(&["c", "d", "d", "z"], 1));
+    rdkafka::produce(&bs, "source", &source, &ProduceOptions::default()).unwrap();
+    rdkafka::produce(&bs, "target", &target, &ProduceOptions::default()).unwrap();
+
+    let s = read_to_end(&bs, "source", Isolation::ReadUncommitted).unwrap();
+    let t = read_to_end(&bs, "target", Isolation::ReadUncommitted).unwrap();
+    let report = check(&s, &t);
+    let total = report.total();
+    assert_eq!((total.lost, total.duplicates, total.foreign), (0, 1, 1), "{report}");
+    assert_eq!(t[&1].len(), 4, "read past the source's count");
+    assert!(
+        read_to_end_if_exists(&bs, "never-created", Isolation::ReadUncommitted)
+            .unwrap()
+            .is_empty()
+    );
+}

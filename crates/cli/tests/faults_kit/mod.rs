@@ -20,8 +20,9 @@ use bytes::Bytes;
 use strait_client::{Client, ClientConfig, IsolationLevel};
 use strait_mirror::datapath::probe::bounds;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
+use strait_testkit::rdkafka::Isolation;
 use strait_testkit::rdkafka::{self, ProduceOptions};
-use strait_testkit::verify::{Report, check, read_partitions};
+use strait_testkit::verify::{Report, check, read_to_end, read_to_end_if_exists};
 use strait_testkit::{BrokerOptions, FaultProxy, TansuBroker, TestRecord};
 
 use crate::common::Strait;
@@ -279,16 +280,19 @@ pub fn wait_progress(net: &Net, topic: &str, above: i64, strait: &mut Strait, wh
 
 /// Reads both sides of `topic` (the source must not be being written) (the target's is `src.<topic>`) and compares them.
 pub fn compare(net: &Net, topic: &str) -> Report {
-    let idle = Duration::from_millis(1500);
-    let source = read_partitions(&net.source.bootstrap(), topic, None, idle).expect("source");
-    let expect = source.values().map(Vec::len).sum();
-    let target = read_partitions(
+    let source = read_to_end(&net.source.bootstrap(), topic, Isolation::ReadUncommitted)
+        .expect("read the source to its end");
+    // Uncapped: every record up to each partition's high watermark, so a duplicate or a
+    // foreign record anywhere is counted, not cut off at the source's count.
+    let target_topic = format!("src.{topic}");
+    // Not created yet: nothing replicated, which `lost` reports. Any other failure to read
+    // fails the test.
+    let target = read_to_end_if_exists(
         &net.target.bootstrap(),
-        &format!("src.{topic}"),
-        Some(expect),
-        idle,
+        &target_topic,
+        Isolation::ReadUncommitted,
     )
-    .unwrap_or_default();
+    .unwrap_or_else(|e| panic!("read {target_topic} on the target: {e}"));
     check(&source, &target)
 }
 
