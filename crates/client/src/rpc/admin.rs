@@ -121,6 +121,17 @@ fn name(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
 
+/// One topic of a CreatePartitions request: grow `topic` to `count` partitions and let the
+/// controller place them. The assignments must be null, not an empty array: Kafka reads an
+/// empty array as "0 assignments given" and refuses the request (INVALID_REPLICA_ASSIGNMENT,
+/// "Attempted to add 2 additional partition(s), but only 0 assignment(s) were specified").
+fn grow_topic(topic: &str, count: i32) -> CreatePartitionsTopic {
+    CreatePartitionsTopic::default()
+        .with_name(TopicName(name(topic)))
+        .with_count(count)
+        .with_assignments(None)
+}
+
 fn topic_err(code: i16, msg: Option<&StrBytes>, api: ApiKey, topic: &str) -> Result<()> {
     Error::check_code(code, msg.map(|m| m.as_str())).map_err(|e| e.api(api).topic(topic))
 }
@@ -192,16 +203,7 @@ impl Client {
                 self.send_to_controller(|_| {
                     Ok(CreatePartitionsRequest::default()
                         .with_timeout_ms(tmo)
-                        .with_topics(
-                            topics
-                                .iter()
-                                .map(|(t, n)| {
-                                    CreatePartitionsTopic::default()
-                                        .with_name(TopicName(name(t)))
-                                        .with_count(*n)
-                                })
-                                .collect(),
-                        ))
+                        .with_topics(topics.iter().map(|(t, n)| grow_topic(t, *n)).collect()))
                 })
             })
             .await?;
@@ -377,5 +379,21 @@ impl Client {
             Ok(r)
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grown_partitions_are_placed_by_the_controller_with_null_assignments() {
+        let t = grow_topic("orders", 4);
+        assert_eq!(t.count, 4);
+        assert_eq!(t.name.0.as_str(), "orders");
+        assert!(
+            t.assignments.is_none(),
+            "an empty array is refused by Kafka"
+        );
     }
 }
