@@ -468,8 +468,14 @@ async fn run_inner(
                 Err(s) if s.stops_flow() && !e.stops_flow() => s,
                 _ => e,
             };
-            if e.stops_flow() || *stop.borrow() {
-                return Err(e.flow(&flow.name));
+            let stopping = *stop.borrow();
+            match exactly_once::after_failure(e.stops_flow(), stopping) {
+                exactly_once::AfterFailure::Abandon => return Err(e.flow(&flow.name)),
+                exactly_once::AfterFailure::AbortAndStop => {
+                    exactly_once::abort_before_stopping(&producer, flow, run.stop_grace).await;
+                    return Err(e.flow(&flow.name));
+                }
+                exactly_once::AfterFailure::ProbeAndRestart => {}
             }
             return Err(
                 match exactly_once::ownership(&producer, flow, &mut stop).await {

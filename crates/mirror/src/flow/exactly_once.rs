@@ -334,6 +334,89 @@ where
     }
 }
 
+/// What a failed exactly-once run does with its open transaction (rules, unit-tested):
+///
+/// 1. **a stop wins**: when the process is stopping, the transaction is abandoned: a
+///    stalled target must not hold the exit up, and the next start's InitProducerId
+///    aborts it (as after kill -9);
+/// 2. **stopping for good aborts now**: an error that stops the flow for good (a `fail`
+///    incident, a configuration error) gets no next start from this process, and an open
+///    transaction holds every `read_committed` consumer of its partitions at its first
+///    offset until the coordinator's `transaction_timeout` (Kafka; Tansu never times it
+///    out): it is aborted before the flow stops;
+/// 3. **otherwise ask, then restart**: the coordinator is asked whether the
+///    `transactional.id` is still ours ([`ownership`], which aborts the transaction when
+///    it is) and the flow starts again, or stops if fenced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AfterFailure {
+    /// Rule 1.
+    Abandon,
+    /// Rule 2.
+    AbortAndStop,
+    /// Rule 3.
+    ProbeAndRestart,
+}
+
+/// [`AfterFailure`] for an error that does (`stops_flow`) or does not stop the flow for
+/// good, while the process is (`stopping`) or is not stopping.
+pub(super) fn after_failure(stops_flow: bool, stopping: bool) -> AfterFailure {
+    if stopping {
+        AfterFailure::Abandon
+    } else if stops_flow {
+        AfterFailure::AbortAndStop
+    } else {
+        AfterFailure::ProbeAndRestart
+    }
+}
+
+/// Rule 2 of [`AfterFailure`]: aborts the open transaction before the flow stops for good,
+/// through InitProducerId with the producer's own id and epoch
+/// ([`TransactionalProducer::probe_fenced`]: Kafka's coordinator aborts the ongoing
+/// transaction and bumps the epoch), retried within `bound`. A failure is only logged:
+/// the coordinator still aborts it after `transaction_timeout`.
+pub(super) async fn abort_before_stopping(
+    producer: &TransactionalProducer,
+    flow: &Flow,
+    bound: Duration,
+) {
+    let deadline = Instant::now() + bound;
+    loop {
+        match tokio::time::timeout_at(deadline.into(), producer.probe_fenced(&flow.state_topic, 0))
+            .await
+        {
+            Ok(Ok(false)) => {
+                tracing::info!(flow = %flow.name,
+                    "the flow stops for good: its open transaction is aborted, so \
+                     read_committed consumers of the target are not held at it");
+                return;
+            }
+            Ok(Ok(true)) => {
+                tracing::info!(flow = %flow.name,
+                    "the flow stops for good; another process took its transactional.id \
+                     (and ended the open transaction)");
+                return;
+            }
+            Ok(Err(e)) if e.is_retriable() && Instant::now() < deadline => {
+                tracing::debug!(flow = %flow.name, error = %e,
+                    "aborting the open transaction: asking again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(flow = %flow.name, error = %e,
+                    "the flow stops for good but its open transaction could not be aborted: \
+                     the coordinator aborts it after delivery.transaction_timeout");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(flow = %flow.name, ?bound,
+                    "the flow stops for good but its open transaction was not aborted within \
+                     the bound: the coordinator aborts it after delivery.transaction_timeout");
+                return;
+            }
+        }
+    }
+}
+
 /// Whether the flow still owns its `transactional.id` after a failure.
 pub(super) enum Ownership {
     /// The coordinator says so: the flow may start again.
@@ -372,5 +455,26 @@ pub(super) async fn ownership(
             () = tokio::time::sleep(backoff.next_delay()) => {}
             _ = stop.wait_for(|v| *v) => return Ownership::Stopped,
         }
+    }
+}
+
+#[cfg(test)]
+mod after_failure_tests {
+    use super::{AfterFailure, after_failure};
+
+    #[test]
+    fn a_stop_wins() {
+        assert_eq!(after_failure(true, true), AfterFailure::Abandon);
+        assert_eq!(after_failure(false, true), AfterFailure::Abandon);
+    }
+
+    #[test]
+    fn stopping_for_good_aborts_now() {
+        assert_eq!(after_failure(true, false), AfterFailure::AbortAndStop);
+    }
+
+    #[test]
+    fn otherwise_ask_then_restart() {
+        assert_eq!(after_failure(false, false), AfterFailure::ProbeAndRestart);
     }
 }
