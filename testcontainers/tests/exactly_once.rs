@@ -29,9 +29,12 @@ use strait_client::{Client, ClientConfig, FetchOptions, IsolationLevel, Partitio
 use strait_kafka_scenarios::kafka::ends;
 use strait_kafka_scenarios::process::{self, Strait, log_tail};
 use strait_kafka_scenarios::{Kafka, runtime, wait};
+use strait_testkit::TestRecord;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::load::NumberedProducer;
-use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation};
+use strait_testkit::rdkafka::{
+    self, ConsumeOptions, Isolation, ProduceOptions, StartOffset, Transaction,
+};
 use strait_testkit::verify;
 
 const PARTITIONS: i32 = 3;
@@ -47,12 +50,23 @@ fn clusters() -> &'static (Kafka, Kafka) {
 }
 
 /// One flow named `name` from `topic`, exactly-once, committing every 100 ms.
-fn config(dir: &Path, name: &str, (src, dst): (&str, &str), topic: &str) -> PathBuf {
+fn config(dir: &Path, name: &str, clusters: (&str, &str), topic: &str) -> PathBuf {
+    config_with(dir, name, clusters, topic, SYNC_OFF)
+}
+
+/// [`config`] with another `[flows.sync]` table.
+fn config_with(
+    dir: &Path,
+    name: &str,
+    (src, dst): (&str, &str),
+    topic: &str,
+    sync: &str,
+) -> PathBuf {
     let text = format!(
         r#"{}name = "{name}"
 [flows.topics]
 include = ["{topic}"]
-{SYNC_OFF}[flows.delivery]
+{sync}[flows.delivery]
 guarantee = "exactly_once"
 transaction_interval = "100ms"
 [engine]
@@ -412,4 +426,156 @@ fn a_frozen_process_is_fenced_by_kafkas_coordinator_and_duplicates_nothing() {
     assert_no_hanging_transaction(&dst, &target_topic, &log_text);
     assert_exactly_once((&src, TOPIC), (&dst, &target_topic), produced, &log_text);
     assert_maps_exact(&cfg, (&src, TOPIC), (&dst, &target_topic));
+}
+
+#[test]
+fn source_transactions_committed_once_aborted_never_and_a_group_translates_exactly() {
+    const TOPIC: &str = "eos-txn";
+    const GROUP: &str = "g-eos-txn";
+    let (source, target) = clusters();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    let target_topic = format!("src.{TOPIC}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sync = "[flows.sync]\ngroup_offsets = true\nheartbeats = false\ncheckpoints = false\n";
+    let cfg = config_with(dir.path(), "eos-txn", (&src, &dst), TOPIC, sync);
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let batch = |tag: &str| -> Vec<TestRecord> {
+        (0..PARTITIONS)
+            .flat_map(|p| {
+                (0..15)
+                    .map(move |i| TestRecord::new("k", format!("{p}:{tag}{i}")).with_partition(p))
+            })
+            .collect()
+    };
+    for (tag, txn) in [
+        ("plain", Transaction::None),
+        ("committed", Transaction::Commit),
+        ("aborted", Transaction::Abort),
+        ("after", Transaction::Commit),
+    ] {
+        let opts = ProduceOptions {
+            idempotence: true,
+            transaction: txn,
+            ..ProduceOptions::default()
+        };
+        rdkafka::produce(&src, TOPIC, &batch(tag), &opts).expect("produce");
+    }
+    // Kafka keeps the aborted records in the source log.
+    let raw = read(&src, TOPIC, Isolation::ReadUncommitted, None);
+    assert!(
+        raw[&1].iter().any(|v| v.as_ref() == b"1:aborted3"),
+        "the source log keeps the aborted records"
+    );
+    // A group on the source that has read up to `1:after3` (its next record), past the
+    // markers and the aborted transaction.
+    let on_source = rdkafka::consume(
+        &src,
+        TOPIC,
+        &ConsumeOptions::until_idle(Duration::from_secs(2)),
+    )
+    .expect("consume");
+    let at = on_source
+        .iter()
+        .find(|r| r.value.as_deref() == Some(b"1:after3".as_slice()))
+        .expect("1:after3 on the source")
+        .offset;
+    rdkafka::commit_group_offsets(&src, GROUP, TOPIC, &[(1, at)]).expect("group commit");
+    let log = dir.path().join("strait.log");
+    let status = process::once(&cfg, &log, Duration::from_secs(60));
+    assert!(status.success(), "strait run --once: {}", log_tail(&log));
+    let want: BTreeMap<i32, Vec<Bytes>> = (0..PARTITIONS)
+        .map(|p| {
+            let v = ["plain", "committed", "after"]
+                .iter()
+                .flat_map(|tag| (0..15).map(move |i| Bytes::from(format!("{p}:{tag}{i}"))))
+                .collect();
+            (p, v)
+        })
+        .collect();
+    // read_committed and read_uncommitted alike: nothing aborted was copied at all.
+    for isolation in [Isolation::ReadCommitted, Isolation::ReadUncommitted] {
+        assert_eq!(
+            read(&dst, &target_topic, isolation, None),
+            want,
+            "{isolation:?}\n{}",
+            log_tail(&log)
+        );
+    }
+    assert_no_hanging_transaction(&dst, &target_topic, &log_tail(&log));
+    // The target group resumes at the very record.
+    let translated = rdkafka::list_group_offsets(&dst, GROUP)
+        .expect("target group offsets")
+        .into_iter()
+        .find(|o| o.topic == target_topic && o.partition == 1)
+        .unwrap_or_else(|| panic!("{GROUP} committed on the target\n{}", log_tail(&log)))
+        .offset;
+    let next = rdkafka::consume(
+        &dst,
+        &target_topic,
+        &ConsumeOptions {
+            partitions: Some(vec![1]),
+            from: StartOffset::Offset(translated),
+            ..ConsumeOptions::count(1)
+        },
+    )
+    .expect("consume at the translated offset");
+    assert_eq!(
+        next.first().and_then(|r| r.value.clone()).as_deref(),
+        Some(b"1:after3".as_slice()),
+        "source offset {at} translated to target offset {translated}"
+    );
+    assert_eq!(
+        next.first().map(|r| r.offset),
+        Some(translated),
+        "the translated offset is that record's"
+    );
+}
+
+#[test]
+fn a_foreign_writer_on_the_target_is_a_target_mismatch_that_stops_the_flow_under_fail() {
+    const TOPIC: &str = "eos-foreign";
+    let (source, target) = clusters();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    let target_topic = format!("src.{TOPIC}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), "eos-foreign", (&src, &dst), TOPIC);
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, BATCH_RECORDS);
+    let log = dir.path().join("strait.log");
+    let mut strait = process::start(&cfg, &log);
+    wait::until(
+        "replication",
+        Duration::from_secs(60),
+        || {
+            strait.assert_running();
+            committed_end(&dst, &target_topic) > 100
+        },
+        || log_tail(&log),
+    );
+    // Someone else writes into the target partition Strait owns (not our records).
+    let foreign: Vec<TestRecord> = (0..5)
+        .map(|i| TestRecord::new("x", format!("foreign-{i}")).with_partition(0))
+        .collect();
+    rdkafka::produce(&dst, &target_topic, &foreign, &ProduceOptions::default()).expect("produce");
+    // The default on_target_mismatch is "fail": the flow stops, it is not restarted.
+    let (status, _) = strait.wait_exit(Duration::from_secs(60));
+    drop(producer);
+    let text = strait.log_text();
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "the flow stops: {status:?}\n{}",
+        strait.log_tail()
+    );
+    assert!(
+        text.contains("expected") && text.contains("only writer"),
+        "the incident names it:\n{}",
+        strait.log_tail()
+    );
+    assert!(
+        !text.contains("restarting the flow from its last commit"),
+        "a fail incident is not restarted:\n{}",
+        strait.log_tail()
+    );
+    // Nothing strait wrote is left in a hanging transaction (the process stopped).
+    assert_no_hanging_transaction(&dst, &target_topic, &strait.log_tail());
 }
