@@ -88,15 +88,22 @@ impl LeadJobs {
         metrics: &Metrics,
         maps_from_state: bool,
     ) -> Self {
+        let groups = GroupSync::new(
+            flow,
+            source.clone(),
+            target.clone(),
+            Arc::clone(&registry),
+            metrics.clone(),
+        );
         LeadJobs {
-            groups: GroupSync::new(
+            reverse: ReverseSync::new(
                 flow,
                 source.clone(),
                 target.clone(),
                 Arc::clone(&registry),
-                metrics.clone(),
+                groups.provenance(),
             ),
-            reverse: ReverseSync::new(flow, source.clone(), target.clone(), registry),
+            groups,
             heartbeats: Heartbeats::new(flow, target.clone()).with_metrics(metrics.clone()),
             acls: AclSync::new(flow, source.clone(), target.clone()),
             maps_from_state: maps_from_state.then(|| (target.clone(), flow.clone())),

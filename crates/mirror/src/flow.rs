@@ -422,6 +422,7 @@ async fn run_inner(
                 0
             }));
         }
+        let provenance = group_sync.provenance();
         let jobs = Jobs {
             topics: topic_sync,
             lead: slot.is_none().then(|| LeadJobs {
@@ -431,6 +432,7 @@ async fn run_inner(
                     source.clone(),
                     target.clone(),
                     Arc::clone(&registry),
+                    provenance,
                 ),
                 heartbeats,
                 acls: AclSync::new(flow, source.clone(), target.clone()),

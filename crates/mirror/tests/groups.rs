@@ -299,6 +299,17 @@ async fn reverse_sync_commits_target_positions_back_on_the_source_exactly() {
     let maps = Arc::new(Registry::new());
     let _w = replicated(&pair, &maps).await;
     let (src, dst) = (&pair.source, &pair.target);
+    let mut sync = strait_mirror::groups::ReverseSync::new(
+        &reverse_flow(&pair),
+        src.clone(),
+        dst.clone(),
+        Arc::clone(&maps),
+        strait_mirror::groups::provenance::Provenance::shared(),
+    );
+    // The first round finds nothing: what is committed on the target from here on was
+    // committed by consumers there (positions found at a start wait until they move).
+    let r = sync.sync_once().await.expect("reverse sync");
+    assert_eq!(r.groups_seen, 0, "{r:?}");
     // g-read has read v0..v3 and v7 on the target (next: target offset 8 = v8).
     commit(dst, "g-read", "source.orders", 8).await;
     // g-back already went further on the source.
@@ -313,12 +324,6 @@ async fn reverse_sync_commits_target_positions_back_on_the_source_exactly() {
     .await;
     commit(dst, "g-past", "source.orders", 12).await;
 
-    let mut sync = strait_mirror::groups::ReverseSync::new(
-        &reverse_flow(&pair),
-        src.clone(),
-        dst.clone(),
-        Arc::clone(&maps),
-    );
     let r = sync.sync_once().await.expect("reverse sync");
     assert_eq!(r.groups_seen, 3, "{r:?}");
     assert_eq!(r.committed, 1, "{r:?}");
@@ -365,4 +370,72 @@ async fn reverse_sync_commits_target_positions_back_on_the_source_exactly() {
     // Again: already there, nothing more committed.
     let r = sync.sync_once().await.expect("reverse sync");
     assert_eq!(r.committed, 0, "{r:?}");
+}
+
+/// Forward and reverse sync on one group: a position forward sync wrote on the target is
+/// never sent back to the source, so a source group reset backwards (an operator's
+/// `kafka-consumer-groups --reset-offsets`) is not undone; forward sync follows the reset
+/// over its own position. A position found on the target at start waits until it moves.
+#[tokio::test]
+async fn forward_and_reverse_sync_on_one_group_never_undo_a_source_reset() {
+    let pair = Pair::start().await;
+    let maps = Arc::new(Registry::new());
+    let _w = replicated(&pair, &maps).await;
+    let (src, dst) = (&pair.source, &pair.target);
+    let flow = pair.flow("[flows.sync]\ngroup_offsets = true\nreverse_group_offsets = true");
+    let mut forward = GroupSync::new(
+        &flow,
+        src.clone(),
+        dst.clone(),
+        maps.clone(),
+        Metrics::new(),
+    );
+    let mut reverse = strait_mirror::groups::ReverseSync::new(
+        &flow,
+        src.clone(),
+        dst.clone(),
+        Arc::clone(&maps),
+        forward.provenance(),
+    );
+    // A group found on the target at start (provenance unknown): left alone.
+    commit(dst, "g-old", "source.orders", 8).await;
+    commit(src, "g-old", "orders", 2).await;
+    let r = reverse.sync_once().await.expect("reverse sync");
+    assert_eq!(r.committed, 0, "{r:?}");
+    assert_eq!(committed(src, "g-old", "orders").await, Some(2));
+
+    // The source group at its end; forward sync commits its translation on the target.
+    commit(src, "g", "orders", 10).await;
+    let r = forward.sync_once().await.expect("forward sync");
+    assert!(r.offsets_committed >= 1, "{r:?}");
+    assert_eq!(committed(dst, "g", "source.orders").await, Some(10));
+    // The operator resets the source group back to 3 (re-process v3..v9).
+    commit(src, "g", "orders", 3).await;
+    let r = reverse.sync_once().await.expect("reverse sync");
+    assert_eq!(
+        r.committed, 0,
+        "forward sync's own position is not sent back: {r:?}"
+    );
+    assert_eq!(
+        committed(src, "g", "orders").await,
+        Some(3),
+        "the reset holds"
+    );
+    // Forward sync follows the reset over its own position: v3 is target offset 5.
+    forward.sync_once().await.expect("forward sync");
+    assert_eq!(committed(dst, "g", "source.orders").await, Some(5));
+    assert_eq!(
+        value_at(dst, "source.orders", 5).await,
+        value_at(src, "orders", 3).await,
+        "the same next record on both sides"
+    );
+    let r = reverse.sync_once().await.expect("reverse sync");
+    assert_eq!(r.committed, 0, "{r:?}");
+    assert_eq!(committed(src, "g", "orders").await, Some(3));
+
+    // A consumer on the target reads on to v8 (target 8): that position is sent back.
+    commit(dst, "g-old", "source.orders", 9).await;
+    let r = reverse.sync_once().await.expect("reverse sync");
+    assert_eq!(r.committed, 1, "{r:?}");
+    assert_eq!(committed(src, "g-old", "orders").await, Some(9));
 }

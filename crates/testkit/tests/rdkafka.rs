@@ -210,7 +210,11 @@ fn read_to_end_counts_a_duplicate_at_the_end_of_the_last_partition() {
     let t = read_to_end(&bs, "target", Isolation::ReadUncommitted).unwrap();
     let report = check(&s, &t);
     let total = report.total();
-    assert_eq!((total.lost, total.duplicates, total.foreign), (0, 1, 1), "{report}");
+    assert_eq!(
+        (total.lost, total.duplicates, total.foreign),
+        (0, 1, 1),
+        "{report}"
+    );
     assert_eq!(t[&1].len(), 4, "read past the source's count");
     assert!(
         read_to_end_if_exists(&bs, "never-created", Isolation::ReadUncommitted)

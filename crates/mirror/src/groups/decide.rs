@@ -4,7 +4,9 @@
 //!
 //! Rules (DESIGN invariant 8, MM2's `syncGroupOffset`):
 //! - commit only when the target group has no active members;
-//! - never move a target offset backwards (and skip equal ones: nothing to do);
+//! - never move a target offset backwards (and skip equal ones: nothing to do), unless the
+//!   target's offset is the one this sync wrote itself: then a source group reset backwards
+//!   is followed (nobody consumed on the target since; `provenance` rule 4);
 //! - a position past what has been replicated is pending, never rounded;
 //! - a checkpoint is written for every translated position that changed since the last
 //!   one written, whatever the target group's state (MM2 does the same).
@@ -44,6 +46,9 @@ pub struct PartitionInput {
     pub translation: Option<Translation>,
     /// The group's committed offset on the target, if any.
     pub target_offset: Option<i64>,
+    /// Whether `target_offset` is the position this sync itself last committed there
+    /// ([`super::provenance`]).
+    pub target_is_ours: bool,
 }
 
 /// A position that cannot be translated yet: replication has not reached it.
@@ -149,11 +154,8 @@ pub fn decide(
             continue;
         }
         match p.target_offset {
-            Some(current) if current >= offset => {
-                if current > offset {
-                    d.behind += 1;
-                }
-            }
+            Some(current) if current == offset => {}
+            Some(current) if current > offset && !p.target_is_ours => d.behind += 1,
             _ => d.commits.push(Commit {
                 topic: p.target_topic.clone(),
                 partition: p.partition,
@@ -191,6 +193,7 @@ mod tests {
             metadata: "meta".into(),
             translation: t,
             target_offset: target,
+            target_is_ours: false,
         }
     }
 
@@ -362,5 +365,25 @@ mod tests {
         );
         assert_eq!(d.commits.len(), 1);
         assert_eq!(d.commits[0].offset, 4);
+    }
+
+    #[test]
+    fn a_source_reset_backwards_is_followed_only_over_this_sync_s_own_position() {
+        let ours = PartitionInput {
+            target_is_ours: true,
+            ..input(0, 500, mapped(500), Some(1000))
+        };
+        let theirs = input(1, 500, mapped(500), Some(1000));
+        let d = decide(
+            "g",
+            &TargetGroup::Inactive,
+            &[ours, theirs],
+            true,
+            false,
+            &HashMap::new(),
+        );
+        assert_eq!(d.commits.len(), 1, "{d:?}");
+        assert_eq!((d.commits[0].partition, d.commits[0].offset), (0, 500));
+        assert_eq!(d.behind, 1, "a position someone else committed stays");
     }
 }

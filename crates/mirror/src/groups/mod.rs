@@ -6,10 +6,12 @@
 //! - [`checkpoint`]: MM2's checkpoint record format;
 //! - `wire`: Kafka's `Struct` encoding used by MM2's records (also for heartbeats);
 //! - `sync`: [`GroupSync`], the I/O around the decision;
-//! - [`reverse`]: [`ReverseSync`], target commits translated back onto the source.
+//! - [`reverse`]: [`ReverseSync`], target commits translated back onto the source;
+//! - [`provenance`]: which target positions forward sync wrote itself (never sent back).
 
 pub mod checkpoint;
 pub mod decide;
+pub mod provenance;
 pub mod reverse;
 mod sync;
 pub(crate) mod wire;

@@ -8,7 +8,10 @@
 //! Per partition the rules are failback's (`runbook::decide`, `Direction::Failback`): exact
 //! positions only, never backwards, and a target position past the replicated range (records
 //! produced on the target, or not replicated yet) is left alone, never invented. A group is
-//! committed on the source only while it has no active members there.
+//! committed on the source only while it has no active members there. A target position
+//! forward sync wrote itself, or one found at start that has not moved since, is never sent
+//! back ([`super::provenance`], rules 2 and 3): it derives from the source group, and
+//! sending it back could undo a newer source commit or skip unreplicated source records.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use strait_client::{Client, CommitOffset, GroupMember};
 use strait_offsets::Registry;
 
 use super::checkpoint::{Checkpoint, checkpoints_topic};
+use super::provenance::{SharedProvenance, lock};
 use crate::config::{Flow, TopicDecision};
 use crate::error::MirrorError;
 use crate::runbook::activity;
@@ -44,6 +48,8 @@ pub struct ReverseSync {
     target: Client,
     maps: Arc<Registry>,
     checkpoints: InternalTopicWriter,
+    /// What the flow's forward sync committed, and what this sync found at start.
+    provenance: SharedProvenance,
 }
 impl ReverseSync {
     /// Replaces the maps translations read (scale-out: the flow's maps from its state
@@ -52,8 +58,15 @@ impl ReverseSync {
         self.maps = maps;
     }
 
-    /// The reverse sync of `flow`; `maps` are the data path's live offset maps.
-    pub fn new(flow: &Flow, source: Client, target: Client, maps: Arc<Registry>) -> Self {
+    /// The reverse sync of `flow`; `maps` are the data path's live offset maps, and
+    /// `provenance` the flow's forward sync's record ([`GroupSync::provenance`](super::GroupSync::provenance)).
+    pub fn new(
+        flow: &Flow,
+        source: Client,
+        target: Client,
+        maps: Arc<Registry>,
+        provenance: SharedProvenance,
+    ) -> Self {
         let topic = checkpoints_topic(&flow.target, flow.policy.separator());
         ReverseSync {
             flow: flow.clone(),
@@ -61,6 +74,7 @@ impl ReverseSync {
             source,
             target,
             maps,
+            provenance,
         }
     }
 
@@ -99,6 +113,7 @@ impl ReverseSync {
         ids.sort();
         ids.dedup();
         let mut checkpoints = Vec::new();
+        let first_round = lock(&self.provenance).begin_reverse_round();
         for group in ids {
             let committed = match self.target.offset_fetch(&group, None).await {
                 Ok(c) => c,
@@ -113,6 +128,15 @@ impl ReverseSync {
                 let Some(source_topic) = names.get(&c.topic) else {
                     continue;
                 };
+                if !lock(&self.provenance).may_send_back(
+                    first_round,
+                    &group,
+                    &c.topic,
+                    c.partition,
+                    c.offset,
+                ) {
+                    continue;
+                }
                 let translation = self
                     .maps
                     .reader(source_topic, c.partition)

@@ -10,6 +10,7 @@ use strait_offsets::Registry;
 
 use super::checkpoint::checkpoints_topic;
 use super::decide::{PartitionInput, TargetGroup, decide};
+use super::provenance::{Provenance, SharedProvenance, lock};
 use crate::config::{Flow, TopicDecision};
 use crate::error::MirrorError;
 use crate::metrics::Metrics;
@@ -81,6 +82,8 @@ pub struct GroupSync {
     last_complete: HashMap<String, Instant>,
     /// Positions waiting for replication, by `(group, source topic, partition)`.
     pending: HashMap<(String, String, i32), i64>,
+    /// What this sync committed, shared with the flow's reverse sync.
+    provenance: SharedProvenance,
 }
 
 impl GroupSync {
@@ -104,7 +107,14 @@ impl GroupSync {
             last_checkpoints: HashMap::new(),
             last_complete: HashMap::new(),
             pending: HashMap::new(),
+            provenance: Provenance::shared(),
         }
+    }
+
+    /// The record of what this sync committed, for the flow's
+    /// [`ReverseSync`](super::ReverseSync) ([`super::provenance`]).
+    pub fn provenance(&self) -> SharedProvenance {
+        Arc::clone(&self.provenance)
     }
 
     /// Replaces the maps translations read (scale-out: the flow's maps as its state topic
@@ -206,7 +216,24 @@ impl GroupSync {
                 ));
             }
             if !d.commits.is_empty() {
-                report.offsets_committed += self.commit(group, &d.commits).await;
+                let done = self.commit(group, &d.commits).await;
+                report.offsets_committed += done;
+                if done > 0 {
+                    let mut provenance = lock(&self.provenance);
+                    for c in &d.commits {
+                        let source = inputs
+                            .iter()
+                            .find(|i| i.target_topic == c.topic && i.partition == c.partition)
+                            .map_or(-1, |i| i.source_offset);
+                        provenance.forward_committed(
+                            group,
+                            &c.topic,
+                            c.partition,
+                            c.offset,
+                            source,
+                        );
+                    }
+                }
             }
         }
         report.pending = pending.len();
@@ -261,6 +288,7 @@ impl GroupSync {
                     metadata: c.metadata.unwrap_or_default(),
                     translation,
                     target_offset: None,
+                    target_is_ours: false,
                 })
             })
             .collect();
@@ -281,12 +309,16 @@ impl GroupSync {
             .collect();
         match self.target.offset_fetch(group, Some(&ask)).await {
             Ok(current) => {
+                let provenance = lock(&self.provenance);
                 for i in &mut inputs {
                     i.target_offset = current
                         .iter()
                         .find(|c| c.topic == i.target_topic && c.partition == i.partition)
                         .map(|c| c.offset)
                         .filter(|o| *o >= 0);
+                    i.target_is_ours = i.target_offset.is_some_and(|o| {
+                        provenance.is_forward_written(group, &i.target_topic, i.partition, o)
+                    });
                 }
                 Some(inputs)
             }
