@@ -458,7 +458,12 @@ fn no_secret_appears_anywhere_in_the_output() {
          a.producer.ssl.key.password = SECRET-10\n\
          sasl.jaas.config = broken password=\"SECRET-11\n\
          some.unknown.password = SECRET-12\n\
-         b.sasl.login.callback.handler.class = com.example.Handler\n",
+         b.sasl.login.callback.handler.class = com.example.Handler\n\
+         value.converter.basic.auth.user.info = KEY:SECRET-14\n\
+         a.value.converter.schema.registry.basic.auth.user.info = KEY:SECRET-15\n\
+         b.confluent.api.key = SECRET-16\n\
+         a.aws.secret.access.key = SECRET-17\n\
+         bearer.auth.token = SECRET-18\n",
     );
     let result = import_mm2(&text).unwrap();
     let (toml, unmapped) = &result;
@@ -470,7 +475,7 @@ fn no_secret_appears_anywhere_in_the_output() {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    for i in 1..=13 {
+    for i in 1..=18 {
         let secret = format!("SECRET-{i}");
         // `SECRET-1` must not match inside `SECRET-10`.
         let found = everything.match_indices(&secret).any(|(at, _)| {

@@ -624,12 +624,27 @@ fn reason(key: &str) -> &'static str {
     "not a MirrorMaker 2 key that Strait knows"
 }
 
-/// Values of secret-looking keys are never echoed.
+/// Values of secret-looking keys are never echoed: passwords, JAAS lines, secrets, tokens,
+/// credentials, private keys, API and access keys, and anything about authentication
+/// (Schema Registry's `basic.auth.user.info` is `user:password`).
 fn shown(key: &str, value: &str) -> String {
     let k = key.to_ascii_lowercase();
-    if ["password", "jaas", "secret", "token", "credential", "private"]
-        .iter()
-        .any(|s| k.contains(s))
+    if [
+        "password",
+        "jaas",
+        "secret",
+        "token",
+        "credential",
+        "private",
+        "auth",
+        "user.info",
+        "userinfo",
+        "api.key",
+        "apikey",
+        "access.key",
+    ]
+    .iter()
+    .any(|s| k.contains(s))
         // `ssl.keystore.key` (inline PEM key, KIP-651) and the like.
         || k.ends_with(".key")
         || value.contains("PRIVATE KEY")
@@ -692,6 +707,15 @@ mod tests {
     #[test]
     fn secrets_are_redacted() {
         assert_eq!(shown("a.ssl.key.password", "hunter2"), "<redacted>");
+        assert_eq!(
+            shown("value.converter.basic.auth.user.info", "KEY:SuperSecret123"),
+            "<redacted>"
+        );
+        assert_eq!(
+            shown("value.converter.schema.registry.basic.auth.user.info", "k:s"),
+            "<redacted>"
+        );
+        assert_eq!(shown("a.confluent.api.key", "ABC"), "<redacted>");
         assert_eq!(shown("a.sasl.jaas.config", "x"), "<redacted>");
         assert_eq!(shown("a.ssl.keystore.key", "x"), "<redacted>");
         assert_eq!(
