@@ -132,6 +132,14 @@ impl AuthorizedOps {
             .then_some(AuthorizedOps(field))
     }
 
+    /// DescribeCluster's `cluster_authorized_operations`: Kafka computes it only for a
+    /// principal allowed to Describe the cluster and sends 0 to any other, so 0 says nothing
+    /// about Create or IdempotentWrite (a principal granted them but not Describe gets 0):
+    /// not reported, never "nothing allowed".
+    pub fn from_describe_cluster(field: i32) -> Option<AuthorizedOps> {
+        Self::from_field(field).filter(|ops| ops.0 != 0)
+    }
+
     /// A field with exactly `ops` allowed (tests and fakes).
     pub fn of(ops: &[AclOperation]) -> AuthorizedOps {
         AuthorizedOps(ops.iter().fold(0, |b, op| b | (1 << op.code())))
@@ -229,7 +237,7 @@ impl Client {
                 Error::check_code(r.error_code, r.error_message.as_deref())
                     .map_err(|e| e.api(ApiKey::DescribeCluster))?;
                 Ok((
-                    AuthorizedOps::from_field(r.cluster_authorized_operations),
+                    AuthorizedOps::from_describe_cluster(r.cluster_authorized_operations),
                     true,
                 ))
             }
@@ -308,6 +316,22 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cluster_field_of_zero_means_describe_is_not_granted_so_nothing_is_known() {
+        use super::{AclOperation, AuthorizedOps};
+        // Kafka sends 0 to a principal without Describe on the cluster, even when it holds
+        // Create and IdempotentWrite.
+        assert_eq!(AuthorizedOps::from_describe_cluster(0), None);
+        assert_eq!(
+            AuthorizedOps::from_describe_cluster(AuthorizedOps::NOT_REPORTED),
+            None
+        );
+        let ops = AuthorizedOps::of(&[AclOperation::Describe, AclOperation::Create]);
+        assert_eq!(AuthorizedOps::from_describe_cluster(ops.bits()), Some(ops));
+        // Topics and groups keep 0 as "nothing allowed".
+        assert_eq!(AuthorizedOps::from_field(0), Some(AuthorizedOps::NONE));
+    }
+
     use super::*;
 
     #[test]
