@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use strait_client::protocol::messages::describe_groups_response::DescribedGroup;
 use strait_client::{Client, ClientConfig, IsolationLevel};
@@ -129,17 +129,13 @@ impl Member {
 
     /// Waits for the member to print `event`; fails the test on anything else.
     fn expect(&mut self, event: &str, deadline: Duration) {
-        let until = Instant::now() + deadline;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(left) {
-                Ok(line) if line.contains(&format!("\"event\": \"{event}\"")) => return,
-                Ok(line) => panic!("KIP-848 member: expected {event}, got {line}"),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => panic!(
-                    "KIP-848 member: no {event} within {deadline:?}; stderr:\n{}",
-                    std::fs::read_to_string(&self.stderr).unwrap_or_default()
-                ),
-            }
+        match self.events.recv_timeout(deadline) {
+            Ok(line) if line.contains(&format!("\"event\": \"{event}\"")) => {}
+            Ok(line) => panic!("KIP-848 member: expected {event}, got {line}"),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => panic!(
+                "KIP-848 member: no {event} within {deadline:?}; stderr:\n{}",
+                std::fs::read_to_string(&self.stderr).unwrap_or_default()
+            ),
         }
     }
 
