@@ -742,3 +742,17 @@ fn a_rename_applies_before_the_policy() {
         }
     );
 }
+
+#[test]
+fn a_wrongly_typed_secret_is_reported_without_its_value() {
+    let text = "[clusters.a]\nbootstrap_servers = \"x:9092\"\n\
+                [clusters.a.security.sasl]\nmechanism = \"plain\"\nusername = \"u\"\npassword = 987654321\n\
+                [clusters.b]\nbootstrap_servers = \"y:9092\"\n\
+                [[flows]]\nsource = \"a\"\ntarget = \"b\"\n";
+    let p = one_problem(text);
+    assert!(
+        p.contains("sasl.password") && p.contains("expected a string"),
+        "{p}"
+    );
+    assert!(!p.contains("987654321"), "the password leaked: {p}");
+}

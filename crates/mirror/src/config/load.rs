@@ -162,6 +162,38 @@ fn deserialize_all(mut value: toml::Value) -> Result<ConfigFile, Vec<Problem>> {
     Err(problems)
 }
 
+/// Whether the value at `path` is a secret (a password, a client secret, a token): its value
+/// is never quoted back in a problem.
+fn is_secret_key(path: &KeyPath) -> bool {
+    path.0.iter().any(|s| match s {
+        Segment::Key(k) => {
+            let k = k.to_ascii_lowercase();
+            ["password", "secret", "token", "jaas"]
+                .iter()
+                .any(|w| k.contains(w))
+        }
+        Segment::Index(_) => false,
+    })
+}
+
+/// `message` with every backticked value replaced: serde quotes the offending value
+/// (`invalid type: integer \`123456\``).
+fn hide_quoted(message: &str) -> String {
+    let mut out = String::new();
+    let mut parts = message.split('`');
+    if let Some(first) = parts.next() {
+        out.push_str(first);
+    }
+    for (i, part) in parts.enumerate() {
+        if i % 2 == 0 {
+            out.push_str("(value hidden)");
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
 fn key_path(path: &serde_path_to_error::Path) -> KeyPath {
     use serde_path_to_error::Segment as S;
     KeyPath(
@@ -205,6 +237,13 @@ fn missing_field(message: &str) -> Option<String> {
 /// Turns serde's messages about values into ours, with a suggestion for a misspelled
 /// enum value ("unknown variant `prefx`, expected `prefix` or `identity`").
 fn value_problem(path: KeyPath, message: &str) -> Problem {
+    let hidden;
+    let message = if is_secret_key(&path) {
+        hidden = hide_quoted(message);
+        hidden.as_str()
+    } else {
+        message
+    };
     if let Some((variant, rest)) = message
         .strip_prefix("unknown variant `")
         .and_then(|r| r.split_once('`'))

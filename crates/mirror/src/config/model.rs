@@ -148,8 +148,8 @@ pub struct TlsSpec {
 /// SASL settings. Which keys apply depends on `mechanism`: `username` + `password` for
 /// PLAIN and SCRAM; for OAUTHBEARER either `token_file`, or `token_endpoint_url` +
 /// `client_id` + `client_secret` (OIDC client credentials, KIP-768); `region` for AWS MSK
-/// IAM.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// IAM. Its `Debug` shows whether a password or client secret is set, never its value.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SaslSpec {
     /// The SASL mechanism.
@@ -185,6 +185,25 @@ pub struct SaslSpec {
     /// AWS MSK IAM: the cluster's AWS region, such as `eu-west-1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+}
+
+impl std::fmt::Debug for SaslSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let masked = |v: &Option<String>| v.as_ref().map(|_| "<redacted>");
+        f.debug_struct("SaslSpec")
+            .field("mechanism", &self.mechanism)
+            .field("username", &self.username)
+            .field("password", &masked(&self.password))
+            .field("token_file", &self.token_file)
+            .field("token_endpoint_url", &self.token_endpoint_url)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &masked(&self.client_secret))
+            .field("scope", &self.scope)
+            .field("token_endpoint_ca_file", &self.token_endpoint_ca_file)
+            .field("extensions", &self.extensions.keys().collect::<Vec<_>>())
+            .field("region", &self.region)
+            .finish()
+    }
 }
 
 impl SaslSpec {
@@ -735,4 +754,26 @@ pub(crate) fn split_list(v: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sasl_spec_s_debug_never_shows_its_password_or_client_secret() {
+        let mut spec = SaslSpec::new(SaslMechanism::ScramSha512);
+        spec.username = Some("alice".into());
+        spec.password = Some("hunter2-pw".into());
+        spec.client_secret = Some("s3cr3t-cs".into());
+        let shown = format!("{spec:?} {spec:#?}");
+        assert!(
+            shown.contains("alice") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("hunter2-pw") && !shown.contains("s3cr3t-cs"),
+            "{shown}"
+        );
+    }
 }
