@@ -335,6 +335,15 @@ fn a_kip848_group_is_translated_exactly_and_never_committed_under_live_members()
         log_tail(&live_log)
     );
 
+    // What Kafka does with the standalone commit (generation -1, no member id) the old
+    // engine sent: it refuses it while the group has members.
+    let refused = rdkafka::commit_group_offsets(&dst, GROUP, TARGET_TOPIC, &[(0, 0)]);
+    println!("a standalone commit under a live KIP-848 member: {refused:?}");
+    assert!(
+        refused.is_err(),
+        "Kafka accepted a standalone commit under a live KIP-848 member"
+    );
+
     // Once the member has left, the group is Empty and the translation is committed.
     target_member.leave();
     strait_once(dir.path(), &src, &dst, true, &log);
