@@ -140,6 +140,30 @@ impl std::fmt::Debug for OidcTokenProvider {
     }
 }
 
+/// A URL as errors and logs show it: scheme, host, port and path, without any
+/// `user:password@` and without the query or fragment (either may carry a secret).
+pub(crate) fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (Some(s), r),
+        None => (None, url),
+    };
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let hidden = if authority.contains('@') {
+        "<redacted>@"
+    } else {
+        ""
+    };
+    match scheme {
+        Some(s) => format!("{s}://{hidden}{host}{path}"),
+        None => format!("{hidden}{host}{path}"),
+    }
+}
+
 /// Largest token endpoint response accepted.
 const MAX_TOKEN_RESPONSE: usize = 64 * 1024;
 
@@ -152,12 +176,13 @@ impl OidcTokenProvider {
         scope: Option<String>,
         ca: CaRoots,
     ) -> Result<Self> {
+        let shown = redact_url(url);
         let uri: hyper::Uri = url
             .parse()
-            .map_err(|e| Error::invalid(format!("token endpoint URL {url:?}: {e}")))?;
+            .map_err(|e| Error::invalid(format!("token endpoint URL {shown:?}: {e}")))?;
         if uri.scheme_str() != Some("https") || uri.host().is_none() {
             return Err(Error::invalid(format!(
-                "token endpoint URL {url:?} must be an https:// URL (client secrets never \
+                "token endpoint URL {shown:?} must be an https:// URL (client secrets never \
                  travel in clear)"
             )));
         }
@@ -184,7 +209,7 @@ impl OidcTokenProvider {
             format!("{host}:{port}")
         };
         let connector = tls::Connector::new(&self.tls)?;
-        let endpoint = format!("the token endpoint {}", self.url);
+        let endpoint = format!("the token endpoint {}", redact_url(&self.url.to_string()));
         let tcp = tokio::time::timeout(self.timeout, TcpStream::connect(&addr))
             .await
             .map_err(|_| {
@@ -346,7 +371,11 @@ impl TokenProvider for OidcTokenProvider {
     }
 
     fn describe(&self) -> String {
-        format!("client id {:?} at {}", self.client_id, self.url)
+        format!(
+            "client id {:?} at {}",
+            self.client_id,
+            redact_url(&self.url.to_string())
+        )
     }
 }
 
@@ -365,6 +394,26 @@ pub(crate) fn client_first(token: &Token, extensions: &[(String, String)]) -> Ve
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn urls_in_errors_carry_no_userinfo_query_or_fragment() {
+        assert_eq!(
+            redact_url("https://id:s3cret@idp.example:8443/oauth/token?client_secret=x#f"),
+            "https://<redacted>@idp.example:8443/oauth/token"
+        );
+        assert_eq!(redact_url("https://idp/token"), "https://idp/token");
+        let err = OidcTokenProvider::new(
+            "http://id:s3cret@idp/token",
+            "c",
+            Secret::new("x"),
+            None,
+            CaRoots::default(),
+        )
+        .expect_err("http is refused")
+        .to_string();
+        assert!(!err.contains("s3cret") && err.contains("https://"), "{err}");
+    }
+
     use super::*;
 
     fn jwt(claims: &str) -> String {

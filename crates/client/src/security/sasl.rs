@@ -154,10 +154,19 @@ fn transport(sasl: &SaslConfig, who: &Who<'_>, e: Error) -> Error {
     ))
 }
 
+/// The least time between two re-authentications of one connection, however short the
+/// session lifetime a broker grants: a lifetime of 1 ms must not become a tight loop of
+/// SASL exchanges (the broker closes an expired session; the connection is then made anew
+/// with the connect backoff).
+pub(crate) const MIN_REAUTH_INTERVAL: Duration = Duration::from_secs(1);
+
 /// When to re-authenticate a session of `lifetime`: at 85–95 % of it (as the Java client),
-/// jittered so that many connections do not re-authenticate at once.
+/// jittered so that many connections do not re-authenticate at once, and never sooner than
+/// [`MIN_REAUTH_INTERVAL`].
 pub(crate) fn reauth_after(lifetime: Duration, jitter: f64) -> Duration {
-    lifetime.mul_f64(0.85 + 0.10 * jitter.clamp(0.0, 1.0))
+    lifetime
+        .mul_f64(0.85 + 0.10 * jitter.clamp(0.0, 1.0))
+        .max(MIN_REAUTH_INTERVAL)
 }
 
 #[cfg(test)]
@@ -171,5 +180,14 @@ mod tests {
         assert_eq!(reauth_after(l, 1.0), Duration::from_secs(95));
         assert_eq!(reauth_after(l, 7.0), Duration::from_secs(95));
         assert!(reauth_after(l, 0.5) < l);
+    }
+
+    #[test]
+    fn a_tiny_session_lifetime_never_makes_a_tight_reauthentication_loop() {
+        assert_eq!(
+            reauth_after(Duration::from_millis(1), 0.5),
+            MIN_REAUTH_INTERVAL
+        );
+        assert_eq!(reauth_after(Duration::ZERO, 0.0), MIN_REAUTH_INTERVAL);
     }
 }
