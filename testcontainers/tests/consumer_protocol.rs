@@ -377,3 +377,126 @@ fn a_kip848_group_is_translated_exactly_and_never_committed_under_live_members()
         assert_eq!(got[p], want[p], "partition {p}");
     }
 }
+
+/// `group`'s committed offsets on `bootstrap` by partition of `topic`, through Strait's
+/// client (empty while it has none).
+fn offsets_of(bootstrap: &str, group: &str, topic: &str) -> Vec<(i32, i64)> {
+    strait_kafka_scenarios::runtime().block_on(async {
+        let Ok(client) = Client::connect(ClientConfig::new([bootstrap])).await else {
+            return vec![];
+        };
+        let mut out: Vec<(i32, i64)> = client
+            .offset_fetch(group, None)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|o| o.topic == topic && o.offset >= 0)
+            .map(|o| (o.partition, o.offset))
+            .collect();
+        out.sort();
+        out
+    })
+}
+
+/// The source side: reverse sync (`sync.reverse_group_offsets`) commits target positions
+/// back on the source only for groups idle there. Two target groups are committed on the
+/// target; on the source one of them has a live KIP-848 member (and no offsets), the other
+/// none. The idle one is committed on the source (so reverse rounds ran); the live one is
+/// not, nor tried, until its member leaves; then it is, at the same record.
+#[test]
+fn reverse_sync_never_commits_on_the_source_under_a_live_kip848_member() {
+    const LIVE: &str = "kip848-back";
+    const IDLE: &str = "kip848-idle";
+    let (source, target) = Kafka::pair();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    let dir = tempfile::tempdir().expect("temp dir");
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    produce(&src, "plain-a", Transaction::None);
+    produce(&src, "plain-b", Transaction::None);
+    let source_member = Member::join(dir.path(), "source", &src, LIVE, TOPIC, &[]);
+
+    let config = dir.path().join("strait.toml");
+    let text = format!(
+        r#"{}[flows.topics]
+include = ["{TOPIC}"]
+[flows.groups]
+include = ["kip848-.*"]
+[flows.sync]
+group_offsets = false
+reverse_group_offsets = true
+heartbeats = false
+checkpoints = false
+[flows.intervals]
+group_sync = "1s"
+checkpoint = "1s"
+[metrics]
+enabled = false
+"#,
+        two_cluster_flow(&src, &dst, "10s")
+    );
+    std::fs::write(&config, text).expect("write config");
+    let log = dir.path().join("strait.log");
+    let mut strait = process::start(&config, &log);
+    strait_kafka_scenarios::kafka::wait_caught_up(
+        (&src, TOPIC),
+        (&dst, TARGET_TOPIC),
+        PARTITIONS,
+        Duration::from_secs(60),
+        || log_tail(&log),
+    );
+    for (group, offset) in [(LIVE, 25), (IDLE, 30)] {
+        let offsets: Vec<(i32, i64)> = (0..PARTITIONS).map(|p| (p, offset)).collect();
+        rdkafka::commit_group_offsets(&dst, group, TARGET_TOPIC, &offsets).expect("commit");
+    }
+    strait_kafka_scenarios::wait::until(
+        "the idle group committed back on the source",
+        Duration::from_secs(60),
+        || {
+            strait.assert_running();
+            offsets_of(&src, IDLE, TOPIC) == vec![(0, 30), (1, 30)]
+        },
+        || log_tail(&log),
+    );
+    // Rounds go through the groups in name order: the live one was looked at first; give
+    // it two more rounds.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        offsets_of(&src, LIVE, TOPIC),
+        vec![],
+        "committed on the source under a live KIP-848 member\n{}",
+        log_tail(&log)
+    );
+    let text = std::fs::read_to_string(&log).expect("read the log");
+    assert!(
+        !text.contains("reverse sync: cannot commit on the source"),
+        "Strait tried to commit under a live KIP-848 member:\n{}",
+        log_tail(&log)
+    );
+
+    source_member.leave();
+    strait_kafka_scenarios::wait::until(
+        "the group committed back on the source once its member left",
+        Duration::from_secs(60),
+        || {
+            strait.assert_running();
+            offsets_of(&src, LIVE, TOPIC).len() == PARTITIONS as usize
+        },
+        || log_tail(&log),
+    );
+    for (p, t) in offsets_of(&src, LIVE, TOPIC) {
+        assert_eq!(
+            next_record(&src, TOPIC, p, t).map(|r| r.1),
+            next_record(&dst, TARGET_TOPIC, p, 25).map(|r| r.1),
+            "{LIVE}-{p}: source {t} and target 25 read the same record next"
+        );
+    }
+    let status = process::stop(&mut strait, Duration::from_secs(30));
+    assert!(status.success(), "strait: {status}\n{}", log_tail(&log));
+
+    let want = committed_values(&src, TOPIC, 80);
+    let got = committed_values(&dst, TARGET_TOPIC, 80);
+    for p in 0..PARTITIONS as usize {
+        assert_eq!(want[p].len(), 40, "source partition {p}");
+        assert_eq!(got[p], want[p], "partition {p}");
+    }
+}
