@@ -1,17 +1,16 @@
-//! strait-kafka-scenarios: the end-to-end scenarios of `tests/` and `crates/cli/tests/`
-//! (fidelity, transactions, consumer groups, crash, scale-out) against Apache Kafka in
-//! KRaft mode, through testcontainers. The real `strait` binary replicates between two
-//! Kafka containers and librdkafka (`strait_testkit::rdkafka`) checks what arrived.
+//! strait-kafka-scenarios: the end-to-end scenarios against Apache Kafka in KRaft mode. The
+//! real `strait` binary replicates between Kafka clusters and librdkafka
+//! (`strait_testkit::rdkafka`) checks what arrived.
 //!
-//! The tests need a Docker engine that can pull `apache/kafka`: they are `#[ignore]`d (so
-//! `cargo test --workspace` does not run them), `scripts/test-kafka` runs them with
-//! `--ignored`, and each one starts with [`engine::require`], which fails the test (never
-//! skips it) when no engine answers. `scripts/test` compiles them so they cannot rot.
+//! The brokers are JVMs from the jars `scripts/install-brokers` brings (the default), or
+//! `apache/kafka` containers through testcontainers with `STRAIT_KAFKA_BACKEND=docker`
+//! ([`kafka::BACKEND_ENV`]). `scripts/test-kafka` runs the scenarios, and `scripts/test`
+//! runs it. A scenario that cannot start its brokers fails; none is skipped.
 //!
 //! | module | what |
 //! |---|---|
-//! | [`engine`] | is a Docker engine there? (`/_ping` on `DOCKER_HOST` or the default socket) |
-//! | [`kafka`] | [`Kafka`]: one single-node Apache Kafka container, removed on drop; partition ends |
+//! | [`engine`] | for the Docker backend: is a Docker engine there? (`/_ping` on `DOCKER_HOST` or the default socket) |
+//! | [`kafka`] | [`Kafka`]: an Apache Kafka cluster on the selected backend, stopped on drop; partition ends; the per-partition comparison |
 //! | [`process`] | [`process::start`], [`process::once`], [`process::stop`]: a `strait run` process ([`Strait`], strait-testkit's guard: killed and reaped on drop); [`strait_binary`] |
 //! | [`metrics`] | a member's own view: one series of its `/metrics` |
 //! | [`group`] | the `strait` group's members and their assignments, as the target's coordinator reports them |
