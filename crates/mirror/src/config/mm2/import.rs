@@ -712,7 +712,10 @@ mod tests {
             "<redacted>"
         );
         assert_eq!(
-            shown("value.converter.schema.registry.basic.auth.user.info", "k:s"),
+            shown(
+                "value.converter.schema.registry.basic.auth.user.info",
+                "k:s"
+            ),
             "<redacted>"
         );
         assert_eq!(shown("a.confluent.api.key", "ABC"), "<redacted>");
