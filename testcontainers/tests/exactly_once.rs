@@ -590,3 +590,58 @@ fn a_foreign_writer_on_the_target_is_a_target_mismatch_that_stops_the_flow_under
     // Nothing strait wrote is left in a hanging transaction (the process stopped).
     assert_no_hanging_transaction(&dst, &target_topic, &strait.log_tail());
 }
+
+#[test]
+fn the_target_broker_killed_and_restarted_mid_stream_keeps_every_record_exactly_once() {
+    const TOPIC: &str = "eos-broker";
+    // A pair of its own: the target's node (its transaction coordinator, the leader of
+    // every partition and of the state topic) is killed.
+    let (source, mut target) = Kafka::pair();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    let target_topic = format!("src.{TOPIC}");
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), "eos-broker", (&src, &dst), TOPIC);
+    let log = dir.path().join("strait.log");
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, BATCH_RECORDS);
+    let mut strait = process::start(&cfg, &log);
+    wait::until(
+        "replication",
+        Duration::from_secs(60),
+        || {
+            strait.assert_running();
+            committed_records(&dst, &target_topic) > 200
+        },
+        || log_tail(&log),
+    );
+    // kill -9 mid-transaction: the open transaction, in-flight Produce requests and EndTxn
+    // die with the broker; it comes back on the same port and log directory.
+    let node = target.cluster_mut().node_mut(0);
+    node.kill9();
+    std::thread::sleep(Duration::from_secs(2));
+    node.restart().expect("restart the target broker");
+    let back_at = committed_records(&dst, &target_topic);
+    wait::until(
+        "replication after the target broker came back",
+        Duration::from_secs(90),
+        || {
+            strait.assert_running();
+            committed_records(&dst, &target_topic) > back_at + 200
+        },
+        || log_tail(&log),
+    );
+    let produced = producer.finish();
+    wait_drained((&src, TOPIC), (&dst, &target_topic), produced, &mut strait);
+    let status = process::stop(&mut strait, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(0), "{}", log_tail(&log));
+    let log_text = log_tail(&log);
+    assert_no_hanging_transaction(&dst, &target_topic, &log_text);
+    assert_exactly_once((&src, TOPIC), (&dst, &target_topic), produced, &log_text);
+    assert_maps_exact(&cfg, (&src, TOPIC), (&dst, &target_topic));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    println!(
+        "target broker kill -9 and restart: {produced} records once; flow restarts: {}",
+        text.matches("restarting the flow from its last commit")
+            .count()
+    );
+}
