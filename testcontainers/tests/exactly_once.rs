@@ -14,10 +14,18 @@
 //! - a zombie: a `strait run` frozen with SIGSTOP while a replacement on the same config
 //!   takes over is fenced by Kafka when resumed (the broker answers PRODUCER_FENCED; it
 //!   exits non-zero saying it was fenced), and the target still holds every record
-//!   exactly once.
+//!   exactly once;
+//! - source transactions, committed and aborted (Kafka keeps the aborted records in the
+//!   log): committed data once, aborted never (read committed and uncommitted alike), and
+//!   a source group past the markers resumes on the target at the very record;
+//! - a foreign writer on the target: the flow stops (`on_target_mismatch = "fail"`) and
+//!   aborts its open transaction first, so no read_committed consumer is held at it;
+//! - kill -9 and restart of the target broker (its transaction coordinator and every
+//!   leader) mid-stream: every record once, nothing left open, maps exact.
 //!
-//! The two tests share one pair of clusters (a flow name, topic and transactional id
-//! each); the JVMs die with the test process (the testkit's watchdog).
+//! The tests share one pair of clusters (a flow name, topic and transactional id each),
+//! except the broker kill, which has its own; the JVMs die with the test process (the
+//! testkit's watchdog).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
