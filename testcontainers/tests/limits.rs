@@ -7,7 +7,8 @@
 //! smaller than the source's): no silent loss and no hang; the partition fails (and is
 //! retried with backoff) with an error naming the batch's size and the target's limit,
 //! every record before it is on the target and none after it, and the other topic
-//! replicates.
+//! replicates; a source batch of records that each fit is split into batches the target
+//! takes, and every record arrives.
 //! librdkafka reads both sides at the end.
 
 use std::sync::OnceLock;
@@ -179,6 +180,83 @@ fn a_record_larger_than_a_fetch_but_within_the_budget_replicates_beside_the_othe
     let report = compare((&src, "fits-small"), (&dst, "src.fits-small"), 1, 400);
     assert!(report.problems(0).is_empty(), "{:?}", report.problems(0));
     let report = compare((&src, "fits-big"), (&dst, "src.fits-big"), 1, 5);
+    assert!(report.problems(0).is_empty(), "{:?}", report.problems(0));
+}
+
+/// The size of the first batch of partition 0 of `topic` on `bootstrap`, from its header.
+fn first_batch_bytes(bootstrap: &str, topic: &str) -> usize {
+    use strait_client::{Client, ClientConfig, FetchOptions, FetchPosition};
+    strait_kafka_scenarios::runtime().block_on(async {
+        let client = Client::connect(ClientConfig::new([bootstrap]))
+            .await
+            .expect("connect");
+        let (leader, _) = client.leader_for(topic, 0).await.expect("leader");
+        let mut pos = FetchPosition::new(topic, 0, 0);
+        pos.max_bytes = 10 << 20;
+        let opts = FetchOptions {
+            max_bytes: 10 << 20,
+            ..FetchOptions::default()
+        };
+        let r = client.fetch(leader, &[pos], &opts).await.expect("fetch");
+        let records = &r.partitions[0].records;
+        let len = i32::from_be_bytes(records[8..12].try_into().expect("a batch header"));
+        len as usize + 12
+    })
+}
+
+#[test]
+fn a_source_batch_larger_than_the_target_allows_is_split_into_batches_that_fit() {
+    let (source, target) = pair();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    rdkafka::create_topic(&src, "split-big", 1, &[("max.message.bytes", "5242880")])
+        .expect("topic");
+    rdkafka::create_topic(
+        &dst,
+        "src.split-big",
+        1,
+        &[("max.message.bytes", "1048588")],
+    )
+    .expect("target topic");
+    // Twelve 200 KB records in one 2.4 MB batch: each fits the target, the batch does not.
+    let records: Vec<TestRecord> = (0..12u8)
+        .map(|i| {
+            TestRecord::new(Bytes::from(vec![b'k', i]), Bytes::from(vec![i; 200_000]))
+                .with_partition(0)
+        })
+        .collect();
+    let options = ProduceOptions {
+        client: ClientConfig::new()
+            .set("message.max.bytes", "10000000")
+            .set("batch.size", "8000000"),
+        linger_ms: 200,
+        ..ProduceOptions::default()
+    };
+    let delivered = rdkafka::produce(&src, "split-big", &records, &options).expect("produce");
+    assert!(delivered.iter().all(|d| d.error.is_none()), "{delivered:?}");
+    let batch = first_batch_bytes(&src, "split-big");
+    assert!(batch > 2_000_000, "the source batch is {batch} bytes");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(
+        dir.path(),
+        &src,
+        &dst,
+        r#""split-big""#,
+        "[flows.topic_configs]\nexclude = [\"max\\\\.message\\\\.bytes\"]\n\
+         [engine]\nfetch_max_wait = \"50ms\"\n",
+    );
+    let log = dir.path().join("strait.log");
+    let mut strait = process::start(&config, &log);
+    wait_caught_up(
+        (&src, "split-big"),
+        (&dst, "src.split-big"),
+        1,
+        Duration::from_secs(60),
+        || log_tail(&log),
+    );
+    let _ = process::stop(&mut strait, Duration::from_secs(30));
+    assert!(first_batch_bytes(&dst, "src.split-big") <= 1_048_588);
+    let report = compare((&src, "split-big"), (&dst, "src.split-big"), 1, 12);
     assert!(report.problems(0).is_empty(), "{:?}", report.problems(0));
 }
 
