@@ -5,7 +5,9 @@
 //! PREFIXED `billing-` → PREFIXED `src.billing-`, the literal `*` → PREFIXED `src.`. With
 //! `delete_topic_acls`, ACLs Strait created whose source ACL was deleted are deleted on the
 //! target; an identical ACL that was on the target before (so not Strait's) is kept. The
-//! replicated topics' data is read back with librdkafka at the end.
+//! target's authorizer enforces them: alice (SCRAM) reads the replica with the synced READ
+//! and is refused once it is deleted. The replicated topics' data is read back with
+//! librdkafka at the end.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -18,9 +20,33 @@ use strait_kafka_scenarios::kafka::{compare, wait_caught_up};
 use strait_kafka_scenarios::process::log_tail;
 use strait_kafka_scenarios::{Kafka, process, runtime, wait};
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
-use strait_testkit::kafka::KafkaOptions;
-use strait_testkit::rdkafka::{self, ProduceOptions};
-use strait_testkit::{DataGen, RecordSpec};
+use strait_testkit::kafka::{KafkaOptions, KafkaSecurity};
+use strait_testkit::rdkafka::{self, ConsumeOptions, ProduceOptions};
+use strait_testkit::{DataGen, RecordSpec, TestPki};
+
+const ALICE_PASSWORD: &str = "Al1ce-S3cret";
+
+/// Reads `topic` as alice through the target's SASL_PLAINTEXT listener: the records, or
+/// the error the authorizer's refusal gives.
+fn read_as_alice(listener: &str, topic: &str, n: usize) -> Result<usize, String> {
+    let client = rdkafka::ClientConfig::new()
+        .set("security.protocol", "SASL_PLAINTEXT")
+        .set("sasl.mechanism", "SCRAM-SHA-256")
+        .set("sasl.username", "alice")
+        .set("sasl.password", ALICE_PASSWORD)
+        .fail_fast();
+    rdkafka::consume(
+        listener,
+        topic,
+        &ConsumeOptions {
+            client,
+            max_time: Duration::from_secs(15),
+            ..ConsumeOptions::count(n)
+        },
+    )
+    .map(|r| r.len())
+    .map_err(|e| e.to_string())
+}
 
 fn binding(
     principal: &str,
@@ -84,12 +110,23 @@ fn topic_acls(bootstrap: &str) -> BTreeSet<AclBinding> {
 
 #[test]
 fn topic_acls_are_mapped_created_and_deleted_on_the_target_as_documented() {
-    let options = || KafkaOptions::default().authorizer();
+    // The target has a SASL listener for alice, whose access the synced ACLs decide.
+    let pki = TestPki::generate_temp().expect("pki");
     let (source, target) = std::thread::scope(|s| {
-        let a = s.spawn(|| Kafka::start_with(options()));
-        let b = s.spawn(|| Kafka::start_with(options()));
+        let a = s.spawn(|| Kafka::start_with(KafkaOptions::default().authorizer()));
+        let b = s.spawn(|| {
+            Kafka::start_with(
+                KafkaOptions::default()
+                    .authorizer()
+                    .security(KafkaSecurity::new(&pki).user("alice", ALICE_PASSWORD)),
+            )
+        });
         (a.join().expect("source"), b.join().expect("target"))
     });
+    let alice_listener = target
+        .cluster()
+        .and_then(|c| c.sasl_plaintext_bootstrap())
+        .expect("the target's SASL_PLAINTEXT listener");
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     for topic in ["orders", "billing-eu"] {
         rdkafka::create_topic(&src, topic, 2, &[]).expect("topic");
@@ -113,6 +150,21 @@ fn topic_acls_are_mapped_created_and_deleted_on_the_target_as_documented() {
             dave_any.clone(),
             frank_read.clone(),
         ],
+    );
+    for (seed, topic) in ["orders", "billing-eu"].into_iter().enumerate() {
+        let records = DataGen::new(seed as u64 + 1).records(100, &RecordSpec::default());
+        let delivered =
+            rdkafka::produce(&src, topic, &records, &ProduceOptions::default()).expect("produce");
+        assert!(delivered.iter().all(|d| d.error.is_none()));
+    }
+    // librdkafka's consumer looks up its (random) group: alice may use any group. A group
+    // ACL, which topic ACL sync neither reads nor touches.
+    create(
+        &dst,
+        &[AclBinding {
+            resource: AclResource::Group,
+            ..binding("alice", "*", Literal, READ, Allow)
+        }],
     );
     // frank's mapped ACL is on the target before Strait runs: not Strait's, never deleted.
     let frank_on_target = binding("frank", "src.orders", Literal, READ, Allow);
@@ -157,6 +209,21 @@ enabled = false
         },
         || format!("target holds {:#?}\n{}", topic_acls(&dst), log_tail(&log)),
     );
+    for topic in ["orders", "billing-eu"] {
+        wait_caught_up(
+            (&src, topic),
+            (&dst, &format!("src.{topic}")),
+            2,
+            Duration::from_secs(60),
+            || log_tail(&log),
+        );
+    }
+    // The real authorizer applies the copied READ: alice reads the replica.
+    assert_eq!(
+        read_as_alice(&alice_listener, "src.orders", 100),
+        Ok(100),
+        "alice reads src.orders with the synced ACL"
+    );
     // No WRITE for anyone on the target: alice's source WRITE was dropped.
     assert!(
         !topic_acls(&dst).iter().any(|b| b.operation == WRITE),
@@ -187,20 +254,14 @@ enabled = false
         || format!("target holds {:#?}\n{}", topic_acls(&dst), log_tail(&log)),
     );
 
-    // Replication went on beside the ACL sync.
-    for (seed, topic) in ["orders", "billing-eu"].into_iter().enumerate() {
-        let records = DataGen::new(seed as u64 + 1).records(100, &RecordSpec::default());
-        let delivered =
-            rdkafka::produce(&src, topic, &records, &ProduceOptions::default()).expect("produce");
-        assert!(delivered.iter().all(|d| d.error.is_none()));
-        wait_caught_up(
-            (&src, topic),
-            (&dst, &format!("src.{topic}")),
-            2,
-            Duration::from_secs(60),
-            || log_tail(&log),
-        );
-    }
+    // With her ACL deleted on the source and so on the target, alice is refused.
+    let refused = read_as_alice(&alice_listener, "src.orders", 1);
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains("TOPIC_AUTHORIZATION_FAILED")),
+        "alice still reads src.orders: {refused:?}"
+    );
     let _ = process::stop(&mut strait, Duration::from_secs(30));
     for topic in ["orders", "billing-eu"] {
         let report = compare((&src, topic), (&dst, &format!("src.{topic}")), 2, 100);
