@@ -333,6 +333,9 @@ fn check_status_and_translate_fail_clearly_without_hanging() {
         );
         let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
         assert!(all.contains("127.0.0.1:1"), "{args:?}: {all}");
+        // Nothing listens: said as such, after the refused-connection limit rather than
+        // the whole retry timeout.
+        assert!(all.contains("refused the connection"), "{args:?}: {all}");
         if args[0] == "check" {
             assert!(all.contains("✗ reachable"), "{all}");
             assert!(all.contains("check(s) failed"), "{all}");

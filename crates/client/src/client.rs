@@ -21,6 +21,43 @@ use crate::metadata::ClusterMetadata;
 use crate::rpc::Request;
 use crate::security::{Prepared, Security};
 
+/// Whether a bootstrap should stop retrying: once every attempt for `limit` has been refused
+/// (nothing listens at any address). Any other error (a timeout: a silent host; a broker
+/// error) starts the streak over. Pure.
+#[derive(Debug)]
+pub(crate) struct RefusedStreak {
+    limit: Duration,
+    since: Option<Instant>,
+    gave_up: bool,
+}
+
+impl RefusedStreak {
+    pub(crate) fn new(limit: Duration) -> Self {
+        RefusedStreak {
+            limit,
+            since: None,
+            gave_up: false,
+        }
+    }
+
+    /// Records `e` at `now`; true when the streak of refusals has lasted `limit`.
+    pub(crate) fn gives_up(&mut self, e: &Error, now: Instant) -> bool {
+        if !e.is_refused() {
+            self.since = None;
+            return false;
+        }
+        let since = *self.since.get_or_insert(now);
+        self.gave_up = now.duration_since(since) >= self.limit;
+        self.gave_up
+    }
+
+    /// Whether [`gives_up`](Self::gives_up) said so.
+    #[cfg(test)]
+    pub(crate) fn gave_up(&self) -> bool {
+        self.gave_up
+    }
+}
+
 /// Client settings. Build with [`ClientConfig::new`] and the `with_*` methods.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -34,6 +71,10 @@ pub struct ClientConfig {
     pub request_timeout: Duration,
     /// How long a call keeps retrying retriable errors before giving up.
     pub retry_timeout: Duration,
+    /// How long [`Client::connect`] keeps trying while every bootstrap address refuses the
+    /// connection (nothing listens there: a wrong port, a stopped cluster). A silent host
+    /// (no answer at all) is still tried for the whole `retry_timeout`.
+    pub refused_timeout: Duration,
     /// Retry backoff.
     pub backoff: BackoffConfig,
     /// Metadata is refreshed in the background this often (and on routing errors).
@@ -57,6 +98,7 @@ impl ClientConfig {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             retry_timeout: Duration::from_secs(60),
+            refused_timeout: Duration::from_secs(5),
             backoff: BackoffConfig::default(),
             metadata_max_age: Duration::from_secs(60),
             max_frame: DEFAULT_MAX_FRAME,
@@ -91,6 +133,12 @@ impl ClientConfig {
     /// Sets how long retriable errors are retried.
     pub fn with_retry_timeout(mut self, t: Duration) -> Self {
         self.retry_timeout = t;
+        self
+    }
+
+    /// Sets how long a bootstrap that is refused everywhere keeps trying.
+    pub fn with_refused_timeout(mut self, t: Duration) -> Self {
+        self.refused_timeout = t;
         self
     }
 
@@ -186,9 +234,24 @@ impl Client {
                 coordinators: Mutex::new(HashMap::new()),
             }),
         };
+        let mut refused = RefusedStreak::new(client.inner.cfg.refused_timeout);
         client
-            .with_retries("bootstrap", || client.refresh_metadata())
-            .await?;
+            .with_retries_or(
+                "bootstrap",
+                || client.refresh_metadata(),
+                |e| refused.gives_up(e, Instant::now()),
+            )
+            .await
+            .map_err(|e| {
+                if e.is_refused() {
+                    e.message(
+                        "every bootstrap address refused the connection: nothing listens \
+                         there (a wrong port, or the cluster is down)",
+                    )
+                } else {
+                    e
+                }
+            })?;
         tokio::spawn(refresh_loop(Arc::downgrade(&client.inner)));
         Ok(client)
     }
@@ -362,7 +425,22 @@ impl Client {
     /// Runs `op` until it succeeds, fails with a non-retriable error, or the retry timeout
     /// passes. Stale-metadata errors mark the cache for refresh; coordinator errors drop the
     /// cached coordinators.
-    pub(crate) async fn with_retries<T, F, Fut>(&self, what: &str, mut op: F) -> Result<T>
+    pub(crate) async fn with_retries<T, F, Fut>(&self, what: &str, op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        self.with_retries_or(what, op, |_| false).await
+    }
+
+    /// [`with_retries`](Self::with_retries) that also gives up on a retriable error when
+    /// `give_up` says so.
+    pub(crate) async fn with_retries_or<T, F, Fut>(
+        &self,
+        what: &str,
+        mut op: F,
+        mut give_up: impl FnMut(&Error) -> bool,
+    ) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
@@ -372,7 +450,7 @@ impl Client {
         loop {
             match op().await {
                 Ok(v) => return Ok(v),
-                Err(e) if e.is_retriable() => {
+                Err(e) if e.is_retriable() && !give_up(&e) => {
                     if e.is_stale_metadata() || e.is_network() {
                         self.invalidate_metadata();
                     }
@@ -383,7 +461,11 @@ impl Client {
                     if Instant::now() + delay >= deadline {
                         return Err(e);
                     }
-                    tracing::debug!(what, error = %e, ?delay, "retrying");
+                    if what == "bootstrap" {
+                        tracing::info!(what, error = %e, ?delay, "retrying");
+                    } else {
+                        tracing::debug!(what, error = %e, ?delay, "retrying");
+                    }
                     tokio::time::sleep(delay).await;
                 }
                 Err(e) => return Err(e),
@@ -689,5 +771,37 @@ async fn refresh_loop(inner: Weak<Inner>) {
         if let Err(e) = client.refresh_metadata().await {
             tracing::debug!(error = %e, "background metadata refresh failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod refused_tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn refused() -> Error {
+        Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
+    }
+
+    #[test]
+    fn a_bootstrap_refused_everywhere_gives_up_after_the_limit() {
+        let t0 = Instant::now();
+        let mut s = RefusedStreak::new(Duration::from_secs(5));
+        assert!(!s.gives_up(&refused(), t0));
+        assert!(!s.gives_up(&refused(), t0 + Duration::from_secs(4)));
+        assert!(s.gives_up(&refused(), t0 + Duration::from_secs(5)));
+        assert!(s.gave_up());
+    }
+
+    #[test]
+    fn a_silent_host_keeps_the_retry_timeout() {
+        let t0 = Instant::now();
+        let mut s = RefusedStreak::new(Duration::from_secs(5));
+        assert!(!s.gives_up(&refused(), t0));
+        // A timeout between refusals: something may be there; the streak starts over.
+        assert!(!s.gives_up(&Error::new(ErrorKind::Timeout), t0 + Duration::from_secs(3)));
+        assert!(!s.gives_up(&refused(), t0 + Duration::from_secs(6)));
+        assert!(!s.gives_up(&refused(), t0 + Duration::from_secs(10)));
+        assert!(s.gives_up(&refused(), t0 + Duration::from_secs(11)));
     }
 }

@@ -229,6 +229,14 @@ impl Error {
         }
     }
 
+    /// True when the peer refused the TCP connection (nothing listens at the address).
+    pub fn is_refused(&self) -> bool {
+        matches!(
+            self.inner.kind,
+            ErrorKind::Io(std::io::ErrorKind::ConnectionRefused)
+        )
+    }
+
     /// True for a failed authentication or authorization, or a TLS failure: the credentials,
     /// certificates or ACLs must change before trying again.
     pub fn is_auth_failure(&self) -> bool {

@@ -38,10 +38,11 @@ pub async fn connect(cluster: &Cluster, flow: &str) -> Result<Client, MirrorErro
     let security = cluster.security.to_client().map_err(refused)?;
     let cfg = client_config(cluster).with_security(security);
     let deadline = cluster.connect_timeout + cluster.request_timeout + Duration::from_secs(1);
+    let started = std::time::Instant::now();
     let unreachable = |source| MirrorError::Unreachable {
         ctx: Default::default(),
         addresses: addresses.clone(),
-        timeout: deadline,
+        after: started.elapsed(),
         source,
     };
     match tokio::time::timeout(deadline, Client::connect(cfg)).await {

@@ -92,15 +92,16 @@ impl fmt::Display for IncidentKind {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MirrorError {
-    /// No broker of a cluster answered within the deadline.
-    #[error("{ctx}cannot connect to {addresses} within {}: {source}", humantime::format_duration(*.timeout))]
+    /// No broker of a cluster answered: every address refused, or none answered within the
+    /// deadline.
+    #[error("{ctx}cannot connect to {addresses} (gave up after {:.1} s): {source}", .after.as_secs_f64())]
     Unreachable {
         /// Where.
         ctx: Box<Context>,
         /// The bootstrap addresses tried.
         addresses: String,
-        /// The deadline.
-        timeout: Duration,
+        /// How long it tried.
+        after: Duration,
         /// The client's error.
         #[source]
         source: strait_client::Error,

@@ -63,26 +63,46 @@ const OPTIONAL_TARGET_APIS: &[(ApiKey, &str)] = &[(
     "target topics cannot be grown when the source gains partitions (logged and counted)",
 )];
 
-/// The outcome of the checks so far.
+/// The outcome of the checks so far, and their lines not printed yet (clusters are checked
+/// at once; each one's lines are printed together, in the config's order).
 #[derive(Default)]
 pub(crate) struct Report {
     failed: usize,
     warned: usize,
+    lines: Vec<String>,
 }
 
 impl Report {
+    fn line(&mut self, text: impl Display) {
+        self.lines.push(text.to_string());
+    }
+
     fn ok(&mut self, what: impl Display) {
-        println!("  ✓ {what}");
+        self.line(format!("  ✓ {what}"));
     }
 
     fn fail(&mut self, what: impl Display) {
         self.failed += 1;
-        println!("  ✗ {what}");
+        self.line(format!("  ✗ {what}"));
     }
 
     fn warn(&mut self, what: impl Display) {
         self.warned += 1;
-        println!("  ! {what}");
+        self.line(format!("  ! {what}"));
+    }
+
+    /// Prints the lines gathered so far.
+    fn print(&mut self) {
+        for l in self.lines.drain(..) {
+            println!("{l}");
+        }
+    }
+
+    /// Takes `other`'s counts and lines after this one's.
+    fn absorb(&mut self, mut other: Report) {
+        self.failed += other.failed;
+        self.warned += other.warned;
+        self.lines.append(&mut other.lines);
     }
 }
 
@@ -103,10 +123,14 @@ pub fn check_cmd(path: &Path) -> anyhow::Result<ExitCode> {
         config.enabled_flows().count()
     );
     let mut report = Report::default();
+    let started = std::time::Instant::now();
     runtime()?.block_on(check_all(&config, &mut report));
+    report.print();
     println!(
-        "{} check(s) failed, {} limitation(s)",
-        report.failed, report.warned
+        "{} check(s) failed, {} limitation(s), in {:.1} s",
+        report.failed,
+        report.warned,
+        started.elapsed().as_secs_f64()
     );
     Ok(if report.failed == 0 {
         ExitCode::SUCCESS
@@ -116,7 +140,7 @@ pub fn check_cmd(path: &Path) -> anyhow::Result<ExitCode> {
 }
 
 /// What each cluster is used as.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Roles {
     source: bool,
     target: bool,
@@ -131,9 +155,26 @@ async fn check_all(config: &Config, report: &mut Report) {
         t.target = true;
         t.state_topics.push(flow.state_topic.clone());
     }
+    // Every cluster's connection and protocol checks at once: an unreachable cluster costs
+    // its timeout once, not once per cluster before it.
+    let shared = Arc::new(config.clone());
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, (name, role)) in roles.iter().enumerate() {
+        let (config, name, role) = (Arc::clone(&shared), name.to_string(), role.clone());
+        tasks.spawn(async move {
+            let mut own = Report::default();
+            let reached = check_cluster(&config, &name, &role, &mut own).await;
+            (i, own, reached)
+        });
+    }
+    let mut reached: Vec<_> = tasks.join_all().await;
+    reached.sort_by_key(|(i, _, _)| *i);
+    let reached = reached.into_iter().map(|(_, own, r)| (own, r));
     let mut cache = access::Cache::default();
-    for (name, role) in roles {
-        let Some((client, meta)) = check_cluster(config, name, &role, report).await else {
+    for ((name, role), (own, reached)) in roles.into_iter().zip(reached) {
+        report.absorb(own);
+        let Some((client, meta)) = reached else {
+            report.print();
             cache.failed(name, "its checks failed above");
             continue;
         };
@@ -144,6 +185,7 @@ async fn check_all(config: &Config, report: &mut Report) {
         if role.target {
             access::check_target(config, name, &mut cache, report).await;
         }
+        report.print();
     }
 }
 
@@ -180,10 +222,10 @@ async fn check_cluster(
         (true, false) => "source",
         _ => "target",
     };
-    println!(
+    report.line(format!(
         "cluster {name} ({}), {what}:",
         cluster.bootstrap_servers.join(",")
-    );
+    ));
     security::protocol(cluster, report);
     if !security::tls(cluster, report).await {
         return None;
