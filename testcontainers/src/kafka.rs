@@ -139,7 +139,8 @@ pub fn ends(
     isolation: IsolationLevel,
 ) -> Option<BTreeMap<i32, i64>> {
     crate::runtime().block_on(async {
-        let config = ClientConfig::new([bootstrap])
+        // A cluster of several nodes: `host:port,host:port`.
+        let config = ClientConfig::new(bootstrap.split(',').map(str::trim))
             .with_connect_timeout(Duration::from_secs(2))
             .with_request_timeout(Duration::from_secs(5));
         let client = Client::connect(config).await.ok()?;

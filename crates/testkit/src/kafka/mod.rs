@@ -419,11 +419,17 @@ fn write_keystore(dir: &Path, security: &KafkaSecurity) -> Result<TlsFiles> {
     })
 }
 
-/// 16 random bytes, base64url without padding: a KRaft cluster id.
+/// 16 random bytes, base64url without padding: a KRaft cluster id. Drawn again when it
+/// starts with `-`, which StorageTool's argument parser would read as an option (1 in 64).
 fn random_cluster_id() -> Result<String> {
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(io("reading /dev/urandom"))?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    loop {
+        let mut bytes = [0u8; 16];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut bytes))
+            .map_err(io("reading /dev/urandom"))?;
+        let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        if !id.starts_with('-') {
+            return Ok(id);
+        }
+    }
 }
