@@ -69,16 +69,15 @@ fn clusters() -> &'static Clusters {
             &["Describe"],
             &["--topic", "sec-check"],
         );
-        // Target, for both principals (SASL user and certificate): Describe, Write,
-        // DescribeConfigs, AlterConfigs (and Read, see below) on the replicas; Describe, Read, Write on the state
+        // Target, for both principals (SASL user and certificate): Describe, Read, Write,
+        // DescribeConfigs, AlterConfigs on the replicas; Describe, Read, Write on the state
         // topic; Create and IdempotentWrite on the cluster; Describe, Read on the groups.
         for p in [principal.as_str(), MTLS_PRINCIPAL] {
             acl(
                 &target,
                 p,
-                // Read is not in docs/operations.md's list, but Strait reads the replicas
-                // back (partition bounds, recovery): without it every run stops with
-                // TopicAuthorizationFailed on the target topic.
+                // Read: Strait reads the replicas back (partition bounds, recovery);
+                // without it every run stops with TopicAuthorizationFailed.
                 &[
                     "Describe",
                     "Read",

@@ -2,8 +2,9 @@
 //! written) and prints the verdicts of [`super::authz`].
 //!
 //! Source: Describe, Read, DescribeConfigs on the topics the flows select; Describe on the
-//! groups they sync. Target: Describe, Write, DescribeConfigs (and AlterConfigs when topic
-//! configs are synced) on the target topics already there; Describe, Read, Write on the state
+//! groups they sync. Target: Describe, Read, Write, DescribeConfigs (and AlterConfigs when
+//! topic configs are synced) on the target topics already there (Read: a partition starts
+//! by reading its target's bounds with a Fetch, and recovery reads back what it wrote); Describe, Read, Write on the state
 //! topic; Create and IdempotentWrite on the cluster; Describe and Read on the synced groups.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -265,7 +266,9 @@ pub(super) async fn check_target(
         .into_iter()
         .partition(|t| meta.topics.contains_key(t));
     missing.extend(missing_states);
-    let mut needed = vec![Describe, Write, DescribeConfigs];
+    // Read: each partition starts by fetching its target's bounds (Apache Kafka refuses a
+    // Fetch without it: TOPIC_AUTHORIZATION_FAILED), and recovery reads the target back.
+    let mut needed = vec![Describe, Read, Write, DescribeConfigs];
     if flows.iter().any(|f| f.sync.topic_configs) {
         needed.push(AlterConfigs);
     }
