@@ -146,7 +146,8 @@ def cmd_create_topic(args):
     configs = dict(parse_pair(c, "=") for c in args.config)
     admin = AdminClient(common_config(args))
     futs = admin.create_topics(
-        [NewTopic(args.topic, num_partitions=args.partitions, replication_factor=1, config=configs)],
+        [NewTopic(args.topic, num_partitions=args.partitions,
+                  replication_factor=args.replication_factor, config=configs)],
         operation_timeout=args.timeout, request_timeout=args.timeout)
     try:
         futs[args.topic].result(args.timeout)
@@ -392,6 +393,7 @@ def main(argv=None):
     s = sub.add_parser("create-topic")
     s.add_argument("--topic", required=True)
     s.add_argument("--partitions", type=int, default=1)
+    s.add_argument("--replication-factor", type=int, default=1)
     s.add_argument("--config", action="append", default=[], help="KEY=VALUE, repeatable")
     s.add_argument("--if-not-exists", action="store_true")
     s.set_defaults(fn=cmd_create_topic)

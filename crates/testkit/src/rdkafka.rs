@@ -417,6 +417,38 @@ pub fn create_topic_with(
     create(bootstrap, topic, partitions, configs, true, client)
 }
 
+/// Like [`create_topic`], with `replicas` replicas per partition (a cluster of several
+/// nodes; [`create_topic`] makes one).
+pub fn create_topic_replicated(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    replicas: i16,
+    configs: &[(&str, &str)],
+) -> Result<()> {
+    let mut args = vec![
+        "--topic".to_string(),
+        topic.to_string(),
+        "--partitions".into(),
+        partitions.to_string(),
+        "--replication-factor".into(),
+        replicas.to_string(),
+    ];
+    for (k, v) in configs {
+        args.push("--config".into());
+        args.push(format!("{k}={v}"));
+    }
+    let _: serde_json::Value = run(
+        bootstrap,
+        "create-topic",
+        &args,
+        None,
+        Duration::from_secs(60),
+        &ClientConfig::default(),
+    )?;
+    Ok(())
+}
+
 /// Like [`create_topic`], but an existing topic is fine.
 pub fn create_topic_if_missing(
     bootstrap: &str,

@@ -188,8 +188,14 @@ fn grant_read(kafka: &KafkaCluster, principal: &str, topic: &str) {
 #[test]
 fn three_nodes_replicate_and_survive_the_loss_of_one() {
     let mut kafka = KafkaCluster::start(KafkaOptions::default().nodes(3)).expect("start Kafka");
-    rdkafka::create_topic(&kafka.bootstrap(), "r", 3, &[("min.insync.replicas", "2")])
-        .expect("create with replication factor 3");
+    rdkafka::create_topic_replicated(
+        &kafka.bootstrap(),
+        "r",
+        3,
+        3,
+        &[("min.insync.replicas", "2")],
+    )
+    .expect("create with replication factor 3");
     let acks_all = ProduceOptions {
         client: ClientConfig::new().set("acks", "all"),
         ..ProduceOptions::default()
