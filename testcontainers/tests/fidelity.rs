@@ -1,6 +1,7 @@
-//! Fidelity against Apache Kafka: three source topics of different shapes (partitions,
-//! codecs, cleanup policies, explicit topic configs) with keys, headers (duplicate names,
-//! null values), explicit timestamps and the testkit's edge cases, replicated by
+//! Fidelity against Apache Kafka: five source topics of different shapes (partitions, every
+//! codec: none, lz4, zstd, gzip and snappy, cleanup policies, explicit topic configs) with
+//! keys, headers (duplicate names, null values), explicit timestamps and the testkit's edge
+//! cases, replicated by
 //! `strait run --once` to a second Kafka. librdkafka reads both sides: every partition
 //! holds the same records in the same order, byte for byte, with the same timestamps, and
 //! the target topics carry the source's topic configs.
@@ -17,8 +18,8 @@ use strait_testkit::{DataGen, RecordSpec, TestRecord};
 /// Explicit topic configs: (name, value).
 type Configs = &'static [(&'static str, &'static str)];
 
-/// (topic, partitions, codec, topic configs)
-const TOPICS: [(&str, i32, Codec, Configs); 3] = [
+/// (topic, partitions, codec, topic configs): every codec Kafka has.
+const TOPICS: [(&str, i32, Codec, Configs); 5] = [
     (
         "orders",
         3,
@@ -34,6 +35,18 @@ const TOPICS: [(&str, i32, Codec, Configs); 3] = [
             ("cleanup.policy", "compact"),
             ("min.compaction.lag.ms", "60000"),
         ],
+    ),
+    (
+        "payments",
+        2,
+        Codec::Gzip,
+        &[("compression.type", "producer")],
+    ),
+    (
+        "clicks",
+        2,
+        Codec::Snappy,
+        &[("retention.bytes", "1073741824")],
     ),
 ];
 
@@ -58,9 +71,15 @@ fn records(topic: &str, partitions: i32, seed: u64) -> Vec<TestRecord> {
     out
 }
 
-/// Per partition, the records in offset order (partition, key, value, headers, timestamp).
-fn read(bootstrap: &str, topic: &str, count: usize) -> BTreeMap<i32, Vec<TestRecord>> {
-    let mut got = rdkafka::consume(bootstrap, topic, &ConsumeOptions::count(count))
+/// Per partition, the records in offset order (partition, key, value, headers, timestamp):
+/// every partition read to its end, so a duplicate or a foreign record is counted too.
+fn read(bootstrap: &str, topic: &str) -> BTreeMap<i32, Vec<TestRecord>> {
+    let options = ConsumeOptions {
+        to_end: true,
+        client: rdkafka::ClientConfig::new().set("check.crcs", "true"),
+        ..ConsumeOptions::default()
+    };
+    let mut got = rdkafka::consume(bootstrap, topic, &options)
         .unwrap_or_else(|e| panic!("consume {topic}: {e}"));
     got.sort_by_key(|r| (r.partition, r.offset));
     let mut out: BTreeMap<i32, Vec<TestRecord>> = BTreeMap::new();
@@ -88,7 +107,7 @@ fn topic_configs(bootstrap: &str, topic: &str) -> BTreeMap<String, String> {
 }
 
 #[test]
-fn three_topics_arrive_byte_for_byte_with_their_configs() {
+fn five_topics_in_every_codec_arrive_byte_for_byte_with_their_configs() {
     let (source, target) = Kafka::pair();
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     let mut produced = BTreeMap::new();
@@ -108,7 +127,7 @@ fn three_topics_arrive_byte_for_byte_with_their_configs() {
     let config = dir.path().join("strait.toml");
     let text = format!(
         r#"{}[flows.topics]
-include = ["orders", "events", "accounts"]
+include = ["orders", "events", "accounts", "payments", "clicks"]
 [flows.sync]
 topic_configs = true
 group_offsets = false
@@ -130,8 +149,8 @@ enabled = false
 
     for (topic, _, _, configs) in TOPICS {
         let n = produced[topic];
-        let want = read(&src, topic, n);
-        let got = read(&dst, &format!("src.{topic}"), n);
+        let want = read(&src, topic);
+        let got = read(&dst, &format!("src.{topic}"));
         assert_eq!(
             want.values().map(Vec::len).sum::<usize>(),
             n,
