@@ -1,0 +1,163 @@
+//! Coalescing judged by librdkafka, on Apache Kafka. Merging is the one path where Strait
+//! writes record bytes it built itself (on by default: `engine.recompress = "fast"`): queued
+//! small batches of a partition whose in-flight window is full are merged into one batch,
+//! decompressed and recompressed when the codec allows. Here every source batch holds one
+//! record with headers, a key and an explicit timestamp, in each of Kafka's codecs; one
+//! request in flight per partition (`max_in_flight_per_partition = 1`) keeps the window
+//! full while the backlog drains, so the engine merges. The engine's own summary must show
+//! fewer batches produced than the source holds (merging happened), and librdkafka, with
+//! every batch's CRC-32C checked, must read on the target exactly the source's records,
+//! field by field, in order, per partition, to each partition's end.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use strait_kafka_scenarios::process::log_tail;
+use strait_kafka_scenarios::{Kafka, process};
+use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
+use strait_testkit::rdkafka::{self, Codec, ConsumeOptions, ProduceOptions};
+use strait_testkit::{RecordHeader, TestRecord};
+
+const PARTITIONS: i32 = 2;
+/// Records per partition, one per source batch.
+const PER_PARTITION: usize = 600;
+
+/// `PER_PARTITION` records per partition, each with a key, two headers (one with a null
+/// value) and an explicit timestamp.
+fn records(tag: &str) -> Vec<TestRecord> {
+    (0..PARTITIONS)
+        .flat_map(|p| {
+            (0..PER_PARTITION).map(move |i| {
+                let mut r = TestRecord::new(
+                    format!("{tag}-k{p}-{i}"),
+                    format!("{tag}-value-{p}-{i}-{}", "x".repeat(i % 97)),
+                )
+                .with_partition(p)
+                .with_timestamp(1_700_000_000_000 + i as i64);
+                r.headers = vec![
+                    RecordHeader::new("trace", format!("t-{i}")),
+                    RecordHeader::null("empty"),
+                ];
+                r
+            })
+        })
+        .collect()
+}
+
+/// Per partition, every record to the partition's end (CRCs checked by librdkafka).
+fn read(bootstrap: &str, topic: &str) -> BTreeMap<i32, Vec<TestRecord>> {
+    let options = ConsumeOptions {
+        to_end: true,
+        client: rdkafka::ClientConfig::new().set("check.crcs", "true"),
+        ..ConsumeOptions::default()
+    };
+    let mut got = rdkafka::consume(bootstrap, topic, &options)
+        .unwrap_or_else(|e| panic!("consume {topic}: {e}"));
+    got.sort_by_key(|r| (r.partition, r.offset));
+    let mut out: BTreeMap<i32, Vec<TestRecord>> = BTreeMap::new();
+    for r in got {
+        out.entry(r.partition).or_default().push(r.to_test_record());
+    }
+    out
+}
+
+/// The number in `N batch(es) produced` of `strait run --once`'s summary.
+fn batches_produced(log: &str) -> usize {
+    log.lines()
+        .filter_map(|l| {
+            l.split(" batch(es) produced")
+                .next()?
+                .rsplit(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .last()
+        .unwrap_or_else(|| panic!("no batch count in the summary:\n{log}"))
+}
+
+/// Produces `codec` records one per batch, replicates them with `recompress`, and checks.
+fn merged_and_read_back(kafka: &(Kafka, Kafka), codec: Codec, recompress: &str) {
+    let (src, dst) = (kafka.0.bootstrap(), kafka.1.bootstrap());
+    let topic = format!("merge-{}-{recompress}", codec.as_str());
+    rdkafka::create_topic(&src, &topic, PARTITIONS, &[]).expect("create topic");
+    let recs = records(&topic);
+    let options = ProduceOptions {
+        codec,
+        linger_ms: 0,
+        batch_num_messages: Some(1),
+        timeout: Duration::from_secs(120),
+        ..ProduceOptions::default()
+    };
+    let delivered = rdkafka::produce(&src, &topic, &recs, &options).expect("produce");
+    assert!(delivered.iter().all(|d| d.error.is_none()), "source writes");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("strait.toml");
+    let text = format!(
+        r#"{}[flows.topics]
+include = ["{topic}"]
+{SYNC_OFF}[engine]
+max_in_flight_per_partition = 1
+recompress = "{recompress}"
+coalesce_max_bytes = "64KiB"
+[metrics]
+enabled = false
+"#,
+        two_cluster_flow(&src, &dst, "10s"),
+    );
+    std::fs::write(&config, text).expect("write config");
+    let log = dir.path().join("strait.log");
+    let status = process::once(&config, &log, Duration::from_secs(180));
+    assert!(
+        status.success(),
+        "strait run --once: {status}\n{}",
+        log_tail(&log)
+    );
+    let summary = std::fs::read_to_string(&log).expect("log");
+    let produced = batches_produced(&summary);
+    let source_batches = recs.len();
+    println!("{topic}: {source_batches} source batches, {produced} batches produced");
+    assert!(
+        produced < source_batches,
+        "{topic}: nothing was merged ({produced} batches for {source_batches})\n{}",
+        log_tail(&log)
+    );
+
+    let want = read(&src, &topic);
+    let got = read(&dst, &format!("src.{topic}"));
+    assert_eq!(
+        want.len(),
+        PARTITIONS as usize,
+        "{topic}: source partitions"
+    );
+    for (p, records) in &want {
+        assert_eq!(records.len(), PER_PARTITION, "{topic}-{p}: source");
+        let copied = got.get(p).map_or(&[][..], Vec::as_slice);
+        assert_eq!(
+            copied.len(),
+            records.len(),
+            "{topic}-{p}: record count on the target (read to its end)"
+        );
+        for (i, (w, g)) in records.iter().zip(copied).enumerate() {
+            assert_eq!(w, g, "{topic}-{p}: record {i} differs after merging");
+        }
+    }
+}
+
+#[test]
+fn merged_batches_of_every_codec_read_back_by_librdkafka_record_for_record() {
+    let kafka = Kafka::pair();
+    // `fast` merges and recompresses lz4, snappy and zstd (gzip goes as it is); `allowed`
+    // every codec; an uncompressed backlog is merged without a codec.
+    for (codec, recompress) in [
+        (Codec::None, "fast"),
+        (Codec::Lz4, "fast"),
+        (Codec::Zstd, "fast"),
+        (Codec::Snappy, "fast"),
+        (Codec::Gzip, "allowed"),
+        (Codec::Lz4, "allowed"),
+    ] {
+        merged_and_read_back(&kafka, codec, recompress);
+    }
+}
