@@ -64,6 +64,7 @@ fn read(bootstrap: &str, topic: &str) -> BTreeMap<i32, Vec<TestRecord>> {
 /// The number in `N batch(es) produced` of `strait run --once`'s summary.
 fn batches_produced(log: &str) -> usize {
     log.lines()
+        .rev()
         .filter_map(|l| {
             l.split(" batch(es) produced")
                 .next()?
@@ -72,7 +73,7 @@ fn batches_produced(log: &str) -> usize {
                 .parse()
                 .ok()
         })
-        .last()
+        .next()
         .unwrap_or_else(|| panic!("no batch count in the summary:\n{log}"))
 }
 
