@@ -65,6 +65,7 @@ fn read(bootstrap: &str, topic: &str) -> BTreeMap<i32, Vec<TestRecord>> {
 fn batches_produced(log: &str) -> usize {
     log.lines()
         .rev()
+        .filter(|l| l.contains(" batch(es) produced"))
         .filter_map(|l| {
             l.split(" batch(es) produced")
                 .next()?
