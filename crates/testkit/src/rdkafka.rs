@@ -426,27 +426,14 @@ pub fn create_topic_replicated(
     replicas: i16,
     configs: &[(&str, &str)],
 ) -> Result<()> {
-    let mut args = vec![
-        "--topic".to_string(),
-        topic.to_string(),
-        "--partitions".into(),
-        partitions.to_string(),
-        "--replication-factor".into(),
-        replicas.to_string(),
-    ];
-    for (k, v) in configs {
-        args.push("--config".into());
-        args.push(format!("{k}={v}"));
-    }
-    let _: serde_json::Value = run(
+    create_with_replicas(
         bootstrap,
-        "create-topic",
-        &args,
-        None,
-        Duration::from_secs(60),
+        topic,
+        (partitions, replicas),
+        configs,
+        false,
         &ClientConfig::default(),
-    )?;
-    Ok(())
+    )
 }
 
 /// Like [`create_topic`], but an existing topic is fine.
@@ -474,11 +461,31 @@ fn create(
     if_not_exists: bool,
     client: &ClientConfig,
 ) -> Result<()> {
+    create_with_replicas(
+        bootstrap,
+        topic,
+        (partitions, 1),
+        configs,
+        if_not_exists,
+        client,
+    )
+}
+
+fn create_with_replicas(
+    bootstrap: &str,
+    topic: &str,
+    (partitions, replicas): (i32, i16),
+    configs: &[(&str, &str)],
+    if_not_exists: bool,
+    client: &ClientConfig,
+) -> Result<()> {
     let mut args = vec![
         "--topic".to_string(),
         topic.to_string(),
         "--partitions".into(),
         partitions.to_string(),
+        "--replication-factor".into(),
+        replicas.to_string(),
     ];
     for (k, v) in configs {
         args.push("--config".into());

@@ -189,15 +189,9 @@ pub fn read_partitions(
         client: rdkafka::ClientConfig::new().set("check.crcs", "true"),
         ..ConsumeOptions::default()
     };
-    let mut records = rdkafka::consume(bootstrap, topic, &opts)?;
-    records.sort_by_key(|r| (r.partition, r.offset));
-    let mut out: BTreeMap<i32, Vec<Bytes>> = BTreeMap::new();
-    for r in records {
-        out.entry(r.partition)
-            .or_default()
-            .push(r.value.unwrap_or_default());
-    }
-    Ok(out)
+    Ok(values_by_partition(rdkafka::consume(
+        bootstrap, topic, &opts,
+    )?))
 }
 
 /// Every record of `topic`, per partition in offset order: each partition read with
@@ -218,7 +212,13 @@ pub fn read_to_end(
         client: rdkafka::ClientConfig::new().set("check.crcs", "true"),
         ..ConsumeOptions::default()
     };
-    let mut records = rdkafka::consume(bootstrap, topic, &opts)?;
+    Ok(values_by_partition(rdkafka::consume(
+        bootstrap, topic, &opts,
+    )?))
+}
+
+/// Each partition's values in offset order.
+fn values_by_partition(mut records: Vec<rdkafka::ConsumedRecord>) -> BTreeMap<i32, Vec<Bytes>> {
     records.sort_by_key(|r| (r.partition, r.offset));
     let mut out: BTreeMap<i32, Vec<Bytes>> = BTreeMap::new();
     for r in records {
@@ -226,7 +226,7 @@ pub fn read_to_end(
             .or_default()
             .push(r.value.unwrap_or_default());
     }
-    Ok(out)
+    out
 }
 
 /// [`read_to_end`] of a topic that may not exist yet (a target topic before the replicator
