@@ -309,8 +309,11 @@ mod tests {
             "PLAINTEXT://127.0.0.1:9000,SASL_SSL://127.0.0.1:1,SASL_PLAINTEXT://127.0.0.1:2,SSL://127.0.0.1:3"
         );
         assert_eq!(p["listener.name.ssl.ssl.client.auth"], "required");
+        // In the file, the JAAS line's `\"` is written `\\"` (the properties reader halves it).
         assert!(
-            p["listener.name.sasl_ssl.plain.sasl.jaas.config"].contains("user_alice=\"pa\\\"ss\"")
+            p["listener.name.sasl_ssl.plain.sasl.jaas.config"].contains(r#"user_alice="pa\\"ss""#),
+            "{}",
+            p["listener.name.sasl_ssl.plain.sasl.jaas.config"]
         );
         assert_eq!(p["super.users"], SUPER_USERS);
         assert_eq!(p["message.max.bytes"], "2000000");
