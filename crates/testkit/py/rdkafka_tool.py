@@ -320,11 +320,25 @@ def cmd_commit_group_offsets(args):
     return {"group": args.group, "committed": len(offsets)}
 
 
+# Answers a group coordinator gives while it is not ready yet (a new cluster loading
+# __consumer_offsets, a coordinator moving): asked again until --timeout.
+COORDINATOR_NOT_READY = {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
+                         "NOT_COORDINATOR"}
+
+
 def cmd_list_group_offsets(args):
     admin = AdminClient(common_config(args))
-    futs = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(args.group)],
-                                             request_timeout=args.timeout)
-    res = futs[args.group].result(args.timeout)
+    deadline = time.monotonic() + args.timeout
+    while True:
+        futs = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(args.group)],
+                                                 request_timeout=args.timeout)
+        try:
+            res = futs[args.group].result(args.timeout)
+            break
+        except KafkaException as e:
+            if e.args[0].name() not in COORDINATOR_NOT_READY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
     out = []
     for tp in res.topic_partitions or []:
         if args.topic and tp.topic != args.topic:
