@@ -9,10 +9,11 @@
 //!   again; a fourth process joins and partitions move to it. Stickiness yields to balance
 //!   by measured load (the assignor's rules 2 and 3), so survivors may also swap a few.
 //! - A rolling restart of three static members (SIGTERM and start again, within the
-//!   session timeout, one after the other): no rebalance at all. Every member owns the
-//!   same partitions throughout and the survivors' generation does not change; this is
-//!   what static membership (KIP-345) is for, and Tansu cannot show it
-//!   (docs/compatibility.md).
+//!   session timeout, one after the other): every member owns the same partitions
+//!   throughout; this is what static membership (KIP-345) is for, and Tansu cannot show
+//!   it (docs/compatibility.md). Kafka may still run one rebalance for a restart (the
+//!   restarted member's join metadata differs from its last); the generations are
+//!   printed.
 //!
 //! After each, librdkafka proves per partition: nothing lost, source order kept (two
 //! writers interleaving would break it), duplicates within one in-flight window per kill.
@@ -328,25 +329,20 @@ fn a_rolling_restart_of_static_members_reshuffles_nothing() {
             || workers[i].generation().is_some_and(|g| g >= 0),
             || logs(&paths),
         );
-        assert_eq!(
-            workers[i].generation(),
-            Some(generations[&name]),
-            "{name} rejoined in the same generation (no rebalance)"
-        );
+        // Kafka answers a static member's rejoin without a rebalance only when its join
+        // metadata is the one it last joined with; a restarted worker joins owning
+        // nothing, so when it had joined again owning partitions (a later generation of
+        // the two-phase hand-over), Kafka rebalances once. What must hold either way: no
+        // partition moved (above) and nobody else lost anything.
+        let after: BTreeMap<String, i64> = workers
+            .iter()
+            .filter_map(|w| Some((w.name.clone(), w.generation()?)))
+            .collect();
         println!(
-            "{name} replicating again in generation {} {:?} after its stop: {back:?}",
-            generations[&name],
+            "{name} replicating again {:?} after its stop: {back:?}; generations {generations:?} -> {after:?}",
             stopped.elapsed()
         );
-        for w in workers.iter().filter(|w| w.name != workers[i].name) {
-            assert_eq!(
-                w.generation(),
-                Some(generations[&w.name]),
-                "{}'s generation did not change for {}'s restart",
-                w.name,
-                workers[i].name
-            );
-        }
+        generations = after;
     }
     verify(&src, &dst, producer, 0, &paths);
 }
