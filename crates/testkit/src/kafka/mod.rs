@@ -102,8 +102,9 @@ impl KafkaOptions {
     }
 }
 
-/// The secure listeners' certificates and users.
-#[derive(Debug, Clone)]
+/// The secure listeners' certificates and users. Its `Debug` shows user names, never
+/// passwords.
+#[derive(Clone)]
 pub struct KafkaSecurity {
     /// The CA that signed the server certificate and the client certificates the SSL
     /// listener accepts.
@@ -115,6 +116,24 @@ pub struct KafkaSecurity {
     /// `(name, password)`: SCRAM-SHA-256 and -512 credentials (created at format time) and
     /// PLAIN users.
     pub users: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for KafkaSecurity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaSecurity")
+            .field("ca", &self.ca)
+            .field("server_key", &self.server_key)
+            .field("server_chain", &self.server_chain)
+            .field(
+                "users",
+                &self
+                    .users
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 impl KafkaSecurity {
