@@ -12,12 +12,14 @@
 //! | [`engine`] | for the Docker backend: is a Docker engine there? (`/_ping` on `DOCKER_HOST` or the default socket) |
 //! | [`kafka`] | [`Kafka`]: an Apache Kafka cluster on the selected backend, stopped on drop; partition ends; the per-partition comparison |
 //! | [`process`] | [`process::start`], [`process::once`], [`process::stop`]: a `strait run` process ([`Strait`], strait-testkit's guard: killed and reaped on drop); [`strait_binary`] |
+//! | [`history`] | a source log with committed and aborted transactions ([`history::produce_labelled`]), and the record a read_committed reader finds at an offset ([`history::next_record`]) |
 //! | [`metrics`] | a member's own view: one series of its `/metrics` |
 //! | [`group`] | the `strait` group's members and their assignments, as the target's coordinator reports them |
 //! | [`wait`] | [`wait::until`]: poll a condition up to a deadline, failing with a diagnosis |
 
 pub mod engine;
 pub mod group;
+pub mod history;
 pub mod kafka;
 pub mod metrics;
 pub mod process;

@@ -22,15 +22,13 @@ use std::time::Duration;
 
 use strait_client::protocol::messages::describe_groups_response::DescribedGroup;
 use strait_client::{Client, ClientConfig, IsolationLevel};
+use strait_kafka_scenarios::history::{next_record, produce_labelled};
 use strait_kafka_scenarios::kafka::ends;
 use strait_kafka_scenarios::process::log_tail;
 use strait_kafka_scenarios::{Kafka, process};
 use strait_mirror::groups::{ConsumerProtocolGroup, TargetGroup, group_state, target_group_state};
-use strait_testkit::TestRecord;
 use strait_testkit::config::two_cluster_flow;
-use strait_testkit::rdkafka::{
-    self, ConsumeOptions, Isolation, ProduceOptions, StartOffset, Transaction,
-};
+use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, Transaction};
 
 const TOPIC: &str = "orders";
 const TARGET_TOPIC: &str = "src.orders";
@@ -154,24 +152,6 @@ impl Drop for Member {
     }
 }
 
-fn produce(src: &str, label: &str, transaction: Transaction) {
-    let records: Vec<TestRecord> = (0..PARTITIONS)
-        .flat_map(|p| {
-            (0..20).map(move |i| TestRecord::new("k", format!("{label}-{p}-{i}")).with_partition(p))
-        })
-        .collect();
-    let opts = ProduceOptions {
-        transaction,
-        transactional_id: Some(format!("tx-{label}")),
-        ..ProduceOptions::default()
-    };
-    let delivered = rdkafka::produce(src, TOPIC, &records, &opts).expect("produce");
-    assert!(
-        delivered.iter().all(|d| d.error.is_none()),
-        "{label}: {delivered:?}"
-    );
-}
-
 /// Per partition, the values a read_committed librdkafka consumer reads, in order.
 fn committed_values(bootstrap: &str, topic: &str, count: usize) -> Vec<Vec<String>> {
     let opts = ConsumeOptions {
@@ -190,24 +170,6 @@ fn committed_values(bootstrap: &str, topic: &str, count: usize) -> Vec<Vec<Strin
                 .collect()
         })
         .collect()
-}
-
-/// The first record a read_committed consumer of partition `p` starting at `offset` gets:
-/// (offset, value); `None` at the end.
-fn next_record(bootstrap: &str, topic: &str, p: i32, offset: i64) -> Option<(i64, String)> {
-    let opts = ConsumeOptions {
-        partitions: Some(vec![p]),
-        from: StartOffset::Offset(offset),
-        idle: Duration::from_secs(5),
-        ..ConsumeOptions::count(1)
-    };
-    let got = rdkafka::consume(bootstrap, topic, &opts).expect("consume");
-    got.first().map(|r| {
-        (
-            r.offset,
-            String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned(),
-        )
-    })
 }
 
 /// The group as DescribeGroups (classic) and ConsumerGroupDescribe (KIP-848) report it.
@@ -270,10 +232,10 @@ fn a_kip848_group_is_translated_exactly_and_never_committed_under_live_members()
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     let dir = tempfile::tempdir().expect("temp dir");
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
-    produce(&src, "plain-a", Transaction::None);
-    produce(&src, "commit-1", Transaction::Commit);
-    produce(&src, "abort-1", Transaction::Abort);
-    produce(&src, "plain-b", Transaction::None);
+    produce_labelled(&src, TOPIC, PARTITIONS, "plain-a", Transaction::None);
+    produce_labelled(&src, TOPIC, PARTITIONS, "commit-1", Transaction::Commit);
+    produce_labelled(&src, TOPIC, PARTITIONS, "abort-1", Transaction::Abort);
+    produce_labelled(&src, TOPIC, PARTITIONS, "plain-b", Transaction::None);
     let end = ends(&src, TOPIC, PARTITIONS, IsolationLevel::ReadCommitted).expect("source ends");
     assert!(end.values().all(|e| *e == 82), "the layout: {end:?}");
     // The source group: a live KIP-848 member commits the positions and stays.
@@ -411,8 +373,8 @@ fn reverse_sync_never_commits_on_the_source_under_a_live_kip848_member() {
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     let dir = tempfile::tempdir().expect("temp dir");
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
-    produce(&src, "plain-a", Transaction::None);
-    produce(&src, "plain-b", Transaction::None);
+    produce_labelled(&src, TOPIC, PARTITIONS, "plain-a", Transaction::None);
+    produce_labelled(&src, TOPIC, PARTITIONS, "plain-b", Transaction::None);
     let source_member = Member::join(dir.path(), "source", &src, LIVE, TOPIC, &[]);
 
     let config = dir.path().join("strait.toml");

@@ -14,15 +14,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use strait_client::{Client, ClientConfig, IsolationLevel};
+use strait_kafka_scenarios::history::{next_record, produce_labelled};
 use strait_kafka_scenarios::kafka::{self, ends, total};
 use strait_kafka_scenarios::process::log_tail;
 use strait_kafka_scenarios::{Kafka, process, wait};
 use strait_testkit::TestRecord;
 use strait_testkit::config::two_cluster_flow;
 use strait_testkit::kafka::mm2::{self, Mm2};
-use strait_testkit::rdkafka::{
-    self, ConsumeOptions, Isolation, ProduceOptions, StartOffset, Transaction,
-};
+use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation, ProduceOptions, Transaction};
 
 const TOPIC: &str = "orders";
 const TARGET_TOPIC: &str = "src.orders";
@@ -36,42 +35,6 @@ const GROUPS: [(&str, i64); 5] = [
     ("g-after-the-abort-marker", 62),
     ("g-at-the-end", 82),
 ];
-
-fn produce(src: &str, topic: &str, label: &str, transaction: Transaction) {
-    let records: Vec<TestRecord> = (0..PARTITIONS)
-        .flat_map(|p| {
-            (0..20).map(move |i| TestRecord::new("k", format!("{label}-{p}-{i}")).with_partition(p))
-        })
-        .collect();
-    let opts = ProduceOptions {
-        transaction,
-        transactional_id: Some(format!("tx-{label}")),
-        ..ProduceOptions::default()
-    };
-    let delivered = rdkafka::produce(src, topic, &records, &opts).expect("produce");
-    assert!(
-        delivered.iter().all(|d| d.error.is_none()),
-        "{label}: {delivered:?}"
-    );
-}
-
-/// The first record a read_committed consumer of partition `p` starting at `offset` gets:
-/// (offset, value); `None` at the end.
-fn next_record(bootstrap: &str, topic: &str, p: i32, offset: i64) -> Option<(i64, String)> {
-    let opts = ConsumeOptions {
-        partitions: Some(vec![p]),
-        from: StartOffset::Offset(offset),
-        idle: Duration::from_secs(5),
-        ..ConsumeOptions::count(1)
-    };
-    let got = rdkafka::consume(bootstrap, topic, &opts).expect("consume");
-    got.first().map(|r| {
-        (
-            r.offset,
-            String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned(),
-        )
-    })
-}
 
 /// A group's committed offsets on `bootstrap`, by (topic, partition).
 fn committed(bootstrap: &str, group: &str) -> BTreeMap<(String, i32), i64> {
@@ -121,10 +84,10 @@ fn mm2_translate_offsets_reads_straits_checkpoints_as_strait_translates() {
     let (source, target) = Kafka::pair();
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
-    produce(&src, TOPIC, "plain-a", Transaction::None);
-    produce(&src, TOPIC, "commit-1", Transaction::Commit);
-    produce(&src, TOPIC, "abort-1", Transaction::Abort);
-    produce(&src, TOPIC, "plain-b", Transaction::None);
+    produce_labelled(&src, TOPIC, PARTITIONS, "plain-a", Transaction::None);
+    produce_labelled(&src, TOPIC, PARTITIONS, "commit-1", Transaction::Commit);
+    produce_labelled(&src, TOPIC, PARTITIONS, "abort-1", Transaction::Abort);
+    produce_labelled(&src, TOPIC, PARTITIONS, "plain-b", Transaction::None);
     let end = ends(&src, TOPIC, PARTITIONS, IsolationLevel::ReadCommitted).expect("source ends");
     assert!(end.values().all(|e| *e == 82), "the layout: {end:?}");
     for (group, offset) in GROUPS {
