@@ -67,6 +67,15 @@ impl PartitionConsumer {
         self
     }
 
+    /// [`PartitionConsumer::resolving_markers`], returning each transaction's records as
+    /// soon as its COMMIT marker is read, past other producers' open transactions: records
+    /// come in commit order, not offset order (see
+    /// [`TxnResolver::in_commit_order`] for the logs where that is right).
+    pub fn resolving_markers_in_commit_order(mut self) -> Self {
+        self.resolver = Some(TxnResolver::in_commit_order(self.limits));
+        self
+    }
+
     /// Sets the fetch options.
     pub fn with_options(mut self, opts: FetchOptions) -> Self {
         self.opts = opts;

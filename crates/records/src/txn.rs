@@ -16,6 +16,13 @@
 //! the LSO; against Tansu it is what makes aborted data stay on the source.
 //!
 //! Held batches pin the fetch buffers they slice, so callers bound [`TxnResolver::held_bytes`].
+//!
+//! [`TxnResolver::in_commit_order`] releases instead each batch as soon as its own outcome is
+//! known, past undecided batches of other producers: the order in which data becomes
+//! committed. It is for readers of a log whose writers own disjoint keys and fence their
+//! own zombies (the state topic, where each exactly-once slot commits the maps of its own
+//! partitions): one writer's open transaction must not hide another's newer committed
+//! records. It is wrong wherever offset order matters (the data path).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -69,6 +76,8 @@ pub struct TxnResolver {
     open: BTreeMap<i64, usize>,
     held_bytes: usize,
     limits: Limits,
+    /// Release decided batches past undecided ones ([`TxnResolver::in_commit_order`]).
+    commit_order: bool,
 }
 
 impl TxnResolver {
@@ -79,6 +88,18 @@ impl TxnResolver {
             open: BTreeMap::new(),
             held_bytes: 0,
             limits,
+            commit_order: false,
+        }
+    }
+
+    /// An empty resolver that releases every batch once its own outcome is known, in the
+    /// order outcomes become known: committed and non-transactional data is not held
+    /// behind another producer's open transaction (the module doc says where that is
+    /// right). A producer's own batches still leave in their offset order.
+    pub fn in_commit_order(limits: Limits) -> TxnResolver {
+        TxnResolver {
+            commit_order: true,
+            ..TxnResolver::new(limits)
         }
     }
 
@@ -120,12 +141,20 @@ impl TxnResolver {
         crate::push_lean(&mut self.queue, slot);
     }
 
-    /// The next batch whose outcome is known, if every batch before it is released.
+    /// The next batch whose outcome is known, if every batch before it is released (in
+    /// commit order: the first batch whose outcome is known).
     pub fn pop(&mut self) -> Option<Resolved> {
-        if !matches!(self.queue.front(), Some(Slot::Decided(_))) {
+        let at = if self.commit_order {
+            self.queue
+                .iter()
+                .position(|s| matches!(s, Slot::Decided(_)))?
+        } else {
+            0
+        };
+        if !matches!(self.queue.get(at), Some(Slot::Decided(_))) {
             return None;
         }
-        let Some(Slot::Decided(resolved)) = self.queue.pop_front() else {
+        let Some(Slot::Decided(resolved)) = self.queue.remove(at) else {
             return None;
         };
         self.held_bytes -= resolved.batch().size();

@@ -310,3 +310,73 @@ proptest! {
         prop_assert_eq!(resolver.is_waiting(), undecided > 0);
     }
 }
+
+/// Feeds batches through [`TxnResolver::in_commit_order`]; returns what it released and
+/// the resolver.
+fn run_in_commit_order(batches: &[Batch]) -> (Vec<(i64, Option<SkipReason>)>, TxnResolver) {
+    let limits = Limits::default();
+    let mut filter = AbortedFilter::new(&[], limits);
+    let mut resolver = TxnResolver::in_commit_order(limits);
+    let mut out = Vec::new();
+    for b in batches {
+        resolver.push(b.clone(), filter.check(b).unwrap()).unwrap();
+        while let Some(r) = resolver.pop() {
+            out.push(outcome(&r));
+        }
+    }
+    (out, resolver)
+}
+
+#[test]
+fn in_commit_order_a_producers_commit_is_not_hidden_by_another_producers_open_transaction() {
+    // Slot 1's transaction stays open at the end of the log (its owner was killed); slot
+    // 2 committed twice after it began. Offset order would release nothing of slot 2.
+    let batches = [
+        data(0, 1, Some(1)),
+        data(1, 1, Some(2)),
+        marker(2, 2, true),
+        data(3, 1, None),
+        data(4, 1, Some(2)),
+        marker(5, 2, true),
+    ];
+    let (out, resolver) = run_in_commit_order(&batches);
+    assert_eq!(
+        out,
+        vec![
+            (1, None),
+            (2, Some(SkipReason::Control)),
+            (3, None),
+            (4, None),
+            (5, Some(SkipReason::Control)),
+        ]
+    );
+    // Slot 1's open data is held, never released as committed.
+    assert_eq!(resolver.held_batches(), 1);
+    assert!(resolver.is_waiting());
+    let (offset_order, _) = run(&batches, &[]);
+    assert!(offset_order.is_empty(), "{offset_order:?}");
+}
+
+#[test]
+fn in_commit_order_a_transaction_is_released_at_its_marker_in_its_own_offset_order() {
+    let batches = [
+        data(0, 1, Some(1)),
+        data(1, 1, Some(2)),
+        data(2, 1, Some(1)),
+        marker(3, 2, false), // producer 2 aborts first
+        marker(4, 1, true),
+    ];
+    let (out, resolver) = run_in_commit_order(&batches);
+    assert_eq!(
+        out,
+        vec![
+            (1, Some(SkipReason::Aborted)),
+            (3, Some(SkipReason::Control)),
+            (0, None),
+            (2, None),
+            (4, Some(SkipReason::Control)),
+        ]
+    );
+    assert_eq!(resolver.held_batches(), 0);
+    assert_eq!(resolver.held_bytes(), 0);
+}

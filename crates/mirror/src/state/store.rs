@@ -59,10 +59,11 @@ pub async fn ensure_state_topic(target: &Client, flow: &Flow) -> Result<(), Mirr
     Ok(())
 }
 
-/// Reads the flow's state topic to its end; the last value per key wins. A missing topic
-/// is an empty state. Only committed state counts: records written in a transaction
-/// (exactly-once) are taken once its COMMIT marker is read, never after an ABORT, whatever
-/// the broker's aborted list says (Tansu sends none). Replay records ([`super::replay`]),
+/// Reads the flow's state topic to its end; the last committed value per key wins. A
+/// missing topic is an empty state. Only committed state counts: records written in a
+/// transaction (exactly-once) are taken once its COMMIT marker is read, never after an
+/// ABORT, whatever the broker's aborted list says (Tansu sends none), and never held
+/// behind another writer's open transaction. Replay records ([`super::replay`]),
 /// member reports ([`super::members`]) and created-ACL records ([`super::acls`]) are left out: they never change the flow's
 /// maps.
 pub async fn read_state(target: &Client, flow: &Flow) -> Result<SavedState, MirrorError> {
@@ -178,7 +179,10 @@ pub(super) struct RecordMeta {
 }
 
 /// Reads the flow's state topic from its log start to its end (the Fetch high watermark),
-/// handing every record's key and value (`None`: a tombstone) to `each` in offset order.
+/// handing every committed record's key and value (`None`: a tombstone) to `each` in the
+/// order they became committed (offset order within one writer; a record of a
+/// transaction when its COMMIT marker is read, so one slot's open transaction never hides
+/// another slot's newer state).
 /// A record without a key, or one `each` cannot decode, is an error naming its offset.
 pub(super) async fn read_records(
     target: &Client,
@@ -216,7 +220,9 @@ pub(super) async fn read_records(
     };
     let mut consumer = PartitionConsumer::new(target.clone(), &flow.state_topic, 0, start)
         .with_options(opts)
-        .resolving_markers();
+        // Each exactly-once slot commits the states of its own partitions under its own
+        // transactional id: another slot's open transaction must not hide them.
+        .resolving_markers_in_commit_order();
     loop {
         let records = consumer.poll().await.map_err(|e| kafka("read", e))?;
         for r in records {
