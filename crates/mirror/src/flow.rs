@@ -15,6 +15,7 @@ mod exactly_once;
 mod recreation;
 mod scale_out;
 mod slots;
+mod sole_writer;
 mod stop;
 mod supervise;
 
@@ -222,13 +223,69 @@ pub async fn run_flow(
     stop: watch::Receiver<bool>,
 ) -> Result<FlowSummary, MirrorError> {
     metrics.set_flow_state(&flow.name, FlowState::Starting);
-    let result = if flow.delivery.exactly_once() && flow.scale_out.is_some() {
-        slots::run_slotted(&flow, &config, &metrics, &budget, once, stop).await
+    let result = match flow.scale_out {
+        Some(_) => run_mode(&flow, &config, &metrics, budget, once, stop).await,
+        None => run_sole_writer(&flow, &config, &metrics, budget, once, stop).await,
+    };
+    match &result {
+        Ok(_) => metrics.set_flow_state(&flow.name, FlowState::Stopped),
+        Err(e) => metrics.set_flow_state(&flow.name, FlowState::Failed(e.to_string())),
+    }
+    result
+}
+
+/// A flow without `[flows.scale_out]`: holds the flow's sole-writer guard
+/// ([`sole_writer`]) while it runs, so that a second process of it is refused.
+async fn run_sole_writer(
+    flow: &Flow,
+    config: &Config,
+    metrics: &Metrics,
+    budget: Budget,
+    once: bool,
+    mut stop: watch::Receiver<bool>,
+) -> Result<FlowSummary, MirrorError> {
+    let target = config
+        .cluster(&flow.target)
+        .ok_or_else(|| MirrorError::other("unknown target cluster").flow(&flow.name))?;
+    let (lost_tx, mut lost) = watch::channel(false);
+    let Some(guard) = sole_writer::take(flow, target, &mut stop, lost_tx).await? else {
+        return Ok(FlowSummary::default());
+    };
+    // The flow stops when asked, or when another process was given the flow.
+    let (inner_tx, inner_stop) = watch::channel(false);
+    let forward = tokio::spawn(async move {
+        tokio::select! {
+            () = until_true(&mut stop) => {}
+            () = until_true(&mut lost) => {}
+        }
+        let _ = inner_tx.send(true);
+    });
+    let result = run_mode(flow, config, metrics, budget, once, inner_stop).await;
+    forward.abort();
+    let lost = guard.lost();
+    guard.release().await;
+    match lost {
+        Some(why) if result.is_ok() => Err(MirrorError::other(why).flow(&flow.name)),
+        _ => result,
+    }
+}
+
+/// Runs `flow` in its delivery mode.
+async fn run_mode(
+    flow: &Flow,
+    config: &Config,
+    metrics: &Metrics,
+    budget: Budget,
+    once: bool,
+    stop: watch::Receiver<bool>,
+) -> Result<FlowSummary, MirrorError> {
+    if flow.delivery.exactly_once() && flow.scale_out.is_some() {
+        slots::run_slotted(flow, config, metrics, &budget, once, stop).await
     } else if flow.delivery.exactly_once() {
-        exactly_once::run_restarting(&flow, &metrics, once, stop, |stop| {
+        exactly_once::run_restarting(flow, metrics, once, stop, |stop| {
             run_inner(
-                &flow,
-                &config,
+                flow,
+                config,
                 metrics.clone(),
                 budget.clone(),
                 once,
@@ -238,13 +295,8 @@ pub async fn run_flow(
         })
         .await
     } else {
-        run_inner(&flow, &config, metrics.clone(), budget, once, stop, None).await
-    };
-    match &result {
-        Ok(_) => metrics.set_flow_state(&flow.name, FlowState::Stopped),
-        Err(e) => metrics.set_flow_state(&flow.name, FlowState::Failed(e.to_string())),
+        run_inner(flow, config, metrics.clone(), budget, once, stop, None).await
     }
-    result
 }
 
 async fn run_inner(

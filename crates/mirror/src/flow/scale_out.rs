@@ -33,7 +33,9 @@ use crate::control::{Control, LeadJobs};
 use crate::error::MirrorError;
 use crate::scale::protocol::Worker;
 use crate::scale::reconcile::{Wanted, control_job, reconcile};
-use crate::scale::{PROTOCOL_NAME, PROTOCOL_TYPE, PartitionId, PartitionLoad};
+use crate::scale::{
+    MemberMetadata, PROTOCOL_NAME, PROTOCOL_TYPE, PartitionId, PartitionLoad, Topology,
+};
 use crate::state::StateWriter;
 
 /// This process's membership in its flow's group.
@@ -73,7 +75,7 @@ fn id_of(k: &Key) -> PartitionId {
 }
 
 /// The host name: `$HOSTNAME`, else `/etc/hostname`.
-fn host_name() -> Option<String> {
+pub(super) fn host_name() -> Option<String> {
     let from_env = std::env::var("HOSTNAME").ok();
     let from_file = || std::fs::read_to_string("/etc/hostname").ok();
     from_env
@@ -106,7 +108,13 @@ impl Scale {
         if let Some(id) = &instance {
             cfg = cfg.with_instance_id(id);
         }
-        let worker = Worker::new(host.unwrap_or_else(|| "unknown".into()), so.capacity);
+        let topology = so.slots.map(|slots| Topology {
+            slots,
+            transactional_id: flow.delivery.transactional_id.clone(),
+        });
+        let worker = Worker::new(host.unwrap_or_else(|| "unknown".into()), so.capacity)
+            .with_topology(topology.as_ref());
+        refuse_disagreeing_group(flow, so, target, topology.as_ref()).await?;
         // Its own client id, so its connections are told apart from the data path's.
         let client = crate::connect::client_config(target)
             .with_client_id(format!("strait-group.{}", target.client_id))
@@ -191,7 +199,11 @@ impl Scale {
     pub(super) fn take_view(&mut self, flow: &str) -> Result<(), MirrorError> {
         let view = self.view.borrow_and_update().clone();
         if view.phase == Phase::Failed {
-            let why = view.error.as_ref().map_or("failed".into(), why_failed);
+            let ours = self.worker.protocol_name();
+            let why = view
+                .error
+                .as_ref()
+                .map_or("failed".into(), |e| why_failed(e, &ours));
             return Err(self.failed(flow, &why));
         }
         let before = self.wanted.generation;
@@ -553,17 +565,65 @@ impl FlowRun {
     }
 }
 
+/// Refuses to join `so.group` when its members run another topology (guarantee, slot
+/// count, transactional id) or another Strait version, naming the difference and their
+/// hosts. The coordinator refuses such a member anyway (INCONSISTENT_GROUP_PROTOCOL,
+/// [`Topology`]); this says why. A group that cannot be described (not yet created,
+/// rebalancing, not authorized) is left to the coordinator.
+async fn refuse_disagreeing_group(
+    flow: &Flow,
+    so: &ScaleOut,
+    target: &Cluster,
+    ours: Option<&Topology>,
+) -> Result<(), MirrorError> {
+    let client = crate::connect::connect(target, &flow.name).await?;
+    let described = client.describe_groups(&[so.group.as_str()]).await;
+    let Some(group) = described.ok().and_then(|g| g.into_iter().next()) else {
+        return Ok(());
+    };
+    let theirs = group.protocol_data.to_string();
+    if group.error_code != 0 || group.protocol_type.as_str() != PROTOCOL_TYPE || theirs.is_empty() {
+        return Ok(());
+    }
+    let hosts: Vec<String> = group
+        .members
+        .iter()
+        .map(|m| {
+            MemberMetadata::decode(&m.member_metadata)
+                .map(|meta| meta.host)
+                .unwrap_or_else(|_| m.client_host.to_string())
+        })
+        .collect();
+    match Topology::disagreement(ours, &theirs, &hosts) {
+        None => Ok(()),
+        Some(why) => Err(MirrorError::config(format!(
+            "scale-out group {}: refused to join: {why}",
+            so.group
+        ))
+        .flow(&flow.name)
+        .cluster(&target.name)),
+    }
+}
+
 /// Why the membership stopped, for the flow's error: a refusal for speaking another
-/// protocol version says what to do.
-fn why_failed(e: &GroupError) -> String {
+/// protocol (`ours` is this member's) says what to do.
+fn why_failed(e: &GroupError, ours: &str) -> String {
     match e {
         GroupError::Refused(k)
             if k.kafka_error() == Some(ResponseError::InconsistentGroupProtocol) =>
         {
+            let ours = Topology::parse(ours).flatten();
+            let what = ours.map_or("at-least-once".to_owned(), |t| {
+                format!(
+                    "exactly-once in {} slots under transactional id {:?}",
+                    t.slots, t.transactional_id
+                )
+            });
             format!(
-                "{e}: members of another Strait version are in the group (the scale-out \
-                 protocol is {PROTOCOL_NAME}; versions before it spread exactly-once slots \
-                 differently). Stop every member of the other version, then start this one"
+                "{e}: the group's members disagree with this one (configured for {what}, \
+                 protocol {PROTOCOL_NAME}): another slot count, transactional id, guarantee \
+                 or Strait version. Every member must agree: stop every member, make their \
+                 configurations and versions the same, then start them again"
             )
         }
         e => e.to_string(),
@@ -579,14 +639,19 @@ mod tests {
         let refused = GroupError::Refused(strait_client::Error::from(
             ResponseError::InconsistentGroupProtocol,
         ));
-        let why = why_failed(&refused);
+        let ours = Topology::protocol_name(Some(&Topology {
+            slots: 4,
+            transactional_id: "p".into(),
+        }));
+        let why = why_failed(&refused, &ours);
         assert!(
-            why.contains("another Strait version") && why.contains(PROTOCOL_NAME),
+            why.contains("Strait version") && why.contains(PROTOCOL_NAME),
             "{why}"
         );
+        assert!(why.contains("4 slots"), "{why}");
         let other = GroupError::Refused(strait_client::Error::from(
             ResponseError::GroupAuthorizationFailed,
         ));
-        assert!(!why_failed(&other).contains("Strait version"));
+        assert!(!why_failed(&other, &ours).contains("Strait version"));
     }
 }

@@ -10,11 +10,15 @@
 //! - [`protocol`]: the two wired together as a [`strait_client::group::Protocol`].
 //! - [`reconcile`]: what a worker starts, releases and claims when its assignment changes
 //!   (the engine's side, driven by `flow/scale_out.rs`).
+//! - [`topology`]: what every member must agree on (guarantee, slots, transactional id),
+//!   carried in the protocol name so that the coordinator refuses a member that disagrees.
 
 pub mod assign;
 pub mod codec;
 pub mod protocol;
 pub mod reconcile;
+pub mod sole_writer;
+pub mod topology;
 
 #[cfg(test)]
 mod live_tests;
@@ -25,6 +29,7 @@ use std::sync::Arc;
 
 pub use assign::{Member, Move, PartitionLoad, Plan, assign};
 pub use codec::{CodecError, MemberAssignment, MemberMetadata};
+pub use topology::Topology;
 
 /// The protocol type Strait's workers join their flow's group with.
 pub const PROTOCOL_TYPE: &str = "strait";

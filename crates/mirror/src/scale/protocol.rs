@@ -11,11 +11,13 @@ use strait_client::group::{JoinedMember, Protocol};
 
 use super::assign::{Member, PartitionLoad, Plan, assign};
 use super::codec::MemberMetadata;
-use super::{PROTOCOL_NAME, PartitionId};
+use super::{PROTOCOL_NAME, PartitionId, Topology};
 
 #[derive(Debug)]
 struct State {
     meta: MemberMetadata,
+    /// The protocol name this worker joins with ([`super::Topology::protocol_name`]).
+    protocol: String,
     partitions: Vec<PartitionLoad>,
     last_plan: Option<(i32, Plan)>,
     /// Members whose metadata did not decode in the last assignment, with why.
@@ -39,12 +41,25 @@ impl Worker {
         Worker {
             state: Arc::new(Mutex::new(State {
                 meta: MemberMetadata::new(host, capacity.max(1)),
+                protocol: PROTOCOL_NAME.to_owned(),
                 partitions: Vec::new(),
                 last_plan: None,
                 refused: Vec::new(),
                 frozen: None,
             })),
         }
+    }
+
+    /// Joins with the protocol of `topology` (exactly-once slots) instead of the
+    /// at-least-once one, so that the coordinator refuses members that disagree.
+    pub fn with_topology(self, topology: Option<&Topology>) -> Self {
+        self.lock().protocol = Topology::protocol_name(topology);
+        self
+    }
+
+    /// The protocol name this worker joins with.
+    pub fn protocol_name(&self) -> String {
+        self.lock().protocol.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -111,9 +126,12 @@ pub struct StraitProtocol {
 
 impl Protocol for StraitProtocol {
     fn protocols(&mut self) -> Result<Vec<(String, Bytes)>, String> {
-        let meta = self.worker.lock().meta.clone();
+        let (meta, name) = {
+            let s = self.worker.lock();
+            (s.meta.clone(), s.protocol.clone())
+        };
         let bytes = meta.encode().map_err(|e| format!("member metadata: {e}"))?;
-        Ok(vec![(PROTOCOL_NAME.to_string(), Bytes::from(bytes))])
+        Ok(vec![(name, Bytes::from(bytes))])
     }
 
     fn assign(
@@ -122,9 +140,10 @@ impl Protocol for StraitProtocol {
         generation: i32,
         members: &[JoinedMember],
     ) -> Result<Vec<(String, Bytes)>, String> {
-        if protocol != PROTOCOL_NAME {
+        let ours = self.worker.protocol_name();
+        if protocol != ours {
             return Err(format!(
-                "the coordinator chose protocol {protocol:?}; this worker speaks {PROTOCOL_NAME:?}"
+                "the coordinator chose protocol {protocol:?}; this worker speaks {ours:?}"
             ));
         }
         let mut decoded = Vec::new();

@@ -1,0 +1,225 @@
+//! Drives the sole-writer guard ([`crate::scale::sole_writer`]) of a flow without
+//! `[flows.scale_out]`: joins the flow's group on the target before anything is written,
+//! refuses to start when another process holds the flow, and stops the flow if a later
+//! rebalance gives the flow to another process.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use strait_client::group::{GroupError, GroupMember, MembershipConfig, Phase};
+use strait_client::protocol::ResponseError;
+use tokio::sync::watch;
+
+use super::interruptible;
+use super::scale_out::host_name;
+use crate::config::scale_out::{REBALANCE_TIMEOUT, SESSION_TIMEOUT, default_group};
+use crate::config::{Cluster, Flow};
+use crate::error::MirrorError;
+use crate::scale::sole_writer::SoleWriter;
+use crate::scale::{MemberMetadata, PROTOCOL_TYPE};
+
+/// Longest wait for the coordinator's first answer: a coordinator that never completes a
+/// rebalance must not hold the flow's start for ever.
+const FIRST_ASSIGNMENT: Duration = Duration::from_secs(60);
+
+/// The guard a running flow holds; dropping it leaves the group as a crash would, so
+/// prefer [`Guard::release`].
+pub(super) struct Guard {
+    member: GroupMember,
+    /// Why another process now holds the flow (set by the watcher; the flow stops).
+    lost: Arc<Mutex<Option<String>>>,
+    watcher: tokio::task::JoinHandle<()>,
+}
+
+impl Guard {
+    /// Why the flow was taken by another process while running, if it was.
+    pub(super) fn lost(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Leaves the group (LeaveGroup), so that a successor starts without waiting out
+    /// this process's session.
+    pub(super) async fn release(self) {
+        self.watcher.abort();
+        self.member.leave().await;
+    }
+}
+
+/// Takes the flow's sole-writer guard on `target`, or refuses with an error naming the
+/// process that holds it. `on_lost` is sent `true` if a later rebalance gives the flow
+/// to another process. `Ok(None)`: `stop` came first.
+pub(super) async fn take(
+    flow: &Flow,
+    target: &Cluster,
+    stop: &mut watch::Receiver<bool>,
+    on_lost: watch::Sender<bool>,
+) -> Result<Option<Guard>, MirrorError> {
+    let group = default_group(&flow.name);
+    let err = |what: String| {
+        MirrorError::config(format!("flow's writer group {group}: {what}"))
+            .flow(&flow.name)
+            .cluster(&target.name)
+    };
+    let host = host_name().unwrap_or_else(|| "unknown".into());
+    let proto = SoleWriter::new(format!("{host} (pid {})", std::process::id()));
+    let cfg = MembershipConfig::new(&group, PROTOCOL_TYPE)
+        .with_session_timeout(SESSION_TIMEOUT.0)
+        .with_rebalance_timeout(REBALANCE_TIMEOUT.0);
+    let client =
+        crate::connect::client_config(target)
+            .with_client_id(format!("strait-writer.{}", target.client_id))
+            .with_security(target.security.to_client().map_err(|e| {
+                MirrorError::kafka("writer group: security", e).cluster(&target.name)
+            })?);
+    let member = GroupMember::connect(client, cfg, proto.clone())
+        .await
+        .map_err(|e| {
+            MirrorError::kafka(format!("joining the flow's writer group {group}"), e)
+                .flow(&flow.name)
+                .cluster(&target.name)
+        })?;
+    let mut view = member.view();
+    let first = async {
+        let r = view.wait_for(|v| v.assignment.is_some() || v.phase == Phase::Failed);
+        r.await.map(|v| v.clone()).ok()
+    };
+    let first = tokio::time::timeout(FIRST_ASSIGNMENT, first);
+    let answered = interruptible(stop, first).await;
+    let answered = match answered {
+        None => {
+            member.leave().await;
+            return Ok(None);
+        }
+        Some(Err(_)) => {
+            member.leave().await;
+            return Err(err(format!(
+                "no assignment from the group coordinator within {}s; a second process \
+                 of this flow could not be ruled out",
+                FIRST_ASSIGNMENT.as_secs()
+            )));
+        }
+        Some(Ok(v)) => v,
+    };
+    let Some(v) = answered.filter(|v| v.phase != Phase::Failed) else {
+        let why = member
+            .current()
+            .error
+            .map_or("it stopped".into(), |e| why_refused(&e));
+        member.leave().await;
+        return Err(err(why));
+    };
+    let Some(a) = v.assignment.filter(|a| SoleWriter::holds(&a.data)) else {
+        let holder = holder_host(target, flow, &group).await;
+        member.leave().await;
+        return Err(err(format!(
+            "this flow is already written by {holder}; a second writer would duplicate \
+             records on the target. Stop the other process, or add [flows.scale_out] to \
+             every process of the flow to share it"
+        )));
+    };
+    proto.hold(a.generation);
+    tracing::info!(flow = %flow.name, group = %group, generation = a.generation,
+        "holding the flow's writer group (a second process of this flow is refused)");
+    let lost = Arc::new(Mutex::new(None));
+    let watcher = tokio::spawn(watch_for_loss(
+        member.view(),
+        Arc::clone(&lost),
+        on_lost,
+        (flow.name.clone(), group.clone()),
+    ));
+    Ok(Some(Guard {
+        member,
+        lost,
+        watcher,
+    }))
+}
+
+/// Sets `lost` and sends `on_lost` once an assignment without the unit arrives.
+async fn watch_for_loss(
+    mut view: watch::Receiver<strait_client::group::GroupView>,
+    lost: Arc<Mutex<Option<String>>>,
+    on_lost: watch::Sender<bool>,
+    (flow, group): (String, String),
+) {
+    while view.changed().await.is_ok() {
+        let v = view.borrow_and_update().clone();
+        if v.phase == Phase::Failed {
+            tracing::warn!(flow, group, error = ?v.error.as_ref().map(ToString::to_string),
+                "the flow's writer group stopped; a second process of this flow would no \
+                 longer be refused");
+            return;
+        }
+        if let Some(a) = v.assignment.filter(|a| !SoleWriter::holds(&a.data)) {
+            let why = format!(
+                "the flow's writer group {group} gave the flow to another process in \
+                 generation {} (this one was cut off from the coordinator longer than its \
+                 session); stopping so that one process writes",
+                a.generation
+            );
+            *lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            let _ = on_lost.send(true);
+            return;
+        }
+    }
+}
+
+/// Who holds the group: the hosts in its members' metadata, else "another process".
+async fn holder_host(target: &Cluster, flow: &Flow, group: &str) -> String {
+    let Ok(client) = crate::connect::connect(target, &flow.name).await else {
+        return "another process".into();
+    };
+    let Ok(groups) = client.describe_groups(&[group]).await else {
+        return "another process".into();
+    };
+    let hosts: Vec<String> = groups
+        .iter()
+        .flat_map(|g| g.members.iter())
+        .filter_map(|m| {
+            let meta = MemberMetadata::decode(&m.member_metadata).ok()?;
+            let holds = meta.owned.contains(&crate::scale::PartitionId::writer());
+            holds.then_some(meta.host)
+        })
+        .collect();
+    match hosts.as_slice() {
+        [] => "another process".into(),
+        _ => format!("the process on {}", hosts.join(", ")),
+    }
+}
+
+/// Why the coordinator refused the guard, saying what to do.
+fn why_refused(e: &GroupError) -> String {
+    match e {
+        GroupError::Refused(k)
+            if k.kafka_error() == Some(ResponseError::InconsistentGroupProtocol) =>
+        {
+            format!(
+                "{e}: the group's members run this flow with [flows.scale_out] (or another \
+                 Strait version); this process is configured without it. Every process of \
+                 a flow must agree: stop them, or add [flows.scale_out] here too"
+            )
+        }
+        GroupError::Refused(k)
+            if k.kafka_error() == Some(ResponseError::GroupAuthorizationFailed) =>
+        {
+            format!(
+                "{e}: the target's principal needs Read on this group (the guard that \
+                 refuses a second process of the flow; docs/security.md lists the ACLs)"
+            )
+        }
+        e => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_says_what_to_do() {
+        let refused = |e| GroupError::Refused(strait_client::Error::from(e));
+        let mixed = why_refused(&refused(ResponseError::InconsistentGroupProtocol));
+        assert!(mixed.contains("[flows.scale_out]"), "{mixed}");
+        let denied = why_refused(&refused(ResponseError::GroupAuthorizationFailed));
+        assert!(denied.contains("Read on this group"), "{denied}");
+    }
+}

@@ -1,0 +1,191 @@
+//! The sole-writer guard: a flow without `[flows.scale_out]` is written by one process,
+//! and a second `strait run` of it is refused at start instead of writing beside the
+//! first. It joins the flow's group (the one scale-out would use) on the target with a
+//! protocol of its own, [`SOLE_WRITER_PROTOCOL`], and one unit, [`PartitionId::writer`],
+//! that the leader gives to exactly one member.
+//!
+//! Rules ([`holder`]):
+//! - **The holder keeps it.** A member that claims the unit (it held it in an earlier
+//!   generation) keeps it; of several claimants, the one of the latest generation.
+//! - **Otherwise one member is chosen**, the smallest member id: deterministic, so two
+//!   processes that start together are told apart by the coordinator, not by a race
+//!   between their first writes.
+//! - **Everyone else gets nothing**, and stops with an error naming the holder's host
+//!   (from its metadata).
+//! - **A scale-out member and a sole writer never share a group**: their protocol names
+//!   differ, so the coordinator refuses the later one (INCONSISTENT_GROUP_PROTOCOL).
+//!
+//! The guard refuses at start and at every rebalance. It is not a fence: a holder cut off
+//! from the coordinator for longer than its session keeps writing, as a consumer that
+//! lost its group does (scale-out's members fence themselves; docs/operations.md).
+
+use bytes::Bytes;
+use strait_client::group::{JoinedMember, Protocol};
+
+use super::{MemberAssignment, MemberMetadata, PartitionId};
+
+/// The protocol name of the sole-writer guard (protocol type [`super::PROTOCOL_TYPE`]).
+pub const SOLE_WRITER_PROTOCOL: &str = "strait-sole-writer-v1";
+
+/// The pseudo-topic of the sole writer's unit: `<` and `>` cannot appear in a topic name.
+pub const WRITER_TOPIC: &str = "<writer>";
+
+impl PartitionId {
+    /// The sole writer's unit: whoever holds it writes the flow.
+    pub fn writer() -> Self {
+        PartitionId::new(WRITER_TOPIC, 0)
+    }
+}
+
+/// The member that holds the unit among `members` (id, metadata), by the module's rules;
+/// `None` for no member.
+pub fn holder(members: &[(String, MemberMetadata)]) -> Option<&str> {
+    let unit = PartitionId::writer();
+    let claimant = members
+        .iter()
+        .filter(|(_, m)| m.owned.contains(&unit))
+        .max_by_key(|(id, m)| (m.generation, std::cmp::Reverse(id.as_str())));
+    claimant
+        .or_else(|| members.iter().min_by_key(|(id, _)| id.as_str()))
+        .map(|(id, _)| id.as_str())
+}
+
+/// The sole-writer guard's [`Protocol`]: this process's metadata, and on the leader the
+/// unit given to [`holder`].
+#[derive(Debug, Clone)]
+pub struct SoleWriter {
+    /// What this process joins with (its host; the unit once it holds it).
+    pub meta: std::sync::Arc<std::sync::Mutex<MemberMetadata>>,
+}
+
+impl SoleWriter {
+    /// A guard for a process on `host`, holding nothing yet.
+    pub fn new(host: impl Into<String>) -> Self {
+        SoleWriter {
+            meta: std::sync::Arc::new(std::sync::Mutex::new(MemberMetadata::new(host, 1))),
+        }
+    }
+
+    /// Records that this process holds the unit since `generation` (claimed at every
+    /// later join, so a rebalance keeps it here).
+    pub fn hold(&self, generation: i32) {
+        let mut m = self.meta.lock().unwrap_or_else(|p| p.into_inner());
+        m.generation = generation;
+        m.owned = vec![PartitionId::writer()];
+    }
+
+    /// Whether the assignment bytes `data` give this process the unit.
+    pub fn holds(data: &[u8]) -> bool {
+        MemberAssignment::decode(data).is_ok_and(|a| a.partitions.contains(&PartitionId::writer()))
+    }
+}
+
+impl Protocol for SoleWriter {
+    fn protocols(&mut self) -> Result<Vec<(String, Bytes)>, String> {
+        let meta = self.meta.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let bytes = meta.encode().map_err(|e| format!("member metadata: {e}"))?;
+        Ok(vec![(SOLE_WRITER_PROTOCOL.to_owned(), Bytes::from(bytes))])
+    }
+
+    fn assign(
+        &mut self,
+        protocol: &str,
+        _generation: i32,
+        members: &[JoinedMember],
+    ) -> Result<Vec<(String, Bytes)>, String> {
+        if protocol != SOLE_WRITER_PROTOCOL {
+            return Err(format!(
+                "the coordinator chose protocol {protocol:?}; this process speaks \
+                 {SOLE_WRITER_PROTOCOL:?}"
+            ));
+        }
+        // A member whose metadata does not decode (another version) can still be given
+        // nothing: it is refused, never the holder by accident.
+        let decoded: Vec<(String, MemberMetadata)> = members
+            .iter()
+            .filter_map(|m| {
+                MemberMetadata::decode(&m.metadata)
+                    .ok()
+                    .map(|meta| (m.member_id.clone(), meta))
+            })
+            .collect();
+        let winner = holder(&decoded).map(str::to_owned);
+        members
+            .iter()
+            .map(|m| {
+                let mut a = MemberAssignment::default();
+                if winner.as_deref() == Some(m.member_id.as_str()) {
+                    a.partitions.push(PartitionId::writer());
+                }
+                let bytes = a.encode().map_err(|e| format!("assignment: {e}"))?;
+                Ok((m.member_id.clone(), Bytes::from(bytes)))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(id: &str, host: &str, held_in: Option<i32>) -> (String, MemberMetadata) {
+        let mut m = MemberMetadata::new(host, 1);
+        if let Some(g) = held_in {
+            m.generation = g;
+            m.owned = vec![PartitionId::writer()];
+        }
+        (id.to_owned(), m)
+    }
+
+    #[test]
+    fn the_holder_keeps_it() {
+        let members = [member("a", "h1", None), member("z", "h2", Some(3))];
+        assert_eq!(holder(&members), Some("z"));
+    }
+
+    #[test]
+    fn of_several_claimants_the_latest_generation_keeps_it() {
+        let members = [member("a", "h1", Some(2)), member("z", "h2", Some(5))];
+        assert_eq!(holder(&members), Some("z"));
+    }
+
+    #[test]
+    fn otherwise_the_smallest_member_id_is_chosen() {
+        let members = [member("m2", "h1", None), member("m1", "h2", None)];
+        assert_eq!(holder(&members), Some("m1"));
+        assert_eq!(holder(&[]), None);
+    }
+
+    #[test]
+    fn everyone_else_gets_nothing() {
+        let mut proto = SoleWriter::new("h");
+        let joined: Vec<JoinedMember> = [member("b", "h1", None), member("a", "h2", None)]
+            .into_iter()
+            .map(|(id, m)| JoinedMember {
+                member_id: id,
+                instance_id: None,
+                metadata: Bytes::from(m.encode().unwrap()),
+            })
+            .chain([JoinedMember {
+                member_id: "0-garbled".into(),
+                instance_id: None,
+                metadata: Bytes::from_static(b"not ours"),
+            }])
+            .collect();
+        let out = proto.assign(SOLE_WRITER_PROTOCOL, 1, &joined).unwrap();
+        let holding: Vec<&str> = out
+            .iter()
+            .filter(|(_, data)| SoleWriter::holds(data))
+            .map(|(id, _)| id.as_str())
+            .collect();
+        assert_eq!(holding, ["a"]);
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn a_scale_out_member_and_a_sole_writer_speak_different_protocols() {
+        assert_ne!(SOLE_WRITER_PROTOCOL, super::super::PROTOCOL_NAME);
+        let mut proto = SoleWriter::new("h");
+        assert!(proto.assign(super::super::PROTOCOL_NAME, 1, &[]).is_err());
+    }
+}

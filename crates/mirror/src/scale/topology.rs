@@ -1,0 +1,146 @@
+//! What every member of a flow's group must agree on, carried in the group protocol's
+//! name so that the broker's group coordinator enforces it.
+//!
+//! Rules:
+//! - **The protocol name carries the topology.** At-least-once members join with
+//!   [`PROTOCOL_NAME`]; exactly-once members with `PROTOCOL_NAME;eos;slots=<n>;txn=<id>`
+//!   ([`Topology::protocol_name`]). A coordinator accepts a member only if it shares a
+//!   protocol with the group, so a member with another slot count, another
+//!   transactional-id prefix or another guarantee is refused (INCONSISTENT_GROUP_PROTOCOL)
+//!   before it owns anything: two members can never write one partition under two
+//!   transactional ids.
+//! - **The refusal names the difference.** A member reads the protocol its group runs
+//!   (DescribeGroups) before it joins; [`Topology::disagreement`] turns the two names into
+//!   a message that says what differs and on which hosts the other members run.
+//! - **Protocols of other Strait versions are not guessed at**: a name that does not
+//!   start with [`PROTOCOL_NAME`] is "another Strait version", whatever follows.
+
+use super::PROTOCOL_NAME;
+
+/// The topology of an exactly-once flow shared by several processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topology {
+    /// `scale_out.slots`.
+    pub slots: u32,
+    /// `delivery.transactional_id` (each slot appends `.slot-<n>`).
+    pub transactional_id: String,
+}
+
+impl Topology {
+    /// The protocol name members of `topology` join with (`None`: at-least-once).
+    pub fn protocol_name(topology: Option<&Topology>) -> String {
+        match topology {
+            None => PROTOCOL_NAME.to_owned(),
+            Some(t) => format!(
+                "{PROTOCOL_NAME};eos;slots={};txn={}",
+                t.slots, t.transactional_id
+            ),
+        }
+    }
+
+    /// What `name` says: `Some(None)` an at-least-once member of this version,
+    /// `Some(Some(t))` an exactly-once one, `None` a name this version does not speak.
+    pub fn parse(name: &str) -> Option<Option<Topology>> {
+        if name == PROTOCOL_NAME {
+            return Some(None);
+        }
+        let rest = name
+            .strip_prefix(PROTOCOL_NAME)?
+            .strip_prefix(";eos;slots=")?;
+        let (slots, txn) = rest.split_once(";txn=")?;
+        Some(Some(Topology {
+            slots: slots.parse().ok()?,
+            transactional_id: txn.to_owned(),
+        }))
+    }
+
+    /// Why a member joining with `ours` cannot share a group whose members run `theirs`
+    /// (a protocol name) on `hosts`; `None` when they agree.
+    pub fn disagreement(ours: Option<&Topology>, theirs: &str, hosts: &[String]) -> Option<String> {
+        let on = if hosts.is_empty() {
+            String::new()
+        } else {
+            format!(" (on {})", hosts.join(", "))
+        };
+        let what = |t: Option<&Topology>| match t {
+            None => "at-least-once".to_owned(),
+            Some(t) => format!(
+                "exactly-once in {} slots under transactional id {:?}",
+                t.slots, t.transactional_id
+            ),
+        };
+        match Topology::parse(theirs) {
+            Some(t) if t.as_ref() == ours => None,
+            Some(t) => Some(format!(
+                "the group's members{on} replicate {}; this process is configured for {}. \
+                 Every member must agree (a slot written under two transactional ids is not \
+                 exactly-once): stop every member, change the configuration of all, then \
+                 start them again",
+                what(t.as_ref()),
+                what(ours)
+            )),
+            None => Some(format!(
+                "the group's members{on} speak protocol {theirs:?}, another Strait version \
+                 (this one speaks {:?}). Stop every member of the other version, then start \
+                 this one",
+                Topology::protocol_name(ours)
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eos(slots: u32, txn: &str) -> Topology {
+        Topology {
+            slots,
+            transactional_id: txn.to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_protocol_name_round_trips_the_topology() {
+        for t in [None, Some(eos(6, "strait-p")), Some(eos(1, "a;txn=b"))] {
+            let name = Topology::protocol_name(t.as_ref());
+            assert_eq!(Topology::parse(&name), Some(t), "{name}");
+        }
+        assert_eq!(Topology::protocol_name(None), PROTOCOL_NAME);
+    }
+
+    #[test]
+    fn members_that_agree_are_not_refused() {
+        let t = eos(6, "p");
+        let name = Topology::protocol_name(Some(&t));
+        assert_eq!(Topology::disagreement(Some(&t), &name, &[]), None);
+        assert_eq!(Topology::disagreement(None, PROTOCOL_NAME, &[]), None);
+    }
+
+    #[test]
+    fn another_slot_count_is_refused_by_name() {
+        let theirs = Topology::protocol_name(Some(&eos(6, "p")));
+        let why = Topology::disagreement(Some(&eos(4, "p")), &theirs, &["host-a".into()])
+            .expect("refused");
+        assert!(why.contains("6 slots") && why.contains("4 slots"), "{why}");
+        assert!(why.contains("host-a"), "{why}");
+    }
+
+    #[test]
+    fn another_transactional_id_or_guarantee_is_refused() {
+        let theirs = Topology::protocol_name(Some(&eos(6, "p")));
+        assert!(Topology::disagreement(Some(&eos(6, "q")), &theirs, &[]).is_some());
+        let why = Topology::disagreement(None, &theirs, &[]).expect("refused");
+        assert!(why.contains("at-least-once"), "{why}");
+    }
+
+    #[test]
+    fn another_versions_protocol_is_not_guessed_at() {
+        let why = Topology::disagreement(None, "strait-cooperative-v1", &[]).expect("refused");
+        assert!(why.contains("another Strait version"), "{why}");
+        assert_eq!(
+            Topology::parse("strait-cooperative-v2;eos;slots=x;txn=p"),
+            None
+        );
+    }
+}
