@@ -137,6 +137,10 @@ pub struct SwitchArgs {
     /// source position after every replicated record.
     #[arg(long)]
     pub allow_target_only: bool,
+    /// Failover or failback of a group positioned before where replication started:
+    /// commit where it started, skipping the records in between (never replicated).
+    #[arg(long)]
+    pub accept_inexact: bool,
     /// Failover: how long to wait for replication to pass the group's positions.
     #[arg(long, value_name = "DURATION", default_value = "30s",
           value_parser = crate::bench::args::parse_duration)]

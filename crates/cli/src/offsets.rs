@@ -202,6 +202,14 @@ fn precision(t: Option<Translation>) -> String {
         Some(Translation::Truncated { side, log_start }) => {
             format!("records gone on the {side:?} side (log start {log_start})")
         }
+        Some(Translation::BeforeReplication {
+            replication_start, ..
+        }) => {
+            format!(
+                "not exact: before where replication started ({replication_start}); the \
+                 records up to it were never replicated"
+            )
+        }
     }
 }
 

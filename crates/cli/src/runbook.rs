@@ -25,6 +25,7 @@ pub fn switch_cmd(direction: Direction, args: &SwitchArgs) -> anyhow::Result<Exi
         allow_backwards: args.allow_backwards,
         allow_target_only: args.allow_target_only,
         force: args.force,
+        accept_inexact: args.accept_inexact,
     };
     let flows: Vec<_> = config
         .enabled_flows()
@@ -158,8 +159,15 @@ fn render_row(out: &mut String, plan: &Plan, row: &Row) {
             offset,
             rounded_by,
             target_only,
+            skips,
         } => {
             let mut note = String::from("exact");
+            if let Some(n) = skips {
+                note = format!(
+                    "NOT EXACT: before where replication started, skips {n} records never \
+                     replicated"
+                );
+            }
             if let Some(n) = rounded_by {
                 note = format!("rounded down: re-reads at most {n}");
             }
@@ -270,6 +278,7 @@ fn refusal_json(r: &Refusal) -> Value {
         Refusal::TargetOnly { .. } => "target_only",
         Refusal::Rounded { .. } => "rounded",
         Refusal::Truncated { .. } => "truncated",
+        Refusal::BeforeReplication { .. } => "before_replication",
         Refusal::Backwards { .. } => "backwards",
     };
     json!({ "reason": kind, "message": r.to_string() })
@@ -289,9 +298,12 @@ fn render_json(plans: &[&Plan], execute: bool, ready: bool, committed: &[usize])
                             offset,
                             rounded_by,
                             target_only,
+                            skips,
                         } => json!({
                             "action": "commit", "offset": offset,
                             "rounded_by": rounded_by, "target_only_records": target_only,
+                            "exact": rounded_by.is_none() && target_only.is_none() && skips.is_none(),
+                            "skipped_records": skips,
                         }),
                         Verdict::AlreadyThere { offset } => {
                             json!({ "action": "already_there", "offset": offset })

@@ -918,8 +918,11 @@ impl FlowRun {
         let flow = &self.flow;
         let ctx = |e: MirrorError| e.topic(&t.source_topic).partition(p);
         let fresh = |source_start: i64| -> Result<OffsetMap, MirrorError> {
+            // Recorded as where replication started: positions before it (a group behind
+            // a `latest` start, target records that were there before) never translate
+            // as exact.
             let mut m = OffsetMap::new();
-            m.advance(source_start.max(0) as u64, dst.end.max(0) as u64)
+            m.start_at(source_start.max(0) as u64, dst.end.max(0) as u64)
                 .map_err(|e| ctx(MirrorError::offset_map(e)))?;
             Ok(m)
         };

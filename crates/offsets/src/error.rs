@@ -37,6 +37,9 @@ pub enum MapError {
         /// The offset that did not exceed it.
         offset: u64,
     },
+    /// [`OffsetMap::start_at`](crate::OffsetMap::start_at) on a map that already moved.
+    #[error("replication can only start on an empty map")]
+    NotEmpty,
 }
 
 /// Bytes that are not a valid encoding of a map or of an incremental update.
@@ -54,7 +57,7 @@ pub enum DecodeError {
         computed: u32,
     },
     /// A format version this build does not know.
-    #[error("unknown encoding version {0} (this build reads version {current})", current = crate::encoding::VERSION)]
+    #[error("unknown encoding version {0} (this build reads versions 1 to {current})", current = crate::encoding::VERSION)]
     UnknownVersion(u8),
     /// A frame kind other than the one asked for (e.g. a delta given as a snapshot).
     #[error("unexpected frame kind {found} (expected {expected})")]

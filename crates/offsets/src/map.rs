@@ -43,6 +43,9 @@ pub struct OffsetMap {
     pub(crate) log_start: [u64; 2],
     /// Per side: positions below this map to records that are gone from the other side.
     pub(crate) lost_below: [u64; 2],
+    /// Per side: where this map's replication started ([`OffsetMap::start_at`]);
+    /// positions below it were never replicated (0: from the start, or not known).
+    pub(crate) start: [u64; 2],
     pub(crate) journal: Journal,
 }
 
@@ -61,6 +64,7 @@ impl PartialEq for OffsetMap {
             && self.next == other.next
             && self.log_start == other.log_start
             && self.lost_below == other.lost_below
+            && self.start == other.start
     }
 }
 
@@ -104,6 +108,7 @@ impl OffsetMap {
             next: [0; 2],
             log_start: [0; 2],
             lost_below: [0; 2],
+            start: [0; 2],
             journal: Journal::default(),
         }
     }
@@ -122,6 +127,12 @@ impl OffsetMap {
     /// The log start of `side` as last reported (0 if never).
     pub fn log_start(&self, side: Side) -> u64 {
         self.log_start[side.index()]
+    }
+
+    /// Where replication started on `side` ([`OffsetMap::start_at`]; 0 when it started at
+    /// the log's beginning or the map predates this record).
+    pub fn replication_start(&self, side: Side) -> u64 {
+        self.start[side.index()]
     }
 
     /// Positions on `side` below this map to records that are gone from the other side.
@@ -235,6 +246,21 @@ impl OffsetMap {
         })
     }
 
+    /// Starts replication of an empty map mid-log: [`OffsetMap::advance`] to the positions,
+    /// which are also recorded as where replication started. Positions below them were
+    /// never replicated, and translate to
+    /// [`Translation::BeforeReplication`](crate::Translation::BeforeReplication), not to
+    /// the first replicated record as gaps inside the replicated range do. Kept in
+    /// snapshots; a map that already holds entries or positions is refused.
+    pub fn start_at(&mut self, source_next: u64, target_next: u64) -> Result<(), MapError> {
+        if !self.runs.is_empty() || !self.coarse.is_empty() || self.next != [0; 2] {
+            return Err(MapError::NotEmpty);
+        }
+        self.advance(source_next, target_next)?;
+        self.start = [source_next, target_next];
+        Ok(())
+    }
+
     /// [`OffsetMap::advance`] on the source side only.
     pub fn advance_source(&mut self, source_next: u64) -> Result<(), MapError> {
         self.advance(source_next, self.next(Side::Target))
@@ -332,6 +358,7 @@ impl OffsetMap {
         map.next = parts.next;
         map.log_start = parts.log_start;
         map.lost_below = parts.lost_below;
+        map.start = parts.start;
         map.journal.seq = parts.seq;
         // A snapshot written under a larger budget is brought within this one.
         while map.coarse.len() + map.runs.len() > map.budget {
@@ -350,6 +377,7 @@ pub(crate) struct MapParts {
     pub(crate) next: [u64; 2],
     pub(crate) log_start: [u64; 2],
     pub(crate) lost_below: [u64; 2],
+    pub(crate) start: [u64; 2],
 }
 
 fn check_range(side: Side, offset: u64) -> Result<(), MapError> {

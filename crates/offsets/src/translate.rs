@@ -40,6 +40,16 @@ pub enum Translation {
         /// The replicated end on the other side.
         counterpart_end: u64,
     },
+    /// The position is below where replication started (`start_position = "latest"` or a
+    /// timestamp, or records the other side held before replication began): the records
+    /// from the position up to `replication_start` were never replicated. A consumer
+    /// moved to `counterpart` would skip them; none of the other answers is exact.
+    BeforeReplication {
+        /// Where replication started on the position's side.
+        replication_start: u64,
+        /// Where replication started on the other side.
+        counterpart: u64,
+    },
     /// The answer involves records that no longer exist on `side` (retention moved its
     /// log start, or the topic was truncated or recreated).
     Truncated {
@@ -77,7 +87,10 @@ impl OffsetMap {
     ///
     /// - inside a run: exact;
     /// - in a gap (compaction, transaction markers, aborted or filtered records), or
-    ///   before the first run: the start of the next run;
+    ///   before the first run but not before where replication started: the start of the
+    ///   next run;
+    /// - before where replication started ([`OffsetMap::start_at`]):
+    ///   [`Translation::BeforeReplication`];
     /// - at or past the end of the last run but not past the replicator's source position
     ///   (see [`OffsetMap::advance`]): the target position right after the last replicated
     ///   record, because everything in between was skipped;
@@ -115,6 +128,12 @@ impl OffsetMap {
         let (offset, precision) = self.locate(from, position);
         if offset < self.log_start(to) {
             return self.truncated(to);
+        }
+        if position < self.replication_start(from) {
+            return Translation::BeforeReplication {
+                replication_start: self.replication_start(from),
+                counterpart: self.replication_start(to),
+            };
         }
         Translation::Mapped { offset, precision }
     }

@@ -114,6 +114,8 @@ impl OffsetMap {
         // Positions on the other side below where replication resumes belong to the old
         // topic.
         self.lost_below[o] = counterpart_next;
+        // The loss marks now say what was never replicated into the new topic.
+        self.start = [0; 2];
     }
 
     /// Retention can shrink a map a lot; give the memory back rather than keep the peak.

@@ -6,6 +6,11 @@
 //! and coarsening under tiny budgets, every position on both sides is translated and
 //! compared with the model: equal wherever nothing was coarsened, and never past the
 //! model's answer (never past an unread record) where it was.
+//!
+//! A map may start mid-log ([`OffsetMap::start_at`], as `start_position = "latest"` does):
+//! the model then keeps positions before the replication start apart from gaps inside
+//! the replicated range. Only the first may be reported as
+//! [`Translation::BeforeReplication`], and never as an exact answer.
 
 use proptest::prelude::*;
 use strait_offsets::{
@@ -62,12 +67,19 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Replication from the beginning, or from a position mid-log.
+fn started() -> impl Strategy<Value = Option<(u64, u64)>> {
+    prop::option::of((0..20u64, 0..20u64))
+}
+
 #[derive(Default)]
 struct Model {
     /// (source, target) of every replicated record, increasing on both sides.
     pairs: Vec<[u64; 2]>,
     next: [u64; 2],
     log_start: [u64; 2],
+    /// Where replication started (0 0 when from the beginning).
+    start: [u64; 2],
 }
 
 fn side(i: usize) -> Side {
@@ -91,6 +103,14 @@ impl Model {
         let answer = self.pairs.get(i).map_or(self.next[to], |p| p[to]);
         if answer < self.log_start[to] {
             return truncated(to, self.log_start[to]);
+        }
+        // Before the first replicated record *and* before where replication started:
+        // records were never copied, whatever the first record's offset.
+        if pos < self.start[from] {
+            return Translation::BeforeReplication {
+                replication_start: self.start[from],
+                counterpart: self.start[to],
+            };
         }
         Translation::Mapped {
             offset: answer,
@@ -164,6 +184,15 @@ fn check(map: &OffsetMap, model: &Model) -> Result<(), TestCaseError> {
                 (Translation::Truncated { side: lost, .. }, Translation::Mapped { .. }) => {
                     prop_assert_eq!(lost, side(1 - from))
                 }
+                // Never an exact (or rounded) answer before where replication started.
+                (Translation::Mapped { .. }, Translation::BeforeReplication { .. }) => {
+                    prop_assert!(
+                        false,
+                        "{:?} {} is before the replication start",
+                        side(from),
+                        pos
+                    )
+                }
                 (got, want) => {
                     prop_assert_eq!(got, want, "coarse region: {:?} {}", side(from), pos)
                 }
@@ -199,10 +228,19 @@ fn restore(log: &[Checkpoint], budget: usize) -> Result<OffsetMap, TestCaseError
     Ok(map)
 }
 
-fn run(budget: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
+fn run(budget: usize, start: Option<(u64, u64)>, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut map = OffsetMap::with_budget(budget);
     let mut model = Model::default();
     let mut log: Vec<Checkpoint> = Vec::new();
+    if let Some((s, t)) = start {
+        map.start_at(s, t)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        model.next = [s, t];
+        model.start = [s, t];
+        // The flow's first state write of a new partition is a snapshot.
+        log.push(map.snapshot());
+    }
+    check(&map, &model)?;
     for op in ops {
         match op {
             Op::Dense { gap_s, gap_t, len } => {
@@ -271,13 +309,13 @@ proptest! {
 
     /// Tiny budgets: coarsening happens constantly.
     #[test]
-    fn matches_model_with_coarsening(budget in 4..12usize, ops in prop::collection::vec(op(), 1..60)) {
-        run(budget, ops)?;
+    fn matches_model_with_coarsening(budget in 4..12usize, start in started(), ops in prop::collection::vec(op(), 1..60)) {
+        run(budget, start, ops)?;
     }
 
     /// Budget never reached: every answer must equal the model's.
     #[test]
-    fn matches_model_exactly(ops in prop::collection::vec(op(), 1..60)) {
-        run(10_000, ops)?;
+    fn matches_model_exactly(start in started(), ops in prop::collection::vec(op(), 1..60)) {
+        run(10_000, start, ops)?;
     }
 }

@@ -8,6 +8,8 @@
 //!   target's offset is the one this sync wrote itself: then a source group reset backwards
 //!   is followed (nobody consumed on the target since; `provenance` rule 4);
 //! - a position past what has been replicated is pending, never rounded;
+//! - a position before where replication started is not translated: the records from it
+//!   to the start were never copied, and the target's first record would skip them;
 //! - a checkpoint is written for every translated position that changed since the last
 //!   one written, whatever the target group's state (MM2 does the same).
 
@@ -129,7 +131,7 @@ pub fn decide(
                 });
                 continue;
             }
-            Some(Translation::Truncated { .. }) | None => {
+            Some(Translation::Truncated { .. } | Translation::BeforeReplication { .. }) | None => {
                 d.untranslatable += 1;
                 continue;
             }

@@ -148,6 +148,7 @@ impl ReverseSync {
                     from_offset: c.offset,
                     translation,
                     to_offset: None,
+                    to_log_start: None,
                 });
             }
             if inputs.is_empty() {

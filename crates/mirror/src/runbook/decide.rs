@@ -14,7 +14,13 @@
 //!   not recorded yet); they are reported with their count and refused, unless
 //!   [`Options::allow_target_only`], which commits the source position right after every
 //!   replicated record the group read — never an invented offset for the others;
-//! - **records gone** (retention, truncation) on either side: refused;
+//! - **records gone** (retention, truncation) on either side: refused, also when the
+//!   offset to commit is below the log start the side it moves to has now (retention the
+//!   flow's map was never told of);
+//! - **never replicated**: a position before where replication started (a `latest` or
+//!   timestamp start, or target records that were there before) is refused, with how many
+//!   records the group would skip; [`Options::accept_inexact`] commits where replication
+//!   started, and the plan says so;
 //! - **never backwards**: a commit below what the group already has on the side it moves
 //!   to is refused unless [`Options::allow_backwards`]; an equal one is already done;
 //! - **both groups idle**: the plan may execute only when the group has no active members
@@ -62,6 +68,9 @@ pub struct Options {
     pub allow_target_only: bool,
     /// Proceed although the group has active members on the side it leaves.
     pub force: bool,
+    /// Commit where replication started for a position before it (skipping the records
+    /// in between, which were never replicated).
+    pub accept_inexact: bool,
 }
 
 /// One committed position to move.
@@ -79,6 +88,9 @@ pub struct PartitionInput {
     pub translation: Option<Translation>,
     /// The group's committed position on the side it moves to, if any.
     pub to_offset: Option<i64>,
+    /// The log start of the partition on the side it moves to, as read now (`None`: not
+    /// read).
+    pub to_log_start: Option<i64>,
 }
 
 /// What to do with one partition.
@@ -92,6 +104,8 @@ pub enum Verdict {
         rounded_by: Option<u64>,
         /// Failback: records the group read on the target that have no source offset.
         target_only: Option<u64>,
+        /// Before where replication started: records the group skips (never replicated).
+        skips: Option<u64>,
     },
     /// The group is already there.
     AlreadyThere {
@@ -130,6 +144,13 @@ pub enum Refusal {
         offset: u64,
         /// Records a consumer would re-read at most.
         at_most: u64,
+    },
+    /// Before where replication started: the records up to it were never replicated.
+    BeforeReplication {
+        /// Where replication started on the side the group leaves.
+        replication_start: u64,
+        /// Records the group would skip if moved to where replication started.
+        skips: u64,
     },
     /// The records involved are gone on one side.
     Truncated {
@@ -179,6 +200,15 @@ impl std::fmt::Display for Refusal {
                 "records gone on the {} side (log start {log_start})",
                 side_name(*side)
             ),
+            Refusal::BeforeReplication {
+                replication_start,
+                skips,
+            } => write!(
+                f,
+                "before where replication started ({replication_start}): the group would \
+                 skip {skips} records that were never replicated; --accept-inexact \
+                 commits where replication started"
+            ),
             Refusal::Backwards { current, offset } => write!(
                 f,
                 "would move the group back from {current} to {offset}; --allow-backwards does"
@@ -203,11 +233,26 @@ pub fn decide(direction: Direction, input: &PartitionInput, options: Options) ->
     let Some(translation) = input.translation else {
         return refused(Refusal::NoMap);
     };
+    let mut skips = None;
     let (offset, rounded_by, target_only) = match translation {
         Translation::Mapped {
             offset,
             precision: Precision::Exact,
         } => (offset, None, None),
+        Translation::BeforeReplication {
+            replication_start,
+            counterpart,
+        } => {
+            let n = replication_start.saturating_sub(input.from_offset as u64);
+            if !options.accept_inexact {
+                return refused(Refusal::BeforeReplication {
+                    replication_start,
+                    skips: n,
+                });
+            }
+            skips = Some(n);
+            (counterpart, None, None)
+        }
         Translation::Mapped {
             offset,
             precision: Precision::RoundedDown { at_most },
@@ -237,6 +282,12 @@ pub fn decide(direction: Direction, input: &PartitionInput, options: Options) ->
             return refused(Refusal::Truncated { side, log_start });
         }
     };
+    if let Some(start) = input.to_log_start.filter(|s| *s > 0 && offset < *s as u64) {
+        return refused(Refusal::Truncated {
+            side: direction.from().other(),
+            log_start: start as u64,
+        });
+    }
     match input.to_offset {
         Some(current) if current >= 0 && current as u64 == offset => {
             Verdict::AlreadyThere { offset }
@@ -248,6 +299,7 @@ pub fn decide(direction: Direction, input: &PartitionInput, options: Options) ->
             offset,
             rounded_by,
             target_only,
+            skips,
         },
     }
 }
@@ -297,6 +349,7 @@ mod tests {
             from_offset,
             translation: Some(translation),
             to_offset,
+            to_log_start: None,
         }
     }
 
@@ -319,6 +372,7 @@ mod tests {
             offset,
             rounded_by: None,
             target_only: None,
+            skips: None,
         }
     }
 
@@ -327,6 +381,7 @@ mod tests {
         allow_backwards: false,
         allow_target_only: false,
         force: false,
+        accept_inexact: false,
     };
 
     #[test]
@@ -357,7 +412,8 @@ mod tests {
             Verdict::Commit {
                 offset: 5,
                 rounded_by: Some(3),
-                target_only: None
+                target_only: None,
+                skips: None,
             }
         );
     }
@@ -392,6 +448,7 @@ mod tests {
             allow_backwards: true,
             allow_target_only: true,
             force: true,
+            accept_inexact: true,
         };
         assert_eq!(
             decide(Direction::Failover, &input(10, t, None), all),
@@ -426,7 +483,8 @@ mod tests {
             Verdict::Commit {
                 offset: 20,
                 rounded_by: None,
-                target_only: Some(3)
+                target_only: Some(3),
+                skips: None,
             }
         );
     }
@@ -494,5 +552,53 @@ mod tests {
         assert!(blocker(&active, &idle, NONE).is_some());
         assert_eq!(blocker(&active, &idle, force), None);
         assert!(blocker(&idle, &active, force).is_some());
+    }
+
+    #[test]
+    fn never_replicated_a_position_before_the_replication_start_is_refused_with_what_it_skips() {
+        // `latest` started replication at source 100 (target 40); the group is at 50.
+        let t = Translation::BeforeReplication {
+            replication_start: 100,
+            counterpart: 40,
+        };
+        assert_eq!(
+            decide(Direction::Failover, &input(50, t, None), NONE),
+            Verdict::Refused {
+                reason: Refusal::BeforeReplication {
+                    replication_start: 100,
+                    skips: 50
+                }
+            }
+        );
+        let accepted = Options {
+            accept_inexact: true,
+            ..NONE
+        };
+        assert_eq!(
+            decide(Direction::Failover, &input(50, t, None), accepted),
+            Verdict::Commit {
+                offset: 40,
+                rounded_by: None,
+                target_only: None,
+                skips: Some(50),
+            }
+        );
+    }
+
+    #[test]
+    fn records_gone_a_commit_below_the_log_start_the_side_has_now_is_refused() {
+        let mut i = input(10, exact(7), None);
+        i.to_log_start = Some(9);
+        assert_eq!(
+            decide(Direction::Failover, &i, NONE),
+            Verdict::Refused {
+                reason: Refusal::Truncated {
+                    side: Side::Target,
+                    log_start: 9
+                }
+            }
+        );
+        i.to_log_start = Some(7);
+        assert_eq!(decide(Direction::Failover, &i, NONE), commit(7));
     }
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use strait_client::{Client, CommitOffset, GroupMember};
+use strait_client::{Client, CommitOffset, GroupMember, IsolationLevel, OffsetSpec};
 use strait_offsets::OffsetMap;
 
 pub use decide::{Direction, GroupActivity, Options, PartitionInput, Refusal, Verdict};
@@ -192,6 +192,7 @@ pub async fn prepare(
             from_offset: c.offset,
             translation,
             to_offset: None,
+            to_log_start: None,
         });
     }
     for input in &mut rows {
@@ -201,6 +202,17 @@ pub async fn prepare(
             .await
             .map_err(|e| ctx(MirrorError::kafka("offset fetch", e), to_cluster))?;
         input.to_offset = got.first().map(|o| o.offset).filter(|o| *o >= 0);
+        // Retention the flow's map was never told of (it learns the source's log start
+        // only while replicating, and the target's never): a commit below it is refused.
+        let starts = to
+            .list_offsets(
+                &input.to_topic,
+                &[(input.partition, OffsetSpec::Earliest)],
+                IsolationLevel::ReadUncommitted,
+            )
+            .await
+            .map_err(|e| ctx(MirrorError::kafka("list offsets", e), to_cluster))?;
+        input.to_log_start = starts.first().map(|o| o.offset);
     }
     rows.sort_by(|a, b| (&a.from_topic, a.partition).cmp(&(&b.from_topic, b.partition)));
     let leaving = activity(from, group).await;

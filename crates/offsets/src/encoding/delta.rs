@@ -74,7 +74,11 @@ fn distance(from: u64, to: u64) -> i64 {
 }
 
 pub(crate) fn decode(bytes: &[u8]) -> Result<Delta, DecodeError> {
-    let mut r = Reader::new(unseal(bytes, KIND_DELTA)?);
+    let (version, body) = unseal(bytes, KIND_DELTA)?;
+    if version != super::DELTA_VERSION {
+        return Err(DecodeError::UnknownVersion(version));
+    }
+    let mut r = Reader::new(body);
     let seq = r.varint()?;
     let count = r.count("update", MAX_PENDING_UPDATES, MIN_UPDATE_BYTES)?;
     let mut updates = Vec::with_capacity(count);

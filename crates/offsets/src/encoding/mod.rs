@@ -20,21 +20,36 @@ mod varint;
 use crate::error::DecodeError;
 use crate::frame;
 
-/// The encoding version this build writes and reads.
-pub const VERSION: u8 = 1;
+/// The encoding version this build writes (snapshots; deltas are unchanged since version
+/// 1 and still written as 1). It reads every version from 1: version 2 added where
+/// replication started to snapshots.
+pub const VERSION: u8 = 2;
+
+/// The version deltas are written in.
+const DELTA_VERSION: u8 = 1;
 
 const KIND_SNAPSHOT: u8 = 1;
 const KIND_DELTA: u8 = 2;
 pub(crate) use frame::seal;
 
-/// Starts a frame of the given kind ([`frame::open`] at this encoding's version).
+/// Starts a frame of the given kind ([`frame::open`] at the version that kind is written
+/// in).
 fn open_frame(kind: u8, capacity: usize) -> Vec<u8> {
-    frame::open(VERSION, kind, capacity)
+    let version = if kind == KIND_DELTA {
+        DELTA_VERSION
+    } else {
+        VERSION
+    };
+    frame::open(version, kind, capacity)
 }
 
-/// Checks the frame ([`frame::unseal`] at this encoding's version) and returns its body.
-fn unseal(bytes: &[u8], kind: u8) -> Result<&[u8], DecodeError> {
-    frame::unseal(bytes, VERSION, kind).map_err(DecodeError::from)
+/// Checks the frame ([`frame::unseal`] at any version this build reads) and returns its
+/// version and body.
+fn unseal(bytes: &[u8], kind: u8) -> Result<(u8, &[u8]), DecodeError> {
+    let version = bytes.first().copied().unwrap_or(0).clamp(1, VERSION);
+    frame::unseal(bytes, version, kind)
+        .map(|body| (version, body))
+        .map_err(DecodeError::from)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! ```text
 //! seq
 //! source_next target_next  source_log_start target_log_start  source_lost_below target_lost_below
+//! source_start target_start                          (version 2 on; 0 0 when reading version 1)
 //! coarse_count { source_gap target_gap records source_gaps_inside target_gaps_inside }*
 //! run_count    { source_gap target_gap len }*
 //! ```
@@ -36,6 +37,8 @@ pub(crate) fn encode(map: &OffsetMap) -> Vec<u8> {
         map.log_start(Side::Target),
         map.lost_below(Side::Source),
         map.lost_below(Side::Target),
+        map.replication_start(Side::Source),
+        map.replication_start(Side::Target),
     ] {
         varint::put(&mut buf, value);
     }
@@ -68,10 +71,12 @@ impl OffsetMap {
     ///
     /// Rejects truncated, corrupted (CRC-32C), unknown-version and malformed input.
     pub fn from_snapshot(bytes: &[u8], budget: usize) -> Result<OffsetMap, DecodeError> {
-        let mut r = Reader::new(unseal(bytes, KIND_SNAPSHOT)?);
+        let (version, body) = unseal(bytes, KIND_SNAPSHOT)?;
+        let mut r = Reader::new(body);
         let seq = r.varint()?;
-        let mut fields = [0u64; 6];
-        for field in &mut fields {
+        let mut fields = [0u64; 8];
+        let count = if version >= 2 { 8 } else { 6 };
+        for field in &mut fields[..count] {
             *field = r.offset()?;
         }
         let [
@@ -81,6 +86,8 @@ impl OffsetMap {
             target_log,
             source_lost,
             target_lost,
+            source_start,
+            target_start,
         ] = fields;
 
         let mut prev = [0u64; 2];
@@ -119,9 +126,10 @@ impl OffsetMap {
         }
         let log_start = [source_log, target_log];
         let lost_below = [source_lost, target_lost];
-        if (0..2).any(|i| log_start[i] > next[i] || lost_below[i] > next[i]) {
+        let start = [source_start, target_start];
+        if (0..2).any(|i| log_start[i] > next[i] || lost_below[i] > next[i] || start[i] > next[i]) {
             return Err(DecodeError::Malformed(
-                "log start or loss mark above the position",
+                "log start, loss mark or replication start above the position",
             ));
         }
         Ok(OffsetMap::from_parts(MapParts {
@@ -132,6 +140,7 @@ impl OffsetMap {
             next,
             log_start,
             lost_below,
+            start,
         }))
     }
 }

@@ -101,10 +101,40 @@ fn trailing_bytes_are_rejected() {
 }
 
 #[test]
+fn a_version_1_snapshot_reads_as_replicated_from_the_start() {
+    // Version 1 had six positions and no replication start.
+    let mut body = Vec::new();
+    for value in [3, 10, 10, 0, 0, 0, 0, 0, 1, 0, 0, 10] {
+        varint::put(&mut body, value);
+    }
+    let map = OffsetMap::from_snapshot(&forge(1, KIND_SNAPSHOT, &body), 6).unwrap();
+    assert_eq!(map.replication_start(crate::Side::Source), 0);
+    assert_eq!(map.seq(), 3);
+    assert!(map.translate(0).is_exact());
+}
+
+#[test]
+fn the_replication_start_survives_a_snapshot() {
+    let mut map = OffsetMap::new();
+    map.start_at(500, 40).unwrap();
+    map.append_dense(500, 10, 40).unwrap();
+    let restored = OffsetMap::from_snapshot(&map.snapshot().bytes, 6).unwrap();
+    assert_eq!(restored, map);
+    assert_eq!(restored.replication_start(crate::Side::Source), 500);
+    assert_eq!(restored.replication_start(crate::Side::Target), 40);
+    // A start above the position is refused.
+    let mut body = Vec::new();
+    for value in [0, 10, 10, 0, 0, 0, 0, 11, 0, 0, 0] {
+        varint::put(&mut body, value);
+    }
+    assert!(OffsetMap::from_snapshot(&forge(VERSION, KIND_SNAPSHOT, &body), 6).is_err());
+}
+
+#[test]
 fn counts_are_capped_before_allocating() {
     let mut body = Vec::new();
-    for _ in 0..7 {
-        varint::put(&mut body, 0); // seq and the six positions
+    for _ in 0..9 {
+        varint::put(&mut body, 0); // seq and the eight positions
     }
     varint::put(&mut body, u64::MAX); // coarse count
     assert!(matches!(
@@ -116,7 +146,7 @@ fn counts_are_capped_before_allocating() {
     varint::put(&mut delta, 1);
     varint::put(&mut delta, 1 << 40);
     assert!(matches!(
-        crate::Delta::decode(&forge(VERSION, KIND_DELTA, &delta)),
+        crate::Delta::decode(&forge(DELTA_VERSION, KIND_DELTA, &delta)),
         Err(DecodeError::TooMany { .. })
     ));
 }
@@ -141,7 +171,7 @@ fn overlong_varints_and_out_of_range_offsets() {
 fn invariants_are_checked() {
     // One run 0..10, but a source position of 5: below the run's end.
     let mut body = Vec::new();
-    for value in [0, 5, 10, 0, 0, 0, 0, 0, 1, 0, 0, 10] {
+    for value in [0, 5, 10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 10] {
         varint::put(&mut body, value);
     }
     assert_eq!(
@@ -150,7 +180,7 @@ fn invariants_are_checked() {
     );
     // An empty run.
     let mut body = Vec::new();
-    for value in [0, 10, 10, 0, 0, 0, 0, 0, 1, 0, 0, 0] {
+    for value in [0, 10, 10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0] {
         varint::put(&mut body, value);
     }
     assert_eq!(
@@ -186,7 +216,7 @@ fn delta_round_trip_and_corruption() {
         flipped[bit / 8] ^= 1 << (bit % 8);
         assert!(crate::Delta::decode(&flipped).is_err(), "bit {bit}");
     }
-    let unknown_tag = forge(VERSION, KIND_DELTA, &[1, 1, 9, 0, 0]);
+    let unknown_tag = forge(DELTA_VERSION, KIND_DELTA, &[1, 1, 9, 0, 0]);
     assert_eq!(
         crate::Delta::decode(&unknown_tag),
         Err(DecodeError::Malformed("unknown update tag"))
