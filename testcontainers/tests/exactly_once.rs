@@ -21,7 +21,11 @@
 //! - a foreign writer on the target: the flow stops (`on_target_mismatch = "fail"`) and
 //!   aborts its open transaction first, so no read_committed consumer is held at it;
 //! - kill -9 and restart of the target broker (its transaction coordinator and every
-//!   leader) mid-stream: every record once, nothing left open, maps exact.
+//!   leader) mid-stream: every record once, nothing left open, maps exact;
+//! - scale-out slots: two members share 6 slots; one of them is killed with kill -9 and
+//!   started again, again and again, while the other's slots keep committing. Each
+//!   restarted slot reads its own last commit past the other slots' open transactions
+//!   (the state topic is read in commit order), so nothing is copied twice.
 //!
 //! The tests share one pair of clusters (a flow name, topic and transactional id each),
 //! except the broker kill, which has its own; the JVMs die with the test process (the
@@ -372,6 +376,149 @@ fn kill_9_under_load_then_restart_commits_every_record_exactly_once_and_leaves_n
     assert!(
         deltas > 0 && tombstones > 0,
         "deltas {deltas}, tombstones {tombstones}"
+    );
+}
+
+/// How many kill -9s of a slot member: `STRAIT_EOS_SLOT_KILLS`, else 5.
+fn slot_kills() -> usize {
+    std::env::var("STRAIT_EOS_SLOT_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+}
+
+#[test]
+fn kill_9_of_a_member_holding_several_slots_while_the_other_commits_duplicates_nothing() {
+    const TOPIC: &str = "eos-slots";
+    const NAME: &str = "eos-slots";
+    let (source, target) = clusters();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    let target_topic = format!("src.{TOPIC}");
+    // 6 partitions in 6 slots: each member holds three.
+    rdkafka::create_topic(&src, TOPIC, 6, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let member = |name: &str| {
+        let text = format!(
+            r#"{}name = "{NAME}"
+[flows.topics]
+include = ["{TOPIC}"]
+{SYNC_OFF}[flows.delivery]
+guarantee = "exactly_once"
+transaction_interval = "100ms"
+[flows.scale_out]
+slots = 6
+instance_id = "{name}"
+session_timeout = "6s"
+[engine]
+fetch_max_wait = "50ms"
+[metrics]
+enabled = false
+"#,
+            two_cluster_flow(&src, &dst, "5s")
+        );
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).expect("write config");
+        (path, dir.path().join(format!("{name}.log")))
+    };
+    let (cfg_a, log_a) = member("a");
+    let (cfg_b, log_b) = member("b");
+    let logs = || {
+        format!(
+            "{}
+{}",
+            log_tail(&log_a),
+            log_tail(&log_b)
+        )
+    };
+    let total_committed = || -> i64 {
+        ends(&dst, &target_topic, 6, IsolationLevel::ReadCommitted).map_or(0, |e| e.values().sum())
+    };
+    let producer = NumberedProducer::start(src.clone(), TOPIC, 6, PER_CALL, BATCH_RECORDS);
+    let mut a = process::start(&cfg_a, &log_a);
+    let mut b = process::start(&cfg_b, &log_b);
+    let kills = slot_kills();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    for i in 0..kills {
+        let before = total_committed();
+        wait::until(
+            "both members committing",
+            Duration::from_secs(90),
+            || {
+                a.assert_running();
+                b.assert_running();
+                total_committed() > before + 60
+            },
+            logs,
+        );
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(seed % 400));
+        // The same static member starts again at once and takes its slots back, fencing
+        // its dead self, while b's transactions are open.
+        b.kill9();
+        println!(
+            "slot kill {}/{kills} at {} committed",
+            i + 1,
+            total_committed()
+        );
+        b = process::start(&cfg_b, &log_b);
+    }
+    let produced = producer.finish();
+    let drained = (&dst, target_topic.as_str());
+    wait::until(
+        "the target to commit every source record",
+        Duration::from_secs(120),
+        || {
+            a.assert_running();
+            b.assert_running();
+            total_committed() >= produced as i64
+                && read(
+                    drained.0,
+                    drained.1,
+                    Isolation::ReadCommitted,
+                    Some(produced as usize),
+                )
+                .values()
+                .map(Vec::len)
+                .sum::<usize>() as u64
+                    >= produced
+        },
+        logs,
+    );
+    for s in [&mut a, &mut b] {
+        let status = process::stop(s, Duration::from_secs(30));
+        assert_eq!(status.code(), Some(0), "{}", logs());
+    }
+    let text = logs();
+    wait::until(
+        "the target's LSO to reach its high watermark",
+        Duration::from_secs(10),
+        || {
+            let lso = ends(&dst, &target_topic, 6, IsolationLevel::ReadCommitted);
+            lso.is_some() && lso == ends(&dst, &target_topic, 6, IsolationLevel::ReadUncommitted)
+        },
+        || format!("a transaction hangs on the target\n{text}"),
+    );
+    let source = read(
+        &src,
+        TOPIC,
+        Isolation::ReadCommitted,
+        Some(produced as usize),
+    );
+    let on_target = read(
+        &dst,
+        &target_topic,
+        Isolation::ReadCommitted,
+        Some(produced as usize),
+    );
+    let report = verify::check(&source, &on_target);
+    println!("{kills} slot kills on Apache Kafka, read_committed on the target: {report}");
+    let problems = report.problems(0);
+    assert!(
+        problems.is_empty(),
+        "{problems:#?}
+{text}"
     );
 }
 

@@ -345,6 +345,63 @@ fn failover_refuses_a_position_replication_has_not_reached_and_commits_nothing()
 }
 
 #[test]
+fn a_group_behind_a_latest_start_is_not_exact_and_fails_over_only_when_accepted() {
+    const TOPIC: &str = "orders-behind";
+    const TARGET: &str = "src.orders-behind";
+    const GROUP: &str = "billing-behind";
+    let (source, target) = clusters();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = config(dir.path(), "fo-behind", TOPIC, NO_SYNC, "");
+    // `start_position` belongs to the flow, before its subtables.
+    let with_start = std::fs::read_to_string(&cfg).expect("read config").replace(
+        "name = \"fo-behind\"\n",
+        "name = \"fo-behind\"\nstart_position = \"latest\"\n",
+    );
+    std::fs::write(&cfg, with_start).expect("write config");
+    let cfg = cfg.to_str().expect("utf-8 path");
+    rdkafka::create_topic(&src, TOPIC, 1, &[]).expect("topic");
+    // 20 records before replication starts (never replicated), 10 after.
+    produce(&src, TOPIC, 0, 20, Transaction::None);
+    let out = strait(&["run", "--once", "-c", cfg]);
+    assert!(out.status.success(), "{}", text(&out));
+    produce(&src, TOPIC, 20, 10, Transaction::None);
+    let out = strait(&["run", "--once", "-c", cfg]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        read_all(&dst, TARGET).len(),
+        10,
+        "only what came after the start"
+    );
+    // The group read 5 records: it is 15 records behind where replication started.
+    rdkafka::commit_group_offsets(&src, GROUP, TOPIC, &[(0, 5)]).expect("commit");
+    let failover = |extra: &[&str]| {
+        let mut args = vec!["failover", "-c", cfg, "--group", GROUP, "--execute"];
+        args.extend_from_slice(extra);
+        strait(&args)
+    };
+    let out = failover(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("before where replication started (20)") && stdout.contains("skip 15"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(committed(&dst, GROUP, TARGET), None, "nothing committed");
+    let out = failover(&["--accept-inexact"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("NOT EXACT"),
+        "{}",
+        text(&out)
+    );
+    // Where replication started: the first replicated record, v20.
+    let at = committed(&dst, GROUP, TARGET).expect("committed");
+    assert_eq!(value(&record_at(&dst, TARGET, at)), "v20");
+}
+
+#[test]
 fn a_renamed_topic_is_replicated_under_its_new_name_and_fails_over_there() {
     const TOPIC: &str = "orders-rn";
     const GROUP: &str = "billing-rn";

@@ -60,6 +60,9 @@ pub(super) async fn take(
             .flow(&flow.name)
             .cluster(&target.name)
     };
+    // Reaching the target first gives an unreachable one the same error as the data
+    // path's, and the client names the holder of a refused guard.
+    let admin = crate::connect::connect(target, &flow.name).await?;
     let host = host_name().unwrap_or_else(|| "unknown".into());
     let proto = SoleWriter::new(format!("{host} (pid {})", std::process::id()));
     let cfg = MembershipConfig::new(&group, PROTOCOL_TYPE)
@@ -109,7 +112,7 @@ pub(super) async fn take(
         return Err(err(why));
     };
     let Some(a) = v.assignment.filter(|a| SoleWriter::holds(&a.data)) else {
-        let holder = holder_host(target, flow, &group).await;
+        let holder = holder_host(&admin, &group).await;
         member.leave().await;
         return Err(err(format!(
             "this flow is already written by {holder}; a second writer would duplicate \
@@ -164,10 +167,7 @@ async fn watch_for_loss(
 }
 
 /// Who holds the group: the hosts in its members' metadata, else "another process".
-async fn holder_host(target: &Cluster, flow: &Flow, group: &str) -> String {
-    let Ok(client) = crate::connect::connect(target, &flow.name).await else {
-        return "another process".into();
-    };
+async fn holder_host(client: &strait_client::Client, group: &str) -> String {
     let Ok(groups) = client.describe_groups(&[group]).await else {
         return "another process".into();
     };
