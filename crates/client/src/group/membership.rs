@@ -51,15 +51,21 @@
 //! 14. **rejoin on request**: [`Membership::request_rejoin`] (the caller released revoked
 //!     partitions, or its metadata changed) turns a stable member into a rejoining one that
 //!     keeps its assignment (rule 6).
-//! 15. **keep-alive while rejoining**: while a member that still owns its assignment waits
-//!     for a JoinGroup or SyncGroup answer, a keep-alive heartbeat (the old generation) is
-//!     due every `heartbeat_interval` ([`Membership::keepalive`], sent on another
-//!     connection: Kafka serves one connection's requests in order). OK or
+//! 15. **keep-alive while rejoining**: while a member waits for a JoinGroup answer owning
+//!     its assignment (a keep-alive of its generation), or for a SyncGroup answer (a
+//!     keep-alive of the generation it joined, whether it owns anything or not: Kafka
+//!     counts a heartbeat after the JoinGroup answer as an ordinary one, and a coordinator
+//!     that holds the SyncGroup answer — Tansu, about 3 s for a static member — would
+//!     otherwise let the session run out meanwhile, the session of a restarted static
+//!     member counting from the last heartbeat of the process before it), a keep-alive
+//!     heartbeat is due every `heartbeat_interval` ([`Membership::keepalive`], sent on
+//!     another connection: Kafka serves one connection's requests in order). OK or
 //!     REBALANCE_IN_PROGRESS proves the coordinator still counts us (Kafka resets the
 //!     session on it) and extends ownership (rule 12), so a long rebalance does not make
-//!     members self-fence; UNKNOWN_MEMBER_ID drops the assignment, FENCED_INSTANCE_ID is
-//!     fatal, and anything else (ILLEGAL_GENERATION once the join completed, network
-//!     errors) is ignored: the join's answer decides.
+//!     members self-fence; UNKNOWN_MEMBER_ID drops the assignment and ends the keep-alives
+//!     until the call answers, FENCED_INSTANCE_ID is fatal, and anything else
+//!     (ILLEGAL_GENERATION once the join completed, network errors) is ignored: the call's
+//!     answer decides.
 
 use std::time::{Duration, Instant};
 
@@ -106,6 +112,8 @@ pub struct Membership {
     keepalive_sent: Option<Instant>,
     /// Send time of the latest keep-alive.
     last_keepalive: Option<Instant>,
+    /// A keep-alive was answered UNKNOWN_MEMBER_ID: none more until the call answers.
+    keepalive_refused: bool,
 }
 
 impl Membership {
@@ -128,6 +136,7 @@ impl Membership {
             stats: Stats::default(),
             keepalive_sent: None,
             last_keepalive: None,
+            keepalive_refused: false,
         }
     }
 
@@ -249,21 +258,29 @@ impl Membership {
         self.fence_deadline().map_or(at, |f| f.min(at))
     }
 
-    /// When the next keep-alive is due (rule 15): `None` unless we own an assignment, a
-    /// JoinGroup or SyncGroup is in flight, and no keep-alive is.
+    /// When the next keep-alive is due (rule 15): `None` unless a JoinGroup is in flight
+    /// and we own an assignment, or a SyncGroup is in flight; and no keep-alive is in
+    /// flight or was refused.
     pub fn keepalive_at(&self) -> Option<Instant> {
-        self.assignment.as_ref()?;
-        if self.keepalive_sent.is_some() {
-            return None;
-        }
-        let (_, sent) = self
-            .in_flight
-            .filter(|(c, _)| matches!(c, Call::Join | Call::Sync))?;
+        self.keepalive_of()?;
+        let (_, sent) = self.in_flight?;
         let last = [self.confirmed, self.last_keepalive, Some(sent)]
             .into_iter()
             .flatten()
             .max()?;
         Some(last + self.cfg.heartbeat_interval)
+    }
+
+    /// The generation and member id a keep-alive carries now (rule 15), if one may be sent.
+    fn keepalive_of(&self) -> Option<(i32, &str)> {
+        if self.keepalive_sent.is_some() || self.keepalive_refused {
+            return None;
+        }
+        match (self.in_flight?.0, &self.joined, &self.assignment) {
+            (Call::Sync, Some(j), _) => Some((j.generation, &j.member_id)),
+            (Call::Join, _, Some(a)) => Some((a.generation, &self.member_id)),
+            _ => None,
+        }
     }
 
     /// The keep-alive to send now, if one is due (rule 15); answer with
@@ -272,10 +289,10 @@ impl Membership {
         if self.keepalive_at()? > now {
             return None;
         }
-        let a = self.assignment.as_ref()?;
+        let (generation, member_id) = self.keepalive_of()?;
         let call = HeartbeatCall {
-            generation: a.generation,
-            member_id: self.member_id.clone(),
+            generation,
+            member_id: member_id.to_string(),
             instance_id: self.cfg.instance_id.clone(),
         };
         self.keepalive_sent = Some(now);
@@ -293,9 +310,12 @@ impl Membership {
             Ok(()) => self.confirm_keepalive(sent),
             Err(e) if e.kafka_error() == rebalancing => self.confirm_keepalive(sent),
             Err(e) => match e.kafka_error() {
-                Some(ResponseError::UnknownMemberId) => self.lose(GroupError::UnknownMember {
-                    member_id: self.member_id.clone(),
-                }),
+                Some(ResponseError::UnknownMemberId) => {
+                    self.keepalive_refused = true;
+                    self.lose(GroupError::UnknownMember {
+                        member_id: self.member_id.clone(),
+                    });
+                }
                 Some(ResponseError::FencedInstanceId) => {
                     self.in_flight = None;
                     self.fail(GroupError::FencedInstance {
@@ -309,10 +329,8 @@ impl Membership {
     }
 
     fn confirm_keepalive(&mut self, sent: Instant) {
-        if self.assignment.is_some() {
-            self.stats.keepalives_confirmed += 1;
-            self.confirmed = Some(self.confirmed.map_or(sent, |c| c.max(sent)));
-        }
+        self.stats.keepalives_confirmed += 1;
+        self.confirm(sent);
     }
 
     /// Applies the self-fence deadline (rule 12). Returns true when it just dropped the
@@ -369,6 +387,7 @@ impl Membership {
                 self.in_flight = None;
                 // The driver abandons a keep-alive still out (rule 15).
                 self.keepalive_sent = None;
+                self.keepalive_refused = false;
                 Some(sent)
             }
             _ => None,

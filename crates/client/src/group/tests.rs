@@ -435,14 +435,34 @@ fn keepalive_while_rejoining() {
     m.on_join(t4, Ok(joined("me", "other", 2, &[])));
     assert!(matches!(m.next_step(t4), Step::Sync(_)));
     assert_eq!(m.keepalive_at(), Some(t4 + interval));
-    // UNKNOWN_MEMBER_ID drops the assignment.
+    // While the SyncGroup waits, the keep-alive carries the generation joined.
     let t5 = t4 + interval;
-    m.keepalive(t5).expect("due");
+    let k = m.keepalive(t5).expect("due");
+    assert_eq!((k.generation, k.member_id.as_str()), (2, "me"));
+    // UNKNOWN_MEMBER_ID drops the assignment, and no keep-alive follows until the sync
+    // answers.
     m.on_keepalive(t5, Err(code(25)));
     assert!(m.assignment().is_none());
     assert_eq!(m.keepalive_at(), None);
-    // A member that owns nothing sends none.
-    let mut fresh = Membership::new(cfg());
-    fresh.next_step(t);
+    // A member that owns nothing sends none while its JoinGroup waits (it has no session
+    // yet, or gave it up)...
+    let mut fresh = Membership::new(cfg().with_instance_id("host-a"));
+    assert!(matches!(fresh.next_step(t), Step::Join(_)));
     assert_eq!(fresh.keepalive_at(), None);
+    // ...and does once joined, while its SyncGroup waits: a restarted static member's
+    // session counts from the last heartbeat of the process before it.
+    fresh.on_join(t, Ok(joined("host-a-1", "other", 7, &[])));
+    assert!(matches!(fresh.next_step(t), Step::Sync(_)));
+    assert_eq!(fresh.keepalive_at(), Some(t + interval));
+    let k = fresh.keepalive(t + interval).expect("due");
+    assert_eq!(
+        (k.generation, k.member_id.as_str(), k.instance_id.as_deref()),
+        (7, "host-a-1", Some("host-a"))
+    );
+    fresh.on_keepalive(t + interval, Ok(()));
+    assert_eq!(fresh.stats().keepalives_confirmed, 1);
+    assert_eq!(fresh.keepalive_at(), Some(t + interval * 2));
+    fresh.on_sync(t + interval * 2, Ok(Bytes::from_static(b"mine")));
+    assert_eq!(fresh.phase(), Phase::Stable);
+    assert_eq!(fresh.keepalive_at(), None, "stable: the ordinary heartbeat");
 }

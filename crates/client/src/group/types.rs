@@ -165,6 +165,7 @@ pub struct Stats {
     pub assignments: u64,
     /// Times the assignment was lost (expelled, fenced, self-fenced).
     pub lost: u64,
-    /// Keep-alive heartbeats that extended ownership while rejoining (rule 15).
+    /// Keep-alive heartbeats the coordinator confirmed while a JoinGroup or SyncGroup
+    /// waited (rule 15).
     pub keepalives_confirmed: u64,
 }
