@@ -15,7 +15,7 @@ use super::scale_out::host_name;
 use crate::config::scale_out::{REBALANCE_TIMEOUT, SESSION_TIMEOUT, default_group};
 use crate::config::{Cluster, Flow};
 use crate::error::MirrorError;
-use crate::scale::sole_writer::SoleWriter;
+use crate::scale::sole_writer::{SoleWriter, dead_predecessors, identity, writer_client_id};
 use crate::scale::{MemberMetadata, PROTOCOL_TYPE};
 
 /// Longest wait for the coordinator's first answer: a coordinator that never completes a
@@ -64,13 +64,15 @@ pub(super) async fn take(
     // path's, and the client names the holder of a refused guard.
     let admin = crate::connect::connect(target, &flow.name).await?;
     let host = host_name().unwrap_or_else(|| "unknown".into());
-    let proto = SoleWriter::new(format!("{host} (pid {})", std::process::id()));
+    let pid = std::process::id();
+    remove_dead_predecessors(&admin, &group, &target.client_id, (&host, pid)).await;
+    let proto = SoleWriter::new(identity(&host, pid));
     let cfg = MembershipConfig::new(&group, PROTOCOL_TYPE)
         .with_session_timeout(SESSION_TIMEOUT.0)
         .with_rebalance_timeout(REBALANCE_TIMEOUT.0);
     let client =
         crate::connect::client_config(target)
-            .with_client_id(format!("strait-writer.{}", target.client_id))
+            .with_client_id(writer_client_id(&target.client_id, &host, pid))
             .with_security(target.security.to_client().map_err(|e| {
                 MirrorError::kafka("writer group: security", e).cluster(&target.name)
             })?);
@@ -163,6 +165,54 @@ async fn watch_for_loss(
             let _ = on_lost.send(true);
             return;
         }
+    }
+}
+
+/// Removes this host's earlier processes of the flow that are gone from the group
+/// ([`dead_predecessors`]), so that a restart does not wait out their session. Best
+/// effort: whatever fails here only costs that wait.
+async fn remove_dead_predecessors(
+    client: &strait_client::Client,
+    group: &str,
+    client_id: &str,
+    (host, pid): (&str, u32),
+) {
+    let Ok(groups) = client.describe_groups(&[group]).await else {
+        return;
+    };
+    // Without /proc (not Linux) every process counts as alive: nothing is removed.
+    let proc_fs = std::path::Path::new("/proc/self").exists();
+    // A zombie (killed, not yet reaped) is gone too.
+    let alive = |p: u32| {
+        !proc_fs
+            || std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
+                let state = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, r)| r.trim_start().chars().next());
+                !matches!(state, Some('Z' | 'X'))
+            })
+    };
+    // A coordinator that reports no protocol for a group with members (Tansu 0.6) never
+    // completes a rebalance after another member's LeaveGroup: there the restart waits
+    // out the session instead (docs/compatibility.md).
+    let ids: Vec<&str> = groups
+        .iter()
+        .filter(|g| !g.protocol_data.is_empty())
+        .flat_map(|g| g.members.iter())
+        .map(|m| m.member_id.as_str())
+        .collect();
+    tracing::debug!(group, members = ?ids, "the writer group's members before joining");
+    let gone = dead_predecessors(ids, client_id, host, pid, alive);
+    if gone.is_empty() {
+        return;
+    }
+    let ids: Vec<&str> = gone.iter().map(String::as_str).collect();
+    match client.leave_group(group, &ids).await {
+        Ok(()) => tracing::info!(group, members = ?gone,
+            "removed this host's earlier process of the flow (gone) from its writer group"),
+        Err(e) => tracing::info!(group, error = %e,
+            "could not remove this host's earlier process from the writer group; waiting \
+             for its session to expire"),
     }
 }
 

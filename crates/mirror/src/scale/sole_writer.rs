@@ -15,6 +15,11 @@
 //! - **A scale-out member and a sole writer never share a group**: their protocol names
 //!   differ, so the coordinator refuses the later one (INCONSISTENT_GROUP_PROTOCOL).
 //!
+//! - **A restart does not wait for its dead self** ([`dead_predecessors`]): a member that
+//!   names this host and a process that no longer runs here (or this very pid, reused
+//!   after a container restart) is removed from the group before joining, so a process
+//!   restarted after `kill -9` does not wait out its predecessor's session.
+//!
 //! The guard refuses at start and at every rebalance. It is not a fence: a holder cut off
 //! from the coordinator for longer than its session keeps writing, as a consumer that
 //! lost its group does (scale-out's members fence themselves; docs/operations.md).
@@ -48,6 +53,46 @@ pub fn holder(members: &[(String, MemberMetadata)]) -> Option<&str> {
     claimant
         .or_else(|| members.iter().min_by_key(|(id, _)| id.as_str()))
         .map(|(id, _)| id.as_str())
+}
+
+/// What a sole writer puts in its metadata's `host`: the host and its pid.
+pub fn identity(host: &str, pid: u32) -> String {
+    format!("{host} (pid {pid})")
+}
+
+/// The client id a sole writer on `host` with `pid` joins with. Coordinators name members
+/// `<client id>-<uuid>` (Kafka and Tansu alike), so a member id tells the process it was
+/// even where DescribeGroups returns no metadata (Tansu).
+pub fn writer_client_id(client_id: &str, host: &str, pid: u32) -> String {
+    format!("{client_id}.writer.{host}.pid{pid}")
+}
+
+/// The members (ids) that were earlier processes on this host (`host`, this process being
+/// `pid`, joining with `client_id`) and are gone: their pid is not `alive`, or it is this
+/// process's own pid (reused: a container restarted with the same host name).
+pub fn dead_predecessors<'a>(
+    member_ids: impl IntoIterator<Item = &'a str>,
+    client_id: &str,
+    host: &str,
+    pid: u32,
+    alive: impl Fn(u32) -> bool,
+) -> Vec<String> {
+    let prefix = format!("{client_id}.writer.{host}.pid");
+    member_ids
+        .into_iter()
+        .filter(|id| {
+            let Some(rest) = id.strip_prefix(&prefix) else {
+                return false;
+            };
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let follows_dash = rest[digits.len()..].starts_with('-');
+            match digits.parse::<u32>() {
+                Ok(p) if follows_dash => p == pid || !alive(p),
+                _ => false,
+            }
+        })
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The sole-writer guard's [`Protocol`]: this process's metadata, and on the leader the
@@ -135,6 +180,23 @@ mod tests {
             m.owned = vec![PartitionId::writer()];
         }
         (id.to_owned(), m)
+    }
+
+    #[test]
+    fn a_restart_does_not_wait_for_its_dead_self() {
+        let id = |host: &str, pid: u32| format!("{}-0f3c", writer_client_id("c", host, pid));
+        let members = [
+            id("h", 10),                    // dead
+            id("h", 11),                    // alive
+            id("other", 10),                // another host
+            id("h", 7),                     // this pid, reused
+            id("h.example", 12),            // another host sharing a prefix
+            "c.writer.h.pid9x-0f3c".into(), // not a pid
+            "someone-else-0f3c".into(),
+        ];
+        let alive = |pid| pid == 11 || pid == 7;
+        let gone = dead_predecessors(members.iter().map(String::as_str), "c", "h", 7, alive);
+        assert_eq!(gone, [id("h", 10), id("h", 7)]);
     }
 
     #[test]
