@@ -353,10 +353,10 @@ fn a_group_behind_a_latest_start_is_not_exact_and_fails_over_only_when_accepted(
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     let dir = tempfile::tempdir().expect("temp dir");
     let cfg = config(dir.path(), "fo-behind", TOPIC, NO_SYNC, "");
-    // `start_position` belongs to the flow, before its subtables.
+    // `start_position` belongs to `[flows.topics]`.
     let with_start = std::fs::read_to_string(&cfg).expect("read config").replace(
-        "name = \"fo-behind\"\n",
-        "name = \"fo-behind\"\nstart_position = \"latest\"\n",
+        "include = [\"orders-behind\"]\n",
+        "include = [\"orders-behind\"]\nstart_position = \"latest\"\n",
     );
     std::fs::write(&cfg, with_start).expect("write config");
     let cfg = cfg.to_str().expect("utf-8 path");
