@@ -7,14 +7,18 @@
 //! The engine runs in-process with small timeouts (`engine.delivery_timeout = "3s"`,
 //! request timeouts of 1 s); the target sits behind a [`FaultProxy`] it advertises, so
 //! every connection to it goes through the stall. librdkafka writes the source and reads
-//! both sides.
+//! both sides to their ends (`strait_testkit::verify`): per partition nothing lost, nothing
+//! foreign, source order kept, and duplicates within the documented bound (one in-flight
+//! window, `max_in_flight_per_partition` batches of at most [`BATCH_RECORDS`] records, per
+//! event that can leave requests unanswered: docs/operations.md, "Delivery guarantees").
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use strait_mirror::config::{Config, load_str};
-use strait_testkit::rdkafka::{self, ConsumeOptions, ProduceOptions};
+use strait_testkit::rdkafka::{self, Isolation, ProduceOptions};
+use strait_testkit::verify::{Report, check, read_to_end, read_to_end_if_exists};
 use strait_testkit::{BrokerOptions, TansuBroker, TestRecord};
 
 mod common;
@@ -46,6 +50,20 @@ fn scale() -> u32 {
         .unwrap_or(1)
         .max(1)
 }
+/// librdkafka `batch.num.messages` for the source writes: no source batch, so no forwarded
+/// batch, holds more records.
+const BATCH_RECORDS: u32 = 10;
+
+/// Source writes in batches of at most [`BATCH_RECORDS`] (`pace`: one record at a time).
+fn batched(pace: Option<Duration>) -> ProduceOptions {
+    ProduceOptions {
+        batch_num_messages: Some(BATCH_RECORDS),
+        pace,
+        timeout: Duration::from_secs(600),
+        ..ProduceOptions::default()
+    }
+}
+
 /// Generous bound on catching up once the stall ended (correctness, not speed: restarts
 /// back off to at most 30 s).
 const CATCH_UP_BOUND: Duration = Duration::from_secs(60);
@@ -91,32 +109,31 @@ fn records(from: usize, n: usize) -> Vec<TestRecord> {
         .collect()
 }
 
-/// What the target holds: values (one per record) of every partition.
-fn target_values(bootstrap: &str) -> Vec<Bytes> {
-    rdkafka::consume(
-        bootstrap,
-        &format!("src.{TOPIC}"),
-        &ConsumeOptions {
-            idle: Duration::from_secs(2),
-            max_time: Duration::from_secs(30),
-            ..ConsumeOptions::until_idle(Duration::from_secs(2))
-        },
-    )
-    .unwrap_or_default()
-    .into_iter()
-    .filter_map(|r| r.value)
-    .collect()
+/// Both sides of `topic` read to their ends (the target's, `target_topic`, may not exist
+/// yet: nothing replicated, which the report counts as lost), compared per partition. A
+/// failed read fails the test.
+fn compare(source: &str, topic: &str, target: &str, target_topic: &str) -> Report {
+    let source = read_to_end(source, topic, Isolation::ReadUncommitted)
+        .unwrap_or_else(|e| panic!("read {topic} on the source: {e}"));
+    let target = read_to_end_if_exists(target, target_topic, Isolation::ReadUncommitted)
+        .unwrap_or_else(|e| panic!("read {target_topic} on the target: {e}"));
+    check(&source, &target)
 }
 
-/// Waits (at most `bound`) until the target holds every value of `want`.
-fn wait_replicated(bootstrap: &str, want: &BTreeSet<Bytes>, bound: Duration) -> Vec<Bytes> {
+/// Waits (at most `bound`) until the target holds every source record of `topic`, then
+/// until its count stays the same over one more read (late duplicates have landed); returns
+/// the last comparison, complete or not.
+fn wait_replicated(source: &str, topic: &str, target: &str, bound: Duration) -> Report {
     let deadline = Instant::now() + bound;
+    let target_topic = format!("src.{topic}");
+    let mut last: Option<usize> = None;
     loop {
-        let got = target_values(bootstrap);
-        let have: BTreeSet<&Bytes> = got.iter().collect();
-        if want.iter().all(|v| have.contains(v)) || Instant::now() > deadline {
-            return got;
+        let report = compare(source, topic, target, &target_topic);
+        let t = report.total();
+        if t.lost == 0 && last == Some(t.target) || Instant::now() > deadline {
+            return report;
         }
+        last = (t.lost == 0).then_some(t.target);
         std::thread::sleep(Duration::from_millis(500));
     }
 }
@@ -137,35 +154,29 @@ fn a_stall_longer_than_the_delivery_timeout_restarts_the_partitions_and_loses_no
     let (src, dst_direct) = (source.bootstrap(), target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     let before = records(0, 100);
-    rdkafka::produce(&src, TOPIC, &before, &ProduceOptions::default()).expect("produce");
-    let mut all: BTreeSet<Bytes> = before.iter().filter_map(|r| r.value.clone()).collect();
+    rdkafka::produce(&src, TOPIC, &before, &batched(None)).expect("produce");
 
     let cfg = config(&src, &proxy.bootstrap());
+    // The duplicate bound below counts in the engine's own window.
+    let max_in_flight = usize::from(cfg.engine.max_in_flight_per_partition);
     let mut engine = Running::start(cfg);
-    let got = wait_replicated(&dst_direct, &all, Duration::from_secs(30));
-    assert!(
-        got.len() >= all.len(),
-        "replicating before the stall: {} of {}",
-        got.len(),
-        all.len()
+    let report = wait_replicated(&src, TOPIC, &dst_direct, Duration::from_secs(30));
+    assert_eq!(
+        report.total().lost,
+        0,
+        "replicating before the stall: {report}"
     );
 
     // The source keeps being written through the stall (paced over ~6 s).
     let during = records(100, 300);
-    all.extend(during.iter().filter_map(|r| r.value.clone()));
     let writer = {
         let src = src.clone();
-        let during = during.clone();
         std::thread::spawn(move || {
             rdkafka::produce(
                 &src,
                 TOPIC,
                 &during,
-                &ProduceOptions {
-                    pace: Some(Duration::from_millis(20) * scale()),
-                    timeout: Duration::from_secs(600),
-                    ..ProduceOptions::default()
-                },
+                &batched(Some(Duration::from_millis(20) * scale())),
             )
         })
     };
@@ -190,37 +201,65 @@ fn a_stall_longer_than_the_delivery_timeout_restarts_the_partitions_and_loses_no
         "a produce past the delivery timeout ({delivery_timeout:?}) restarts its partition"
     );
     proxy.unstall();
-    writer.join().expect("writer").expect("source writes");
+    let delivered = writer.join().expect("writer").expect("source writes");
+    assert!(
+        delivered.iter().all(|d| d.error.is_none()),
+        "every source write delivered"
+    );
 
     // The same run catches up once the network is back.
     let caught_up_from = Instant::now();
-    let got = wait_replicated(&dst_direct, &all, CATCH_UP_BOUND);
+    let caught = wait_replicated(&src, TOPIC, &dst_direct, CATCH_UP_BOUND);
     let caught_up = caught_up_from.elapsed();
+    assert_eq!(
+        caught.total().lost,
+        0,
+        "caught up within {CATCH_UP_BOUND:?}, in the same run: {caught}"
+    );
+    // Every restart of a partition (during the stall, and any after it) can leave one
+    // window of its requests unanswered that the broker appends after the restart read the
+    // target: per partition, the duplicate bound.
+    let bounds: BTreeMap<i32, (usize, usize)> = (0..PARTITIONS)
+        .map(|p| {
+            let label = format!("partition=\"{p}\"");
+            let restarts = engine.sum("strait_partition_restarts_total", &[&label]) as usize;
+            (
+                p,
+                (restarts, restarts * max_in_flight * BATCH_RECORDS as usize),
+            )
+        })
+        .collect();
     let stopped = engine.stop(Duration::from_secs(30));
     assert!(
         matches!(stopped, Some(Ok(()))),
         "the engine stops cleanly after the outage: {stopped:?}"
     );
-    let mut counts: BTreeMap<&Bytes, usize> = BTreeMap::new();
-    for v in &got {
-        *counts.entry(v).or_default() += 1;
-    }
-    let lost = all.iter().filter(|v| !counts.contains_key(v)).count();
-    let duplicates: usize = counts.values().map(|n| n - 1).sum();
-    let foreign = counts.keys().filter(|v| !all.contains(**v)).count();
+    // Both sides again, after the stop: anything still travelling has landed.
+    let report = compare(&src, TOPIC, &dst_direct, &format!("src.{TOPIC}"));
     eprintln!(
-        "outage figures: stall {stall:?}, delivery timeout {delivery_timeout:?}, {} source \
-         records, {} on the target, {lost} lost, {duplicates} duplicates, {restarts} \
-         restart(s) during the stall, caught up {caught_up:?} after it ({:?} wall)",
-        all.len(),
-        got.len(),
+        "outage figures: stall {stall:?}, delivery timeout {delivery_timeout:?}, {report}, \
+         (restarts, duplicate bound) per partition {bounds:?}, caught up {caught_up:?} \
+         after the stall ({:?} wall)",
         started.elapsed()
     );
-    assert_eq!(foreign, 0, "nothing but source records on the target");
     assert_eq!(
-        lost, 0,
-        "every source record is on the target, in the same run"
+        report.total().source,
+        400,
+        "the source holds every record written"
     );
+    // Per partition: nothing lost (in the same run), nothing foreign, source order kept...
+    let problems = report.problems(usize::MAX);
+    assert!(problems.is_empty(), "{problems:#?}\n{report}");
+    // ...and at most one in-flight window of duplicates per restart of that partition.
+    for (p, c) in &report.partitions {
+        let (restarts, bound) = bounds.get(p).copied().unwrap_or_default();
+        assert!(
+            c.duplicates <= bound,
+            "partition {p}: {} duplicates, more than the bound {bound} ({restarts} \
+             restart(s)): {report}",
+            c.duplicates
+        );
+    }
 }
 
 fn batch(i: usize) -> strait_records::Batch {
@@ -288,15 +327,12 @@ fn batches_queued_behind_a_stalled_one_fail_at_their_deadline_and_are_never_writ
     }
     let first = results[0].0.as_ref().expect_err("failed");
     assert!(first.contains("delivery timeout"), "{first}");
-    let on_target = rdkafka::consume(
-        &target.bootstrap(),
-        "gap",
-        &ConsumeOptions::until_idle(Duration::from_secs(2)),
-    )
-    .expect("consume");
+    let on_target = read_to_end(&target.bootstrap(), "gap", Isolation::ReadUncommitted)
+        .expect("read the target to its end");
     let values: Vec<String> = on_target
-        .iter()
-        .filter_map(|r| r.value.as_ref())
+        .get(&0)
+        .into_iter()
+        .flatten()
         .map(|v| String::from_utf8_lossy(v).into_owned())
         .collect();
     // What landed is a prefix of what was sent: the batch before the stall and, at most,
@@ -402,30 +438,6 @@ fn small_batches() -> ProduceOptions {
     }
 }
 
-/// Values of `topic` on `bootstrap` in offset order, waiting (at most `bound`) for `n`.
-fn values_of(bootstrap: &str, topic: &str, n: usize, bound: Duration) -> Vec<Bytes> {
-    let deadline = Instant::now() + bound;
-    loop {
-        let got: Vec<Bytes> = rdkafka::consume(
-            bootstrap,
-            topic,
-            &ConsumeOptions {
-                idle: Duration::from_secs(2),
-                max_time: Duration::from_secs(30),
-                ..ConsumeOptions::count(n)
-            },
-        )
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|r| r.value)
-        .collect();
-        if got.len() >= n || Instant::now() > deadline {
-            return got;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
 /// "No stalls" (issue 12): a target partition that accepts no writes must not soak up the
 /// in-flight budget. Here the `stuck` flow's target stalls (connections open, nothing
 /// answered) while its source topic receives four times the budget; the `healthy` flow,
@@ -447,14 +459,11 @@ fn a_target_that_does_not_acknowledge_holds_only_its_share_and_the_other_flow_ke
 
     let mut engine = Running::start(two_flow_config(&src, &good.bootstrap(), &proxy.bootstrap()));
     let bound = Duration::from_secs(60);
-    assert_eq!(
-        values_of(&good.bootstrap(), "src.healthy", 10, bound).len(),
-        10
-    );
-    assert_eq!(
-        values_of(&bad.bootstrap(), "src.stuck", 10, bound).len(),
-        10
-    );
+    let (good_at, bad_at) = (good.bootstrap(), bad.bootstrap());
+    for (topic, target) in [("healthy", &good_at), ("stuck", &bad_at)] {
+        let report = wait_replicated(&src, topic, target, bound);
+        assert_eq!(report.total().lost, 0, "{topic} before the stall: {report}");
+    }
 
     // The stuck flow's target stops answering; its source gets 4× the 2 MiB budget.
     proxy.stall();
@@ -464,23 +473,16 @@ fn a_target_that_does_not_acknowledge_holds_only_its_share_and_the_other_flow_ke
     std::thread::sleep(Duration::from_secs(3));
     let healthy_more = big_records("h", 10, 500);
     rdkafka::produce(&src, "healthy", &healthy_more, &small_batches()).expect("produce");
-    let got = values_of(
-        &good.bootstrap(),
-        "src.healthy",
-        510,
-        Duration::from_secs(90),
+    let report = wait_replicated(&src, "healthy", &good_at, Duration::from_secs(90));
+    assert_eq!(report.total().source, first_h.len() + healthy_more.len());
+    // No partition restarts here (the delivery timeout is 10 minutes): a request is only
+    // ever retried under its sequence number, which the broker does not append twice, so
+    // the bound is no duplicate at all; and nothing lost, nothing foreign, order kept.
+    let problems = report.problems(0);
+    assert!(
+        problems.is_empty(),
+        "every healthy record, in order, while the other target stalls: {problems:#?}\n{report}"
     );
-    let want: Vec<Bytes> = first_h
-        .iter()
-        .chain(&healthy_more)
-        .filter_map(|r| r.value.clone())
-        .collect();
-    assert_eq!(
-        got.len(),
-        want.len(),
-        "every healthy record, while the other target stalls"
-    );
-    assert!(got == want, "in order, byte for byte");
     assert!(
         engine.wait(Duration::ZERO).is_none(),
         "the engine is still running"
@@ -488,19 +490,18 @@ fn a_target_that_does_not_acknowledge_holds_only_its_share_and_the_other_flow_ke
 
     // The stall ends: the stuck flow is fetched again and catches up.
     proxy.unstall();
-    let got = values_of(
-        &bad.bootstrap(),
-        "src.stuck",
-        2010,
-        Duration::from_secs(120),
+    let report = wait_replicated(&src, "stuck", &bad_at, Duration::from_secs(120));
+    assert_eq!(report.total().source, first_s.len() + stuck_more.len());
+    assert_eq!(
+        engine.sum("strait_partition_restarts_total", &[]),
+        0.0,
+        "no partition restarted"
     );
-    let want: Vec<Bytes> = first_s
-        .iter()
-        .chain(&stuck_more)
-        .filter_map(|r| r.value.clone())
-        .collect();
-    assert_eq!(got.len(), want.len(), "the stuck flow caught up");
-    assert!(got == want, "in order, byte for byte");
+    let problems = report.problems(0);
+    assert!(
+        problems.is_empty(),
+        "the stuck flow caught up, in order: {problems:#?}\n{report}"
+    );
     let stopped = engine.stop(Duration::from_secs(60)).expect("stops");
     assert!(stopped.is_ok(), "{stopped:?}");
 }
