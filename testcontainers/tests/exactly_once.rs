@@ -438,24 +438,32 @@ enabled = false
     let mut b = process::start(&cfg_b, &log_b);
     let kills = slot_kills();
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    // Slots b started, by its log (each run appends to the same file).
+    let started_slots = || {
+        std::fs::read_to_string(&log_b)
+            .unwrap_or_default()
+            .matches("starting the exactly-once slot")
+            .count()
+    };
     for i in 0..kills {
-        let before = total_committed();
+        let (before, slots_before) = (total_committed(), started_slots());
         wait::until(
-            "both members committing",
+            "b's slots started and both members committing",
             Duration::from_secs(90),
             || {
                 a.assert_running();
                 b.assert_running();
-                total_committed() > before + 60
+                started_slots() > slots_before && total_committed() > before + 60
             },
             logs,
         );
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        std::thread::sleep(Duration::from_millis(seed % 400));
+        // b commits several transactions of its slots, then dies at a random moment.
+        std::thread::sleep(Duration::from_millis(800 + seed % 700));
         // The same static member starts again at once and takes its slots back, fencing
-        // its dead self, while b's transactions are open.
+        // its dead self, while a's transactions (and b's other slots') are open.
         b.kill9();
         println!(
             "slot kill {}/{kills} at {} committed",
