@@ -402,6 +402,77 @@ fn a_group_behind_a_latest_start_is_not_exact_and_fails_over_only_when_accepted(
 }
 
 #[test]
+fn with_the_source_killed_failover_commits_the_last_synced_positions_and_shows_their_age() {
+    const TOPIC: &str = "orders-dr";
+    const TARGET: &str = "src.orders-dr";
+    const GROUP: &str = "billing-dr";
+    // Its own pair: the source is killed.
+    let (mut source, target) = Kafka::pair();
+    let (src, dst) = (source.bootstrap(), target.bootstrap());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cfg = two_cluster_flow(&src, &dst, "5s");
+    cfg.push_str(&format!(
+        "name = \"fo-dr\"\n[flows.topics]\ninclude = [\"{TOPIC}\"]\n[flows.sync]\n\
+         group_offsets = false\nheartbeats = false\ncheckpoints = true\n\
+         [engine]\nfetch_max_wait = \"100ms\"\n[metrics]\nenabled = false\n"
+    ));
+    let cfg_path = dir.path().join("strait.toml");
+    std::fs::write(&cfg_path, cfg).expect("write config");
+    let cfg = cfg_path.to_str().expect("utf-8 path");
+    rdkafka::create_topic(&src, TOPIC, 1, &[]).expect("topic");
+    produce(&src, TOPIC, 0, 40, Transaction::None);
+    rdkafka::commit_group_offsets(&src, GROUP, TOPIC, &[(0, 25)]).expect("commit");
+    // Replicates and syncs once: a checkpoint (25 -> 25) on the target, no group commit.
+    let out = strait(&["run", "--once", "-c", cfg]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(committed(&dst, GROUP, TARGET), None, "group_offsets is off");
+
+    source.cluster_mut().node_mut(0).kill9();
+    let started = std::time::Instant::now();
+    let failover = |extra: &[&str]| {
+        let mut args = vec![
+            "failover",
+            "-c",
+            cfg,
+            "--group",
+            GROUP,
+            "--source-unavailable",
+        ];
+        args.extend_from_slice(extra);
+        strait(&args)
+    };
+    let plan = failover(&[]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    let stdout = String::from_utf8_lossy(&plan.stdout);
+    println!("{stdout}");
+    assert!(
+        stdout.contains("synced") && stdout.contains(" ago (at ") && stdout.contains("exact"),
+        "the plan shows how old the position is:\n{}",
+        text(&plan)
+    );
+    assert!(
+        stdout.contains("not checked (--source-unavailable)"),
+        "{}",
+        text(&plan)
+    );
+    let out = failover(&["--execute"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Nothing waited on the dead source (a source connection alone gives up after 5 s,
+    // retried for the request timeout).
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    let at = committed(&dst, GROUP, TARGET).expect("committed on the target");
+    assert_eq!(
+        value(&record_at(&dst, TARGET, at)),
+        "v25",
+        "the very record"
+    );
+}
+
+#[test]
 fn a_renamed_topic_is_replicated_under_its_new_name_and_fails_over_there() {
     const TOPIC: &str = "orders-rn";
     const GROUP: &str = "billing-rn";

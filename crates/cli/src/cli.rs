@@ -141,6 +141,11 @@ pub struct SwitchArgs {
     /// commit where it started, skipping the records in between (never replicated).
     #[arg(long)]
     pub accept_inexact: bool,
+    /// Failover with the source cluster gone: read nothing from it, and commit on the
+    /// target from the group's last positions Strait synced (its checkpoints) through the
+    /// maps in the target's state topic; the plan shows how old each position is.
+    #[arg(long)]
+    pub source_unavailable: bool,
     /// Failover: how long to wait for replication to pass the group's positions.
     #[arg(long, value_name = "DURATION", default_value = "30s",
           value_parser = crate::bench::args::parse_duration)]

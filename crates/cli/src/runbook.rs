@@ -45,29 +45,55 @@ pub fn switch_cmd(direction: Direction, args: &SwitchArgs) -> anyhow::Result<Exi
         Direction::Failover => args.wait,
         Direction::Failback => Duration::ZERO,
     };
+    if args.source_unavailable && direction == Direction::Failback {
+        anyhow::bail!("--source-unavailable is for failover (failback returns to the source)");
+    }
     runtime()?.block_on(async {
+        // Per flow: the client of the side the group moves to, the flow and its plan.
         let mut plans = Vec::new();
         for flow in &flows {
-            let (source, target) = clients(&config, flow).await?;
-            let clusters = Clusters { source, target };
-            let plan = runbook::prepare_waiting(
-                &clusters,
-                flow,
-                &args.group,
-                args.topic.as_deref(),
-                direction,
-                options,
-                wait,
-            )
-            .await
-            .with_context(|| format!("flow {}", flow.name))?;
-            plans.push((clusters, *flow, plan));
+            let (to, plan) = if args.source_unavailable {
+                let cluster = config
+                    .cluster(&flow.target)
+                    .with_context(|| format!("flow {}: no target cluster", flow.name))?;
+                let target = strait_mirror::connect::connect(cluster, &flow.name).await?;
+                let plan = runbook::unplanned::prepare(
+                    &target,
+                    flow,
+                    &args.group,
+                    args.topic.as_deref(),
+                    options,
+                )
+                .await
+                .with_context(|| format!("flow {}", flow.name))?;
+                (target, plan)
+            } else {
+                let (source, target) = clients(&config, flow).await?;
+                let clusters = Clusters { source, target };
+                let plan = runbook::prepare_waiting(
+                    &clusters,
+                    flow,
+                    &args.group,
+                    args.topic.as_deref(),
+                    direction,
+                    options,
+                    wait,
+                )
+                .await
+                .with_context(|| format!("flow {}", flow.name))?;
+                let to = match direction {
+                    Direction::Failover => clusters.target,
+                    Direction::Failback => clusters.source,
+                };
+                (to, plan)
+            };
+            plans.push((to, *flow, plan));
         }
         let ready = plans.iter().all(|(_, _, p)| p.executable());
         let mut committed = Vec::new();
         if args.execute && ready {
-            for (clusters, flow, plan) in &plans {
-                committed.push(runbook::execute(clusters, flow, plan).await?);
+            for (to, flow, plan) in &plans {
+                committed.push(runbook::execute_on(to, flow, plan).await?);
             }
         }
         let plans: Vec<&Plan> = plans.iter().map(|(_, _, p)| p).collect();
@@ -151,6 +177,16 @@ fn render_row(out: &mut String, plan: &Plan, row: &Row) {
         i.from_offset,
         peek(&row.from_record)
     );
+    if let Some(t) = row.synced_at {
+        let age = Duration::from_millis(u64::try_from(now_ms().saturating_sub(t)).unwrap_or(0));
+        let _ = writeln!(
+            out,
+            "    synced {} ago (at {}): the group's later progress on {} is read again",
+            humantime::format_duration(Duration::from_secs(age.as_secs())),
+            show_time(t),
+            plan.from_cluster
+        );
+    }
     let now = i
         .to_offset
         .map_or_else(|| "none".to_owned(), |o| o.to_string());
@@ -210,7 +246,15 @@ fn activity(a: &GroupActivity) -> String {
     match a {
         GroupActivity::Idle => "idle".to_owned(),
         GroupActivity::Active { detail } => format!("ACTIVE ({detail})"),
+        GroupActivity::NotChecked => "not checked (--source-unavailable)".to_owned(),
     }
+}
+
+/// Now, in ms since the epoch.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// `key=... @ 2026-12-01T10:00:00.123Z` for a record, or what stands in its place.
@@ -227,6 +271,7 @@ fn peek(p: &Peek) -> String {
         ),
         Peek::End => "(end of log: the next record produced)".to_owned(),
         Peek::Unreadable(e) => format!("(record unreadable: {e})"),
+        Peek::NotRead => "(not read: --source-unavailable)".to_owned(),
     }
 }
 
@@ -267,6 +312,7 @@ fn peek_json(p: &Peek) -> Value {
         }),
         Peek::End => json!({ "end_of_log": true }),
         Peek::Unreadable(e) => json!({ "error": e }),
+        Peek::NotRead => json!({ "not_read": true }),
     }
 }
 
@@ -319,12 +365,15 @@ fn render_json(plans: &[&Plan], execute: bool, ready: bool, committed: &[usize])
                         "from_record": peek_json(&row.from_record),
                         "to_record": row.to_record.as_ref().map(peek_json),
                         "verdict": verdict,
+                        "synced_at_ms": row.synced_at,
+                        "synced_age_ms": row.synced_at.map(|t| now_ms().saturating_sub(t)),
                     })
                 })
                 .collect();
             let active = |a: &GroupActivity| match a {
                 GroupActivity::Idle => json!({ "active": false }),
                 GroupActivity::Active { detail } => json!({ "active": true, "detail": detail }),
+                GroupActivity::NotChecked => json!({ "active": null, "checked": false }),
             };
             json!({
                 "direction": verb(plan.direction), "flow": plan.flow, "group": plan.group,

@@ -25,7 +25,9 @@
 //!   to is refused unless [`Options::allow_backwards`]; an equal one is already done;
 //! - **both groups idle**: the plan may execute only when the group has no active members
 //!   on the side it moves to (Kafka would reject the commit) and on the side it leaves
-//!   (its consumers are still reading there), unless [`Options::force`] for the latter.
+//!   (its consumers are still reading there), unless [`Options::force`] for the latter; a
+//!   side declared gone (an unplanned failover's source, [`GroupActivity::NotChecked`])
+//!   is not asked and does not block.
 
 use strait_offsets::{Precision, Side, Translation};
 
@@ -314,6 +316,8 @@ pub enum GroupActivity {
         /// The reported state.
         detail: String,
     },
+    /// Not asked: the cluster is declared gone (an unplanned failover's source).
+    NotChecked,
 }
 
 /// What keeps a whole plan from executing, if anything.
@@ -600,5 +604,15 @@ mod tests {
         );
         i.to_log_start = Some(7);
         assert_eq!(decide(Direction::Failover, &i, NONE), commit(7));
+    }
+
+    #[test]
+    fn both_groups_idle_a_source_declared_gone_is_not_asked_but_the_target_still_is() {
+        let gone = GroupActivity::NotChecked;
+        assert_eq!(blocker(&gone, &GroupActivity::Idle, NONE), None);
+        let active = GroupActivity::Active {
+            detail: "Stable, 1 member".into(),
+        };
+        assert!(blocker(&gone, &active, NONE).is_some());
     }
 }

@@ -8,6 +8,7 @@
 //! record each position points at; [`execute`] commits the plan.
 
 pub mod decide;
+pub mod unplanned;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,6 +41,8 @@ pub enum Peek {
     End,
     /// It could not be read (the error).
     Unreadable(String),
+    /// Not read: the cluster is declared gone (`--source-unavailable`).
+    NotRead,
 }
 
 /// One partition of a plan.
@@ -53,6 +56,9 @@ pub struct Row {
     pub from_record: Peek,
     /// The record the new position points at on the side it moves to.
     pub to_record: Option<Peek>,
+    /// Unplanned failover: when Strait synced the position (its checkpoint's timestamp,
+    /// ms since the epoch); `None` for a position read from the group itself.
+    pub synced_at: Option<i64>,
 }
 
 /// A switch-over plan for one group and flow.
@@ -233,6 +239,7 @@ pub async fn prepare(
             verdict,
             from_record,
             to_record,
+            synced_at: None,
         });
     }
     Ok(Plan {
@@ -280,6 +287,18 @@ pub async fn execute(clusters: &Clusters, flow: &Flow, plan: &Plan) -> Result<us
         .flow(&flow.name));
     }
     let (_, to) = clusters.sides(plan.direction);
+    execute_on(to, flow, plan).await
+}
+
+/// [`execute`] with the client of the side the group moves to only (an unplanned
+/// failover has no source client).
+pub async fn execute_on(to: &Client, flow: &Flow, plan: &Plan) -> Result<usize, MirrorError> {
+    if !plan.executable() {
+        return Err(MirrorError::other(
+            "the plan has refused partitions or a blocker; nothing was committed",
+        )
+        .flow(&flow.name));
+    }
     let commits = plan.commits();
     if commits.is_empty() {
         return Ok(0);
