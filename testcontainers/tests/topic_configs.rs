@@ -296,4 +296,13 @@ enabled = false
     assert!(report.problems(0).is_empty(), "{:?}", report.problems(0));
     let report = compare((&src, "later-dflt"), (&dst, "src.later-dflt"), 2, 100);
     assert!(report.problems(0).is_empty(), "{:?}", report.problems(0));
+    // The flow's state topic was created for a compacted log read at every start.
+    let state = configs(&dst, "strait-state.dflt.internal");
+    for (key, value) in strait_mirror::state::STATE_TOPIC_CONFIGS {
+        assert_eq!(
+            state.get(key).map(String::as_str),
+            Some(value),
+            "{key}: {state:?}"
+        );
+    }
 }

@@ -29,7 +29,8 @@ pub use acls::read_created_acls;
 pub use codec::PartitionState;
 pub use replay::{ReplayKey, ReplayState, ReplayStatus};
 pub use store::{
-    DeltaSeqs, StateWriter, ensure_state_topic, read_replays, read_state, read_state_and_deltas,
+    DeltaSeqs, STATE_TOPIC_CONFIGS, StateWriter, ensure_state_topic, read_replays, read_state,
+    read_state_and_deltas,
 };
 
 use strait_client::Client;

@@ -24,8 +24,20 @@ use crate::error::MirrorError;
 const TOPIC_ALREADY_EXISTS: i16 = 36;
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The state topic's configs: compacted, with segments small and rolled often enough for
+/// the cleaner to keep the log near one record per key. The cleaner never touches the
+/// active segment, so with Kafka's defaults (1 GiB segments rolled weekly) an
+/// exactly-once flow's deltas (one per partition per commit) would pile up for days, and
+/// every start, slot takeover and scale-out sync tick reads them all.
+pub const STATE_TOPIC_CONFIGS: [(&str, &str); 4] = [
+    ("cleanup.policy", "compact"),
+    ("segment.bytes", "16777216"),
+    ("segment.ms", "600000"),
+    ("min.cleanable.dirty.ratio", "0.1"),
+];
+
 /// Creates the flow's state topic on `target` if it is missing: 1 partition,
-/// `cleanup.policy=compact`.
+/// [`STATE_TOPIC_CONFIGS`]. An existing topic keeps its configs.
 pub async fn ensure_state_topic(target: &Client, flow: &Flow) -> Result<(), MirrorError> {
     let err = |what: &str, e| {
         MirrorError::kafka(format!("state topic {}: {what}", flow.state_topic), e)
@@ -39,7 +51,10 @@ pub async fn ensure_state_topic(target: &Client, flow: &Flow) -> Result<(), Mirr
     if meta.topics.contains_key(&flow.state_topic) {
         return Ok(());
     }
-    let mut topic = NewTopic::new(&flow.state_topic, 1).with_config("cleanup.policy", "compact");
+    let mut topic = NewTopic::new(&flow.state_topic, 1);
+    for (key, value) in STATE_TOPIC_CONFIGS {
+        topic = topic.with_config(key, value);
+    }
     if let Some(rf) = flow.replication_factor {
         topic = topic.with_replication_factor(rf);
     }
