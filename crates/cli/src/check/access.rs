@@ -5,7 +5,8 @@
 //! groups they sync. Target: Describe, Read, Write, DescribeConfigs (and AlterConfigs when
 //! topic configs are synced) on the target topics already there (Read: a partition starts
 //! by reading its target's bounds with a Fetch, and recovery reads back what it wrote); Describe, Read, Write on the state
-//! topic; Create and IdempotentWrite on the cluster; Describe and Read on the synced groups.
+//! topic; Create and IdempotentWrite on the cluster; Describe and Read on the synced groups
+//! and on each flow's own group (`strait.<flow>.workers`, which every `strait run` joins).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use std::time::Duration;
 use strait_client::Client;
 use strait_client::metadata::ClusterMetadata;
 use strait_client::rpc::authz::{AclOperation, AuthorizedOps};
+use strait_mirror::config::scale_out::default_group;
 use strait_mirror::config::{Config, Flow, TopicDecision};
 
 use super::authz::{ClusterFacts, Line, cluster_lines, resource_lines};
@@ -307,6 +309,27 @@ pub(super) async fn check_target(
         &client,
         "target group",
         &groups,
+        &[Describe, Read],
+        limit,
+        report,
+    )
+    .await;
+    // Every `strait run` joins its flow's own group (scale-out's, or the sole-writer
+    // guard's), which needs Read.
+    let own: Vec<String> = flows
+        .iter()
+        .map(|f| {
+            f.scale_out
+                .as_ref()
+                .map_or_else(|| default_group(&f.name), |s| s.group.clone())
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    group_lines(
+        &client,
+        "flow group",
+        &own,
         &[Describe, Read],
         limit,
         report,
