@@ -251,7 +251,9 @@ fn heartbeats_reach_the_target_in_mm2_format() {
     ));
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let result = runtime
-        .block_on(engine.run(async { tokio::time::sleep(Duration::from_millis(2500)).await }));
+        // Tansu answers the flow's first JoinGroup (its writer group) after half the
+        // session, 3 s: heartbeats start after it.
+        .block_on(engine.run(async { tokio::time::sleep(Duration::from_millis(6000)).await }));
     result.expect("the engine stops cleanly");
     let got = rdkafka::consume(
         &dst,

@@ -199,7 +199,7 @@ fn wait_drained(src: &str, dst: &str, strait: &mut Strait) {
 
 /// How many kill -9s: `STRAIT_EOS_KILLS` (scripts/soak sets 50), else 8. Each restart
 /// on Tansu waits out the killed process's writer-group session (Tansu cannot take the
-/// dead member out early, docs/compatibility.md), about 15 s.
+/// dead member out early, docs/compatibility.md), about 10 s.
 fn kills() -> usize {
     std::env::var("STRAIT_EOS_KILLS")
         .ok()

@@ -12,11 +12,17 @@ use tokio::sync::watch;
 
 use super::interruptible;
 use super::scale_out::host_name;
-use crate::config::scale_out::{REBALANCE_TIMEOUT, SESSION_TIMEOUT, default_group};
+use crate::config::scale_out::{REBALANCE_TIMEOUT, default_group};
 use crate::config::{Cluster, Flow};
 use crate::error::MirrorError;
 use crate::scale::sole_writer::{SoleWriter, dead_predecessors, identity, writer_client_id};
 use crate::scale::{MemberMetadata, PROTOCOL_TYPE};
+
+/// The guard's session: Kafka's smallest by default (`group.min.session.timeout.ms`). A
+/// lapse costs nothing but a rejoin (the holder claims the flow back), and a short one
+/// shortens what a restart waits where the dead predecessor cannot be removed (Tansu
+/// answers a first JoinGroup after half the session).
+const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 
 /// Longest wait for the coordinator's first answer: a coordinator that never completes a
 /// rebalance must not hold the flow's start for ever.
@@ -68,7 +74,7 @@ pub(super) async fn take(
     remove_dead_predecessors(&admin, &group, &target.client_id, (&host, pid)).await;
     let proto = SoleWriter::new(identity(&host, pid));
     let cfg = MembershipConfig::new(&group, PROTOCOL_TYPE)
-        .with_session_timeout(SESSION_TIMEOUT.0)
+        .with_session_timeout(SESSION_TIMEOUT)
         .with_rebalance_timeout(REBALANCE_TIMEOUT.0);
     let client =
         crate::connect::client_config(target)
