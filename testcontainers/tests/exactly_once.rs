@@ -435,6 +435,8 @@ enabled = false
     };
     let producer = NumberedProducer::start(src.clone(), TOPIC, 6, PER_CALL, BATCH_RECORDS);
     let mut a = process::start(&cfg_a, &log_a);
+    // Slots the running b started are counted from here (its log is appended to).
+    let mut slots_before = 0;
     let mut b = process::start(&cfg_b, &log_b);
     let kills = slot_kills();
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
@@ -446,7 +448,7 @@ enabled = false
             .count()
     };
     for i in 0..kills {
-        let (before, slots_before) = (total_committed(), started_slots());
+        let before = total_committed();
         wait::until(
             "b's slots started and both members committing",
             Duration::from_secs(90),
@@ -470,6 +472,7 @@ enabled = false
             i + 1,
             total_committed()
         );
+        slots_before = started_slots();
         b = process::start(&cfg_b, &log_b);
     }
     let produced = producer.finish();
