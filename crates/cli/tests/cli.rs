@@ -526,3 +526,104 @@ fn log_flags_are_accepted_and_checked() {
         text(&out.stderr)
     );
 }
+
+/// Every secret-bearing key a real MM2 config can carry (Kafka client, Connect converter
+/// and Schema Registry, MSK and cloud credentials), under every prefix MM2 reads it with.
+const SECRET_KEYS: &[&str] = &[
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "ssl.truststore.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.certificates",
+    "sasl.jaas.config",
+    "sasl.oauthbearer.client.credentials.client.secret",
+    "sasl.login.callback.handler.class.secret",
+    "basic.auth.user.info",
+    "schema.registry.basic.auth.user.info",
+    "value.converter.basic.auth.user.info",
+    "key.converter.schema.registry.basic.auth.user.info",
+    "confluent.api.key",
+    "confluent.api.secret",
+    "aws.secret.access.key",
+    "aws.access.key.id",
+    "aws.session.token",
+    "bearer.auth.token",
+];
+
+const PREFIXES: &[&str] = &[
+    "",
+    "a.",
+    "b.",
+    "a.consumer.",
+    "a.producer.",
+    "a.admin.",
+    "b.producer.",
+    "a->b.",
+    "a->b.producer.",
+    "source.cluster.",
+    "target.cluster.",
+    "producer.override.",
+    "consumer.",
+];
+
+#[test]
+fn import_mm2_never_prints_a_secret_of_the_key_catalogue_in_any_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut props = String::from(
+        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n",
+    );
+    let mut canaries = Vec::new();
+    for (i, prefix) in PREFIXES.iter().enumerate() {
+        for (j, key) in SECRET_KEYS.iter().enumerate() {
+            // Shapes a secret comes in: plain, user:password, a JAAS line, a PEM block.
+            let canary = format!("Canary{i}x{j}Zq");
+            let value = match j % 4 {
+                0 => canary.clone(),
+                1 => format!("user:{canary}"),
+                2 => format!(
+                    "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                     username=\"u\" password=\"{canary}\";"
+                ),
+                _ => format!("-----BEGIN PRIVATE KEY----- {canary} -----END PRIVATE KEY-----"),
+            };
+            props.push_str(&format!("{prefix}{key} = {value}\n"));
+            canaries.push(canary);
+        }
+    }
+    let path = write(dir.path(), "mm2.properties", &props);
+    let out_file = dir.path().join("strait.toml");
+    for args in [
+        vec!["config", "import-mm2", path.to_str().unwrap()],
+        vec![
+            "config",
+            "import-mm2",
+            "-o",
+            out_file.to_str().unwrap(),
+            path.to_str().unwrap(),
+        ],
+    ] {
+        let out = strait(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let mut all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        all.push_str(&std::fs::read_to_string(&out_file).unwrap_or_default());
+        // The keys were read and reported (the test is not passing on an empty output).
+        assert!(all.contains("ssl.keystore.certificate.chain"), "{all}");
+        let leaked: Vec<&String> = canaries
+            .iter()
+            .filter(|c| all.contains(c.as_str()))
+            .collect();
+        assert!(
+            leaked.is_empty(),
+            "{args:?} printed {} of {} secrets, e.g. {:?}",
+            leaked.len(),
+            canaries.len(),
+            leaked.first()
+        );
+    }
+}

@@ -625,7 +625,8 @@ fn reason(key: &str) -> &'static str {
 }
 
 /// Values of secret-looking keys are never echoed: passwords, JAAS lines, secrets, tokens,
-/// credentials, private keys, API and access keys, and anything about authentication
+/// credentials, private keys and inline certificates, API and access keys, and anything
+/// about authentication
 /// (Schema Registry's `basic.auth.user.info` is `user:password`).
 fn shown(key: &str, value: &str) -> String {
     let k = key.to_ascii_lowercase();
@@ -636,6 +637,8 @@ fn shown(key: &str, value: &str) -> String {
         "token",
         "credential",
         "private",
+        // Inline PEM (KIP-651): long, and a chain's file may carry its key too.
+        "certificate",
         "auth",
         "user.info",
         "userinfo",
@@ -728,6 +731,7 @@ mod tests {
             ),
             "<redacted>"
         );
+        assert_eq!(shown("a.ssl.truststore.certificates", "MIIB"), "<redacted>");
         assert_eq!(shown("tasks.max", " 4 "), "4");
     }
 
