@@ -125,6 +125,12 @@ enabled = false
         started.elapsed()
     );
     assert!(report.problems(0).is_empty(), "{report}");
+    // 16 MiB through 1 MiB/s (tbf's burst is 4 KiB) cannot take less than about 16 s;
+    // faster means the link was not throttled, and the memory bound below proves nothing.
+    assert!(
+        took >= Duration::from_secs(14),
+        "drained 16 MiB in {took:?}: faster than 1 MiB/s allows"
+    );
     assert!(
         peak <= RSS_BOUND_MIB * 1024,
         "peak RSS {peak_mib:.1} MiB > {RSS_BOUND_MIB} MiB"
