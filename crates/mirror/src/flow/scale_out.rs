@@ -612,13 +612,7 @@ fn why_failed(e: &GroupError, ours: &str) -> String {
         GroupError::Refused(k)
             if k.kafka_error() == Some(ResponseError::InconsistentGroupProtocol) =>
         {
-            let ours = Topology::parse(ours).flatten();
-            let what = ours.map_or("at-least-once".to_owned(), |t| {
-                format!(
-                    "exactly-once in {} slots under transactional id {:?}",
-                    t.slots, t.transactional_id
-                )
-            });
+            let what = Topology::describe(Topology::parse(ours).flatten().as_ref());
             format!(
                 "{e}: the group's members disagree with this one (configured for {what}, \
                  protocol {PROTOCOL_NAME}): another slot count, transactional id, guarantee \

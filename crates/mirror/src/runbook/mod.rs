@@ -157,12 +157,7 @@ pub async fn prepare(
         Direction::Failback => (&flow.target, &flow.source),
     };
     let ctx = |e: MirrorError, cluster: &str| e.flow(&flow.name).cluster(cluster);
-    let saved = read_state(&clusters.target, flow).await?;
-    let mut maps: BTreeMap<(String, String, i32), OffsetMap> = BTreeMap::new();
-    for ((source_topic, p), state) in &saved {
-        let map = decode_map(state).map_err(|e| e.flow(&flow.name))?;
-        maps.insert((source_topic.clone(), state.target_topic.clone(), *p), map);
-    }
+    let maps = saved_maps(&clusters.target, flow).await?;
     let committed = from
         .offset_fetch(group, None)
         .await
@@ -202,23 +197,9 @@ pub async fn prepare(
         });
     }
     for input in &mut rows {
-        let asked = [input.partition];
-        let got = to
-            .offset_fetch(group, Some(&[(input.to_topic.as_str(), &asked)]))
+        read_arriving(to, group, input)
             .await
-            .map_err(|e| ctx(MirrorError::kafka("offset fetch", e), to_cluster))?;
-        input.to_offset = got.first().map(|o| o.offset).filter(|o| *o >= 0);
-        // Retention the flow's map was never told of (it learns the source's log start
-        // only while replicating, and the target's never): a commit below it is refused.
-        let starts = to
-            .list_offsets(
-                &input.to_topic,
-                &[(input.partition, OffsetSpec::Earliest)],
-                IsolationLevel::ReadUncommitted,
-            )
-            .await
-            .map_err(|e| ctx(MirrorError::kafka("list offsets", e), to_cluster))?;
-        input.to_log_start = starts.first().map(|o| o.offset);
+            .map_err(|e| ctx(e, to_cluster))?;
     }
     rows.sort_by(|a, b| (&a.from_topic, a.partition).cmp(&(&b.from_topic, b.partition)));
     let leaving = activity(from, group).await;
@@ -253,6 +234,48 @@ pub async fn prepare(
         blocker,
         rows: out,
     })
+}
+
+/// The flow's offset maps from its state topic on `target`, by (source topic, target
+/// topic, partition).
+async fn saved_maps(
+    target: &Client,
+    flow: &Flow,
+) -> Result<BTreeMap<(String, String, i32), OffsetMap>, MirrorError> {
+    let saved = read_state(target, flow).await?;
+    let mut maps = BTreeMap::new();
+    for ((source_topic, p), state) in &saved {
+        let map = decode_map(state).map_err(|e| e.flow(&flow.name))?;
+        maps.insert((source_topic.clone(), state.target_topic.clone(), *p), map);
+    }
+    Ok(maps)
+}
+
+/// Reads, on the side the group moves to (`to`), its committed position and the
+/// partition's log start into `input`.
+async fn read_arriving(
+    to: &Client,
+    group: &str,
+    input: &mut PartitionInput,
+) -> Result<(), MirrorError> {
+    let asked = [input.partition];
+    let got = to
+        .offset_fetch(group, Some(&[(input.to_topic.as_str(), &asked)]))
+        .await
+        .map_err(|e| MirrorError::kafka("offset fetch", e))?;
+    input.to_offset = got.first().map(|o| o.offset).filter(|o| *o >= 0);
+    // Retention the flow's map was never told of (it learns the source's log start
+    // only while replicating, and the target's never): a commit below it is refused.
+    let starts = to
+        .list_offsets(
+            &input.to_topic,
+            &[(input.partition, OffsetSpec::Earliest)],
+            IsolationLevel::ReadUncommitted,
+        )
+        .await
+        .map_err(|e| MirrorError::kafka("list offsets", e))?;
+    input.to_log_start = starts.first().map(|o| o.offset);
+    Ok(())
 }
 
 /// [`prepare`], again every `poll` while replication has not reached some position, for

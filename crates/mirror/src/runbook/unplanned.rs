@@ -11,17 +11,15 @@
 //! the group).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use strait_client::{Client, FetchOptions, IsolationLevel, OffsetSpec, PartitionConsumer};
-use strait_offsets::OffsetMap;
+use strait_client::Client;
 
 use super::decide::{self, Direction, GroupActivity, Options, PartitionInput, Verdict};
-use super::{Peek, Plan, Row, activity, peek};
+use super::{Peek, Plan, Row, activity, peek, read_arriving, saved_maps};
 use crate::config::Flow;
 use crate::error::MirrorError;
 use crate::groups::{Checkpoint, checkpoints_topic};
-use crate::state::{decode_map, read_state};
+use crate::topics::internal::{Committed, read_to_end};
 
 /// The last checkpoint of each partition, by (target topic, partition), with the time
 /// it was written (ms since the epoch).
@@ -50,40 +48,19 @@ pub async fn read_checkpoints(
     let partitions: Vec<i32> = t.partitions.keys().copied().collect();
     let mut out = Synced::new();
     for p in partitions {
-        let start = target
-            .list_offsets(
-                &topic,
-                &[(p, OffsetSpec::Earliest)],
-                IsolationLevel::ReadUncommitted,
-            )
-            .await
-            .map_err(|e| err("list offsets", e))?
-            .first()
-            .map_or(0, |o| o.offset.max(0));
-        let opts = FetchOptions {
-            max_wait: Duration::from_millis(50),
-            ..FetchOptions::default()
-        };
-        let mut c = PartitionConsumer::new(target.clone(), &topic, p, start)
-            .with_options(opts)
-            .resolving_markers();
-        loop {
-            for r in c.poll().await.map_err(|e| err("read", e))? {
-                let (Some(k), Some(v)) = (&r.key, &r.value) else {
-                    continue;
-                };
-                // Another tool's record in the topic is not ours to judge.
-                let Ok(cp) = Checkpoint::decode(k, v) else {
-                    continue;
-                };
-                if cp.group == group {
-                    out.insert((cp.topic.clone(), cp.partition), (cp, r.timestamp));
-                }
+        read_to_end(target, &topic, p, Committed::InOffsetOrder, err, |r| {
+            let (Some(k), Some(v)) = (&r.key, &r.value) else {
+                return Ok(());
+            };
+            // Another tool's record in the topic is not ours to judge.
+            if let Ok(cp) = Checkpoint::decode(k, v)
+                && cp.group == group
+            {
+                out.insert((cp.topic.clone(), cp.partition), (cp, r.timestamp));
             }
-            if c.high_watermark() >= 0 && c.position() >= c.high_watermark() {
-                break;
-            }
-        }
+            Ok(())
+        })
+        .await?;
     }
     Ok(out)
 }
@@ -97,15 +74,7 @@ pub async fn prepare(
     topic: Option<&str>,
     options: Options,
 ) -> Result<Plan, MirrorError> {
-    let saved = read_state(target, flow).await?;
-    let mut maps: BTreeMap<(String, i32), (String, OffsetMap)> = BTreeMap::new();
-    for ((source_topic, p), state) in &saved {
-        let map = decode_map(state).map_err(|e| e.flow(&flow.name))?;
-        maps.insert(
-            (state.target_topic.clone(), *p),
-            (source_topic.clone(), map),
-        );
-    }
+    let maps = saved_maps(target, flow).await?;
     let synced = read_checkpoints(target, flow, group).await?;
     if synced.is_empty() {
         return Err(MirrorError::other(format!(
@@ -119,44 +88,27 @@ pub async fn prepare(
     }
     let mut rows = Vec::new();
     for ((target_topic, p), (cp, written)) in synced {
-        let source_topic = maps.get(&(target_topic.clone(), p)).map(|(s, _)| s.clone());
-        let from_topic = source_topic.clone().unwrap_or_else(|| target_topic.clone());
+        let found = maps
+            .iter()
+            .find(|((_, t, q), _)| *t == target_topic && *q == p);
+        let from_topic = found.map_or_else(|| target_topic.clone(), |((s, _, _), _)| s.clone());
         if topic.is_some_and(|t| t != from_topic && t != target_topic) {
             continue;
         }
-        let translation = maps
-            .get(&(target_topic.clone(), p))
-            .map(|(_, m)| m.translate(cp.upstream_offset.max(0) as u64));
-        let asked = [p];
-        let to_offset = target
-            .offset_fetch(group, Some(&[(target_topic.as_str(), &asked)]))
+        let translation = found.map(|(_, m)| m.translate(cp.upstream_offset.max(0) as u64));
+        let mut input = PartitionInput {
+            from_topic,
+            to_topic: target_topic,
+            partition: p,
+            from_offset: cp.upstream_offset,
+            translation,
+            to_offset: None,
+            to_log_start: None,
+        };
+        read_arriving(target, group, &mut input)
             .await
-            .map_err(|e| MirrorError::kafka("offset fetch", e).flow(&flow.name))?
-            .first()
-            .map(|o| o.offset)
-            .filter(|o| *o >= 0);
-        let to_log_start = target
-            .list_offsets(
-                &target_topic,
-                &[(p, OffsetSpec::Earliest)],
-                IsolationLevel::ReadUncommitted,
-            )
-            .await
-            .map_err(|e| MirrorError::kafka("list offsets", e).flow(&flow.name))?
-            .first()
-            .map(|o| o.offset);
-        rows.push((
-            PartitionInput {
-                from_topic,
-                to_topic: target_topic,
-                partition: p,
-                from_offset: cp.upstream_offset,
-                translation,
-                to_offset,
-                to_log_start,
-            },
-            written,
-        ));
+            .map_err(|e| e.flow(&flow.name).cluster(&flow.target))?;
+        rows.push((input, written));
     }
     // The source cannot be asked: the operator declared it gone.
     let leaving = GroupActivity::NotChecked;

@@ -54,6 +54,17 @@ impl Topology {
         }))
     }
 
+    /// What `topology` replicates, in words (`None`: at-least-once).
+    pub fn describe(topology: Option<&Topology>) -> String {
+        match topology {
+            None => "at-least-once".to_owned(),
+            Some(t) => format!(
+                "exactly-once in {} slots under transactional id {:?}",
+                t.slots, t.transactional_id
+            ),
+        }
+    }
+
     /// Why a member joining with `ours` cannot share a group whose members run `theirs`
     /// (a protocol name) on `hosts`; `None` when they agree.
     pub fn disagreement(ours: Option<&Topology>, theirs: &str, hosts: &[String]) -> Option<String> {
@@ -62,13 +73,7 @@ impl Topology {
         } else {
             format!(" (on {})", hosts.join(", "))
         };
-        let what = |t: Option<&Topology>| match t {
-            None => "at-least-once".to_owned(),
-            Some(t) => format!(
-                "exactly-once in {} slots under transactional id {:?}",
-                t.slots, t.transactional_id
-            ),
-        };
+        let what = Topology::describe;
         match Topology::parse(theirs) {
             Some(t) if t.as_ref() == ours => None,
             Some(t) => Some(format!(

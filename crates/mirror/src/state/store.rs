@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use strait_client::{
-    Client, FetchOptions, IsolationLevel, NewTopic, OffsetSpec, PartitionConsumer, ProducerConfig,
-    ProducerRecord, RecordProducer, TransactionalProducer,
+    Client, NewTopic, ProducerConfig, ProducerRecord, RecordProducer, TransactionalProducer,
 };
 use strait_records::Compression;
 
@@ -19,6 +18,7 @@ use super::replay::{REPLAY_KEY_KIND, decode_replay_key, decode_replay_value};
 use super::{SavedReplays, SavedState};
 use crate::config::Flow;
 use crate::error::MirrorError;
+use crate::topics::internal::{Committed, read_to_end};
 
 /// Kafka's TOPIC_ALREADY_EXISTS.
 const TOPIC_ALREADY_EXISTS: i16 = 36;
@@ -218,50 +218,28 @@ pub(super) async fn read_records(
     if !meta.topics.contains_key(&flow.state_topic) {
         return Ok(());
     }
-    let start = target
-        .list_offsets(
-            &flow.state_topic,
-            &[(0, OffsetSpec::Earliest)],
-            IsolationLevel::ReadUncommitted,
-        )
-        .await
-        .map_err(|e| kafka("list offsets", e))?
-        .first()
-        .map_or(0, |o| o.offset.max(0));
-    let opts = FetchOptions {
-        // Tansu answers nothing for 0; an empty topic costs one wait.
-        max_wait: Duration::from_millis(50),
-        ..FetchOptions::default()
-    };
-    let mut consumer = PartitionConsumer::new(target.clone(), &flow.state_topic, 0, start)
-        .with_options(opts)
-        // Each exactly-once slot commits the states of its own partitions under its own
-        // transactional id: another slot's open transaction must not hide them.
-        .resolving_markers_in_commit_order();
-    loop {
-        let records = consumer.poll().await.map_err(|e| kafka("read", e))?;
-        for r in records {
-            let bad = |what: String| {
-                ctx(MirrorError::state(format!(
-                    "record at offset {} of {}: {what}",
-                    r.offset, flow.state_topic
-                )))
-            };
-            let Some(key) = &r.key else {
-                return Err(bad("no key".to_owned()));
-            };
-            let meta = RecordMeta {
-                generation: super::stamp::generation_of(
-                    r.headers.iter().map(|(k, v)| (&k[..], v.as_deref())),
-                ),
-                timestamp: r.timestamp,
-            };
-            each(key, r.value.as_deref(), meta).map_err(bad)?;
-        }
-        if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
-            return Ok(());
-        }
-    }
+    // Each exactly-once slot commits the states of its own partitions under its own
+    // transactional id: another slot's open transaction must not hide them.
+    let order = Committed::InCommitOrder;
+    read_to_end(target, &flow.state_topic, 0, order, kafka, |r| {
+        let bad = |what: String| {
+            ctx(MirrorError::state(format!(
+                "record at offset {} of {}: {what}",
+                r.offset, flow.state_topic
+            )))
+        };
+        let Some(key) = &r.key else {
+            return Err(bad("no key".to_owned()));
+        };
+        let meta = RecordMeta {
+            generation: super::stamp::generation_of(
+                r.headers.iter().map(|(k, v)| (&k[..], v.as_deref())),
+            ),
+            timestamp: r.timestamp,
+        };
+        each(key, r.value.as_deref(), meta).map_err(bad)
+    })
+    .await
 }
 
 /// Writes partition states to the state topic. Each write first makes sure the topic

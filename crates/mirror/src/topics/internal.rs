@@ -1,10 +1,14 @@
 //! Writing small records to a single-partition compacted topic on the target (MM2's
-//! `heartbeats` and `<alias>.checkpoints.internal`), creating it on first use.
+//! `heartbeats` and `<alias>.checkpoints.internal`), creating it on first use, and
+//! reading such a topic (or the flow's state topic) back to its end ([`read_to_end`]).
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use strait_client::{Client, NewTopic, ProducerRecord, RecordProducer};
+use strait_client::{
+    Client, ConsumedRecord, FetchOptions, IsolationLevel, NewTopic, OffsetSpec, PartitionConsumer,
+    ProducerRecord, RecordProducer,
+};
 use strait_records::Compression;
 
 use crate::error::MirrorError;
@@ -14,6 +18,58 @@ const TOPIC_ALREADY_EXISTS: i16 = 36;
 
 /// How long CreateTopics may take on the broker.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The order a reader of a transactionally written topic takes committed records in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Committed {
+    /// Offset order: everything after an undecided transaction waits for it.
+    InOffsetOrder,
+    /// The order transactions committed in, past other writers' open transactions
+    /// ([`strait_client::PartitionConsumer::resolving_markers_in_commit_order`]).
+    InCommitOrder,
+}
+
+/// Reads `topic`/`partition` from its log start to its end (the Fetch high watermark),
+/// handing every record whose transaction committed (or that was written outside one) to
+/// `each`, in `order`. `kafka` names a failed request (`what`: "list offsets", "read").
+pub(crate) async fn read_to_end(
+    client: &Client,
+    topic: &str,
+    partition: i32,
+    order: Committed,
+    kafka: impl Fn(&str, strait_client::Error) -> MirrorError,
+    mut each: impl FnMut(ConsumedRecord) -> Result<(), MirrorError>,
+) -> Result<(), MirrorError> {
+    let start = client
+        .list_offsets(
+            topic,
+            &[(partition, OffsetSpec::Earliest)],
+            IsolationLevel::ReadUncommitted,
+        )
+        .await
+        .map_err(|e| kafka("list offsets", e))?
+        .first()
+        .map_or(0, |o| o.offset.max(0));
+    let opts = FetchOptions {
+        // Tansu answers nothing for 0; an empty topic costs one wait.
+        max_wait: Duration::from_millis(50),
+        ..FetchOptions::default()
+    };
+    let consumer =
+        PartitionConsumer::new(client.clone(), topic, partition, start).with_options(opts);
+    let mut consumer = match order {
+        Committed::InOffsetOrder => consumer.resolving_markers(),
+        Committed::InCommitOrder => consumer.resolving_markers_in_commit_order(),
+    };
+    loop {
+        for r in consumer.poll().await.map_err(|e| kafka("read", e))? {
+            each(r)?;
+        }
+        if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
+            return Ok(());
+        }
+    }
+}
 
 /// Writes `(key, value)` records to partition 0 of one compacted topic.
 #[derive(Debug)]
