@@ -594,6 +594,101 @@ fn a_member_cut_off_from_the_coordinator_stops_writing_before_its_partitions_mov
     }
 }
 
+#[test]
+fn a_fenced_members_late_batches_are_recognised_by_its_successor_and_the_flow_goes_on() {
+    let _serial = serial();
+    let source = TansuBroker::start_with(BrokerOptions::default()).expect("source broker");
+    let (target, proxy) =
+        TansuBroker::start_behind_proxy(BrokerOptions::default()).expect("target broker");
+    // x's every connection to the target stalls, data as well as membership: its produce
+    // requests in flight wait in the proxy while it fences itself and y takes over, and
+    // land when the stall ends, behind what y wrote. (The narrower order, a late batch
+    // landing between y's read of the target's end and y's first batch, is the
+    // pipeline's unit test `a_previous_writers_late_merged_batch_is_matched_by_content_
+    // after_the_restart`: no proxy here can hold it there.)
+    proxy.exempt_client_ids(&[
+        "strait-testkit-rdkafka",
+        "data-test",
+        "data-y",
+        "strait-group.data-y",
+    ]);
+    rdkafka::create_topic(&source.bootstrap(), TOPIC, PARTITIONS, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (s, t) = (source.bootstrap(), target.bootstrap());
+    let producer = producer(s.clone());
+
+    let mut x = start_kind(dir.path(), "x", &s, &t, Kind::SparedData);
+    settled(&mut [&mut x], Duration::from_secs(120));
+    let mut y = start_kind(dir.path(), "y", &s, &t, Kind::SparedData);
+    let both = settled(&mut [&mut x, &mut y], Duration::from_secs(120));
+    let xs = both["x"].clone();
+    eprintln!("before the stall: {both:?}");
+
+    proxy.stall();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while owned(y.port).len() < PARTITIONS as usize {
+        x.strait.assert_running();
+        y.strait.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "y never took over\n{}\n{}",
+            x.strait.log_tail(),
+            y.strait.log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    proxy.unstall();
+    settled(&mut [&mut x, &mut y], Duration::from_secs(120));
+    let produced = producer.finish();
+    // What x had in flight per partition is on the target twice; nothing is lost and
+    // the order of first copies is kept.
+    verify_all(
+        &s,
+        &t,
+        produced,
+        MAX_IN_FLIGHT * BATCH_RECORDS as usize,
+        &mut [&mut x, &mut y],
+    );
+    // The scenario happened: on x's partitions x wrote, then y, then x again (its late
+    // batches), then y.
+    let runs = writers(&t, &xs);
+    let late = runs.values().filter(|w| w.len() > 2).count();
+    eprintln!(
+        "partitions where x wrote after y: {late} of {}: {runs:?}",
+        xs.len()
+    );
+    assert!(late > 0, "x's held batches landed after y took over");
+    let y_log = y.strait.log_text();
+    let counted = y_log
+        .matches("the target holds a duplicate of records of ours")
+        .count()
+        + y_log
+            .matches("restarts to match them to the source")
+            .count();
+    assert!(
+        counted >= late,
+        "y recognised the late batches on each of the {late} partitions ({counted} times):\n{}",
+        y.strait.log_tail()
+    );
+    for m in [&x, &y] {
+        assert!(
+            !m.strait.log_text().contains("target mismatch"),
+            "{}: a previous owner's late batch is not a target mismatch:\n{}",
+            m.name,
+            m.strait.log_tail()
+        );
+    }
+    for m in [&mut x, &mut y] {
+        let (status, _) = m.strait.terminate(Duration::from_secs(20));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{} stops cleanly",
+            m.name
+        );
+    }
+}
+
 const EOS_TOPIC: &str = "eos";
 const EOS_TARGET: &str = "src.eos";
 const EOS_PARTITIONS: i32 = 12;

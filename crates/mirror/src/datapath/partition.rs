@@ -698,7 +698,8 @@ impl<'a> Driver<'a> {
                     if let Some(why) = machine.target_read(from, &batches) {
                         tracing::warn!(flow = %spec.shared.flow, topic = %spec.shared.source_topic,
                             partition = spec.partition, expected, acked = to,
-                            "the records between are not duplicates of ours: {why}");
+                            "the records between are not copies of what this partition \
+                             holds ({why}); it restarts to match them to the source by content");
                     }
                 }
                 Action::Duplicates {

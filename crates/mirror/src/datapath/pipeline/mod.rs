@@ -37,8 +37,13 @@
 //!   record between repeats records of ours ([`super::recovery::live_duplicates`]: a
 //!   request of ours appended again, before or after its re-send), they are duplicates:
 //!   the map's target side moves past them (mapped to nothing, exact), the batch is
-//!   recorded where it landed and [`Action::Duplicates`] reports them. Otherwise it is the
-//!   incident above.
+//!   recorded where it landed and [`Action::Duplicates`] reports them. Otherwise the
+//!   pipeline fails with an error that restarts the partition, not an incident: the
+//!   restart's [`Recovery`] compares the target past the map with the source re-planned,
+//!   record by record. That recognises what the pipeline alone cannot: a previous
+//!   writer's late batches (a scale-out member fenced with requests in flight) holding
+//!   source records this pipeline has not sent yet, merged at other boundaries. A record
+//!   recovery cannot match is its incident ([`Incident::recovery_mismatch`]).
 //! - **Known gaps** (exactly-once): our commit markers and aborted batches take target
 //!   offsets. The driver says how many lie before each batch ([`Pipeline::acked_after`]);
 //!   the map's target side moves past them before the batch is recorded, and every rule
@@ -719,6 +724,17 @@ impl<P: Clone> Pipeline<P> {
         let base = match ack_base(ack, map.next(Side::Target)) {
             AckBase::At(base) => base,
             AckBase::Mismatch { acked, .. } if self.duplicates_before(check, acked, map)? => acked,
+            AckBase::Mismatch { acked, expected } if acked > expected => {
+                return Err(MirrorError::other(format!(
+                    "a batch of {} landed at offset {acked}, past {expected} where the map \
+                     expects it, and the records between are not copies of what this \
+                     partition holds: the partition restarts, and its recovery matches the \
+                     target past the map to the source by content (a previous writer's late \
+                     batch is recognised whatever its merge boundaries; anything else is \
+                     the target-mismatch incident)",
+                    self.target_topic
+                )));
+            }
             AckBase::Mismatch { acked, expected } => {
                 let skipped = Incident::acked_elsewhere(&self.target_topic, acked, expected)
                     .decide(&self.policies)
