@@ -19,7 +19,7 @@ use crate::datapath::partition::Progress;
 use crate::groups::{GroupSync, ReverseSync};
 use crate::heartbeat::Heartbeats;
 use crate::metrics::Metrics;
-use crate::state::{PartitionState, StateWriter};
+use crate::state::{PartitionState, StateTail, StateWriter};
 use crate::topics::{ReplicatedTopic, TopicSync};
 
 /// What a topic refresh found.
@@ -179,10 +179,11 @@ impl Control {
         let mut tick = interval(flow.intervals.group_sync);
         let reverse_from_state = from_state.clone();
         tasks.spawn(async move {
+            let mut state = from_state.as_ref().map(|(_, f)| StateTail::new(f));
             loop {
                 tick.tick().await;
-                if let Some((target, flow)) = &from_state {
-                    match crate::state::load_maps(target, flow).await {
+                if let (Some((target, flow)), Some(state)) = (&from_state, &mut state) {
+                    match state.maps(target, flow).await {
                         Ok(maps) => groups.set_maps(Arc::new(maps)),
                         Err(e) => {
                             tracing::warn!(flow = %n, error = %e,
@@ -201,10 +202,11 @@ impl Control {
         if reverse.enabled() {
             let mut tick = interval(flow.intervals.group_sync);
             tasks.spawn(async move {
+                let mut state = reverse_from_state.as_ref().map(|(_, f)| StateTail::new(f));
                 loop {
                     tick.tick().await;
-                    if let Some((target, flow)) = &reverse_from_state {
-                        match crate::state::load_maps(target, flow).await {
+                    if let (Some((target, flow)), Some(state)) = (&reverse_from_state, &mut state) {
+                        match state.maps(target, flow).await {
                             Ok(maps) => reverse.set_maps(Arc::new(maps)),
                             Err(e) => {
                                 tracing::warn!(flow = %n, error = %e, "reverse group sync: \

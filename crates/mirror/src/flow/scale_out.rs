@@ -36,7 +36,7 @@ use crate::scale::reconcile::{Wanted, control_job, reconcile};
 use crate::scale::{
     MemberMetadata, PROTOCOL_NAME, PROTOCOL_TYPE, PartitionId, PartitionLoad, Topology,
 };
-use crate::state::StateWriter;
+use crate::state::{StateTail, StateWriter};
 
 /// This process's membership in its flow's group.
 pub(super) struct Scale {
@@ -64,6 +64,8 @@ pub(super) struct Scale {
     reported: Option<(String, Vec<u8>)>,
     /// Whether the control jobs run here now.
     leading: bool,
+    /// The flow's state as of the last takeover, read on from there by the next.
+    state: StateTail,
 }
 
 fn key_of(p: &PartitionId) -> Key {
@@ -145,6 +147,7 @@ impl Scale {
             stamp: Arc::new(AtomicI32::new(-1)),
             reported: None,
             leading: false,
+            state: StateTail::new(flow),
         })
     }
 
@@ -459,10 +462,14 @@ impl FlowRun {
         if keys.is_empty() {
             return Ok(());
         }
-        let read = interruptible(stop, crate::state::read_state(&self.target, &self.flow)).await;
+        let Some(scale) = self.scale.as_mut() else {
+            return Ok(());
+        };
+        // Only what the state topic gained since the last takeover is read.
+        let read = interruptible(stop, scale.state.read(&self.target, &self.flow)).await;
         let saved = match read {
             None => return Ok(()),
-            Some(Ok(saved)) => saved,
+            Some(Ok((saved, _))) => saved,
             Some(Err(e)) => {
                 tracing::warn!(flow = %self.flow.name, error = %e, partitions = keys.len(),
                     "scale-out: cannot read the state of acquired partitions; the next topic \

@@ -29,8 +29,8 @@ pub use acls::read_created_acls;
 pub use codec::PartitionState;
 pub use replay::{ReplayKey, ReplayState, ReplayStatus};
 pub use store::{
-    DeltaSeqs, STATE_TOPIC_CONFIGS, StateWriter, ensure_state_topic, read_replays, read_state,
-    read_state_and_deltas,
+    DeltaSeqs, STATE_TOPIC_CONFIGS, StateTail, StateWriter, ensure_state_topic, read_replays,
+    read_state, read_state_and_deltas,
 };
 
 use strait_client::Client;
@@ -48,7 +48,19 @@ pub type SavedReplays = BTreeMap<ReplayKey, ReplayState>;
 /// Reads `flow`'s state topic from the `target` cluster and rebuilds its offset maps,
 /// keyed by *source* topic and partition. A flow that never ran gives an empty registry.
 pub async fn load_maps(target: &Client, flow: &Flow) -> Result<Registry, MirrorError> {
-    let saved = read_state(target, flow).await?;
+    registry_of(read_state(target, flow).await?, flow)
+}
+
+impl StateTail {
+    /// [`load_maps`], reading only what the state topic gained since the last call.
+    pub async fn maps(&mut self, target: &Client, flow: &Flow) -> Result<Registry, MirrorError> {
+        let (saved, _) = self.read(target, flow).await?;
+        registry_of(saved, flow)
+    }
+}
+
+/// The offset maps of a flow's saved state, keyed by source topic and partition.
+fn registry_of(saved: SavedState, flow: &Flow) -> Result<Registry, MirrorError> {
     let registry = Registry::new();
     for ((topic, partition), state) in saved {
         let map = decode_map(&state).map_err(|e| e.flow(&flow.name))?;

@@ -2,12 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
 use strait_client::{
-    Client, NewTopic, ProducerConfig, ProducerRecord, RecordProducer, TransactionalProducer,
+    Client, ConsumedRecord, NewTopic, ProducerConfig, ProducerRecord, RecordProducer,
+    TransactionalProducer,
 };
 use strait_records::Compression;
 
@@ -18,7 +19,7 @@ use super::replay::{REPLAY_KEY_KIND, decode_replay_key, decode_replay_value};
 use super::{SavedReplays, SavedState};
 use crate::config::Flow;
 use crate::error::MirrorError;
-use crate::topics::internal::{Committed, read_to_end};
+use crate::topics::internal::{Committed, TopicTail, read_to_end};
 
 /// Kafka's TOPIC_ALREADY_EXISTS.
 const TOPIC_ALREADY_EXISTS: i16 = 36;
@@ -95,10 +96,115 @@ pub async fn read_state_and_deltas(
     target: &Client,
     flow: &Flow,
 ) -> Result<(SavedState, DeltaSeqs), MirrorError> {
-    let mut saved = SavedState::new();
-    let mut deltas: BTreeMap<(String, i32), BTreeMap<u64, Vec<u8>>> = BTreeMap::new();
-    let mut fence = super::stamp::Fence::default();
-    read_records(target, flow, |key, value, meta| {
+    StateTail::new(flow).read(target, flow).await
+}
+
+/// The flow's state kept current by reading only what the state topic gained since the
+/// last read (for the readers that read it again and again: scale-out's partition
+/// takeovers, group sync's ticks). The first read is a whole one, as is every read after
+/// a failed one, or after the topic was re-created or its log start moved past the place
+/// reached (the fold starts over then). Each read gives what [`read_state_and_deltas`]
+/// would give at that moment.
+#[derive(Debug)]
+pub struct StateTail {
+    tail: TopicTail,
+    /// The topic id the fold was read from (nil: the broker reports none).
+    topic_id: uuid::Uuid,
+    fold: Fold,
+    /// Records taken from the topic so far, every read together.
+    records_read: u64,
+}
+
+/// What the records read so far add up to: the last admitted snapshot per key, the
+/// deltas not tombstoned, and the stale-owner fence.
+#[derive(Debug, Default)]
+struct Fold {
+    saved: SavedState,
+    deltas: BTreeMap<(String, i32), BTreeMap<u64, Vec<u8>>>,
+    fence: super::stamp::Fence<(String, i32)>,
+    /// Stale-owner records ignored and already reported.
+    reported: u64,
+}
+
+impl StateTail {
+    /// A reader of `flow`'s state topic that has read nothing yet.
+    pub fn new(flow: &Flow) -> Self {
+        StateTail {
+            tail: TopicTail::new(&flow.state_topic, 0, ORDER),
+            topic_id: uuid::Uuid::nil(),
+            fold: Fold::default(),
+            records_read: 0,
+        }
+    }
+
+    /// Records taken from the state topic so far, over every read (each record of the
+    /// topic once, unless a read started over from the log start).
+    pub fn records_read(&self) -> u64 {
+        self.records_read
+    }
+
+    /// Reads what the state topic gained since the last read (all of it the first time)
+    /// and returns the state as it now stands, deltas folded into the snapshots, with the
+    /// deltas' sequence numbers. A missing topic is an empty state.
+    pub async fn read(
+        &mut self,
+        target: &Client,
+        flow: &Flow,
+    ) -> Result<(SavedState, DeltaSeqs), MirrorError> {
+        let ctx = |e: MirrorError| e.flow(&flow.name).cluster(&flow.target);
+        let kafka = |what: &str, e| {
+            ctx(MirrorError::kafka(
+                format!("state topic {}: {what}", flow.state_topic),
+                e,
+            ))
+        };
+        let meta = target
+            .metadata(Some(&[flow.state_topic.as_str()]))
+            .await
+            .map_err(|e| kafka("metadata", e))?;
+        let Some(topic) = meta.topics.get(&flow.state_topic) else {
+            self.tail.restart();
+            self.fold = Fold::default();
+            return Ok((SavedState::new(), DeltaSeqs::new()));
+        };
+        if topic.id != self.topic_id {
+            // Re-created (a broker that came back empty): the place reached means nothing.
+            self.tail.restart();
+            self.topic_id = topic.id;
+        }
+        // A read from the log start starts the fold over, before its first record.
+        let restarted = AtomicBool::new(false);
+        let mut taken = 0;
+        let fold = &mut self.fold;
+        let read = self
+            .tail
+            .read_to_end(
+                target,
+                kafka,
+                || restarted.store(true, Ordering::Relaxed),
+                |r| {
+                    taken += 1;
+                    if restarted.swap(false, Ordering::Relaxed) {
+                        *fold = Fold::default();
+                    }
+                    state_record(&r, flow, &mut |key, value, meta| {
+                        fold.apply(key, value, meta)
+                    })
+                },
+            )
+            .await;
+        self.records_read += taken;
+        if read.is_err() || restarted.load(Ordering::Relaxed) {
+            self.fold = Fold::default();
+        }
+        read?;
+        self.fold.result(flow)
+    }
+}
+
+impl Fold {
+    /// Takes one committed record of the state topic (the rules of [`read_state`]).
+    fn apply(&mut self, key: &[u8], value: Option<&[u8]>, meta: RecordMeta) -> Result<(), String> {
         if matches!(
             key_kind(key),
             Some(REPLAY_KEY_KIND | ACL_KEY_KIND | super::members::MEMBER_KEY_KIND)
@@ -109,55 +215,65 @@ pub async fn read_state_and_deltas(
             let (key, seq) = decode_delta_key(key).map_err(|e| format!("delta key: {e}"))?;
             match value {
                 None => {
-                    if let Some(d) = deltas.get_mut(&key) {
+                    if let Some(d) = self.deltas.get_mut(&key) {
                         d.remove(&seq);
                     }
                 }
                 Some(v) => {
                     let bytes = decode_delta_value(v).map_err(|e| format!("delta value: {e}"))?;
-                    deltas.entry(key).or_default().insert(seq, bytes);
+                    self.deltas.entry(key).or_default().insert(seq, bytes);
                 }
             }
             return Ok(());
         }
         let key = decode_key(key).map_err(|e| format!("key: {e}"))?;
-        if !fence.admit(&key, meta.generation, meta.timestamp, value.is_none()) {
+        if !self
+            .fence
+            .admit(&key, meta.generation, meta.timestamp, value.is_none())
+        {
             return Ok(());
         }
         match value {
             // A tombstone: the partition's state was deleted.
             None => {
-                saved.remove(&key);
+                self.saved.remove(&key);
             }
             Some(v) => {
                 let value = decode_value(v).map_err(|e| format!("value: {e}"))?;
-                saved.insert(key, value);
+                self.saved.insert(key, value);
             }
         }
         Ok(())
-    })
-    .await?;
-    if fence.ignored() > 0 {
-        tracing::warn!(flow = %flow.name, ignored = fence.ignored(),
-            "state records of an owner that had already lost its partitions landed late; \
-             ignored (the newer owner's state stands)");
     }
-    let mut seqs = DeltaSeqs::new();
-    for (key, ds) in deltas {
-        if ds.is_empty() {
-            continue;
+
+    /// The state as the records read so far leave it: each partition's snapshot with its
+    /// deltas folded in, and the deltas' sequence numbers.
+    fn result(&mut self, flow: &Flow) -> Result<(SavedState, DeltaSeqs), MirrorError> {
+        let ignored = self.fence.ignored();
+        if ignored > self.reported {
+            tracing::warn!(flow = %flow.name, ignored = ignored - self.reported,
+                "state records of an owner that had already lost its partitions landed late; \
+                 ignored (the newer owner's state stands)");
+            self.reported = ignored;
         }
-        seqs.insert(key.clone(), ds.keys().copied().collect());
-        // Deltas of a partition whose state was deleted are left for the tombstones.
-        if let Some(state) = saved.get_mut(&key) {
-            *state = rebuild(state, &ds).map_err(|e| {
-                MirrorError::state(format!("{}/{}: {e}", key.0, key.1))
-                    .flow(&flow.name)
-                    .cluster(&flow.target)
-            })?;
+        let mut saved = self.saved.clone();
+        let mut seqs = DeltaSeqs::new();
+        for (key, ds) in &self.deltas {
+            if ds.is_empty() {
+                continue;
+            }
+            seqs.insert(key.clone(), ds.keys().copied().collect());
+            // Deltas of a partition whose state was deleted are left for the tombstones.
+            if let Some(state) = saved.get_mut(key) {
+                *state = rebuild(state, ds).map_err(|e| {
+                    MirrorError::state(format!("{}/{}: {e}", key.0, key.1))
+                        .flow(&flow.name)
+                        .cluster(&flow.target)
+                })?;
+            }
         }
+        Ok((saved, seqs))
     }
-    Ok((saved, seqs))
 }
 
 /// Reads the replay records of the flow's state topic to its end (the last value per key
@@ -218,28 +334,41 @@ pub(super) async fn read_records(
     if !meta.topics.contains_key(&flow.state_topic) {
         return Ok(());
     }
-    // Each exactly-once slot commits the states of its own partitions under its own
-    // transactional id: another slot's open transaction must not hide them.
-    let order = Committed::InCommitOrder;
-    read_to_end(target, &flow.state_topic, 0, order, kafka, |r| {
-        let bad = |what: String| {
-            ctx(MirrorError::state(format!(
-                "record at offset {} of {}: {what}",
-                r.offset, flow.state_topic
-            )))
-        };
-        let Some(key) = &r.key else {
-            return Err(bad("no key".to_owned()));
-        };
-        let meta = RecordMeta {
-            generation: super::stamp::generation_of(
-                r.headers.iter().map(|(k, v)| (&k[..], v.as_deref())),
-            ),
-            timestamp: r.timestamp,
-        };
-        each(key, r.value.as_deref(), meta).map_err(bad)
+    read_to_end(target, &flow.state_topic, 0, ORDER, kafka, |r| {
+        state_record(&r, flow, &mut each)
     })
     .await
+}
+
+/// Each exactly-once slot commits the states of its own partitions under its own
+/// transactional id: another slot's open transaction must not hide them.
+const ORDER: Committed = Committed::InCommitOrder;
+
+/// Hands one record of the state topic to `each` with its stamp; a record without a key,
+/// or one `each` cannot decode, is an error naming its offset.
+fn state_record(
+    r: &ConsumedRecord,
+    flow: &Flow,
+    each: &mut impl FnMut(&[u8], Option<&[u8]>, RecordMeta) -> Result<(), String>,
+) -> Result<(), MirrorError> {
+    let bad = |what: String| {
+        MirrorError::state(format!(
+            "record at offset {} of {}: {what}",
+            r.offset, flow.state_topic
+        ))
+        .flow(&flow.name)
+        .cluster(&flow.target)
+    };
+    let Some(key) = &r.key else {
+        return Err(bad("no key".to_owned()));
+    };
+    let meta = RecordMeta {
+        generation: super::stamp::generation_of(
+            r.headers.iter().map(|(k, v)| (&k[..], v.as_deref())),
+        ),
+        timestamp: r.timestamp,
+    };
+    each(key, r.value.as_deref(), meta).map_err(bad)
 }
 
 /// Writes partition states to the state topic. Each write first makes sure the topic

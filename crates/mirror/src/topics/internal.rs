@@ -38,35 +38,108 @@ pub(crate) async fn read_to_end(
     partition: i32,
     order: Committed,
     kafka: impl Fn(&str, strait_client::Error) -> MirrorError,
-    mut each: impl FnMut(ConsumedRecord) -> Result<(), MirrorError>,
+    each: impl FnMut(ConsumedRecord) -> Result<(), MirrorError>,
 ) -> Result<(), MirrorError> {
-    let start = client
-        .list_offsets(
-            topic,
-            &[(partition, OffsetSpec::Earliest)],
-            IsolationLevel::ReadUncommitted,
-        )
+    TopicTail::new(topic, partition, order)
+        .read_to_end(client, kafka, || {}, each)
         .await
-        .map_err(|e| kafka("list offsets", e))?
-        .first()
-        .map_or(0, |o| o.offset.max(0));
-    let opts = FetchOptions {
-        // Tansu answers nothing for 0; an empty topic costs one wait.
-        max_wait: Duration::from_millis(50),
-        ..FetchOptions::default()
-    };
-    let consumer =
-        PartitionConsumer::new(client.clone(), topic, partition, start).with_options(opts);
-    let mut consumer = match order {
-        Committed::InOffsetOrder => consumer.resolving_markers(),
-        Committed::InCommitOrder => consumer.resolving_markers_in_commit_order(),
-    };
-    loop {
-        for r in consumer.poll().await.map_err(|e| kafka("read", e))? {
-            each(r)?;
+}
+
+/// A reader of one partition of an internal topic that keeps its place between reads:
+/// the first [`TopicTail::read_to_end`] reads from the log start, every later one only
+/// what was appended since (a transaction still open at the last end is held by the
+/// consumer's resolver and handed on when its marker is read). Its caller keeps what it
+/// folded from the records so far, and starts over when a read calls its `from_start`.
+///
+/// It starts over from the log start (the caller's fold with it) after a failed read and
+/// when the log start moved past its place (records deleted under it).
+#[derive(Debug)]
+pub(crate) struct TopicTail {
+    topic: String,
+    partition: i32,
+    order: Committed,
+    consumer: Option<PartitionConsumer>,
+}
+
+impl TopicTail {
+    /// A reader of `topic`/`partition` taking committed records in `order`.
+    pub(crate) fn new(topic: &str, partition: i32, order: Committed) -> Self {
+        TopicTail {
+            topic: topic.to_owned(),
+            partition,
+            order,
+            consumer: None,
         }
-        if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
-            return Ok(());
+    }
+
+    /// Forgets its place: the next read starts at the log start.
+    pub(crate) fn restart(&mut self) {
+        self.consumer = None;
+    }
+
+    /// Reads to the partition's end (the Fetch high watermark), handing records to `each`
+    /// as [`read_to_end`] does, from where the last read ended; or from the log start,
+    /// calling `from_start` first. After an error the next read starts at the log start.
+    pub(crate) async fn read_to_end(
+        &mut self,
+        client: &Client,
+        kafka: impl Fn(&str, strait_client::Error) -> MirrorError,
+        from_start: impl FnOnce(),
+        mut each: impl FnMut(ConsumedRecord) -> Result<(), MirrorError>,
+    ) -> Result<(), MirrorError> {
+        let result = self.read(client, &kafka, from_start, &mut each).await;
+        if result.is_err() {
+            self.restart();
+        }
+        result
+    }
+
+    async fn read(
+        &mut self,
+        client: &Client,
+        kafka: &impl Fn(&str, strait_client::Error) -> MirrorError,
+        from_start: impl FnOnce(),
+        each: &mut impl FnMut(ConsumedRecord) -> Result<(), MirrorError>,
+    ) -> Result<(), MirrorError> {
+        let start = client
+            .list_offsets(
+                &self.topic,
+                &[(self.partition, OffsetSpec::Earliest)],
+                IsolationLevel::ReadUncommitted,
+            )
+            .await
+            .map_err(|e| kafka("list offsets", e))?
+            .first()
+            .map_or(0, |o| o.offset.max(0));
+        if self.consumer.as_ref().is_some_and(|c| c.position() < start) {
+            // Records were deleted under the place reached.
+            self.restart();
+        }
+        let consumer = match self.consumer.as_mut() {
+            Some(c) => c,
+            None => {
+                from_start();
+                let opts = FetchOptions {
+                    // Tansu answers nothing for 0; an empty topic costs one wait.
+                    max_wait: Duration::from_millis(50),
+                    ..FetchOptions::default()
+                };
+                let consumer =
+                    PartitionConsumer::new(client.clone(), &self.topic, self.partition, start)
+                        .with_options(opts);
+                self.consumer.insert(match self.order {
+                    Committed::InOffsetOrder => consumer.resolving_markers(),
+                    Committed::InCommitOrder => consumer.resolving_markers_in_commit_order(),
+                })
+            }
+        };
+        loop {
+            for r in consumer.poll().await.map_err(|e| kafka("read", e))? {
+                each(r)?;
+            }
+            if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
+                return Ok(());
+            }
         }
     }
 }
