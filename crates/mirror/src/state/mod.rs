@@ -2,7 +2,9 @@
 //! per source partition, the source topic id, the target topic and the partition's offset
 //! map ([`codec`]). The data path writes it every `intervals.checkpoint` for partitions
 //! that changed and at a graceful stop; on start it is read to its end (the Fetch high
-//! watermark, not ListOffsets) and the last value per key wins.
+//! watermark, not ListOffsets) and the last value per key wins. Readers that read it
+//! again and again (scale-out takeovers, group sync) keep a [`StateTail`], which reads
+//! only what was appended since its last read.
 //!
 //! [`load_maps`] gives other commands (`offsets translate`, `status`) the maps of a flow.
 //! Exactly-once flows also write per-transaction deltas of the maps ([`delta`]), folded

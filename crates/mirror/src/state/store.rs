@@ -29,7 +29,8 @@ const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// the cleaner to keep the log near one record per key. The cleaner never touches the
 /// active segment, so with Kafka's defaults (1 GiB segments rolled weekly) an
 /// exactly-once flow's deltas (one per partition per commit) would pile up for days, and
-/// every start, slot takeover and scale-out sync tick reads them all.
+/// every start and exactly-once slot takeover reads them all (scale-out takeovers and
+/// group-sync ticks read on from their last place: [`StateTail`]).
 pub const STATE_TOPIC_CONFIGS: [(&str, &str); 4] = [
     ("cleanup.policy", "compact"),
     ("segment.bytes", "16777216"),
