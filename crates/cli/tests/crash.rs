@@ -233,11 +233,38 @@ fn replicated(rt: &tokio::runtime::Runtime, dst: &str) -> i64 {
     ends(rt, dst, &format!("src.{TOPIC}")).map_or(0, |e| e.iter().sum())
 }
 
+/// How many partitions' targets end past their saved maps (the state topic read as a
+/// restart reads it).
+fn past_saved_maps(rt: &tokio::runtime::Runtime, cfg: &Path, dst: &str) -> usize {
+    let config = strait_mirror::config::load(cfg).expect("config");
+    let flow = config.flows[0].clone();
+    let registry = rt.block_on(async {
+        let client = Client::connect(ClientConfig::new([dst]))
+            .await
+            .expect("connect");
+        strait_mirror::state::load_maps(&client, &flow)
+            .await
+            .expect("load maps")
+    });
+    let ends = ends(rt, dst, &format!("src.{TOPIC}")).expect("target ends");
+    (0..PARTITIONS)
+        .filter(|p| {
+            let saved = registry
+                .reader(TOPIC, *p)
+                .map_or(0, |r| r.read(|m| m.next(strait_offsets::Side::Target)));
+            ends[*p as usize] > saved as i64
+        })
+        .count()
+}
+
 /// A run stopped mid-stream and restarted, after the target caught up.
 struct Restarted {
     produced: u64,
     /// Records on the target right after the stop.
     at_stop: i64,
+    /// Partitions whose target held records past the saved map after the stop: the
+    /// restart must match each one's tail to the source by content.
+    past_map: usize,
     /// Duplicates per partition.
     dups: BTreeMap<i32, usize>,
     /// The restarted process; the brokers and its directory live as long as it does.
@@ -262,6 +289,7 @@ fn stop_and_restart(before: &str, stop: impl FnOnce(&mut Strait)) -> Restarted {
     });
     stop(&mut strait);
     let at_stop = replicated(&rt, &dst);
+    let past_map = past_saved_maps(&rt, &cfg, &dst);
     std::thread::sleep(Duration::from_millis(500));
     let mut strait = Strait::start(&cfg, &log);
     wait_for(
@@ -278,6 +306,7 @@ fn stop_and_restart(before: &str, stop: impl FnOnce(&mut Strait)) -> Restarted {
     Restarted {
         produced,
         at_stop,
+        past_map,
         dups,
         strait,
         _dir: dir,
@@ -304,7 +333,17 @@ fn kill_9_mid_stream_then_restart_loses_nothing_and_duplicates_stay_bounded() {
         "kill -9: {produced} records produced, {at_kill} on the target at the kill; \
          duplicates per partition {dups:?} (total {total}); bound {bound} per partition \
          ({MAX_IN_FLIGHT} batches of <= {BATCH_RECORDS} records); partitions whose \
-         target tail recovery checked by content: {checked}"
+         target tail recovery checked by content: {checked} (past their saved maps at \
+         the kill: {})",
+        run.past_map
+    );
+    // Every partition whose target held records past its saved map had them proven by
+    // content (the kill may land just after a checkpoint: then there are none).
+    assert_eq!(
+        checked,
+        run.past_map,
+        "partitions recovered by content vs partitions past their saved maps:\n{}",
+        run.strait.log_tail()
     );
     for (p, d) in dups {
         assert!(
