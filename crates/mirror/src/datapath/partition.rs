@@ -134,7 +134,7 @@ pub fn run(
     // built from.
     let mut parts =
         Box::new(Parts {
-            machine: machine(&spec, &feed, &map, recovery),
+            machine: machine(&spec, &feed, &map, recovery, &producer),
             acks: VecDeque::new(),
             held: Held {
                 gate: spec.shared.gate.as_ref().map(|g| {
@@ -251,6 +251,7 @@ fn machine(
     feed: &PartitionFeed,
     map: &SharedMap,
     recovery: Recovery,
+    producer: &Sink,
 ) -> Pipeline<BatchPin> {
     let limits = Limits::default();
     let settings = Settings {
@@ -279,6 +280,7 @@ fn machine(
         },
         target_topic: spec.shared.target_topic.clone(),
         source_cluster: spec.shared.source_cluster.clone(),
+        recovers_by_content: matches!(producer, Sink::Idempotent(_)),
     };
     map.lock()
         .unwrap_or_else(PoisonError::into_inner)

@@ -38,7 +38,9 @@
 //!   request of ours appended again, before or after its re-send), they are duplicates:
 //!   the map's target side moves past them (mapped to nothing, exact), the batch is
 //!   recorded where it landed and [`Action::Duplicates`] reports them. Otherwise the
-//!   pipeline fails with an error that restarts the partition, not an incident: the
+//!   pipeline (at-least-once: [`Settings::recovers_by_content`]; exactly-once keeps the
+//!   incident, as its restart reads no tail) fails with an error that restarts the
+//!   partition, not an incident: the
 //!   restart's [`Recovery`] compares the target past the map with the source re-planned,
 //!   record by record. That recognises what the pipeline alone cannot: a previous
 //!   writer's late batches (a scale-out member fenced with requests in flight) holding
@@ -111,6 +113,11 @@ pub struct Settings {
     pub target_topic: std::sync::Arc<str>,
     /// Source cluster name (context for errors about fetched bytes).
     pub source_cluster: std::sync::Arc<str>,
+    /// Whether a restart recovers the target past the map by content (at-least-once).
+    /// An exactly-once restart reads no tail (past the last commit it skips aborted data
+    /// and markers), so there an acknowledgement past the map that the live check cannot
+    /// prove is the incident at once.
+    pub recovers_by_content: bool,
 }
 
 /// One fetched record set.
@@ -260,6 +267,8 @@ pub struct Pipeline<P> {
     done: bool,
     policies: Policies,
     target_topic: std::sync::Arc<str>,
+    /// [`Settings::recovers_by_content`].
+    recovers_by_content: bool,
     source_cluster: std::sync::Arc<str>,
     outbox: VecDeque<Action>,
     check: Option<Check>,
@@ -285,6 +294,7 @@ impl<P: Clone> Pipeline<P> {
             done: false,
             policies: settings.policies,
             target_topic: settings.target_topic,
+            recovers_by_content: settings.recovers_by_content,
             source_cluster: settings.source_cluster,
             outbox: VecDeque::new(),
             check: None,
@@ -724,7 +734,9 @@ impl<P: Clone> Pipeline<P> {
         let base = match ack_base(ack, map.next(Side::Target)) {
             AckBase::At(base) => base,
             AckBase::Mismatch { acked, .. } if self.duplicates_before(check, acked, map)? => acked,
-            AckBase::Mismatch { acked, expected } if acked > expected => {
+            AckBase::Mismatch { acked, expected }
+                if acked > expected && self.recovers_by_content =>
+            {
                 return Err(MirrorError::other(format!(
                     "a batch of {} landed at offset {acked}, past {expected} where the map \
                      expects it, and the records between are not copies of what this \

@@ -59,6 +59,7 @@ pub(super) fn settings(start: i64, until: Option<i64>, policies: Policies) -> Se
         merge: MergeOptions::new(1 << 20),
         target_topic: "dst".into(),
         source_cluster: "src".into(),
+        recovers_by_content: true,
     }
 }
 
@@ -627,6 +628,27 @@ fn records_between_that_are_not_ours_restart_the_partition_for_recovery() {
     let recovery = Recovery::from_target(&tail, 0, 4, Limits::default()).expect("decode");
     let mut h = Harness::recovering(0, None, IncidentPolicy::Fail, recovery, 0);
     let e = h.fetch(&[(0, 2)]).expect_err("incident");
+    assert_eq!(e.incident_kind(), Some(IncidentKind::TargetMismatch));
+}
+
+#[test]
+fn exactly_once_keeps_records_between_that_are_not_ours_the_incident() {
+    // Its restart reads no tail: past the last commit it skips what it takes for its own
+    // aborted data, so a foreign record must be the incident here.
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.p = Pipeline::new(
+        Settings {
+            recovers_by_content: false,
+            ..settings(0, None, Policies::all(IncidentPolicy::Fail))
+        },
+        &h.map,
+        Recovery::none(),
+    );
+    h.target = Some(Vec::new());
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.acked(2).expect("ack");
+    let e = h.run().expect_err("incident");
     assert_eq!(e.incident_kind(), Some(IncidentKind::TargetMismatch));
 }
 
