@@ -270,6 +270,14 @@ async fn run_sole_writer(
     }
 }
 
+/// The flow's state topic as its runs read it: each start of the flow (an exactly-once
+/// restart, a slot taken over) reads on from where the previous one left off.
+pub(super) type SharedState = Arc<tokio::sync::Mutex<state::StateTail>>;
+
+fn shared_state(flow: &Flow) -> SharedState {
+    Arc::new(tokio::sync::Mutex::new(state::StateTail::new(flow)))
+}
+
 /// Runs `flow` in its delivery mode.
 async fn run_mode(
     flow: &Flow,
@@ -279,8 +287,9 @@ async fn run_mode(
     once: bool,
     stop: watch::Receiver<bool>,
 ) -> Result<FlowSummary, MirrorError> {
+    let state = shared_state(flow);
     if flow.delivery.exactly_once() && flow.scale_out.is_some() {
-        slots::run_slotted(flow, config, metrics, &budget, once, stop).await
+        slots::run_slotted(flow, config, metrics, &budget, once, stop, &state).await
     } else if flow.delivery.exactly_once() {
         exactly_once::run_restarting(flow, metrics, once, stop, |stop| {
             run_inner(
@@ -291,14 +300,26 @@ async fn run_mode(
                 once,
                 stop,
                 None,
+                &state,
             )
         })
         .await
     } else {
-        run_inner(flow, config, metrics.clone(), budget, once, stop, None).await
+        run_inner(
+            flow,
+            config,
+            metrics.clone(),
+            budget,
+            once,
+            stop,
+            None,
+            &state,
+        )
+        .await
     }
 }
 
+#[allow(clippy::too_many_arguments)] // Until the modes own their state (issue 30).
 async fn run_inner(
     flow: &Flow,
     config: &Config,
@@ -307,6 +328,7 @@ async fn run_inner(
     once: bool,
     mut stop: watch::Receiver<bool>,
     slot: Option<slots::Slot>,
+    state: &SharedState,
 ) -> Result<FlowSummary, MirrorError> {
     let cluster = |name: &str| {
         config
@@ -342,7 +364,8 @@ async fn run_inner(
         ),
     };
     state::ensure_state_topic(&target, flow).await?;
-    let (saved, deltas) = state::read_state_and_deltas(&target, flow).await?;
+    // Read on from where this flow's (or this slot's member's) last start left off.
+    let (saved, deltas) = state.lock().await.read(&target, flow).await?;
     if let Some(e) = &mut eos {
         e.deltas = deltas;
     }
