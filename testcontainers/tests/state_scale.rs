@@ -39,9 +39,12 @@ fn commit(map: &mut OffsetMap) {
         .expect("marker");
 }
 
+/// Encoded deltas with their sequence numbers.
+type Deltas = Vec<(u64, Vec<u8>)>;
+
 /// One partition's map after `commits` transactions, the snapshot taken before the last
 /// `deltas` of them and the delta of each of those (with its sequence number).
-fn partition(commits: u64, deltas: u64) -> (OffsetMap, Vec<u8>, Vec<(u64, Vec<u8>)>) {
+fn partition(commits: u64, deltas: u64) -> (OffsetMap, Vec<u8>, Deltas) {
     let mut map = OffsetMap::new();
     let mut snapshot = Vec::new();
     let mut out = Vec::new();
