@@ -224,7 +224,7 @@ pub async fn run_flow(
 ) -> Result<FlowSummary, MirrorError> {
     metrics.set_flow_state(&flow.name, FlowState::Starting);
     let result = match flow.scale_out {
-        Some(_) => run_mode(&flow, &config, &metrics, budget, once, stop).await,
+        Some(_) => run_mode(&flow, &config, &metrics, budget, once, stop, None).await,
         None => run_sole_writer(&flow, &config, &metrics, budget, once, stop).await,
     };
     match &result {
@@ -260,7 +260,16 @@ async fn run_sole_writer(
         }
         let _ = inner_tx.send(true);
     });
-    let result = run_mode(flow, config, metrics, budget, once, inner_stop).await;
+    let result = run_mode(
+        flow,
+        config,
+        metrics,
+        budget,
+        once,
+        inner_stop,
+        Some(&guard),
+    )
+    .await;
     forward.abort();
     let lost = guard.lost();
     guard.release().await;
@@ -286,12 +295,13 @@ async fn run_mode(
     budget: Budget,
     once: bool,
     stop: watch::Receiver<bool>,
+    guard: Option<&sole_writer::Guard>,
 ) -> Result<FlowSummary, MirrorError> {
     let state = shared_state(flow);
     if flow.delivery.exactly_once() && flow.scale_out.is_some() {
         slots::run_slotted(flow, config, metrics, &budget, once, stop, &state).await
     } else if flow.delivery.exactly_once() {
-        exactly_once::run_restarting(flow, metrics, once, stop, |stop| {
+        exactly_once::run_restarting(flow, metrics, once, stop, guard, |stop| {
             run_inner(
                 flow,
                 config,

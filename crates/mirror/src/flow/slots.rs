@@ -133,7 +133,7 @@ pub(super) async fn run_slotted(
             tracing::info!(flow = %flow.name, slot = n, transactional_id = %f.delivery.transactional_id,
                 "scale-out: starting the exactly-once slot (fencing its previous owner)");
             tasks.spawn(async move {
-                let r = exactly_once::run_restarting(&f, &metrics, false, rx, |stop| {
+                let r = exactly_once::run_restarting(&f, &metrics, false, rx, None, |stop| {
                     run_inner(
                         &f,
                         &config,
