@@ -192,6 +192,10 @@ fn reading_the_state_of_1000_exactly_once_partitions_after_an_hour() {
     );
     assert_eq!(saved.len(), PARTITIONS as usize, "every partition's state");
     assert_eq!(again.len(), PARTITIONS as usize);
+    let (fresh, _) = rt
+        .block_on(state::read_state_and_deltas(&client, &flow))
+        .expect("a whole read again");
+    assert!(again == fresh, "reading on gives what a whole read gives");
     assert!(
         seqs.values().all(|s| !s.is_empty()),
         "deltas after each snapshot"

@@ -125,6 +125,11 @@ struct Fold {
     fence: super::stamp::Fence<(String, i32)>,
     /// Stale-owner records ignored and already reported.
     reported: u64,
+    /// Partitions with deltas as [`Fold::result`] last rebuilt them (snapshot with its
+    /// deltas replayed), reused while neither changed.
+    rebuilt: BTreeMap<(String, i32), PartitionState>,
+    /// Partitions whose snapshot or deltas changed since the last [`Fold::result`].
+    changed: std::collections::BTreeSet<(String, i32)>,
 }
 
 impl StateTail {
@@ -214,6 +219,7 @@ impl Fold {
         }
         if key_kind(key) == Some(DELTA_KEY_KIND) {
             let (key, seq) = decode_delta_key(key).map_err(|e| format!("delta key: {e}"))?;
+            self.changed.insert(key.clone());
             match value {
                 None => {
                     if let Some(d) = self.deltas.get_mut(&key) {
@@ -234,6 +240,7 @@ impl Fold {
         {
             return Ok(());
         }
+        self.changed.insert(key.clone());
         match value {
             // A tombstone: the partition's state was deleted.
             None => {
@@ -259,19 +266,28 @@ impl Fold {
         }
         let mut saved = self.saved.clone();
         let mut seqs = DeltaSeqs::new();
+        let changed = std::mem::take(&mut self.changed);
+        self.rebuilt
+            .retain(|k, _| !changed.contains(k) && self.deltas.contains_key(k));
         for (key, ds) in &self.deltas {
             if ds.is_empty() {
                 continue;
             }
             seqs.insert(key.clone(), ds.keys().copied().collect());
             // Deltas of a partition whose state was deleted are left for the tombstones.
-            if let Some(state) = saved.get_mut(key) {
-                *state = rebuild(state, ds).map_err(|e| {
-                    MirrorError::state(format!("{}/{}: {e}", key.0, key.1))
-                        .flow(&flow.name)
-                        .cluster(&flow.target)
-                })?;
+            let Some(state) = saved.get_mut(key) else {
+                continue;
+            };
+            if let Some(done) = self.rebuilt.get(key) {
+                *state = done.clone();
+                continue;
             }
+            *state = rebuild(state, ds).map_err(|e| {
+                MirrorError::state(format!("{}/{}: {e}", key.0, key.1))
+                    .flow(&flow.name)
+                    .cluster(&flow.target)
+            })?;
+            self.rebuilt.insert(key.clone(), state.clone());
         }
         Ok((saved, seqs))
     }
