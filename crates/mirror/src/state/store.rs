@@ -157,26 +157,16 @@ impl StateTail {
         target: &Client,
         flow: &Flow,
     ) -> Result<(SavedState, DeltaSeqs), MirrorError> {
-        let ctx = |e: MirrorError| e.flow(&flow.name).cluster(&flow.target);
-        let kafka = |what: &str, e| {
-            ctx(MirrorError::kafka(
-                format!("state topic {}: {what}", flow.state_topic),
-                e,
-            ))
-        };
-        let meta = target
-            .metadata(Some(&[flow.state_topic.as_str()]))
-            .await
-            .map_err(|e| kafka("metadata", e))?;
-        let Some(topic) = meta.topics.get(&flow.state_topic) else {
+        let kafka = kafka_error(flow);
+        let Some(id) = state_topic(target, flow).await? else {
             self.tail.restart();
             self.fold = Fold::default();
             return Ok((SavedState::new(), DeltaSeqs::new()));
         };
-        if topic.id != self.topic_id {
+        if id != self.topic_id {
             // Re-created (a broker that came back empty): the place reached means nothing.
             self.tail.restart();
-            self.topic_id = topic.id;
+            self.topic_id = id;
         }
         // A read from the log start starts the fold over, before its first record.
         let restarted = AtomicBool::new(false);
@@ -337,24 +327,38 @@ pub(super) async fn read_records(
     flow: &Flow,
     mut each: impl FnMut(&[u8], Option<&[u8]>, RecordMeta) -> Result<(), String>,
 ) -> Result<(), MirrorError> {
-    let ctx = |e: MirrorError| e.flow(&flow.name).cluster(&flow.target);
-    let kafka = |what: &str, e| {
-        ctx(MirrorError::kafka(
-            format!("state topic {}: {what}", flow.state_topic),
-            e,
-        ))
-    };
+    if state_topic(target, flow).await?.is_none() {
+        return Ok(());
+    }
+    read_to_end(
+        target,
+        &flow.state_topic,
+        0,
+        ORDER,
+        kafka_error(flow),
+        |r| state_record(&r, flow, &mut each),
+    )
+    .await
+}
+
+/// A failed request on the flow's state topic (`what`: "metadata", "read", …), with the
+/// flow and the target cluster.
+fn kafka_error(flow: &Flow) -> impl Fn(&str, strait_client::Error) -> MirrorError + '_ {
+    move |what, e| {
+        MirrorError::kafka(format!("state topic {}: {what}", flow.state_topic), e)
+            .flow(&flow.name)
+            .cluster(&flow.target)
+    }
+}
+
+/// The id of the flow's state topic on the target (`None`: the topic is missing; nil: the
+/// broker reports no ids).
+async fn state_topic(target: &Client, flow: &Flow) -> Result<Option<uuid::Uuid>, MirrorError> {
     let meta = target
         .metadata(Some(&[flow.state_topic.as_str()]))
         .await
-        .map_err(|e| kafka("metadata", e))?;
-    if !meta.topics.contains_key(&flow.state_topic) {
-        return Ok(());
-    }
-    read_to_end(target, &flow.state_topic, 0, ORDER, kafka, |r| {
-        state_record(&r, flow, &mut each)
-    })
-    .await
+        .map_err(|e| kafka_error(flow)("metadata", e))?;
+    Ok(meta.topics.get(&flow.state_topic).map(|t| t.id))
 }
 
 /// Each exactly-once slot commits the states of its own partitions under its own
