@@ -24,7 +24,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use strait_client::{Client, FetchOptions, IdempotentProducer, IsolationLevel, ProducerConfig};
+use strait_client::{Client, FetchOptions, IdempotentProducer, IsolationLevel};
 use strait_offsets::{MapWriter, OffsetMap, Registry, Side};
 use strait_records::Limits;
 use tokio::sync::{mpsc, watch};
@@ -349,13 +349,7 @@ async fn run_inner(
         connect(cluster(&flow.source)?, &flow.name),
         connect(cluster(&flow.target)?, &flow.name)
     )?;
-    let producer_config = ProducerConfig {
-        max_in_flight: usize::from(config.engine.max_in_flight_per_partition).clamp(1, 5),
-        delivery_timeout: config.engine.delivery_timeout,
-        // What the broker may hold a Produce for, as Kafka's request.timeout.ms.
-        request_timeout: cluster(&flow.target)?.request_timeout,
-        ..ProducerConfig::default()
-    };
+    let producer_config = config.engine.producer_config(cluster(&flow.target)?);
     // Exactly-once: fencing comes first, so that the state read next is final.
     let mut eos = match flow.delivery.exactly_once() {
         true => Some(exactly_once::start_producer(&target, flow, producer_config).await?),
@@ -756,7 +750,7 @@ impl FlowRun {
             max_batch_bytes,
             policies: Policies::of(flow),
             max_held_bytes: self.max_held_bytes,
-            max_in_flight: usize::from(self.engine.max_in_flight_per_partition).clamp(1, 5),
+            max_in_flight: self.engine.max_in_flight(),
             coalesce_max_bytes: self.engine.coalesce_max_bytes,
             recompress: self.engine.recompress,
             budget: self.budget.clone(),

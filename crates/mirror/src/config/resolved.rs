@@ -296,6 +296,25 @@ pub struct Engine {
     pub delivery_timeout: Duration,
 }
 
+impl Engine {
+    /// Produce requests in flight per partition (validation keeps the setting in 1..=5).
+    pub fn max_in_flight(&self) -> usize {
+        usize::from(self.max_in_flight_per_partition)
+    }
+
+    /// The data path's producer settings toward `target`: the window per partition, the
+    /// delivery timeout, and the cluster's request timeout as the time a broker may hold
+    /// a Produce (Kafka's `request.timeout.ms`). The one place they are put together.
+    pub fn producer_config(&self, target: &Cluster) -> strait_client::ProducerConfig {
+        strait_client::ProducerConfig {
+            max_in_flight: self.max_in_flight(),
+            delivery_timeout: self.delivery_timeout,
+            request_timeout: target.request_timeout,
+            ..strait_client::ProducerConfig::default()
+        }
+    }
+}
+
 /// Logging.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Logging {
