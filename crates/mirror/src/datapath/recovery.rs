@@ -19,7 +19,10 @@
 //!   skipped, counted, and the map stays exact (the duplicate's offsets are mapped to
 //!   nothing). The rule is [`repeat_len`], shared with the live check below. The last
 //!   [`DUPLICATE_WINDOW`] records matched (or read before the map's position) are kept to
-//!   recognise them, as copies of their own: they hold no read chunk in memory.
+//!   recognise them, each as a SHA-256 digest of its content (timestamp, key, value and
+//!   headers, unambiguously framed): 32 bytes whatever the record's size, holding no read
+//!   chunk in memory. Two records are the same content exactly when their digests are
+//!   equal (barring a SHA-256 collision); a step is still matched record by record.
 //! - **Chunks.** Read in chunks, recovery decides from the records read so far (its
 //!   window). When a step cannot be decided from the window — the window is empty, the
 //!   step's records run past it, or a duplicate block reaches its end — and the target's
@@ -96,24 +99,34 @@ fn same(a: &Record, b: &Record) -> bool {
     a.timestamp == b.timestamp && a.key == b.key && a.value == b.value && a.headers == b.headers
 }
 
-/// `r` in buffers of its own: a record kept in the duplicate window holds no read chunk
-/// (nor a fetch response) in memory.
-fn detached(r: Record) -> Record {
-    let own = |b: bytes::Bytes| bytes::Bytes::copy_from_slice(&b);
-    Record {
-        offset: r.offset,
-        timestamp: r.timestamp,
-        key: r.key.map(own),
-        value: r.value.map(own),
-        headers: r
-            .headers
-            .into_iter()
-            .map(|h| strait_records::Header {
-                key: own(h.key),
-                value: h.value.map(own),
-            })
-            .collect(),
+/// A record's content as compared by [`same`] (timestamp, key, value and headers, not its
+/// offset), as a SHA-256 digest: what the duplicate window keeps of a record.
+type Digest = [u8; 32];
+
+/// The [`Digest`] of `r`: every field framed by its presence and length, so that
+/// different contents never frame to the same bytes.
+fn digest(r: &Record) -> Digest {
+    use sha2::Digest as _;
+    fn bytes(h: &mut sha2::Sha256, b: Option<&[u8]>) {
+        match b {
+            None => h.update([0]),
+            Some(b) => {
+                h.update([1]);
+                h.update((b.len() as u64).to_be_bytes());
+                h.update(b);
+            }
+        }
     }
+    let mut h = sha2::Sha256::new();
+    h.update(r.timestamp.to_be_bytes());
+    bytes(&mut h, r.key.as_deref());
+    bytes(&mut h, r.value.as_deref());
+    h.update((r.headers.len() as u64).to_be_bytes());
+    for header in &r.headers {
+        bytes(&mut h, Some(&header.key));
+        bytes(&mut h, header.value.as_deref());
+    }
+    h.finalize().into()
 }
 
 /// One partition's recovery state. Boxed, and absent when there is nothing to recover
@@ -136,8 +149,8 @@ struct State {
     read_to: u64,
     /// Where the target ends.
     end: u64,
-    /// Recently matched records (for duplicate detection), oldest first.
-    matched: VecDeque<Record>,
+    /// Recently matched records (for duplicate detection), oldest first, as digests.
+    matched: VecDeque<Digest>,
     /// Duplicate records skipped so far.
     duplicates: u64,
     /// Whether any target record past the map was read (only then is the end reported).
@@ -411,16 +424,23 @@ impl State {
         Ok(base)
     }
 
-    /// The length of the longest duplicate block at the front of the pending records.
+    /// The length of the longest duplicate block at the front of the pending records
+    /// (no longer than the window of matched records: only those are looked at).
     fn duplicate_len(&self) -> usize {
-        repeat_len(&self.matched, &self.pending)
+        let block: VecDeque<(u64, Digest)> = self
+            .pending
+            .iter()
+            .take(self.matched.len())
+            .map(|(o, r)| (*o, digest(r)))
+            .collect();
+        repeat_len_by(&self.matched, &block, |a, b| a == b)
     }
 
     fn remember(&mut self, r: Record) {
         if self.matched.len() == DUPLICATE_WINDOW {
             self.matched.pop_front();
         }
-        self.matched.push_back(detached(r));
+        self.matched.push_back(digest(&r));
     }
 }
 
@@ -428,6 +448,15 @@ impl State {
 /// offsets) that repeats a contiguous run of `ours`, in order, at consecutive offsets; 0 if
 /// none. The duplicate rule of recovery and of the live check.
 pub fn repeat_len(ours: &VecDeque<Record>, block: &VecDeque<(u64, Record)>) -> usize {
+    repeat_len_by(ours, block, same)
+}
+
+/// [`repeat_len`] with records compared by `eq`.
+fn repeat_len_by<A, B>(
+    ours: &VecDeque<A>,
+    block: &VecDeque<(u64, B)>,
+    eq: impl Fn(&A, &B) -> bool,
+) -> usize {
     let Some((base, _)) = block.front() else {
         return 0;
     };
@@ -435,7 +464,7 @@ pub fn repeat_len(ours: &VecDeque<Record>, block: &VecDeque<(u64, Record)>) -> u
     for start in 0..ours.len() {
         let mut k = 0;
         while let (Some(r), Some((off, t))) = (ours.get(start + k), block.get(k)) {
-            if *off != base + k as u64 || !same(r, t) {
+            if *off != base + k as u64 || !eq(r, t) {
                 break;
             }
             k += 1;
@@ -791,7 +820,11 @@ mod tests {
         assert_eq!(c.r.decide(&s), Decision::ReadMore { from: 0 });
         c.r.read(&c.chunk(0)).expect("decode");
         assert_eq!(c.r.decide(&s), Decision::ReadMore { from: 2 });
-        assert_eq!(c.r.decide(&s), Decision::ReadMore { from: 2 }, "asked again");
+        assert_eq!(
+            c.r.decide(&s),
+            Decision::ReadMore { from: 2 },
+            "asked again"
+        );
         assert_eq!(c.r.remaining(), 2, "nothing consumed");
         c.r.read(&c.chunk(2)).expect("decode");
         assert_eq!(c.r.decide(&s), Decision::AlreadyWritten { target_base: 0 });
@@ -918,7 +951,10 @@ mod tests {
         c.r.release();
         assert_eq!(c.r.remaining(), 0);
         assert_eq!(c.r.holds_from(), u64::MAX, "nothing held");
-        assert_eq!(c.r.decide(&step(&[3, 4], 2)), Decision::ReadMore { from: 2 });
+        assert_eq!(
+            c.r.decide(&step(&[3, 4], 2)),
+            Decision::ReadMore { from: 2 }
+        );
         assert_eq!(
             c.decide(&step(&[3, 4], 2)),
             Decision::AlreadyWritten { target_base: 2 },
@@ -938,10 +974,48 @@ mod tests {
             r.decide(&step(&[1, 2], 0)),
             Decision::AlreadyWritten { target_base: 0 }
         );
-        assert!(
-            raw.is_unique(),
-            "the matched records are kept as copies of their own"
-        );
+        assert!(raw.is_unique(), "the matched records are kept as digests");
+    }
+
+    #[test]
+    fn the_duplicate_window_digest_tells_apart_every_content_the_comparison_does() {
+        let r = |key: Option<&'static [u8]>, value: Option<&'static [u8]>, headers| Record {
+            offset: 0,
+            timestamp: 1,
+            key: key.map(bytes::Bytes::from_static),
+            value: value.map(bytes::Bytes::from_static),
+            headers,
+        };
+        let h = |k: &'static [u8], v: Option<&'static [u8]>| strait_records::Header {
+            key: bytes::Bytes::from_static(k),
+            value: v.map(bytes::Bytes::from_static),
+        };
+        let all = [
+            r(Some(b"ab"), Some(b"c"), vec![]),
+            r(Some(b"a"), Some(b"bc"), vec![]),
+            r(None, Some(b"abc"), vec![]),
+            r(Some(b""), Some(b"abc"), vec![]),
+            r(Some(b"abc"), None, vec![]),
+            r(Some(b"abc"), Some(b""), vec![]),
+            r(Some(b"a"), Some(b"b"), vec![h(b"c", None)]),
+            r(Some(b"a"), Some(b"b"), vec![h(b"c", Some(b""))]),
+            r(Some(b"a"), Some(b"b"), vec![h(b"", Some(b"c"))]),
+            r(Some(b"a"), Some(b"b"), vec![h(b"c", None), h(b"c", None)]),
+            Record {
+                timestamp: 2,
+                ..r(Some(b"ab"), Some(b"c"), vec![])
+            },
+        ];
+        for (i, a) in all.iter().enumerate() {
+            for (j, b) in all.iter().enumerate() {
+                assert_eq!(digest(a) == digest(b), same(a, b), "{i} and {j}");
+            }
+        }
+        let moved = Record {
+            offset: 7,
+            ..all[0].clone()
+        };
+        assert_eq!(digest(&moved), digest(&all[0]), "the offset is not content");
     }
 
     /// What the target can hold past the map after a crash, built from the source's
