@@ -1111,12 +1111,14 @@ mod tests {
         }
 
         /// For any target tail read in chunks of any size (and let go of between steps,
-        /// or not), every decision is the one the whole tail read at once gives.
+        /// or not), every decision is the one the whole tail read at once gives, also
+        /// when the target holds a record a batch (chunks then end inside steps).
         #[test]
         fn read_in_chunks_recovery_decides_as_the_whole_tail_does(
             c in case(),
             per_read in 1usize..4,
             release in any::<bool>(),
+            one_a_batch in any::<bool>(),
         ) {
             let mut tail: Vec<Vec<u32>> = Vec::new();
             for (i, b) in c.source.iter().take(c.written).enumerate() {
@@ -1131,6 +1133,9 @@ mod tests {
                     // A duplicate in batches of one record: its block crosses chunks.
                     tail.extend(b.iter().map(|v| vec![*v]));
                 }
+            }
+            if one_a_batch {
+                tail = tail.iter().flatten().map(|v| vec![*v]).collect();
             }
             let refs: Vec<&[u32]> = tail.iter().map(Vec::as_slice).collect();
             let mut whole = recovery(&refs, 0);
