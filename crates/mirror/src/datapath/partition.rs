@@ -9,15 +9,20 @@
 //! metrics and log.
 //!
 //! **Recovery chunks.** A chunk of the target's tail ([`Action::ReadTargetTail`]) is read
-//! with at most [`TopicSpec::tail_chunk_bytes`] asked for, into a reservation of the
-//! in-flight budget taken before the read (the fetcher's rule: a response is never read
-//! into memory the budget does not have; a first batch larger than asked for still comes
-//! whole and takes its extra bytes when it arrives, the whole reservation capped at the
-//! budget, so an oversized chunk cannot wait forever). The reservation is the chunk's pin,
-//! kept by the pipeline while recovery holds its records. When the partition is about to
-//! wait for the feed while keeping chunks and the budget lacks a chunk's room, it lets go
-//! of them ([`Pipeline::release_tail`]; read again when needed): recovering partitions
-//! never hold the budget the fetches that feed them need.
+//! into a reservation of the in-flight budget taken before the read, and asks the target
+//! for no more than it holds (the fetcher's rule: a response is never read into memory
+//! the budget does not have). It never waits for the budget: the record sets the
+//! partition holds (the steps waiting for the chunk, the inbox) are let go of only once
+//! the chunk is read, so a wait could be for bytes only the chunk can free. It takes what
+//! is free, up to [`TopicSpec::tail_chunk_bytes`]; with less, the chunk is smaller, and
+//! with nothing free it asks for one byte, which still brings one whole batch (KIP-74),
+//! so recovery always moves on. Bytes past the reservation (a first batch larger than
+//! asked for) are added to it when the budget has them, capped at the budget, like an
+//! oversized record set. The reservation is the chunk's pin, kept by the pipeline while
+//! recovery holds its records. When the partition is about to wait for the feed while
+//! keeping chunks and the budget lacks a chunk's room, it lets go of them
+//! ([`Pipeline::release_tail`]; read again when needed): recovering partitions never hold
+//! the budget the fetches that feed them need.
 //!
 //! One task, one `select!`: acknowledgements are awaited in order (the oldest first)
 //! while record sets keep being planned, so a slow acknowledgement never stops planning.
@@ -95,7 +100,7 @@ pub struct TopicSpec {
     /// The in-flight budget (a merged batch reserves its own bytes when it can; a chunk of
     /// the target's tail read for recovery reserves its bytes while held).
     pub budget: Budget,
-    /// Bytes a chunk of the target's tail read for recovery asks for: one partition's
+    /// Most bytes a chunk of the target's tail read for recovery asks for: one partition's
     /// fetch (`engine.fetch_partition_max_bytes`), at most a sixteenth of the budget, like
     /// the fetcher's minimum room.
     pub tail_chunk_bytes: usize,
@@ -765,15 +770,14 @@ impl<'a> Driver<'a> {
     ) -> Result<(Vec<Batch>, BatchPin), MirrorError> {
         let spec = self.spec;
         let budget = &spec.shared.budget;
-        let chunk = spec.shared.tail_chunk_bytes.max(1);
-        let mut reservation = budget.reserve(chunk).await;
+        let mut reservation = budget.reserve_free(spec.shared.tail_chunk_bytes.max(1));
         let batches = super::tail::read_chunk(
             self.target,
             &spec.shared.target_topic,
             spec.partition,
             i64::try_from(from).unwrap_or(i64::MAX),
             i64::try_from(to).unwrap_or(i64::MAX),
-            chunk,
+            reservation.bytes().max(1),
             &Limits::default(),
         )
         .await?;
@@ -781,9 +785,9 @@ impl<'a> Driver<'a> {
         let total = usize::try_from(budget.total()).unwrap_or(usize::MAX);
         let extra = bytes.min(total).saturating_sub(reservation.bytes());
         if extra > 0 {
-            // A batch larger than the chunk (KIP-74): its extra bytes, the whole capped at
-            // the budget.
-            reservation.absorb(budget.reserve(extra).await);
+            // A batch larger than asked for (KIP-74): its extra bytes when the budget has
+            // them, the whole capped at the budget.
+            reservation.absorb(budget.reserve_free(extra));
         }
         tracing::debug!(flow = %spec.shared.flow, topic = %spec.shared.source_topic,
             partition = spec.partition, from, batches = batches.len(), bytes,
