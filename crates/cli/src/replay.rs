@@ -191,12 +191,7 @@ fn producer_config(config: &Config, flow: &Flow) -> anyhow::Result<ProducerConfi
     let target = config
         .cluster(&flow.target)
         .with_context(|| format!("cluster {} is not defined", flow.target))?;
-    Ok(ProducerConfig {
-        max_in_flight: usize::from(config.engine.max_in_flight_per_partition).clamp(1, 5),
-        delivery_timeout: config.engine.delivery_timeout,
-        request_timeout: target.request_timeout,
-        ..ProducerConfig::default()
-    })
+    Ok(config.engine.producer_config(target))
 }
 
 fn show_time(ms: i64) -> String {

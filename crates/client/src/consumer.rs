@@ -76,6 +76,12 @@ impl PartitionConsumer {
         self
     }
 
+    /// Reads on through `client` (another connection to the same cluster), keeping the
+    /// position and the transactions held so far.
+    pub fn set_client(&mut self, client: Client) {
+        self.client = client;
+    }
+
     /// Sets the fetch options.
     pub fn with_options(mut self, opts: FetchOptions) -> Self {
         self.opts = opts;

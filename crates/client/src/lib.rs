@@ -67,6 +67,7 @@
 //! | [`rpc`] | one module per API group: `produce`, `fetch` (+ sessions), `offsets`, `groups`, `admin`, `txn` |
 //! | [`producer`] | the pure sequencing state machine, the idempotent raw-batch producer, the record producer |
 //! | [`consumer`] | the record-level partition consumer |
+//! | [`group`] | a consumer-group member (join, sync, heartbeat, self-fence) and its pure state machine |
 //! | [`error`] | [`Error`], [`ErrorKind`] |
 //! | [`security`] | TLS (rustls), SASL PLAIN / SCRAM / OAUTHBEARER, re-authentication |
 //! | `decode` | (hidden) every response decoder behind one entry point, for fuzzing and hostile-input tests |

@@ -24,7 +24,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use strait_client::{Client, FetchOptions, IdempotentProducer, IsolationLevel, ProducerConfig};
+use strait_client::{Client, FetchOptions, IdempotentProducer, IsolationLevel};
 use strait_offsets::{MapWriter, OffsetMap, Registry, Side};
 use strait_records::Limits;
 use tokio::sync::{mpsc, watch};
@@ -224,7 +224,7 @@ pub async fn run_flow(
 ) -> Result<FlowSummary, MirrorError> {
     metrics.set_flow_state(&flow.name, FlowState::Starting);
     let result = match flow.scale_out {
-        Some(_) => run_mode(&flow, &config, &metrics, budget, once, stop).await,
+        Some(_) => run_mode(&flow, &config, &metrics, budget, once, stop, None).await,
         None => run_sole_writer(&flow, &config, &metrics, budget, once, stop).await,
     };
     match &result {
@@ -260,7 +260,16 @@ async fn run_sole_writer(
         }
         let _ = inner_tx.send(true);
     });
-    let result = run_mode(flow, config, metrics, budget, once, inner_stop).await;
+    let result = run_mode(
+        flow,
+        config,
+        metrics,
+        budget,
+        once,
+        inner_stop,
+        Some(&guard),
+    )
+    .await;
     forward.abort();
     let lost = guard.lost();
     guard.release().await;
@@ -268,6 +277,14 @@ async fn run_sole_writer(
         Some(why) if result.is_ok() => Err(MirrorError::other(why).flow(&flow.name)),
         _ => result,
     }
+}
+
+/// The flow's state topic as its runs read it: each start of the flow (an exactly-once
+/// restart, a slot taken over) reads on from where the previous one left off.
+pub(super) type SharedState = Arc<tokio::sync::Mutex<state::StateTail>>;
+
+fn shared_state(flow: &Flow) -> SharedState {
+    Arc::new(tokio::sync::Mutex::new(state::StateTail::new(flow)))
 }
 
 /// Runs `flow` in its delivery mode.
@@ -278,11 +295,13 @@ async fn run_mode(
     budget: Budget,
     once: bool,
     stop: watch::Receiver<bool>,
+    guard: Option<&sole_writer::Guard>,
 ) -> Result<FlowSummary, MirrorError> {
+    let state = shared_state(flow);
     if flow.delivery.exactly_once() && flow.scale_out.is_some() {
-        slots::run_slotted(flow, config, metrics, &budget, once, stop).await
+        slots::run_slotted(flow, config, metrics, &budget, once, stop, &state).await
     } else if flow.delivery.exactly_once() {
-        exactly_once::run_restarting(flow, metrics, once, stop, |stop| {
+        exactly_once::run_restarting(flow, metrics, once, stop, guard, |stop| {
             run_inner(
                 flow,
                 config,
@@ -291,14 +310,26 @@ async fn run_mode(
                 once,
                 stop,
                 None,
+                &state,
             )
         })
         .await
     } else {
-        run_inner(flow, config, metrics.clone(), budget, once, stop, None).await
+        run_inner(
+            flow,
+            config,
+            metrics.clone(),
+            budget,
+            once,
+            stop,
+            None,
+            &state,
+        )
+        .await
     }
 }
 
+#[allow(clippy::too_many_arguments)] // Until the modes own their state (issue 30).
 async fn run_inner(
     flow: &Flow,
     config: &Config,
@@ -307,6 +338,7 @@ async fn run_inner(
     once: bool,
     mut stop: watch::Receiver<bool>,
     slot: Option<slots::Slot>,
+    state: &SharedState,
 ) -> Result<FlowSummary, MirrorError> {
     let cluster = |name: &str| {
         config
@@ -317,13 +349,7 @@ async fn run_inner(
         connect(cluster(&flow.source)?, &flow.name),
         connect(cluster(&flow.target)?, &flow.name)
     )?;
-    let producer_config = ProducerConfig {
-        max_in_flight: usize::from(config.engine.max_in_flight_per_partition).clamp(1, 5),
-        delivery_timeout: config.engine.delivery_timeout,
-        // What the broker may hold a Produce for, as Kafka's request.timeout.ms.
-        request_timeout: cluster(&flow.target)?.request_timeout,
-        ..ProducerConfig::default()
-    };
+    let producer_config = config.engine.producer_config(cluster(&flow.target)?);
     // Exactly-once: fencing comes first, so that the state read next is final.
     let mut eos = match flow.delivery.exactly_once() {
         true => Some(exactly_once::start_producer(&target, flow, producer_config).await?),
@@ -342,7 +368,8 @@ async fn run_inner(
         ),
     };
     state::ensure_state_topic(&target, flow).await?;
-    let (saved, deltas) = state::read_state_and_deltas(&target, flow).await?;
+    // Read on from where this flow's (or this slot's member's) last start left off.
+    let (saved, deltas) = state.lock().await.read(&target, flow).await?;
     if let Some(e) = &mut eos {
         e.deltas = deltas;
     }
@@ -723,7 +750,7 @@ impl FlowRun {
             max_batch_bytes,
             policies: Policies::of(flow),
             max_held_bytes: self.max_held_bytes,
-            max_in_flight: usize::from(self.engine.max_in_flight_per_partition).clamp(1, 5),
+            max_in_flight: self.engine.max_in_flight(),
             coalesce_max_bytes: self.engine.coalesce_max_bytes,
             recompress: self.engine.recompress,
             budget: self.budget.clone(),

@@ -8,12 +8,12 @@
 
 use strait_client::Client;
 
+use crate::clock::now_ms;
 use crate::config::Flow;
 use crate::config::policy::HEARTBEATS_TOPIC;
 use crate::error::MirrorError;
 use crate::groups::wire::{Reader, WireError, Writer};
 use crate::metrics::Metrics;
-use crate::now_ms;
 use crate::topics::internal::InternalTopicWriter;
 
 /// The value version we write (MM2's `Heartbeat.VERSION`).

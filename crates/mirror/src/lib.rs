@@ -1,27 +1,30 @@
-//! strait-mirror: the replication engine.
+//! strait-mirror: the replication engine. Its modules, one line each, from the ground
+//! floor up (docs/architecture.md has the picture):
 //!
-//! Layout:
-//! - [`config`]: the TOML config file: model, loading with env substitution, validation
-//!   into resolved types ([`config::Config`], [`config::Flow`], …), the replication
-//!   (naming) policy, and the MirrorMaker 2 importer ([`config::mm2`]).
-//! - [`error`]: [`MirrorError`], the engine's error type, with flow/cluster/topic/partition
-//!   context.
-//! - [`topics`]: topic discovery, creation, config sync and partition growth on the target.
-//! - [`groups`]: consumer-group offset translation, MM2 checkpoints, target commits.
-//! - [`heartbeat`]: MM2-compatible heartbeats.
+//! - [`clock`]: the wall clock (`now_ms`).
+//! - [`error`]: [`MirrorError`], with flow, cluster, topic and partition context.
+//! - [`config`]: the config file: model, loading, validation, naming, the MM2 importer.
+//! - [`scale`]: scale-out's pure rules (protocol, assignment, topology, sole writer).
+//! - `pruned`: a list that forgets entries that died.
 //! - [`incident`]: incident kind × policy → what to do, and the messages (pure).
-//! - [`metrics`]: the Prometheus registry, flow health and the `/metrics` + `/health`
-//!   endpoint.
-//! - [`datapath`]: fetchers, batch planning, the produce pipeline, the in-flight budget,
-//!   crash recovery.
-//! - [`state`]: the per-flow state topic (offset maps, replay maps) and [`state::load_maps`].
-//! - [`replay`]: `strait replay`, a time range of a topic copied once, with its own map.
-//! - [`flow`]: one flow's lifecycle, supervising its partitions ([`supervisor`] decides
-//!   restarts; `control` runs its periodic jobs as tasks); [`engine`]: [`Engine`] runs every flow
-//!   (continuously or `--once`, with a [`RunSummary`]); [`connect`]: clients with a
-//!   deadline.
+//! - [`supervisor`]: when a failed partition restarts (pure).
+//! - [`connect`]: clients with a deadline.
+//! - [`metrics`]: the Prometheus registry, flow health, the `/metrics` + `/health` endpoint.
+//! - [`datapath`]: fetch, plan, produce, record: one partition's replication.
+//! - [`topics`]: topic discovery, creation, config sync and growth on the target.
+//! - [`state`]: the per-flow state topic (offset maps, deltas, replays, reports).
+//! - [`acls`]: topic ACLs copied to the target.
+//! - [`runbook`]: `strait failover` / `failback`, planned and with the source gone.
+//! - [`replay`]: `strait replay`, a time range of a topic copied once.
+//! - [`groups`]: consumer-group offset translation, MM2 checkpoints, reverse sync.
+//! - `control`: a flow's periodic jobs as tasks.
+//! - [`flow`]: one flow's lifecycle in its delivery mode.
+//! - [`engine`]: [`Engine`] runs every flow, continuously or `--once` ([`RunSummary`]).
+//! - [`heartbeat`]: MM2-compatible heartbeats.
+//! - `fuzzing`: entry points for `scripts/fuzz` (hidden).
 
 pub mod acls;
+pub mod clock;
 pub mod config;
 pub mod connect;
 mod control;
@@ -46,10 +49,3 @@ pub mod topics;
 pub use engine::{Engine, RunSummary};
 pub use error::MirrorError;
 pub use metrics::Metrics;
-
-/// Wall-clock milliseconds since the Unix epoch (0 before it), as Kafka timestamps are.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}

@@ -182,7 +182,7 @@ async fn a_request_head_that_never_ends_is_cut_at_the_read_deadline() {
 #[tokio::test]
 async fn basic_auth_protects_metrics_and_leaves_health_open() {
     let metrics = Metrics::new();
-    metrics.records_replicated("f", "t", 0, 7);
+    metrics.partition("f", "t", 0).acked(7, 0, 0.0);
     let endpoint = MetricsEndpoint {
         basic_auth: Some(MetricsBasicAuth::new("prom", "pa:ss-wörd")),
         ..MetricsEndpoint::plain(local())
@@ -273,7 +273,7 @@ fn tls_client(ca: &rustls::pki_types::CertificateDer<'static>) -> tokio_rustls::
 async fn https_scrape_with_a_test_ca_works_and_plaintext_does_not() {
     let pki = pki("ok");
     let metrics = Metrics::new();
-    metrics.records_replicated("f", "t", 3, 11);
+    metrics.partition("f", "t", 3).acked(11, 0, 0.0);
     let endpoint = MetricsEndpoint {
         tls: Some(pki.files.clone()),
         basic_auth: Some(MetricsBasicAuth::new("prom", "secret")),

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use strait_mirror::config::mm2::{UnmappedKey, import_mm2};
-use strait_mirror::config::model::{ConfigFile, SaslMechanism, SecurityProtocol};
+use strait_mirror::config::model::ConfigFile;
+use strait_mirror::config::security::{SaslMechanism, SecurityProtocol};
 use strait_mirror::config::{load_str, parse_str};
 
 /// Two clusters and an enabled flow, plus `extra` lines.

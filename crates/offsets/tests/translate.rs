@@ -334,6 +334,48 @@ fn coarsening_rounds_down_and_reports_where_exactness_starts() {
 }
 
 #[test]
+fn the_offset_is_given_only_when_the_position_mapped() {
+    let map = example();
+    assert_eq!(map.translate(105).offset(), Some(5), "inside a run");
+    assert_eq!(
+        map.translate(116).offset(),
+        Some(15),
+        "in a gap: the next run"
+    );
+    assert!(matches!(
+        map.translate(200),
+        Translation::NotYetReplicated { .. }
+    ));
+    assert_eq!(map.translate(200).offset(), None, "past the replicated end");
+}
+
+#[test]
+fn only_an_exact_mapping_is_exact_never_a_rounded_down_or_unmapped_one() {
+    let map = example();
+    assert!(map.translate(105).is_exact());
+    assert!(!map.translate(200).is_exact(), "not yet replicated");
+    // Coarsened history (as in the test above) answers rounded down.
+    let mut map = OffsetMap::with_budget(8);
+    for i in 0..20u64 {
+        map.append_dense(i * 10, 9, i * 9).unwrap();
+    }
+    let rounded = (0..map.exact_from(Side::Source))
+        .map(|c| map.translate(c))
+        .find(|t| {
+            matches!(
+                t,
+                Translation::Mapped {
+                    precision: Precision::RoundedDown { .. },
+                    ..
+                }
+            )
+        })
+        .expect("a position in coarsened history");
+    assert!(!rounded.is_exact());
+    assert!(rounded.offset().is_some(), "rounded down still maps");
+}
+
+#[test]
 fn journal_coalesces_dense_flows_and_implied_advances() {
     let mut map = OffsetMap::new();
     for i in 0..1000u64 {

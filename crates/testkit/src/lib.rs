@@ -28,7 +28,7 @@
 //!
 //! Tansu differs from Apache Kafka in ways tests must know (memory storage only,
 //! ListOffsets(latest) under-reports, `max_wait=0` fetches return nothing, no aborted
-//! transactions list): see `/work/shared/reference/tansu.md` and
+//! transactions list): see docs/compatibility.md ("Tansu 0.6 vs Apache Kafka") and
 //! `crates/records/tests/data/README.md`.
 //!
 //! ```no_run

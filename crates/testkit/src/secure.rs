@@ -1,8 +1,8 @@
 //! TLS, SASL and OAuth servers for client security tests: [`TestPki`], [`SecureFront`],
 //! [`SecureBroker`] and [`TokenEndpoint`].
 //!
-//! Tansu's own TLS and SASL are unusable (see `/work/shared/reference/tansu.md`, "Security
-//! and ACLs"), so the server side is built here from implementations that share nothing
+//! Tansu's own TLS and SASL are unusable (docs/compatibility.md, "Security"), so the
+//! server side is built here from implementations that share nothing
 //! with Strait's client: Python's `ssl` module (OpenSSL) for TLS, the `scramp` package for
 //! SCRAM, `cryptography` for certificates. Each is proven with librdkafka (confluent-kafka)
 //! in `tests/secure.rs` before Strait's own client is tested against it.

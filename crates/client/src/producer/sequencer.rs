@@ -915,4 +915,73 @@ mod tests {
         assert_eq!(s.take_delivered(&tpn(0)).len(), 1);
         assert_eq!(s.unresolved(), 2);
     }
+
+    #[test]
+    fn duplicate_sequence_number_is_success_without_an_offset() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        let (a, _) = s.enqueue(&tp(), 1, 100);
+        let t = s.next_transmit(&tp()).unwrap();
+        s.on_result(&tp(), a, t.attempt, code(46));
+        let d = s.take_delivered(&tp());
+        assert_eq!(
+            d[0].1.as_ref().unwrap(),
+            &Ack {
+                base_offset: -1,
+                log_append_time_ms: -1,
+                duplicate: true,
+            },
+            "the broker gave no offset: -1, never a made-up one"
+        );
+    }
+
+    #[test]
+    fn a_request_takes_batches_up_to_the_byte_cap_inclusive() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        s.enqueue(&tpn(0), 1, 400);
+        s.enqueue(&tpn(1), 1, 600);
+        s.enqueue(&tpn(2), 1, 1);
+        let mut cands = VecDeque::new();
+        let (out, _, bytes) = request(&mut s, &mut cands, 1000);
+        assert_eq!(out.iter().map(|x| x.0.1).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(bytes, 1000, "a request exactly at the cap is within it");
+    }
+
+    #[test]
+    fn a_partition_is_queued_as_ready_while_it_has_a_batch_to_send() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        assert!(!s.has_ready(), "nothing enqueued");
+        s.enqueue(&tp(), 1, 100);
+        assert!(s.has_ready());
+        let mut cands = VecDeque::new();
+        s.take_ready(&mut cands);
+        assert!(!s.has_ready(), "taken by the sink");
+        s.mark_ready(&tp());
+        assert!(s.has_ready(), "given back, not sent");
+    }
+
+    #[test]
+    fn the_identity_stamped_is_the_one_installed_last() {
+        let mut s = Sequencer::new(5);
+        assert_eq!(s.identity(), None);
+        s.set_identity(id(0));
+        assert_eq!(s.identity(), Some(id(0)));
+        s.set_identity(id(1));
+        assert_eq!(s.identity(), Some(id(1)));
+    }
+
+    #[test]
+    fn a_peek_names_the_batch_sent_next_without_sending_it() {
+        let mut s = Sequencer::new(5);
+        s.set_identity(id(0));
+        let (a, _) = s.enqueue(&tp(), 1, 100);
+        let (b, _) = s.enqueue(&tp(), 1, 100);
+        assert_eq!(s.peek_transmit(&tp()), Some(a));
+        assert_eq!(s.peek_transmit(&tp()), Some(a), "peeking sends nothing");
+        assert_eq!(s.in_flight(), 0);
+        assert_eq!(s.next_transmit(&tp()).unwrap().token, a);
+        assert_eq!(s.peek_transmit(&tp()), Some(b), "in sequence order");
+    }
 }

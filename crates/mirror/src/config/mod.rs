@@ -9,6 +9,7 @@
 //! - [`problem`], [`suggest`]: error reporting and "did you mean".
 //! - [`delivery`]: `[flows.delivery]`, at-least-once or exactly-once.
 //! - [`scale_out`]: `[flows.scale_out]`, a flow shared by several processes.
+//! - [`security`]: `[clusters.<name>.security]`, TLS and SASL.
 //! - [`mm2`]: importing a MirrorMaker 2 properties file.
 
 pub mod defaults;
@@ -22,6 +23,7 @@ pub mod policy;
 pub mod problem;
 pub mod resolved;
 pub mod scale_out;
+pub mod security;
 pub mod suggest;
 pub mod units;
 pub mod validate;
@@ -31,7 +33,6 @@ pub use load::{load, load_str, parse_str};
 pub use model::ConfigFile;
 pub use policy::ReplicationPolicy;
 pub use problem::{ConfigError, KeyPath, Problem};
-pub use resolved::{
-    Cluster, Config, Engine, Flow, Intervals, Logging, Security, Sync, TopicDecision,
-};
+pub use resolved::{Cluster, Config, Engine, Flow, Intervals, Logging, Sync, TopicDecision};
+pub use security::Security;
 pub use validate::validate;

@@ -5,11 +5,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use strait_client::Secret;
-
 use super::filter::NameFilter;
 use super::model::{IncidentPolicy, LogFormat, RecompressPolicy, StartPosition};
 use super::policy::ReplicationPolicy;
+use super::security::Security;
 
 /// A loaded, valid config.
 #[derive(Debug, Clone)]
@@ -139,162 +138,6 @@ pub struct Cluster {
     pub metadata_refresh_interval: Duration,
     /// Connection security.
     pub security: Security,
-}
-
-/// Connection security, resolved: what every connection to the cluster uses.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Security {
-    /// TLS, or `None` for plaintext TCP.
-    pub tls: Option<strait_client::TlsConfig>,
-    /// SASL, or `None`.
-    pub sasl: Option<Sasl>,
-}
-
-/// SASL credentials, resolved. Secrets are [`Secret`]s: `Debug` shows `<redacted>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sasl {
-    /// PLAIN.
-    Plain {
-        /// User name.
-        username: String,
-        /// Password.
-        password: Secret,
-    },
-    /// SCRAM-SHA-256 / SCRAM-SHA-512.
-    Scram {
-        /// Which hash.
-        hash: strait_client::ScramHash,
-        /// User name.
-        username: String,
-        /// Password.
-        password: Secret,
-    },
-    /// OAUTHBEARER with a token file.
-    OAuthTokenFile {
-        /// The file.
-        path: std::path::PathBuf,
-        /// SASL extensions.
-        extensions: Vec<(String, String)>,
-    },
-    /// OAUTHBEARER with OIDC client credentials.
-    OAuthOidc {
-        /// `https://` token endpoint.
-        url: String,
-        /// Client id.
-        client_id: String,
-        /// Client secret.
-        client_secret: Secret,
-        /// Scope, if any.
-        scope: Option<String>,
-        /// Trust anchors for the token endpoint.
-        ca: strait_client::CaRoots,
-        /// SASL extensions.
-        extensions: Vec<(String, String)>,
-    },
-    /// AWS MSK IAM: a SigV4-signed token (credentials from the AWS default chain), sent
-    /// as OAUTHBEARER. Connecting needs a strait built with `--features msk-iam`.
-    AwsMskIam {
-        /// The cluster's AWS region.
-        region: String,
-    },
-}
-
-impl Sasl {
-    /// Kafka's mechanism name, as operators configure it: `AWS_MSK_IAM` for MSK IAM (the
-    /// name in MSK's client settings), though its SaslHandshake says `OAUTHBEARER`.
-    pub fn mechanism(&self) -> &'static str {
-        match self {
-            Sasl::Plain { .. } => "PLAIN",
-            Sasl::Scram {
-                hash: strait_client::ScramHash::Sha256,
-                ..
-            } => "SCRAM-SHA-256",
-            Sasl::Scram { .. } => "SCRAM-SHA-512",
-            Sasl::OAuthTokenFile { .. } | Sasl::OAuthOidc { .. } => "OAUTHBEARER",
-            Sasl::AwsMskIam { .. } => "AWS_MSK_IAM",
-        }
-    }
-
-    /// The user (or token source) as shown in `check` and errors: never a secret.
-    pub fn user(&self) -> String {
-        match self {
-            Sasl::Plain { username, .. } | Sasl::Scram { username, .. } => username.clone(),
-            Sasl::OAuthTokenFile { path, .. } => format!("token file {}", path.display()),
-            Sasl::OAuthOidc { client_id, url, .. } => format!("client id {client_id:?} at {url}"),
-            Sasl::AwsMskIam { region } => format!("AWS MSK IAM (region {region})"),
-        }
-    }
-}
-
-impl Security {
-    /// Kafka's `security.protocol` name.
-    pub fn protocol_name(&self) -> &'static str {
-        strait_client::security::protocol_name(self.tls.is_some(), self.sasl.is_some())
-    }
-
-    /// The client's security settings (builds OAUTHBEARER token providers).
-    pub fn to_client(&self) -> Result<strait_client::Security, strait_client::Error> {
-        use strait_client::SaslConfig as C;
-        use strait_client::security::{FileTokenProvider, OidcTokenProvider};
-        let sasl = match &self.sasl {
-            None => None,
-            Some(Sasl::Plain { username, password }) => Some(C::Plain {
-                username: username.clone(),
-                password: password.clone(),
-            }),
-            Some(Sasl::Scram {
-                hash,
-                username,
-                password,
-            }) => Some(C::Scram {
-                hash: *hash,
-                username: username.clone(),
-                password: password.clone(),
-            }),
-            Some(Sasl::OAuthTokenFile { path, extensions }) => Some(C::OAuthBearer {
-                provider: std::sync::Arc::new(FileTokenProvider::new(path)),
-                extensions: extensions.clone(),
-            }),
-            Some(Sasl::OAuthOidc {
-                url,
-                client_id,
-                client_secret,
-                scope,
-                ca,
-                extensions,
-            }) => Some(C::OAuthBearer {
-                provider: std::sync::Arc::new(OidcTokenProvider::new(
-                    url,
-                    client_id.clone(),
-                    client_secret.clone(),
-                    scope.clone(),
-                    ca.clone(),
-                )?),
-                extensions: extensions.clone(),
-            }),
-            #[cfg(feature = "msk-iam")]
-            Some(Sasl::AwsMskIam { region }) => Some(C::OAuthBearer {
-                provider: std::sync::Arc::new(strait_client::security::MskIamTokenProvider::new(
-                    region.clone(),
-                )),
-                extensions: Vec::new(),
-            }),
-            // Validation refuses this mechanism in a build without the feature; a config
-            // resolved by hand still gets a clear error.
-            #[cfg(not(feature = "msk-iam"))]
-            Some(Sasl::AwsMskIam { .. }) => {
-                return Err(strait_client::Error::new(
-                    strait_client::ErrorKind::InvalidInput(
-                        "mechanism aws-msk-iam needs a strait built with --features msk-iam".into(),
-                    ),
-                ));
-            }
-        };
-        Ok(strait_client::Security {
-            tls: self.tls.clone(),
-            sasl,
-        })
-    }
 }
 
 /// One replication flow.
@@ -451,6 +294,25 @@ pub struct Engine {
     pub worker_threads: usize,
     /// How long a batch may keep being retried before its produce fails.
     pub delivery_timeout: Duration,
+}
+
+impl Engine {
+    /// Produce requests in flight per partition (validation keeps the setting in 1..=5).
+    pub fn max_in_flight(&self) -> usize {
+        usize::from(self.max_in_flight_per_partition)
+    }
+
+    /// The data path's producer settings toward `target`: the window per partition, the
+    /// delivery timeout, and the cluster's request timeout as the time a broker may hold
+    /// a Produce (Kafka's `request.timeout.ms`). The one place they are put together.
+    pub fn producer_config(&self, target: &Cluster) -> strait_client::ProducerConfig {
+        strait_client::ProducerConfig {
+            max_in_flight: self.max_in_flight(),
+            delivery_timeout: self.delivery_timeout,
+            request_timeout: target.request_timeout,
+            ..strait_client::ProducerConfig::default()
+        }
+    }
 }
 
 /// Logging.

@@ -6,17 +6,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use regex::Regex;
-use strait_client::Secret;
 
 use super::defaults;
 use super::filter::{NameFilter, whole_name};
-use super::model::{
-    ClusterSpec, ConfigFile, EngineSpec, FlowSpec, NamingPolicy, SaslMechanism, SaslSpec,
-    SecuritySpec, TlsSpec,
-};
+use super::model::{ClusterSpec, ConfigFile, EngineSpec, FlowSpec, NamingPolicy};
 use super::policy::ReplicationPolicy;
 use super::problem::{KeyPath, Problem};
-use super::resolved::{Cluster, Config, Engine, Flow, Intervals, Logging, Sasl, Security, Sync};
+use super::resolved::{Cluster, Config, Engine, Flow, Intervals, Logging, Sync};
 use super::suggest::did_you_mean;
 use super::units::HumanDuration;
 
@@ -27,7 +23,7 @@ const MAX_TOPIC_LEN: usize = 249;
 const INTERVAL_BOUNDS: (Duration, Duration) =
     (Duration::from_millis(100), Duration::from_secs(24 * 3600));
 /// Bounds of client timeouts.
-const TIMEOUT_BOUNDS: (Duration, Duration) =
+pub(super) const TIMEOUT_BOUNDS: (Duration, Duration) =
     (Duration::from_millis(100), Duration::from_secs(3600));
 /// `engine.delivery_timeout`: long enough for a request and a retry, short enough that a
 /// dead target is reported within a day.
@@ -165,7 +161,8 @@ impl Validator {
             INTERVAL_BOUNDS,
         );
 
-        let security = self.security(at.key("security"), &spec.security);
+        let security =
+            super::security::resolve(at.key("security"), &spec.security, &mut self.problems);
         (self.problems.len() == before).then(|| Cluster {
             name: name.to_owned(),
             bootstrap_servers: spec.bootstrap_servers.clone(),
@@ -175,329 +172,6 @@ impl Validator {
             metadata_refresh_interval: spec.metadata_refresh_interval.0,
             security: security.unwrap_or_default(),
         })
-    }
-
-    /// `[clusters.<name>.security]`: protocol, TLS files, SASL credentials per mechanism.
-    fn security(&mut self, at: KeyPath, spec: &SecuritySpec) -> Option<Security> {
-        let before = self.problems.len();
-        let p = spec.protocol;
-        if !p.uses_tls() && spec.tls.is_some() {
-            self.push(
-                Problem::new(
-                    at.key("tls"),
-                    format!("TLS settings are given but protocol is \"{p}\""),
-                )
-                .expected("protocol = \"ssl\" or \"sasl_ssl\", or no `tls` table"),
-            );
-        }
-        if !p.uses_sasl() && spec.sasl.is_some() {
-            self.push(
-                Problem::new(
-                    at.key("sasl"),
-                    format!("SASL settings are given but protocol is \"{p}\""),
-                )
-                .expected("protocol = \"sasl_plaintext\" or \"sasl_ssl\", or no `sasl` table"),
-            );
-        }
-        let tls = if p.uses_tls() {
-            Some(self.tls(
-                at.key("tls"),
-                spec.tls.as_ref().cloned().unwrap_or_default(),
-            ))
-        } else {
-            None
-        };
-        let sasl = match (p.uses_sasl(), &spec.sasl) {
-            (true, Some(s)) => self.sasl(at.key("sasl"), s, p.uses_tls()),
-            (true, None) => {
-                self.push(
-                    Problem::new(
-                        at.key("sasl"),
-                        format!("protocol \"{p}\" needs SASL settings"),
-                    )
-                    .expected("a `sasl` table with `mechanism` and its credentials"),
-                );
-                None
-            }
-            (false, _) => None,
-        };
-        (self.problems.len() == before).then_some(Security { tls, sasl })
-    }
-
-    fn readable_file(&mut self, at: KeyPath, path: &std::path::Path) {
-        if let Err(e) = std::fs::File::open(path) {
-            self.push(
-                Problem::new(at, format!("cannot read {}: {e}", path.display()))
-                    .expected("a readable PEM file"),
-            );
-        }
-    }
-
-    fn tls(&mut self, at: KeyPath, spec: TlsSpec) -> strait_client::TlsConfig {
-        if let Some(ca) = &spec.ca_file {
-            self.readable_file(at.key("ca_file"), ca);
-        }
-        let client_cert = match (&spec.cert_file, &spec.key_file) {
-            (Some(c), Some(k)) => {
-                self.readable_file(at.key("cert_file"), c);
-                self.readable_file(at.key("key_file"), k);
-                Some(strait_client::ClientCert {
-                    cert_file: c.clone(),
-                    key_file: k.clone(),
-                })
-            }
-            (None, None) => None,
-            (Some(_), None) | (None, Some(_)) => {
-                let missing = if spec.cert_file.is_none() {
-                    "cert_file"
-                } else {
-                    "key_file"
-                };
-                self.push(
-                    Problem::new(
-                        at.key(missing),
-                        "mutual TLS needs both a certificate and a key",
-                    )
-                    .expected("`cert_file` and `key_file` together, or neither"),
-                );
-                None
-            }
-        };
-        let handshake_timeout = spec
-            .handshake_timeout
-            .map(|d| {
-                self.duration(at.key("handshake_timeout"), d, TIMEOUT_BOUNDS);
-                d.0
-            })
-            .unwrap_or(Duration::from_secs(10));
-        strait_client::TlsConfig {
-            ca: spec
-                .ca_file
-                .clone()
-                .map(strait_client::CaRoots::PemFile)
-                .unwrap_or_default(),
-            client_cert,
-            server_name: spec.server_name.clone(),
-            handshake_timeout,
-        }
-    }
-
-    fn sasl(&mut self, at: KeyPath, spec: &SaslSpec, tls: bool) -> Option<Sasl> {
-        let before = self.problems.len();
-        let m = spec.mechanism;
-        // Keys that belong to other mechanisms are mistakes, not harmless extras.
-        let user_keys = [
-            ("username", spec.username.is_some()),
-            ("password", spec.password.is_some()),
-        ];
-        let oauth_keys = [
-            ("token_file", spec.token_file.is_some()),
-            ("token_endpoint_url", spec.token_endpoint_url.is_some()),
-            ("client_id", spec.client_id.is_some()),
-            ("client_secret", spec.client_secret.is_some()),
-            ("scope", spec.scope.is_some()),
-            (
-                "token_endpoint_ca_file",
-                spec.token_endpoint_ca_file.is_some(),
-            ),
-            ("extensions", !spec.extensions.is_empty()),
-        ];
-        let region_keys = [("region", spec.region.is_some())];
-        let foreign: Vec<(&str, bool)> = match m {
-            SaslMechanism::OAuthBearer => [&user_keys[..], &region_keys].concat(),
-            SaslMechanism::AwsMskIam => [&user_keys[..], &oauth_keys].concat(),
-            _ => [&oauth_keys[..], &region_keys].concat(),
-        };
-        for (k, set) in foreign {
-            if set {
-                self.push(
-                    Problem::new(at.key(k), format!("`{k}` does not apply to mechanism {m}"))
-                        .expected(match m {
-                            SaslMechanism::OAuthBearer => "`token_file`, or `token_endpoint_url` + `client_id` + `client_secret`",
-                            SaslMechanism::AwsMskIam => "`region` (credentials come from the AWS default chain)",
-                            _ => "`username` and `password`",
-                        }),
-                );
-            }
-        }
-        let required = |this: &mut Self, key: &str, v: &Option<String>| -> String {
-            match v {
-                Some(s) if !s.is_empty() => s.clone(),
-                _ => {
-                    this.push(
-                        Problem::new(at.key(key), format!("mechanism {m} needs `{key}`")).expected(
-                            if key.contains("secret") || key == "password" {
-                                "a value; write \"${ENV_VAR}\" to keep it out of the file"
-                            } else {
-                                "a non-empty string"
-                            },
-                        ),
-                    );
-                    String::new()
-                }
-            }
-        };
-        let sasl = match m {
-            SaslMechanism::AwsMskIam => {
-                if !cfg!(feature = "msk-iam") {
-                    self.push(
-                        Problem::new(
-                            at.key("mechanism"),
-                            "mechanism aws-msk-iam needs a strait built with --features msk-iam",
-                        )
-                        .expected(
-                            "`cargo build --release --features msk-iam`, or another mechanism",
-                        ),
-                    );
-                }
-                let region = required(self, "region", &spec.region);
-                // What goes into `kafka.<region>.amazonaws.com` and the SigV4 scope:
-                // `eu-west-1`, `us-gov-west-1`, `ap-southeast-5`.
-                let part_ok = |p: &str| {
-                    !p.is_empty()
-                        && p.chars()
-                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-                };
-                let region_ok = region.split('-').count() >= 3 && region.split('-').all(part_ok);
-                if !region.is_empty() && !region_ok {
-                    self.push(
-                        Problem::new(
-                            at.key("region"),
-                            format!("{region:?} is not an AWS region name"),
-                        )
-                        .expected("a region such as \"eu-west-1\" (the cluster's region)"),
-                    );
-                }
-                if !tls {
-                    tracing::warn!(
-                        at = %at,
-                        "AWS MSK IAM without TLS sends a signed token in clear, and MSK's IAM listeners only accept TLS; use protocol = \"sasl_ssl\""
-                    );
-                }
-                Sasl::AwsMskIam { region }
-            }
-            SaslMechanism::Plain | SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
-                let username = required(self, "username", &spec.username);
-                let password = Secret::new(required(self, "password", &spec.password));
-                if m == SaslMechanism::Plain && !tls {
-                    tracing::warn!(
-                        at = %at,
-                        "SASL PLAIN without TLS sends the password in clear; use protocol = \"sasl_ssl\""
-                    );
-                }
-                match m {
-                    SaslMechanism::Plain => Sasl::Plain { username, password },
-                    SaslMechanism::ScramSha256 => Sasl::Scram {
-                        hash: strait_client::ScramHash::Sha256,
-                        username,
-                        password,
-                    },
-                    _ => Sasl::Scram {
-                        hash: strait_client::ScramHash::Sha512,
-                        username,
-                        password,
-                    },
-                }
-            }
-            SaslMechanism::OAuthBearer => {
-                let extensions: Vec<(String, String)> = spec
-                    .extensions
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                for (k, v) in &extensions {
-                    // RFC 7628 §3.1: key = 1*(ALPHA), value = *(VCHAR / SP / HTAB / CR / LF);
-                    // "auth" is reserved.
-                    if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphabetic()) || k == "auth" {
-                        self.push(
-                            Problem::new(
-                                at.key("extensions").key(k),
-                                "invalid SASL extension name",
-                            )
-                            .expected("letters only, not `auth`"),
-                        );
-                    }
-                    if v.contains('\x01') {
-                        self.push(Problem::new(
-                            at.key("extensions").key(k),
-                            "SASL extension values must not contain \\x01",
-                        ));
-                    }
-                }
-                match (&spec.token_file, &spec.token_endpoint_url) {
-                    (Some(path), None) => {
-                        for k in [
-                            "client_id",
-                            "client_secret",
-                            "scope",
-                            "token_endpoint_ca_file",
-                        ] {
-                            let set = oauth_keys.iter().any(|(n, s)| *n == k && *s);
-                            if set {
-                                self.push(
-                                    Problem::new(at.key(k), format!("`{k}` applies to `token_endpoint_url`, not `token_file`"))
-                                        .expected("either `token_file` or `token_endpoint_url`"),
-                                );
-                            }
-                        }
-                        Sasl::OAuthTokenFile {
-                            path: path.clone(),
-                            extensions,
-                        }
-                    }
-                    (None, Some(url)) => {
-                        if !url.starts_with("https://") {
-                            self.push(
-                                Problem::new(
-                                    at.key("token_endpoint_url"),
-                                    format!("{url:?} is not an https:// URL"),
-                                )
-                                .expected(
-                                    "an https:// URL (the client secret must not travel in clear)",
-                                ),
-                            );
-                        }
-                        if let Some(ca) = &spec.token_endpoint_ca_file {
-                            self.readable_file(at.key("token_endpoint_ca_file"), ca);
-                        }
-                        Sasl::OAuthOidc {
-                            url: url.clone(),
-                            client_id: required(self, "client_id", &spec.client_id),
-                            client_secret: Secret::new(required(
-                                self,
-                                "client_secret",
-                                &spec.client_secret,
-                            )),
-                            scope: spec.scope.clone(),
-                            ca: spec
-                                .token_endpoint_ca_file
-                                .clone()
-                                .map(strait_client::CaRoots::PemFile)
-                                .unwrap_or_default(),
-                            extensions,
-                        }
-                    }
-                    (Some(_), Some(_)) => {
-                        self.push(
-                            Problem::new(
-                                at.key("token_file"),
-                                "both `token_file` and `token_endpoint_url` are set",
-                            )
-                            .expected("exactly one token source"),
-                        );
-                        return None;
-                    }
-                    (None, None) => {
-                        self.push(
-                            Problem::new(at.clone(), "mechanism OAUTHBEARER needs a token source")
-                                .expected("`token_file`, or `token_endpoint_url` + `client_id` + `client_secret`"),
-                        );
-                        return None;
-                    }
-                }
-            }
-        };
-        (self.problems.len() == before).then_some(sasl)
     }
 
     fn flow(&mut self, i: usize, spec: &FlowSpec, clusters: &[&str]) -> Option<Flow> {

@@ -47,10 +47,10 @@ use super::pipeline::{Action, Fetched, Pipeline, Recorded, Settings};
 use super::plan::Planner;
 use super::recovery::Recovery;
 use super::sink::Sink;
+use crate::clock::now_ms;
 use crate::config::model::RecompressPolicy;
 use crate::error::MirrorError;
 use crate::incident::Policies;
-use crate::now_ms;
 
 /// A partition's map, shared by its pipeline (the only writer) and the state checkpointer.
 pub type SharedMap = Arc<Mutex<MapWriter>>;

@@ -707,6 +707,19 @@ mod tests {
     }
 
     #[test]
+    fn records_at_or_past_the_target_end_read_are_not_matched() {
+        // The target grew after its end was read: the last batch reaches past `end`.
+        let (t, _) = target(&[&[1, 2, 3]], 0, Compression::None);
+        let mut r = Recovery::from_target(&t, 0, 2, Limits::default()).expect("decode");
+        assert_eq!(r.remaining(), 2);
+        assert_eq!(
+            r.decide(&step(&[1, 2], 0)),
+            Decision::AlreadyWritten { target_base: 0 }
+        );
+        assert_eq!(r.decide(&step(&[3], 2)), Decision::Produce);
+    }
+
+    #[test]
     fn a_duplicate_of_records_written_before_the_state_is_recognised() {
         // [3, 4] was recorded and checkpointed; a request of the dead process appended it
         // again after the state was written, then [5] followed.
@@ -1016,6 +1029,66 @@ mod tests {
             ..all[0].clone()
         };
         assert_eq!(digest(&moved), digest(&all[0]), "the offset is not content");
+    }
+
+    /// A transaction marker (a control batch of one record) at `base`.
+    fn marker(base: i64) -> Batch {
+        let mut raw = batch(&[0], 0, Compression::None).into_bytes().to_vec();
+        raw[..8].copy_from_slice(&base.to_be_bytes());
+        // Attributes (bytes 21..23): control | transactional; the CRC covers them.
+        raw[21..23].copy_from_slice(&0x30i16.to_be_bytes());
+        let crc = crc32c::crc32c(&raw[21..]);
+        raw[17..21].copy_from_slice(&crc.to_be_bytes());
+        strait_records::split(bytes::Bytes::from(raw), &Limits::default())
+            .expect("split")
+            .batches
+            .remove(0)
+    }
+
+    fn live(
+        target: &[Batch],
+        ours_from: u64,
+        expected: u64,
+        acked: u64,
+        sent: &[Batch],
+    ) -> Result<u64, String> {
+        let c = LiveCheck {
+            target,
+            ours_from,
+            expected,
+            acked,
+            sent,
+        };
+        live_duplicates(&c, &Limits::default())
+    }
+
+    #[test]
+    fn live_only_markers_between_the_expected_and_the_acknowledged_offset_are_skipped() {
+        // A at 0..2, a marker at 2 (before the expected offset: the map's known gap), a
+        // copy of B at 3..5; B landed at 5.
+        let b = batch(&[3, 4], 0, Compression::None);
+        let target = [
+            batch(&[1, 2], 0, Compression::None),
+            marker(2),
+            batch(&[3, 4], 3, Compression::None),
+        ];
+        assert_eq!(live(&target, 0, 3, 5, std::slice::from_ref(&b)), Ok(2));
+        // A marker at the acknowledged offset is not between.
+        let target = [batch(&[3, 4], 3, Compression::None), marker(5)];
+        assert_eq!(live(&target, 3, 3, 5, std::slice::from_ref(&b)), Ok(2));
+    }
+
+    #[test]
+    fn live_records_before_ours_from_are_not_ours() {
+        // Another writer's record at 0, ours at 1..3, then a copy of the other writer's.
+        let target = [
+            batch(&[9], 0, Compression::None),
+            batch(&[1, 2], 1, Compression::None),
+            batch(&[9], 3, Compression::None),
+        ];
+        let sent = [batch(&[5], 0, Compression::None)];
+        let e = live(&target, 1, 3, 4, &sent).expect_err("not a record of ours");
+        assert!(e.contains("offset 3"), "{e}");
     }
 
     /// What the target can hold past the map after a crash, built from the source's

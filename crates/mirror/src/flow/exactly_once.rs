@@ -14,7 +14,9 @@
 //!   commit succeeds, so nothing outside the data path ever sees an uncommitted position.
 //! - **Failure.** A partition failure, a failed write or commit fails the transaction;
 //!   the flow stops and, unless fenced or misconfigured, starts again from the committed
-//!   state ([`run_restarting`]). No target tail is read back: what an aborted transaction
+//!   state ([`run_restarting`]); a flow under the sole-writer guard first confirms with the
+//!   coordinator that it still holds the flow, since its InitProducerId would fence a
+//!   successor that took over while this process was frozen or cut off. No target tail is read back: what an aborted transaction
 //!   wrote stays on the target as aborted data, invisible to `read_committed` consumers.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +29,7 @@ use strait_offsets::{Checkpoint, CheckpointKind, DEFAULT_RUN_BUDGET, MapWriter, 
 use strait_records::Compression;
 use tokio::sync::watch;
 
+use super::sole_writer::Confirmed;
 use super::{FlowRun, Key};
 use crate::config::Flow;
 use crate::datapath::commit::Gate;
@@ -295,6 +298,7 @@ pub(super) async fn run_restarting<F, Fut, T>(
     metrics: &Metrics,
     once: bool,
     mut stop: watch::Receiver<bool>,
+    guard: Option<&super::sole_writer::Guard>,
     mut run: F,
 ) -> Result<T, MirrorError>
 where
@@ -307,29 +311,45 @@ where
     }
     loop {
         restarts.started(Instant::now());
-        let e = match run(stop.clone()).await {
+        let mut e = match run(stop.clone()).await {
             Ok(v) => return Ok(v),
             Err(e) => e,
         };
         if e.is_fenced() || e.stops_flow() || *stop.borrow() {
             return Err(e);
         }
-        let (delay, attempt) = match restarts.failed(Instant::now(), &e) {
-            crate::supervisor::Verdict::Restart { delay, attempt } => (delay, attempt),
-            crate::supervisor::Verdict::StopFlow => return Err(e),
-        };
-        tracing::warn!(flow = %flow.name, error = %e, attempt,
-            "the flow's transaction failed; restarting the flow from its last commit in \
-             {delay:?}");
-        metrics.set_flow_state(
-            &flow.name,
-            FlowState::Failed(format!(
-                "restarting from the last commit (attempt {attempt}): {e}"
-            )),
-        );
-        tokio::select! {
-            () = tokio::time::sleep(delay.max(Duration::from_millis(100))) => {}
-            _ = stop.wait_for(|v| *v) => return Err(e),
+        // Back off, then (under the sole-writer guard) confirm with the coordinator that
+        // this process still holds the flow: the restart's InitProducerId fences whoever
+        // holds the transactional id. No answer counts as another failed attempt.
+        loop {
+            let (delay, attempt) = match restarts.failed(Instant::now(), &e) {
+                crate::supervisor::Verdict::Restart { delay, attempt } => (delay, attempt),
+                crate::supervisor::Verdict::StopFlow => return Err(e),
+            };
+            tracing::warn!(flow = %flow.name, error = %e, attempt,
+                "the flow's transaction failed; restarting the flow from its last commit in \
+                 {delay:?}");
+            metrics.set_flow_state(
+                &flow.name,
+                FlowState::Failed(format!(
+                    "restarting from the last commit (attempt {attempt}): {e}"
+                )),
+            );
+            tokio::select! {
+                () = tokio::time::sleep(delay.max(Duration::from_millis(100))) => {}
+                _ = stop.wait_for(|v| *v) => return Err(e),
+            }
+            match guard.map(|g| g.confirm()) {
+                None => break,
+                Some(confirm) => match confirm.await {
+                    Confirmed::Held => break,
+                    Confirmed::Taken(why) => {
+                        tracing::error!(flow = %flow.name, cause = %e, "{why}");
+                        return Err(MirrorError::other(why).flow(&flow.name));
+                    }
+                    Confirmed::Unknown(why) => e = MirrorError::other(why).flow(&flow.name),
+                },
+            }
         }
     }
 }

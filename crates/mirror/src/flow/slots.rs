@@ -68,6 +68,7 @@ pub(super) async fn run_slotted(
     budget: &Budget,
     once: bool,
     mut stop: watch::Receiver<bool>,
+    state: &super::SharedState,
 ) -> Result<FlowSummary, MirrorError> {
     let (Some(so), false) = (&flow.scale_out, once) else {
         return Err(MirrorError::config(
@@ -128,10 +129,11 @@ pub(super) async fn run_slotted(
             let f = slot_flow(flow, n);
             let (config, metrics, budget) = (config.clone(), metrics.clone(), budget.clone());
             let slot = Slot { n, of: slots };
+            let state = Arc::clone(state);
             tracing::info!(flow = %flow.name, slot = n, transactional_id = %f.delivery.transactional_id,
                 "scale-out: starting the exactly-once slot (fencing its previous owner)");
             tasks.spawn(async move {
-                let r = exactly_once::run_restarting(&f, &metrics, false, rx, |stop| {
+                let r = exactly_once::run_restarting(&f, &metrics, false, rx, None, |stop| {
                     run_inner(
                         &f,
                         &config,
@@ -140,6 +142,7 @@ pub(super) async fn run_slotted(
                         false,
                         stop,
                         Some(slot),
+                        &state,
                     )
                 })
                 .await;

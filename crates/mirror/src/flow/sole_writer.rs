@@ -43,12 +43,45 @@ impl Guard {
         self.lost.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Confirms with the coordinator that this process still holds the flow: asks for a
+    /// new generation and waits for it. What an exactly-once restart asks before its
+    /// InitProducerId, which would otherwise fence a successor that took the flow over
+    /// while this process was frozen or cut off.
+    pub(super) async fn confirm(&self) -> Confirmed {
+        let before = self.member.current().assignment.map(|a| a.generation);
+        self.member.rejoin();
+        let wait = SESSION_TIMEOUT + REBALANCE_TIMEOUT.0;
+        match self.member.wait_for_assignment(before, wait).await {
+            Ok(a) if SoleWriter::holds(&a.data) => Confirmed::Held,
+            Ok(a) => Confirmed::Taken(format!(
+                "another process holds the flow's writer group since generation {} (this \
+                 one was cut off from the coordinator, or frozen, longer than its session); \
+                 stopping without restarting, which would fence it",
+                a.generation
+            )),
+            Err(e) => Confirmed::Unknown(format!(
+                "the flow's writer group did not confirm this process as the writer ({e})"
+            )),
+        }
+    }
+
     /// Leaves the group (LeaveGroup), so that a successor starts without waiting out
     /// this process's session.
     pub(super) async fn release(self) {
         self.watcher.abort();
         self.member.leave().await;
     }
+}
+
+/// What the coordinator said when asked whether this process still holds the flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Confirmed {
+    /// It does, in a new generation.
+    Held,
+    /// Another process does: this one must stop, never restart (why).
+    Taken(String),
+    /// No answer (the target unreachable, no generation in time): ask again later (why).
+    Unknown(String),
 }
 
 /// Takes the flow's sole-writer guard on `target`, or refuses with an error naming the

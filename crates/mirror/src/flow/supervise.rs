@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::{FlowRun, Key, flatten, interruptible, until_true};
+use crate::clock::now_ms;
 use crate::control::{Checkpoint, Control, Refreshed, interval};
 use crate::error::MirrorError;
-use crate::now_ms;
 use crate::state::PartitionState;
 use crate::supervisor::{Restarts, Verdict, deleted_topics};
 

@@ -7,8 +7,9 @@
 
 use prometheus_client::registry::Registry;
 
+use super::Metrics;
+use super::catalogue::{FLOW, reg};
 use super::family::{Family, Fine, Histogram, HistogramSnapshot};
-use super::{FLOW, Metrics, reg};
 
 /// A histogram on the engine's fine buckets.
 pub type EngineHistogram = Histogram<Fine>;

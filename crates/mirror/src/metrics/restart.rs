@@ -88,7 +88,7 @@ mod tests {
             "f",
             "t",
             2,
-            super::super::now_ms(),
+            crate::clock::now_ms(),
             1,
             "produce: delivery timeout",
         );

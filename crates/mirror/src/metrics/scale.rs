@@ -3,8 +3,8 @@
 
 use prometheus_client::registry::Registry;
 
+use super::catalogue::{FLOW, reg};
 use super::family::{Counter, Family, Gauge, IntGauge};
-use super::{FLOW, reg};
 
 /// The scale-out families.
 pub(super) struct ScaleFamilies {

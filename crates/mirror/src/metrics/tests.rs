@@ -2,6 +2,89 @@
 
 use super::*;
 
+/// The metrics keyed by flow, topic and partition, one call per event: what the data path
+/// does through a [`PartitionMetrics`] handle, spelled out for tests.
+impl Metrics {
+    /// `n` records acknowledged by the target.
+    pub fn records_replicated(&self, flow: &str, topic: &str, partition: i32, n: u64) {
+        Self::ftp(&self.inner.f.rows, flow, topic, partition).add_records(n);
+    }
+
+    /// `n` bytes acknowledged by the target.
+    pub fn bytes_replicated(&self, flow: &str, topic: &str, partition: i32, n: u64) {
+        Self::ftp(&self.inner.f.rows, flow, topic, partition).add_bytes(n);
+    }
+
+    /// Sets the partition's lag in offsets.
+    pub fn lag_offsets(&self, flow: &str, topic: &str, partition: i32, lag: i64) {
+        Self::ftp(&self.inner.f.rows, flow, topic, partition).set_lag_offsets(lag);
+    }
+
+    /// Sets the partition's lag in seconds.
+    pub fn lag_seconds(&self, flow: &str, topic: &str, partition: i32, secs: f64) {
+        Self::ftp(&self.inner.f.rows, flow, topic, partition).set_lag_seconds(secs);
+    }
+
+    /// One replication latency observation, in seconds.
+    pub fn replication_latency(&self, flow: &str, topic: &str, secs: f64) {
+        self.inner.f.latency.get(&[flow, topic]).observe(secs);
+    }
+
+    /// A fetch failed for the partition.
+    pub fn fetch_error(&self, flow: &str, topic: &str, partition: i32) {
+        Self::ftp(&self.inner.f.fetch_errors, flow, topic, partition).inc_by(1);
+    }
+
+    /// The partition's fetch is retried (after an error or leader change).
+    pub fn fetch_retry(&self, flow: &str, topic: &str, partition: i32) {
+        Self::ftp(&self.inner.f.fetch_retries, flow, topic, partition).inc_by(1);
+    }
+
+    /// The producer gave up on a batch of the partition.
+    pub fn produce_error(&self, flow: &str, topic: &str, partition: i32) {
+        Self::ftp(&self.inner.f.produce_errors, flow, topic, partition).inc_by(1);
+    }
+
+    /// The partition's pipeline restarts after a produce error.
+    pub fn produce_retry(&self, flow: &str, topic: &str, partition: i32) {
+        Self::ftp(&self.inner.f.produce_retries, flow, topic, partition).inc_by(1);
+    }
+
+    /// A source batch went through the slow path (`reason`: `gapped`, `empty`, `too_large`).
+    pub fn slow_path_batch(&self, flow: &str, topic: &str, partition: i32, reason: &str) {
+        let pp = p(partition);
+        self.inner
+            .f
+            .slow_path
+            .get(&[flow, topic, &pp, reason])
+            .inc_by(1);
+    }
+
+    /// `inputs` batches of the partition were merged into one batch of `bytes` bytes.
+    pub fn coalesced(&self, flow: &str, topic: &str, partition: i32, inputs: u64, bytes: u64) {
+        let f = &self.inner.f;
+        Self::ftp(&f.coalesce_inputs, flow, topic, partition).inc_by(inputs);
+        Self::ftp(&f.coalesce_outputs, flow, topic, partition).inc_by(1);
+        Self::ftp(&f.coalesce_bytes, flow, topic, partition).inc_by(bytes);
+    }
+
+    /// Sets the number of runs in the partition's offset map.
+    pub fn offset_map_runs(&self, flow: &str, topic: &str, partition: i32, runs: usize) {
+        Self::ftp(&self.inner.f.rows, flow, topic, partition)
+            .set_map_runs(i64::try_from(runs).unwrap_or(i64::MAX));
+    }
+
+    /// A source batch was dropped (`kind`: `control` or `aborted`).
+    pub fn dropped_batch(&self, flow: &str, topic: &str, partition: i32, kind: &str) {
+        let pp = p(partition);
+        self.inner
+            .f
+            .dropped
+            .get(&[flow, topic, &pp, kind])
+            .inc_by(1);
+    }
+}
+
 mod unit {
     use super::*;
 

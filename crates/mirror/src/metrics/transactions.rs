@@ -3,8 +3,8 @@
 
 use prometheus_client::registry::Registry;
 
+use super::catalogue::{FLOW, reg};
 use super::family::{Counter, Family, Histogram};
-use super::{FLOW, reg};
 
 /// The transaction families.
 pub(super) struct TxnFamilies {

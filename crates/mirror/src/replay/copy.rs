@@ -132,7 +132,7 @@ pub async fn execute(
         prepared,
         run,
         max_batch_bytes,
-        window: producer_config.max_in_flight.clamp(1, 5),
+        window: producer_config.max_in_flight,
         checkpoint: flow.intervals.checkpoint,
         limits,
     };

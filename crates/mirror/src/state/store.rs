@@ -125,6 +125,11 @@ struct Fold {
     fence: super::stamp::Fence<(String, i32)>,
     /// Stale-owner records ignored and already reported.
     reported: u64,
+    /// Partitions with deltas as [`Fold::result`] last rebuilt them (snapshot with its
+    /// deltas replayed), reused while neither changed.
+    rebuilt: BTreeMap<(String, i32), PartitionState>,
+    /// Partitions whose snapshot or deltas changed since the last [`Fold::result`].
+    changed: std::collections::BTreeSet<(String, i32)>,
 }
 
 impl StateTail {
@@ -152,26 +157,16 @@ impl StateTail {
         target: &Client,
         flow: &Flow,
     ) -> Result<(SavedState, DeltaSeqs), MirrorError> {
-        let ctx = |e: MirrorError| e.flow(&flow.name).cluster(&flow.target);
-        let kafka = |what: &str, e| {
-            ctx(MirrorError::kafka(
-                format!("state topic {}: {what}", flow.state_topic),
-                e,
-            ))
-        };
-        let meta = target
-            .metadata(Some(&[flow.state_topic.as_str()]))
-            .await
-            .map_err(|e| kafka("metadata", e))?;
-        let Some(topic) = meta.topics.get(&flow.state_topic) else {
+        let kafka = kafka_error(flow);
+        let Some(id) = state_topic(target, flow).await? else {
             self.tail.restart();
             self.fold = Fold::default();
             return Ok((SavedState::new(), DeltaSeqs::new()));
         };
-        if topic.id != self.topic_id {
+        if id != self.topic_id {
             // Re-created (a broker that came back empty): the place reached means nothing.
             self.tail.restart();
-            self.topic_id = topic.id;
+            self.topic_id = id;
         }
         // A read from the log start starts the fold over, before its first record.
         let restarted = AtomicBool::new(false);
@@ -214,6 +209,7 @@ impl Fold {
         }
         if key_kind(key) == Some(DELTA_KEY_KIND) {
             let (key, seq) = decode_delta_key(key).map_err(|e| format!("delta key: {e}"))?;
+            self.changed.insert(key.clone());
             match value {
                 None => {
                     if let Some(d) = self.deltas.get_mut(&key) {
@@ -234,6 +230,7 @@ impl Fold {
         {
             return Ok(());
         }
+        self.changed.insert(key.clone());
         match value {
             // A tombstone: the partition's state was deleted.
             None => {
@@ -259,19 +256,28 @@ impl Fold {
         }
         let mut saved = self.saved.clone();
         let mut seqs = DeltaSeqs::new();
+        let changed = std::mem::take(&mut self.changed);
+        self.rebuilt
+            .retain(|k, _| !changed.contains(k) && self.deltas.contains_key(k));
         for (key, ds) in &self.deltas {
             if ds.is_empty() {
                 continue;
             }
             seqs.insert(key.clone(), ds.keys().copied().collect());
             // Deltas of a partition whose state was deleted are left for the tombstones.
-            if let Some(state) = saved.get_mut(key) {
-                *state = rebuild(state, ds).map_err(|e| {
-                    MirrorError::state(format!("{}/{}: {e}", key.0, key.1))
-                        .flow(&flow.name)
-                        .cluster(&flow.target)
-                })?;
+            let Some(state) = saved.get_mut(key) else {
+                continue;
+            };
+            if let Some(done) = self.rebuilt.get(key) {
+                *state = done.clone();
+                continue;
             }
+            *state = rebuild(state, ds).map_err(|e| {
+                MirrorError::state(format!("{}/{}: {e}", key.0, key.1))
+                    .flow(&flow.name)
+                    .cluster(&flow.target)
+            })?;
+            self.rebuilt.insert(key.clone(), state.clone());
         }
         Ok((saved, seqs))
     }
@@ -321,24 +327,38 @@ pub(super) async fn read_records(
     flow: &Flow,
     mut each: impl FnMut(&[u8], Option<&[u8]>, RecordMeta) -> Result<(), String>,
 ) -> Result<(), MirrorError> {
-    let ctx = |e: MirrorError| e.flow(&flow.name).cluster(&flow.target);
-    let kafka = |what: &str, e| {
-        ctx(MirrorError::kafka(
-            format!("state topic {}: {what}", flow.state_topic),
-            e,
-        ))
-    };
+    if state_topic(target, flow).await?.is_none() {
+        return Ok(());
+    }
+    read_to_end(
+        target,
+        &flow.state_topic,
+        0,
+        ORDER,
+        kafka_error(flow),
+        |r| state_record(&r, flow, &mut each),
+    )
+    .await
+}
+
+/// A failed request on the flow's state topic (`what`: "metadata", "read", …), with the
+/// flow and the target cluster.
+fn kafka_error(flow: &Flow) -> impl Fn(&str, strait_client::Error) -> MirrorError + '_ {
+    move |what, e| {
+        MirrorError::kafka(format!("state topic {}: {what}", flow.state_topic), e)
+            .flow(&flow.name)
+            .cluster(&flow.target)
+    }
+}
+
+/// The id of the flow's state topic on the target (`None`: the topic is missing; nil: the
+/// broker reports no ids).
+async fn state_topic(target: &Client, flow: &Flow) -> Result<Option<uuid::Uuid>, MirrorError> {
     let meta = target
         .metadata(Some(&[flow.state_topic.as_str()]))
         .await
-        .map_err(|e| kafka("metadata", e))?;
-    if !meta.topics.contains_key(&flow.state_topic) {
-        return Ok(());
-    }
-    read_to_end(target, &flow.state_topic, 0, ORDER, kafka, |r| {
-        state_record(&r, flow, &mut each)
-    })
-    .await
+        .map_err(|e| kafka_error(flow)("metadata", e))?;
+    Ok(meta.topics.get(&flow.state_topic).map(|t| t.id))
 }
 
 /// Each exactly-once slot commits the states of its own partitions under its own

@@ -116,7 +116,11 @@ impl TopicTail {
             self.restart();
         }
         let consumer = match self.consumer.as_mut() {
-            Some(c) => c,
+            Some(c) => {
+                // The caller's connection: an earlier one may be gone (a restarted flow).
+                c.set_client(client.clone());
+                c
+            }
             None => {
                 from_start();
                 let opts = FetchOptions {

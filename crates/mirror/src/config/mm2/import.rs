@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::properties::{self, PropertiesError, Property};
 use crate::config::model::{
-    ClusterSpec, ConfigFile, FlowSpec, NamingPolicy, SecurityProtocol, SecuritySpec, StartPosition,
-    split_list,
+    ClusterSpec, ConfigFile, FlowSpec, NamingPolicy, StartPosition, split_list,
 };
+use crate::config::security::{SecurityProtocol, SecuritySpec};
 
 mod security;
 use crate::config::delivery::{DeliverySpec, Guarantee};

@@ -370,6 +370,34 @@ fn out_of_range_below_the_log_start_skips_to_it_under_skip() {
 }
 
 #[test]
+fn out_of_range_below_the_log_start_is_a_deletion_at_or_past_it_a_restart() {
+    // Below the log start: records were deleted before we read them; the map keeps its
+    // history and its source position moves to the log start.
+    let mut h = Harness::new(10, None, IncidentPolicy::Skip);
+    h.p.out_of_range(0, 10);
+    h.run().expect("run");
+    h.p.log_start(11).expect("skip");
+    let d = h.run().expect("run");
+    assert!(
+        d.other[0].contains("were not replicated yet"),
+        "{:?}",
+        d.other
+    );
+    // At the log start and still out of range: the log ends before it (truncated or
+    // re-created), so the map restarts there.
+    let mut h = Harness::new(20, None, IncidentPolicy::Skip);
+    h.p.out_of_range(0, 20);
+    h.run().expect("run");
+    h.p.log_start(20).expect("skip");
+    let d = h.run().expect("run");
+    assert!(
+        d.other[0].contains("past the end of the source log"),
+        "{:?}",
+        d.other
+    );
+}
+
+#[test]
 fn a_trailing_duplicate_found_by_recovery_is_mapped_to_nothing() {
     // Source record 0 was appended twice (a re-send landing after the original) and the
     // state was written before either: the next batch lands after the duplicate, at 2,
@@ -1074,4 +1102,24 @@ fn a_stop_drops_the_steps_waiting_for_the_tail() {
     assert!(h.run().expect("run").produced.is_empty());
     assert!(h.p.is_finished());
     assert_eq!(h.next(), (0, 0));
+}
+
+#[test]
+fn a_skip_moves_the_source_position_and_is_neither_the_end_nor_a_restart() {
+    // A marker on the source: planned as a skip, recorded as an advance of the source side.
+    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    h.p.fetched(Fetched {
+        generation: h.p.generation(),
+        position: 0,
+        records: Bytes::copy_from_slice(marker_at(0).as_bytes()),
+        aborted: &[],
+        stable: None,
+        pin: (),
+    })
+    .expect("plan");
+    let d = h.run().expect("run");
+    assert!(d.produced.is_empty());
+    assert!(d.other.is_empty(), "not done without --once: {:?}", d.other);
+    assert_eq!(h.next(), (1, 0));
+    assert_eq!(h.p.recreations(), 0);
 }

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use super::{Props, literal};
-use crate::config::model::{SaslMechanism, SaslSpec, SecurityProtocol, TlsSpec};
+use crate::config::security::{SaslMechanism, SaslSpec, SecurityProtocol, TlsSpec};
 
 const INLINE_PEM: &str = "inline PEM: write it to a file and set ca_file/cert_file/key_file";
 const STORE_PASSWORD: &str = "not copied, and not needed: Strait reads unencrypted PEM files, so store and \
