@@ -754,6 +754,10 @@ impl FlowRun {
             coalesce_max_bytes: self.engine.coalesce_max_bytes,
             recompress: self.engine.recompress,
             budget: self.budget.clone(),
+            tail_chunk_bytes: crate::datapath::tail::chunk_bytes(
+                self.engine.fetch_partition_max_bytes,
+                self.budget.total(),
+            ),
             gate: self.eos.as_ref().map(|e| Arc::clone(&e.gate)),
         });
         for &p in partitions {
@@ -779,29 +783,17 @@ impl FlowRun {
             } else {
                 tail
             };
+            // Read chunk by chunk as the pipeline's steps need it, within the budget
+            // (datapath::partition): only the target's bounds are read here.
             let recovery = match tail {
                 None => Recovery::none(),
-                Some((from, end)) => {
-                    let limits = Limits::default();
-                    let batches = crate::datapath::tail::read_tail(
-                        &self.target,
-                        &t.target_topic,
-                        p,
-                        (from - crate::datapath::tail::LOOKBACK).max(d.log_start),
-                        end,
-                        &limits,
-                    )
-                    .await
-                    .map_err(|e| e.flow(&flow.name).cluster(&flow.target))?;
-                    Recovery::from_target(&batches, from as u64, end as u64, limits).map_err(
-                        |e| {
-                            MirrorError::records("recovery: decoding the target's tail", e)
-                                .flow(&flow.name)
-                                .topic(&t.target_topic)
-                                .partition(p)
-                        },
-                    )?
-                }
+                Some((from, end)) => Recovery::tail(
+                    u64::try_from((from - crate::datapath::tail::LOOKBACK).max(d.log_start))
+                        .unwrap_or(0),
+                    u64::try_from(from).unwrap_or(0),
+                    u64::try_from(end).unwrap_or(0),
+                    Limits::default(),
+                ),
             };
             let map_for_state = if birth {
                 let mut m = map;

@@ -381,6 +381,17 @@ impl Budget {
         Some(self.reservation(permit, want))
     }
 
+    /// Reserves what is free now, up to `max` bytes, without waiting (nothing when the
+    /// budget is exhausted). A read that must never wait on the budget sizes its request
+    /// by it: a restart's recovery, whose chunk of the target's tail is what lets go of
+    /// the record sets it holds (`datapath::partition`).
+    pub fn reserve_free(&self, max: usize) -> Reservation {
+        let want = max.min(self.sem.available_permits());
+        // `None` only when another reservation took the bytes meanwhile.
+        self.try_reserve(want)
+            .unwrap_or_else(|| self.reservation(None, 0))
+    }
+
     /// Bytes currently reserved.
     pub fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)

@@ -54,6 +54,19 @@ async fn try_reserve_never_waits() {
 }
 
 #[tokio::test]
+async fn reserve_free_takes_what_is_free_up_to_its_max_and_never_waits() {
+    let b = Budget::new(100);
+    let r1 = b.reserve_free(60);
+    assert_eq!(r1.bytes(), 60);
+    let r2 = b.reserve_free(60);
+    assert_eq!(r2.bytes(), 40, "only 40 bytes were left");
+    assert_eq!(b.reserve_free(10).bytes(), 0, "none left: nothing, at once");
+    assert_eq!(b.used(), 100);
+    drop((r1, r2));
+    assert_eq!(b.used(), 0);
+}
+
+#[tokio::test]
 async fn up_front_reservations_are_shared_out_and_the_rest_returned() {
     let b = Budget::new(100);
     let other = b.reserve(30).await;

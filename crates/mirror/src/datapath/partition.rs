@@ -3,9 +3,26 @@
 //! acknowledgements from the flow's producer ([`Sink`]: idempotent, or transactional in
 //! exactly-once mode, where batches also wait while the commit barrier is sealed; it
 //! stamps batches and keeps ≤ 5 in flight), the source log start from ListOffsets, the target's batches around an
-//! acknowledgement that landed past the map, stop — and does what it says: hand batches
-//! to the producer, write ready updates into the offset map, read the target, move the
-//! feed's cursor, count metrics and log.
+//! acknowledgement that landed past the map, the chunks of the target's tail a restart's
+//! recovery asks for, stop — and does what it says: hand batches to the producer, write
+//! ready updates into the offset map, read the target, move the feed's cursor, count
+//! metrics and log.
+//!
+//! **Recovery chunks.** A chunk of the target's tail ([`Action::ReadTargetTail`]) is read
+//! into a reservation of the in-flight budget taken before the read, and asks the target
+//! for no more than it holds (the fetcher's rule: a response is never read into memory
+//! the budget does not have). It never waits for the budget: the record sets the
+//! partition holds (the steps waiting for the chunk, the inbox) are let go of only once
+//! the chunk is read, so a wait could be for bytes only the chunk can free. It takes what
+//! is free, up to [`TopicSpec::tail_chunk_bytes`]; with less, the chunk is smaller, and
+//! with nothing free it asks for one byte, which still brings one whole batch (KIP-74),
+//! so recovery always moves on. Bytes past the reservation (a first batch larger than
+//! asked for) are added to it when the budget has them, capped at the budget, like an
+//! oversized record set. The reservation is the chunk's pin, kept by the pipeline while
+//! recovery holds its records. When the partition is about to wait for the feed while
+//! keeping chunks and the budget lacks a chunk's room, it lets go of them
+//! ([`Pipeline::release_tail`]; read again when needed): recovering partitions never hold
+//! the budget the fetches that feed them need.
 //!
 //! One task, one `select!`: acknowledgements are awaited in order (the oldest first)
 //! while record sets keep being planned, so a slow acknowledgement never stops planning.
@@ -80,8 +97,13 @@ pub struct TopicSpec {
     pub coalesce_max_bytes: usize,
     /// Whether coalescing may recompress compressed batches.
     pub recompress: RecompressPolicy,
-    /// The in-flight budget (a merged batch reserves its own bytes when it can).
+    /// The in-flight budget (a merged batch reserves its own bytes when it can; a chunk of
+    /// the target's tail read for recovery reserves its bytes while held).
     pub budget: Budget,
+    /// Most bytes a chunk of the target's tail read for recovery asks for: one partition's
+    /// fetch (`engine.fetch_partition_max_bytes`), at most a sixteenth of the budget, like
+    /// the fetcher's minimum room.
+    pub tail_chunk_bytes: usize,
     /// Exactly-once: the flow's commit barrier (batches wait while it is sealed; the
     /// partition reports when everything it handed on is recorded).
     pub gate: Option<Arc<super::commit::Gate>>,
@@ -397,6 +419,7 @@ impl<'a> Driver<'a> {
             if machine.is_finished() {
                 return Ok(Ran::Finished);
             }
+            self.release_tail_if_short(machine);
             let wants_feed = machine.wants_feed();
             if wants_feed
                 && acks.is_empty()
@@ -704,6 +727,12 @@ impl<'a> Driver<'a> {
                              holds ({why}); it restarts to match them to the source by content");
                     }
                 }
+                Action::ReadTargetTail { from, to } => {
+                    // Boxed, as rare (see `CheckTarget`).
+                    let (batches, pin) = Box::pin(self.read_tail_chunk(from, to)).await?;
+                    let r = machine.target_tail_read(&batches, pin);
+                    self.counted(r)?;
+                }
                 Action::Duplicates {
                     records: 0,
                     from,
@@ -729,6 +758,62 @@ impl<'a> Driver<'a> {
             }
         }
         Ok(produced)
+    }
+
+    /// The next chunk of the target's tail for recovery, from `from` (up to `to`, the
+    /// target's end at start), and its pin: the chunk's bytes reserved in the budget (see
+    /// the module docs).
+    async fn read_tail_chunk(
+        &self,
+        from: u64,
+        to: u64,
+    ) -> Result<(Vec<Batch>, BatchPin), MirrorError> {
+        let spec = self.spec;
+        let budget = &spec.shared.budget;
+        let mut reservation = budget.reserve_free(spec.shared.tail_chunk_bytes.max(1));
+        let batches = super::tail::read_chunk(
+            self.target,
+            &spec.shared.target_topic,
+            spec.partition,
+            i64::try_from(from).unwrap_or(i64::MAX),
+            i64::try_from(to).unwrap_or(i64::MAX),
+            reservation.bytes().max(1),
+            &Limits::default(),
+        )
+        .await?;
+        let bytes: usize = batches.iter().map(Batch::size).sum();
+        let total = usize::try_from(budget.total()).unwrap_or(usize::MAX);
+        let extra = bytes.min(total).saturating_sub(reservation.bytes());
+        if extra > 0 {
+            // A batch larger than asked for (KIP-74): its extra bytes when the budget has
+            // them, the whole capped at the budget.
+            reservation.absorb(budget.reserve_free(extra));
+        }
+        tracing::debug!(flow = %spec.shared.flow, topic = %spec.shared.source_topic,
+            partition = spec.partition, from, batches = batches.len(), bytes,
+            "recovery: read a chunk of the target's tail");
+        Ok((
+            batches,
+            BatchPin {
+                reservation: Arc::new(reservation),
+                fetched: Instant::now(),
+            },
+        ))
+    }
+
+    /// Lets go of the chunks of the target's tail the machine keeps, when the budget lacks
+    /// a chunk's room: the partition is about to wait for the feed, and the fetch that
+    /// feeds it needs that room (see the module docs).
+    fn release_tail_if_short(&self, machine: &mut Pipeline<BatchPin>) {
+        if !machine.holds_tail() {
+            return;
+        }
+        let budget = &self.spec.shared.budget;
+        let free = budget.total().saturating_sub(budget.used());
+        let room = u64::try_from(self.spec.shared.tail_chunk_bytes).unwrap_or(u64::MAX);
+        if free < room {
+            machine.release_tail();
+        }
     }
 
     /// The target partition's log start (ListOffsets EARLIEST).

@@ -2,10 +2,12 @@
 //! proven record by record. Pure: the target's tail is read by the caller.
 //!
 //! After a restart the map ends at the last state write (`map.next(Target)`); the target
-//! may hold more of our records past it (written, not yet checkpointed). The caller reads
-//! the target from `map.next(Target)` to its end and hands the batches here; the data path
+//! may hold more of our records past it (written, not yet checkpointed). The data path
 //! re-plans the source from the map's source position and asks, step by step, whether the
-//! step's records are what the target holds next.
+//! step's records are what the target holds next. The caller reads the target from a
+//! little before `map.next(Target)` to its end, known from the start: all at once
+//! ([`Recovery::from_target`]) or chunk by chunk, as the steps need it ([`Recovery::tail`],
+//! [`Recovery::read`]).
 //!
 //! Rules:
 //! - A step is [`Decision::AlreadyWritten`] only when each of its records equals the next
@@ -15,7 +17,23 @@
 //! - A block of target records that repeats records matched before it, in order (a
 //!   request of the killed process appended twice, or after its retry) is a duplicate:
 //!   skipped, counted, and the map stays exact (the duplicate's offsets are mapped to
-//!   nothing). The rule is [`repeat_len`], shared with the live check below.
+//!   nothing). The rule is [`repeat_len`], shared with the live check below. The last
+//!   [`DUPLICATE_WINDOW`] records matched (or read before the map's position) are kept to
+//!   recognise them, each as a SHA-256 digest of its content (timestamp, key, value and
+//!   headers, unambiguously framed): 32 bytes whatever the record's size, holding no read
+//!   chunk in memory. Two records are the same content exactly when their digests are
+//!   equal (barring a SHA-256 collision); a step is still matched record by record.
+//! - **Chunks.** Read in chunks, recovery decides from the records read so far (its
+//!   window). When a step cannot be decided from the window — the window is empty, the
+//!   step's records run past it, or a duplicate block reaches its end — and the target's
+//!   end is not reached, the answer is [`Decision::ReadMore`]: nothing is decided or
+//!   consumed, the caller reads the next chunk ([`Recovery::read`], which appends to the
+//!   window) and asks again for the same step. So every decision is the one the whole
+//!   tail read at once gives, whatever the chunk boundaries: a record's comparison or a
+//!   duplicate block straddling two chunks is decided once both are read. A read that
+//!   brings nothing new ends the tail where it stopped, as a whole read that stops short
+//!   does. [`Recovery::release`] lets go of the window (it is read again when next
+//!   needed), changing no decision.
 //! - **Live duplicates** ([`live_duplicates`]): while running, an acknowledgement past
 //!   where the map expects it is checked the same way: every target record between the
 //!   expected offset and the acknowledged one must repeat, block by block and in order,
@@ -28,7 +46,8 @@
 //! - Anything else — a record that differs, a step that runs past the target's end, a hole
 //!   where a batch is missing — is [`Decision::Mismatch`], an incident for the policy;
 //!   never absorbed.
-//! - Once every target record is matched, every step is [`Decision::Produce`].
+//! - Once every target record is read and matched, every step is [`Decision::Produce`];
+//!   [`Recovery::finished`] reports it once (with the duplicates) and drops the state.
 
 use std::collections::VecDeque;
 
@@ -38,7 +57,7 @@ use super::plan::Step;
 
 /// How many matched records are kept to recognise duplicates (a killed process had at
 /// most 5 batches per partition in flight).
-const DUPLICATE_WINDOW: usize = 50_000;
+pub const DUPLICATE_WINDOW: usize = 50_000;
 
 /// What to do with a planned step while recovering.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +76,22 @@ pub enum Decision {
         /// What differs, for the incident message.
         reason: String,
     },
+    /// Not decided: the records read so far do not tell (see the module rules). Read the
+    /// target's tail on from `from` ([`Recovery::read`]) and ask again for the same step.
+    ReadMore {
+        /// First target offset not read yet.
+        from: u64,
+    },
+}
+
+/// Recovery is over: every target record past the map was matched (or skipped as a
+/// duplicate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finished {
+    /// Duplicate records found and skipped.
+    pub duplicates: u64,
+    /// Where the target ended at start: the map's target side moves here.
+    pub target_end: u64,
 }
 
 /// The record as compared: what a consumer sees, without offsets.
@@ -64,9 +99,39 @@ fn same(a: &Record, b: &Record) -> bool {
     a.timestamp == b.timestamp && a.key == b.key && a.value == b.value && a.headers == b.headers
 }
 
+/// A record's content as compared by [`same`] (timestamp, key, value and headers, not its
+/// offset), as a SHA-256 digest: what the duplicate window keeps of a record.
+type Digest = [u8; 32];
+
+/// The [`Digest`] of `r`: every field framed by its presence and length, so that
+/// different contents never frame to the same bytes.
+fn digest(r: &Record) -> Digest {
+    use sha2::Digest as _;
+    fn bytes(h: &mut sha2::Sha256, b: Option<&[u8]>) {
+        match b {
+            None => h.update([0]),
+            Some(b) => {
+                h.update([1]);
+                h.update((b.len() as u64).to_be_bytes());
+                h.update(b);
+            }
+        }
+    }
+    let mut h = sha2::Sha256::new();
+    h.update(r.timestamp.to_be_bytes());
+    bytes(&mut h, r.key.as_deref());
+    bytes(&mut h, r.value.as_deref());
+    h.update((r.headers.len() as u64).to_be_bytes());
+    for header in &r.headers {
+        bytes(&mut h, Some(&header.key));
+        bytes(&mut h, header.value.as_deref());
+    }
+    h.finalize().into()
+}
+
 /// One partition's recovery state. Boxed, and absent when there is nothing to recover
 /// (almost every partition of a run): every partition's pipeline keeps one, and the
-/// boxed state is 96 bytes where the handle is 8.
+/// boxed state is about 100 bytes where the handle is 8.
 #[derive(Debug, Default)]
 pub struct Recovery {
     state: Option<Box<State>>,
@@ -75,14 +140,21 @@ pub struct Recovery {
 /// What a partition that had target records past its map compares them with.
 #[derive(Debug, Default)]
 struct State {
-    /// Target records past the map, not matched yet: (target offset, record).
+    /// Target records past the map read and not matched yet (the window):
+    /// (target offset, record).
     pending: VecDeque<(u64, Record)>,
+    /// The map's target position: records read below it seed the duplicate window.
+    from: u64,
+    /// Every target offset below this was read; the next read starts here.
+    read_to: u64,
     /// Where the target ends.
     end: u64,
-    /// Recently matched records (for duplicate detection), oldest first.
-    matched: VecDeque<Record>,
+    /// Recently matched records (for duplicate detection), oldest first, as digests.
+    matched: VecDeque<Digest>,
     /// Duplicate records skipped so far.
     duplicates: u64,
+    /// Whether any target record past the map was read (only then is the end reported).
+    found: bool,
     limits: Limits,
 }
 
@@ -92,10 +164,10 @@ impl Recovery {
         Recovery::default()
     }
 
-    /// From the target's batches covering `from..end` (`from` = `map.next(Target)`).
-    /// Records below `from` (the batches may start earlier; the caller reads a little
-    /// before `from` on purpose) are what was written before the state: they seed the
-    /// duplicate window, so a duplicate of them appended after the state is recognised.
+    /// From the target's batches covering `from..end` (`from` = `map.next(Target)`), read
+    /// whole. Records below `from` (the batches may start earlier; the caller reads a
+    /// little before `from` on purpose) are what was written before the state: they seed
+    /// the duplicate window, so a duplicate of them appended after the state is recognised.
     /// Control batches (transaction markers) hold no data and are skipped.
     pub fn from_target(
         batches: &[Batch],
@@ -103,39 +175,74 @@ impl Recovery {
         end: u64,
         limits: Limits,
     ) -> Result<Self, strait_records::Error> {
-        let mut pending = VecDeque::new();
-        let mut matched = VecDeque::new();
-        for b in batches {
-            if b.header().attributes.is_control() {
-                continue;
-            }
-            for r in b.records(&limits)? {
-                let r = r?;
-                let Ok(off) = u64::try_from(r.offset) else {
-                    continue;
-                };
-                if off >= from && off < end {
-                    pending.push_back((off, r));
-                } else if off < from {
-                    if matched.len() == DUPLICATE_WINDOW {
-                        matched.pop_front();
-                    }
-                    matched.push_back(r);
-                }
-            }
+        let mut r = Recovery::tail(0, from, end, limits);
+        if let Some(s) = &mut r.state {
+            s.take(batches)?;
+            s.read_to = end;
         }
-        Ok(Recovery {
-            state: Some(Box::new(State {
-                pending,
-                end,
-                matched,
-                duplicates: 0,
-                limits,
-            })),
-        })
+        Ok(r)
     }
 
-    /// Target records not matched yet.
+    /// The target holds `from..end` past the map and nothing of it is read yet: the caller
+    /// reads it chunk by chunk, starting at `read_from` (a little before `from`, to seed
+    /// the duplicate window as [`Recovery::from_target`] does), when a step asks
+    /// ([`Decision::ReadMore`]).
+    pub fn tail(read_from: u64, from: u64, end: u64, limits: Limits) -> Self {
+        if from >= end {
+            return Recovery::none();
+        }
+        Recovery {
+            state: Some(Box::new(State {
+                from,
+                read_to: read_from.min(from),
+                end,
+                limits,
+                ..State::default()
+            })),
+        }
+    }
+
+    /// The next chunk of the target's tail, asked for by [`Decision::ReadMore`]: batches
+    /// from its `from` on (they may start earlier; records already read are not read
+    /// twice). A read that brings nothing new is taken as the target's end.
+    pub fn read(&mut self, batches: &[Batch]) -> Result<(), strait_records::Error> {
+        let Some(s) = &mut self.state else {
+            return Ok(());
+        };
+        let before = s.read_to;
+        s.take(batches)?;
+        if s.read_to == before {
+            s.read_to = s.end;
+        }
+        Ok(())
+    }
+
+    /// Lets go of the records read and not matched yet: they are read again (from the
+    /// first of them) when a step next needs them. Changes no decision.
+    pub fn release(&mut self) {
+        if let Some(s) = &mut self.state
+            && let Some((first, _)) = s.pending.front()
+        {
+            s.read_to = *first;
+            s.pending = VecDeque::new();
+        }
+    }
+
+    /// The lowest target offset whose record the window holds: a read chunk that ends at
+    /// or below it is no longer needed (`u64::MAX` when the window is empty).
+    pub fn holds_from(&self) -> u64 {
+        self.state
+            .as_ref()
+            .and_then(|s| s.pending.front())
+            .map_or(u64::MAX, |(o, _)| *o)
+    }
+
+    /// Where the reads have got to: every target offset below was read.
+    pub fn read_to(&self) -> u64 {
+        self.state.as_ref().map_or(0, |s| s.read_to)
+    }
+
+    /// Target records read and not matched yet.
     pub fn remaining(&self) -> i64 {
         self.state.as_ref().map_or(0, |s| s.pending.len() as i64)
     }
@@ -150,24 +257,90 @@ impl Recovery {
         self.state.as_ref().map_or(0, |s| s.duplicates)
     }
 
-    /// Decides for the next step (call once per step, in order).
+    /// Decides for the next step (call once per step, in order; after
+    /// [`Decision::ReadMore`], again for the same step once the chunk is read).
     pub fn decide(&mut self, step: &Step) -> Decision {
         match &mut self.state {
             Some(s) => s.decide(step),
             None => Decision::Produce,
         }
     }
+
+    /// `Some` once, when recovery is over and it had found records past the map; the state
+    /// (and its duplicate window) is dropped when over, found or not.
+    pub fn finished(&mut self) -> Option<Finished> {
+        let s = self.state.as_deref()?;
+        if !s.pending.is_empty() || s.read_to < s.end {
+            return None;
+        }
+        let finished = s.found.then_some(Finished {
+            duplicates: s.duplicates,
+            target_end: s.end,
+        });
+        self.state = None;
+        finished
+    }
 }
 
 impl State {
+    /// Takes the records of `batches` not read yet: below `from` into the duplicate
+    /// window, `from..end` into the window of records to match.
+    fn take(&mut self, batches: &[Batch]) -> Result<(), strait_records::Error> {
+        for b in batches {
+            let h = b.header();
+            let next = u64::try_from(h.base_offset + i64::from(h.last_offset_delta) + 1)
+                .unwrap_or(0)
+                .min(self.end);
+            if next <= self.read_to {
+                continue;
+            }
+            if !h.attributes.is_control() {
+                for r in b.records(&self.limits)? {
+                    let r = r?;
+                    let Ok(off) = u64::try_from(r.offset) else {
+                        continue;
+                    };
+                    if off < self.read_to || off >= self.end {
+                        continue;
+                    }
+                    if off >= self.from {
+                        self.found = true;
+                        self.pending.push_back((off, r));
+                    } else {
+                        self.remember(r);
+                    }
+                }
+            }
+            self.read_to = next;
+        }
+        Ok(())
+    }
+
+    /// Whether every target offset up to its end was read.
+    fn complete(&self) -> bool {
+        self.read_to >= self.end
+    }
+
+    /// The answer when the window does not tell.
+    fn more(&self) -> Decision {
+        Decision::ReadMore { from: self.read_to }
+    }
+
     fn decide(&mut self, step: &Step) -> Decision {
-        if self.pending.is_empty() || step.records() == 0 {
+        if step.records() == 0 {
             return Decision::Produce;
         }
         let batch = match step {
             Step::Forward { batch, .. } | Step::Reencoded { batch, .. } => batch,
             Step::Skip { .. } => return Decision::Produce,
         };
+        if self.pending.is_empty() {
+            return if self.complete() {
+                Decision::Produce
+            } else {
+                self.more()
+            };
+        }
         let records = match batch.decode_records(&self.limits) {
             Ok(r) => r,
             Err(e) => {
@@ -187,15 +360,24 @@ impl State {
                     }
                     return Decision::AlreadyWritten { target_base: base };
                 }
+                Err(d @ Decision::ReadMore { .. }) => return d,
                 Err(mismatch) => {
                     let dup = self.duplicate_len();
                     if dup == 0 {
                         return mismatch;
                     }
+                    if dup == self.pending.len() && !self.complete() {
+                        // The block may go on in the next chunk.
+                        return self.more();
+                    }
                     self.duplicates += dup as u64;
                     self.pending.drain(..dup);
                     if self.pending.is_empty() {
-                        return Decision::Produce;
+                        return if self.complete() {
+                            Decision::Produce
+                        } else {
+                            self.more()
+                        };
                     }
                 }
             }
@@ -203,12 +385,16 @@ impl State {
     }
 
     /// `Ok(first target offset)` when the pending records start with `records` at
-    /// consecutive offsets.
+    /// consecutive offsets; [`Decision::ReadMore`] when they run out first and more is to
+    /// be read.
     fn compare(&self, records: &[Record]) -> Result<u64, Decision> {
         let base = self.pending.front().map_or(self.end, |(o, _)| *o);
         for (i, r) in records.iter().enumerate() {
             let want = base + i as u64;
             let Some((off, t)) = self.pending.get(i) else {
+                if !self.complete() {
+                    return Err(self.more());
+                }
                 return Err(Decision::Mismatch {
                     at: want,
                     reason: format!(
@@ -238,16 +424,23 @@ impl State {
         Ok(base)
     }
 
-    /// The length of the longest duplicate block at the front of the pending records.
+    /// The length of the longest duplicate block at the front of the pending records
+    /// (no longer than the window of matched records: only those are looked at).
     fn duplicate_len(&self) -> usize {
-        repeat_len(&self.matched, &self.pending)
+        let block: VecDeque<(u64, Digest)> = self
+            .pending
+            .iter()
+            .take(self.matched.len())
+            .map(|(o, r)| (*o, digest(r)))
+            .collect();
+        repeat_len_by(&self.matched, &block, |a, b| a == b)
     }
 
     fn remember(&mut self, r: Record) {
         if self.matched.len() == DUPLICATE_WINDOW {
             self.matched.pop_front();
         }
-        self.matched.push_back(r);
+        self.matched.push_back(digest(&r));
     }
 }
 
@@ -255,6 +448,15 @@ impl State {
 /// offsets) that repeats a contiguous run of `ours`, in order, at consecutive offsets; 0 if
 /// none. The duplicate rule of recovery and of the live check.
 pub fn repeat_len(ours: &VecDeque<Record>, block: &VecDeque<(u64, Record)>) -> usize {
+    repeat_len_by(ours, block, same)
+}
+
+/// [`repeat_len`] with records compared by `eq`.
+fn repeat_len_by<A, B>(
+    ours: &VecDeque<A>,
+    block: &VecDeque<(u64, B)>,
+    eq: impl Fn(&A, &B) -> bool,
+) -> usize {
     let Some((base, _)) = block.front() else {
         return 0;
     };
@@ -262,7 +464,7 @@ pub fn repeat_len(ours: &VecDeque<Record>, block: &VecDeque<(u64, Record)>) -> u
     for start in 0..ours.len() {
         let mut k = 0;
         while let (Some(r), Some((off, t))) = (ours.get(start + k), block.get(k)) {
-            if *off != base + k as u64 || !same(r, t) {
+            if *off != base + k as u64 || !eq(r, t) {
                 break;
             }
             k += 1;
@@ -557,6 +759,278 @@ mod tests {
         assert_eq!(r.decide(&step(&[1], 0)), Decision::Produce);
     }
 
+    /// A recovery read chunk by chunk, as a restart's is: the target's batches laid out
+    /// from offset 0, `per_read` of them a chunk, the map at `from`, reading from
+    /// `read_from`.
+    struct Chunked {
+        r: Recovery,
+        target: Vec<Batch>,
+        per_read: usize,
+        reads: usize,
+    }
+
+    impl Chunked {
+        fn new(batches: &[&[u32]], read_from: u64, from: u64, per_read: usize) -> Self {
+            let (target, end) = target(batches, 0, Compression::None);
+            Chunked {
+                r: Recovery::tail(read_from, from, end, Limits::default()),
+                target,
+                per_read,
+                reads: 0,
+            }
+        }
+
+        /// The batches a read from `from` brings.
+        fn chunk(&self, from: u64) -> Vec<Batch> {
+            self.target
+                .iter()
+                .filter(|b| {
+                    let h = b.header();
+                    (h.base_offset + i64::from(h.last_offset_delta)) as u64 >= from
+                })
+                .take(self.per_read)
+                .cloned()
+                .collect()
+        }
+
+        /// Decides `step`, reading the chunks recovery asks for.
+        fn decide(&mut self, step: &Step) -> Decision {
+            loop {
+                match self.r.decide(step) {
+                    Decision::ReadMore { from } => {
+                        let chunk = self.chunk(from);
+                        self.r.read(&chunk).expect("decode");
+                        self.reads += 1;
+                        assert!(self.reads < 1_000, "reads without end");
+                    }
+                    d => return d,
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_step_straddling_two_chunks_is_matched_once_both_are_read() {
+        // Chunks of one batch: the step's records are in [1, 2] and [3, 4].
+        let mut c = Chunked::new(&[&[1, 2], &[3, 4]], 0, 0, 1);
+        assert_eq!(
+            c.decide(&step(&[1, 2, 3], 0)),
+            Decision::AlreadyWritten { target_base: 0 }
+        );
+        assert_eq!(c.reads, 2);
+        assert_eq!(
+            c.decide(&step(&[4], 3)),
+            Decision::AlreadyWritten { target_base: 3 }
+        );
+        assert_eq!(c.decide(&step(&[5], 4)), Decision::Produce);
+        assert_eq!(c.reads, 2, "the target's end is known: no read past it");
+    }
+
+    #[test]
+    fn a_step_is_not_decided_and_nothing_consumed_before_the_chunk_it_needs_is_read() {
+        let mut c = Chunked::new(&[&[1, 2], &[3, 4]], 0, 0, 1);
+        let s = step(&[1, 2, 3], 0);
+        assert_eq!(c.r.decide(&s), Decision::ReadMore { from: 0 });
+        c.r.read(&c.chunk(0)).expect("decode");
+        assert_eq!(c.r.decide(&s), Decision::ReadMore { from: 2 });
+        assert_eq!(
+            c.r.decide(&s),
+            Decision::ReadMore { from: 2 },
+            "asked again"
+        );
+        assert_eq!(c.r.remaining(), 2, "nothing consumed");
+        c.r.read(&c.chunk(2)).expect("decode");
+        assert_eq!(c.r.decide(&s), Decision::AlreadyWritten { target_base: 0 });
+    }
+
+    #[test]
+    fn the_next_chunk_is_read_only_when_the_records_read_cannot_decide() {
+        // Two batches a chunk: [1] [2] in the first, [3] [4] in the second.
+        let mut c = Chunked::new(&[&[1], &[2], &[3], &[4]], 0, 0, 2);
+        for (v, reads) in [(1, 1), (2, 1), (3, 2), (4, 2)] {
+            assert_eq!(
+                c.decide(&step(&[v], i64::from(v) - 1)),
+                Decision::AlreadyWritten {
+                    target_base: u64::from(v) - 1
+                }
+            );
+            assert_eq!(c.reads, reads, "after record {v}");
+        }
+    }
+
+    #[test]
+    fn a_duplicate_block_straddling_two_chunks_is_decided_as_if_read_whole() {
+        // [3, 4] was appended again, one record a batch, and the source's next record
+        // has the content of 4: the block is skipped whole (as the whole tail decides),
+        // not cut at the chunk's end with its second half taken for the next step.
+        let tail: &[&[u32]] = &[&[1, 2], &[3, 4], &[3], &[4], &[4]];
+        let whole = {
+            let mut r = recovery(tail, 0);
+            [
+                r.decide(&step(&[1, 2], 0)),
+                r.decide(&step(&[3, 4], 2)),
+                r.decide(&step(&[4], 4)),
+            ]
+        };
+        let mut c = Chunked::new(tail, 0, 0, 1);
+        let chunked = [
+            c.decide(&step(&[1, 2], 0)),
+            c.decide(&step(&[3, 4], 2)),
+            c.decide(&step(&[4], 4)),
+        ];
+        assert_eq!(chunked, whole);
+        assert_eq!(chunked[2], Decision::AlreadyWritten { target_base: 6 });
+        assert_eq!(c.r.duplicates(), 2);
+        assert_eq!(
+            c.r.finished(),
+            Some(Finished {
+                duplicates: 2,
+                target_end: 7
+            })
+        );
+    }
+
+    #[test]
+    fn a_trailing_duplicate_in_the_last_chunk_ends_recovery_with_the_duplicates_once() {
+        let mut c = Chunked::new(&[&[1, 2], &[1], &[2]], 0, 0, 1);
+        assert_eq!(
+            c.decide(&step(&[1, 2], 0)),
+            Decision::AlreadyWritten { target_base: 0 }
+        );
+        assert_eq!(c.r.finished(), None, "the tail is not all read yet");
+        assert_eq!(c.decide(&step(&[3], 2)), Decision::Produce);
+        assert_eq!(
+            c.r.finished(),
+            Some(Finished {
+                duplicates: 2,
+                target_end: 4
+            })
+        );
+        assert_eq!(c.r.finished(), None, "reported once");
+    }
+
+    #[test]
+    fn a_mismatch_in_the_second_chunk_is_found_when_it_is_read() {
+        let mut c = Chunked::new(&[&[1, 2], &[9]], 0, 0, 1);
+        assert_eq!(
+            c.decide(&step(&[1, 2], 0)),
+            Decision::AlreadyWritten { target_base: 0 }
+        );
+        let d = c.decide(&step(&[3], 2));
+        assert!(matches!(d, Decision::Mismatch { at: 2, .. }), "{d:?}");
+    }
+
+    #[test]
+    fn a_read_that_brings_nothing_ends_the_tail_as_a_whole_read_stopping_short_does() {
+        // The target said it ends at 4, then serves nothing past 2: as with the whole
+        // tail read up to where the target stopped serving, the records read are matched
+        // and recovery is over.
+        let (t, _) = target(&[&[1, 2]], 0, Compression::None);
+        let mut r = Recovery::tail(0, 0, 4, Limits::default());
+        assert_eq!(r.decide(&step(&[1, 2], 0)), Decision::ReadMore { from: 0 });
+        r.read(&t).expect("decode");
+        assert_eq!(
+            r.decide(&step(&[1, 2], 0)),
+            Decision::AlreadyWritten { target_base: 0 }
+        );
+        assert_eq!(r.decide(&step(&[3], 2)), Decision::ReadMore { from: 2 });
+        r.read(&[]).expect("nothing");
+        assert_eq!(r.decide(&step(&[3], 2)), Decision::Produce);
+        let (short, _) = target(&[&[1, 2]], 0, Compression::None);
+        let mut whole = Recovery::from_target(&short, 0, 4, Limits::default()).expect("decode");
+        whole.decide(&step(&[1, 2], 0));
+        assert_eq!(whole.decide(&step(&[3], 2)), Decision::Produce);
+    }
+
+    #[test]
+    fn records_read_before_the_map_position_in_chunks_seed_the_duplicate_window() {
+        // As a_duplicate_of_records_written_before_the_state_is_recognised, read from the
+        // target's start one batch at a time.
+        let mut c = Chunked::new(&[&[1, 2], &[3, 4], &[3, 4], &[5]], 0, 4, 1);
+        assert_eq!(
+            c.decide(&step(&[5], 4)),
+            Decision::AlreadyWritten { target_base: 6 }
+        );
+        assert_eq!(c.r.duplicates(), 2);
+    }
+
+    #[test]
+    fn a_released_window_is_read_again_and_changes_no_decision() {
+        let mut c = Chunked::new(&[&[1, 2, 3, 4]], 0, 0, 1);
+        assert_eq!(
+            c.decide(&step(&[1, 2], 0)),
+            Decision::AlreadyWritten { target_base: 0 }
+        );
+        c.r.release();
+        assert_eq!(c.r.remaining(), 0);
+        assert_eq!(c.r.holds_from(), u64::MAX, "nothing held");
+        assert_eq!(
+            c.r.decide(&step(&[3, 4], 2)),
+            Decision::ReadMore { from: 2 }
+        );
+        assert_eq!(
+            c.decide(&step(&[3, 4], 2)),
+            Decision::AlreadyWritten { target_base: 2 },
+            "the records below the read position are not read twice"
+        );
+        assert_eq!(c.r.finished().map(|f| f.duplicates), Some(0));
+    }
+
+    #[test]
+    fn the_duplicate_window_holds_no_read_chunk() {
+        let (t, end) = target(&[&[1, 2]], 0, Compression::None);
+        let raw = t[0].as_bytes().clone();
+        let mut r = Recovery::tail(0, 0, end, Limits::default());
+        r.read(&t).expect("decode");
+        drop(t);
+        assert_eq!(
+            r.decide(&step(&[1, 2], 0)),
+            Decision::AlreadyWritten { target_base: 0 }
+        );
+        assert!(raw.is_unique(), "the matched records are kept as digests");
+    }
+
+    #[test]
+    fn the_duplicate_window_digest_tells_apart_every_content_the_comparison_does() {
+        let r = |key: Option<&'static [u8]>, value: Option<&'static [u8]>, headers| Record {
+            offset: 0,
+            timestamp: 1,
+            key: key.map(bytes::Bytes::from_static),
+            value: value.map(bytes::Bytes::from_static),
+            headers,
+        };
+        let h = |k: &'static [u8], v: Option<&'static [u8]>| strait_records::Header {
+            key: bytes::Bytes::from_static(k),
+            value: v.map(bytes::Bytes::from_static),
+        };
+        let all = [
+            r(Some(b"ab"), Some(b"c"), vec![]),
+            r(Some(b"a"), Some(b"bc"), vec![]),
+            r(None, Some(b"abc"), vec![]),
+            r(Some(b""), Some(b"abc"), vec![]),
+            r(Some(b"abc"), None, vec![]),
+            r(Some(b"abc"), Some(b""), vec![]),
+            r(Some(b"a"), Some(b"b"), vec![h(b"c", None)]),
+            r(Some(b"a"), Some(b"b"), vec![h(b"c", Some(b""))]),
+            r(Some(b"a"), Some(b"b"), vec![h(b"", Some(b"c"))]),
+            r(Some(b"a"), Some(b"b"), vec![h(b"c", None), h(b"c", None)]),
+            Record {
+                timestamp: 2,
+                ..r(Some(b"ab"), Some(b"c"), vec![])
+            },
+        ];
+        for (i, a) in all.iter().enumerate() {
+            for (j, b) in all.iter().enumerate() {
+                assert_eq!(digest(a) == digest(b), same(a, b), "{i} and {j}");
+            }
+        }
+        let moved = Record {
+            offset: 7,
+            ..all[0].clone()
+        };
+        assert_eq!(digest(&moved), digest(&all[0]), "the offset is not content");
+    }
+
     /// A transaction marker (a control batch of one record) at `base`.
     fn marker(base: i64) -> Batch {
         let mut raw = batch(&[0], 0, Compression::None).into_bytes().to_vec();
@@ -697,6 +1171,7 @@ mod tests {
                     }
                     Decision::Produce => {}
                     Decision::Mismatch { .. } => break,
+                    Decision::ReadMore { .. } => prop_assert!(false, "the whole tail was read"),
                 }
                 source_first += b.len() as i64;
             }
@@ -705,6 +1180,52 @@ mod tests {
                 let before: usize = c.source[..h].iter().map(Vec::len).sum();
                 prop_assert!(claimed.iter().all(|o| *o < before + c.dup.filter(|d| *d < h).map_or(0, |d| c.source[d].len())),
                     "nothing past the hole was claimed: {:?}", claimed);
+            }
+        }
+
+        /// For any target tail read in chunks of any size (and let go of between steps,
+        /// or not), every decision is the one the whole tail read at once gives, also
+        /// when the target holds a record a batch (chunks then end inside steps).
+        #[test]
+        fn read_in_chunks_recovery_decides_as_the_whole_tail_does(
+            c in case(),
+            per_read in 1usize..4,
+            release in any::<bool>(),
+            one_a_batch in any::<bool>(),
+        ) {
+            let mut tail: Vec<Vec<u32>> = Vec::new();
+            for (i, b) in c.source.iter().take(c.written).enumerate() {
+                if c.hole == Some(i) {
+                    continue;
+                }
+                if c.foreign == Some(i) {
+                    tail.push(vec![999_999]);
+                }
+                tail.push(b.clone());
+                if c.dup == Some(i) {
+                    // A duplicate in batches of one record: its block crosses chunks.
+                    tail.extend(b.iter().map(|v| vec![*v]));
+                }
+            }
+            if one_a_batch {
+                tail = tail.iter().flatten().map(|v| vec![*v]).collect();
+            }
+            let refs: Vec<&[u32]> = tail.iter().map(Vec::as_slice).collect();
+            let mut whole = recovery(&refs, 0);
+            let mut chunked = Chunked::new(&refs, 0, 0, per_read);
+            let mut source_first = 0i64;
+            for b in &c.source {
+                let s = step(b, source_first);
+                let d = chunked.decide(&s);
+                prop_assert_eq!(&d, &whole.decide(&s));
+                prop_assert_eq!(chunked.r.duplicates(), whole.duplicates());
+                if matches!(d, Decision::Mismatch { .. }) {
+                    break;
+                }
+                if release {
+                    chunked.r.release();
+                }
+                source_first += b.len() as i64;
             }
         }
     }

@@ -1,5 +1,7 @@
 //! Reading a target partition's tail for recovery: the batches from the map's target
-//! position to the target's end, as they are stored (checked by [`super::recovery`]).
+//! position to the target's end, as they are stored (checked by [`super::recovery`]):
+//! all at once ([`read_tail`]), or a bounded chunk at a time ([`read_chunk`], the
+//! restart's recovery, which reads on only as its steps need it).
 
 use std::time::Duration;
 
@@ -19,6 +21,17 @@ pub const LOOKBACK: i64 = 10_000;
 /// is there; this bounds a broker that reports an end it cannot serve).
 const MAX_EMPTY_FETCHES: u32 = 20;
 
+/// Bytes one chunk of a restart's recovery asks for: one partition's fetch
+/// (`engine.fetch_partition_max_bytes`, 1 MiB by default), at most a sixteenth of the
+/// in-flight budget `budget` (the fetcher's minimum room, which the budget's rules keep
+/// coming free), at least 1. Recovery holds about one chunk at a time, so a partition
+/// recovering in chunks needs no more of the budget than one fetching.
+pub fn chunk_bytes(partition_max_bytes: i32, budget: u64) -> usize {
+    let partition = usize::try_from(partition_max_bytes).unwrap_or(0);
+    let sixteenth = usize::try_from(budget / 16).unwrap_or(usize::MAX);
+    partition.min(sixteenth).max(1)
+}
+
 /// The target's batches holding offsets `from..end` of `topic`/`partition`.
 pub async fn read_tail(
     target: &Client,
@@ -26,6 +39,34 @@ pub async fn read_tail(
     partition: i32,
     from: i64,
     end: i64,
+    limits: &Limits,
+) -> Result<Vec<Batch>, MirrorError> {
+    read(target, topic, partition, from, end, None, limits).await
+}
+
+/// The target's batches from `from` on, up to `end`, stopping once they hold `max_bytes`
+/// (each fetch asks for no more than what is left of it; a batch larger than that still
+/// comes whole, KIP-74). Empty when the target serves nothing past `from`.
+pub async fn read_chunk(
+    target: &Client,
+    topic: &str,
+    partition: i32,
+    from: i64,
+    end: i64,
+    max_bytes: usize,
+    limits: &Limits,
+) -> Result<Vec<Batch>, MirrorError> {
+    read(target, topic, partition, from, end, Some(max_bytes), limits).await
+}
+
+/// [`read_tail`], or [`read_chunk`] with `chunk`.
+async fn read(
+    target: &Client,
+    topic: &str,
+    partition: i32,
+    from: i64,
+    end: i64,
+    chunk: Option<usize>,
     limits: &Limits,
 ) -> Result<Vec<Batch>, MirrorError> {
     let kafka = |what: &str, e| {
@@ -43,12 +84,23 @@ pub async fn read_tail(
     let mut pos = from;
     let mut empty = 0;
     while pos < end {
+        let left = chunk.map(|c| c.saturating_sub(bytes));
+        if left == Some(0) {
+            break;
+        }
         let (leader, _) = target
             .leader_for(topic, partition)
             .await
             .map_err(|e| kafka("recovery: target leader", e))?;
+        let mut position = FetchPosition::new(topic, partition, pos);
+        let mut opts = opts;
+        if let Some(left) = left {
+            let left = i32::try_from(left).unwrap_or(i32::MAX);
+            position.max_bytes = left;
+            opts.max_bytes = left;
+        }
         let fetched = target
-            .fetch(leader, &[FetchPosition::new(topic, partition, pos)], &opts)
+            .fetch(leader, &[position], &opts)
             .await
             .map_err(|e| kafka("recovery: reading the target", e))?;
         let Some(p) = fetched.partitions.into_iter().next() else {
@@ -97,4 +149,16 @@ pub async fn read_tail(
         }
     }
     Ok(batches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_is_one_partitions_fetch_at_most_a_sixteenth_of_the_budget() {
+        assert_eq!(chunk_bytes(1 << 20, 24 << 20), 1 << 20);
+        assert_eq!(chunk_bytes(1 << 20, 8 << 20), 512 << 10);
+        assert_eq!(chunk_bytes(0, 0), 1, "never nothing");
+    }
 }

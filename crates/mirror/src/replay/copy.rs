@@ -476,6 +476,13 @@ impl Copier<'_> {
                 ))
                 .partition(p));
             }
+            Decision::ReadMore { from } => {
+                // The replay reads the whole tail up front (`Recovery::from_target`).
+                return Err(MirrorError::other(format!(
+                    "replay resume: the target's tail was not read past offset {from}"
+                ))
+                .partition(p));
+            }
             Decision::Produce => {
                 let (Step::Forward { batch, .. } | Step::Reencoded { batch, .. }) = step else {
                     return Ok(());

@@ -1,8 +1,8 @@
 //! One partition's pipeline as a state machine. Pure: no I/O, no clock, no tasks; the
 //! driver in [`super::partition`] feeds it events (record sets fetched, acknowledgements,
-//! the source log start it asked for, stop) and does what it says ([`Action`]: produce
-//! this batch, record what is ready in the map, find the source log start, pause or move
-//! the feed, report an incident skipped, done).
+//! the source log start it asked for, chunks of the target's tail, stop) and does what it
+//! says ([`Action`]: produce this batch, record what is ready in the map, find the source
+//! log start, read the target, pause or move the feed, report an incident skipped, done).
 //!
 //! It composes the pure pieces: the [`Planner`] (record set → steps), [`Recovery`] (which
 //! steps the target already holds), the [`Coalescer`] (the queue to the producer) and the
@@ -22,6 +22,18 @@
 //!   as a duplicate), the duplicates found are reported once and the map's target side
 //!   moves to the target's end, behind the step's own records: a trailing duplicate is
 //!   mapped to nothing and the next batch is expected after it, not on it.
+//! - **Recovery reads the target in chunks.** A restart's [`Recovery`] may start with
+//!   nothing read ([`Recovery::tail`]). When it cannot decide a step from the chunks read
+//!   so far and the target's end (known from the start) is not reached
+//!   ([`super::recovery::Decision::ReadMore`]), the pipeline holds that step and every
+//!   step planned after it, asks for the next chunk ([`Action::ReadTargetTail`]), wants
+//!   no more of the feed, and queues and produces nothing past the held step until
+//!   [`Pipeline::target_tail_read`] hands the chunk over; then the held steps go through
+//!   recovery in order, as if the chunk had been there all along (the decisions are the
+//!   ones of the whole tail read at once, whatever the chunk boundaries). The chunk's pin
+//!   (its budget reservation) is kept while recovery holds records of it, and dropped
+//!   when they are matched or recovery ends. [`Pipeline::release_tail`] lets go of the
+//!   chunks between record sets (they are read again when needed).
 //! - **Order.** Batches and map updates are queued in log order. A batch is handed to the
 //!   producer while the window (`max_in_flight` unacknowledged batches) has room; a map
 //!   update waits for the acknowledgement of every batch handed on before it, so the map
@@ -71,6 +83,7 @@
 
 mod live;
 pub mod record;
+mod tail;
 
 #[cfg(test)]
 mod model;
@@ -88,6 +101,7 @@ use strait_records::{Batch, Limits, MergeOptions, push_lean};
 
 use self::live::Check;
 use self::record::{AckBase, Update, ack_base};
+use self::tail::TailRead;
 use super::coalesce::{Coalesced, Coalescer, Next, Outgoing, Pins, Written};
 use super::plan::{Planner, SlowReason, Step};
 use super::recovery::{Decision, Recovery};
@@ -177,6 +191,15 @@ pub enum Action {
     },
     /// An incident was skipped by policy: count it and log the message.
     Skipped(Skipped),
+    /// Recovery cannot decide the next step from the target records read so far: read
+    /// the target's batches from `from` on, a bounded chunk of them (at most up to `to`),
+    /// and hand them to [`Pipeline::target_tail_read`]. Nothing is produced meanwhile.
+    ReadTargetTail {
+        /// First target offset not read yet.
+        from: u64,
+        /// Where the target ended at start (the tail ends here).
+        to: u64,
+    },
     /// Recovery matched every record found past the map; these were duplicates.
     Recovered {
         /// Duplicate records skipped.
@@ -272,6 +295,8 @@ pub struct Pipeline<P> {
     source_cluster: std::sync::Arc<str>,
     outbox: VecDeque<Action>,
     check: Option<Check>,
+    /// Steps waiting for a chunk of the target's tail (boxed: only while recovering).
+    tail: Option<Box<TailRead<P>>>,
     /// Map restarts for a re-created source topic applied so far.
     recreations: u64,
 }
@@ -298,6 +323,7 @@ impl<P: Clone> Pipeline<P> {
             source_cluster: settings.source_cluster,
             outbox: VecDeque::new(),
             check: None,
+            tail: None,
         };
         p.check_done(map);
         p
@@ -338,9 +364,10 @@ impl<P: Clone> Pipeline<P> {
         self.outbox.shrink_to_fit();
     }
 
-    /// Whether the driver should read the feed now.
+    /// Whether the driver should read the feed now (not while steps wait for a chunk of
+    /// the target's tail).
     pub fn wants_feed(&self) -> bool {
-        self.phase == Phase::Running
+        self.phase == Phase::Running && !self.waits_for_tail()
     }
 
     /// Whether the pipeline is over: stopped (or the feed ended) and everything handed on
@@ -348,7 +375,9 @@ impl<P: Clone> Pipeline<P> {
     pub fn is_finished(&self) -> bool {
         match self.phase {
             Phase::Stopping => self.pending.is_empty(),
-            Phase::Draining => self.queue.is_empty() && self.pending.is_empty(),
+            Phase::Draining => {
+                self.queue.is_empty() && self.pending.is_empty() && !self.waits_for_tail()
+            }
             _ => false,
         }
     }
@@ -379,29 +408,39 @@ impl<P: Clone> Pipeline<P> {
         };
         let fetched_to = plan.next_position;
         for (step, pin) in plan.steps {
-            self.step(step, pin)?;
+            self.step_or_hold(step, pin)?;
         }
+        self.release_tail_pins();
         if let Some(until) = self.until
             && fetched_to >= until
         {
             // Batches still held belong to transactions open at that end: they are not
             // replicated (the map's source position stays before them for the next run).
             push_lean(&mut self.outbox, Action::PauseFeed);
-            self.queue.push_other(Update::ReachedEnd);
+            self.reached_end();
         }
         Ok(Some(planned))
     }
 
-    /// One planned step: recovery, then the queue.
-    fn step(&mut self, step: Step, pin: P) -> Result<(), MirrorError> {
-        let recovering = self.recovery.remaining() > 0;
+    /// One planned step: recovery, then the queue. Gives the step back when recovery
+    /// needs the next chunk of the target's tail to decide it ([`Action::ReadTargetTail`]
+    /// is then queued).
+    fn step(&mut self, step: Step, pin: P) -> Result<Option<(Step, P)>, MirrorError> {
         let mut decision = self.recovery.decide(&step);
-        let recovered = recovering && self.recovery.remaining() == 0;
-        if recovered {
+        if let Decision::ReadMore { from } = decision {
+            let to = self.recovery.target_end();
+            push_lean(&mut self.outbox, Action::ReadTargetTail { from, to });
+            return Ok(Some((step, pin)));
+        }
+        let finished = match decision {
+            Decision::Mismatch { .. } => None,
+            _ => self.recovery.finished(),
+        };
+        if let Some(f) = finished {
             push_lean(
                 &mut self.outbox,
                 Action::Recovered {
-                    duplicates: self.recovery.duplicates(),
+                    duplicates: f.duplicates,
                 },
             );
         }
@@ -423,7 +462,7 @@ impl<P: Clone> Pipeline<P> {
         let written = written_of(&step);
         // Recovery over: the next batch lands at the target's end, past trailing
         // duplicates (after this step's own records when the target held them).
-        let recovered_to = recovered.then(|| Update::RecoveredTo(self.recovery.target_end()));
+        let recovered_to = finished.map(|f| Update::RecoveredTo(f.target_end));
         let already = matches!(decision, Decision::AlreadyWritten { .. });
         if !already && let Some(u) = recovered_to.clone() {
             self.queue.push_other(u);
@@ -460,7 +499,7 @@ impl<P: Clone> Pipeline<P> {
         if already && let Some(u) = recovered_to {
             self.queue.push_other(u);
         }
-        Ok(())
+        Ok(None)
     }
 
     /// The fetcher got OFFSET_OUT_OF_RANGE at `position` (its cursor is paused).
@@ -505,6 +544,7 @@ impl<P: Clone> Pipeline<P> {
             }
             Phase::Recreated => {
                 self.recovery = Recovery::none();
+                self.release_tail_pins();
                 (Update::SourceRecreated(start as u64), true)
             }
             // Stopped meanwhile, or not asked for.
@@ -564,6 +604,8 @@ impl<P: Clone> Pipeline<P> {
         if self.phase != Phase::Failed {
             self.phase = Phase::Stopping;
         }
+        // Steps waiting for the target's tail are never produced now.
+        self.tail = None;
     }
 
     /// The feed ended: hand on what is queued, record it, then finish.

@@ -3,8 +3,11 @@
 //! batches failing for good (with every later unresolved batch, a prefix of them possibly
 //! written anyway), kills (from the last checkpoint) and restarts (from the map so far),
 //! copies of recent batches of ours appended while running (between acknowledgements), and
-//! the source deleting records (out of range, then the log start). Each case runs under the
-//! incident policy it configures, kept for the whole case. Rules (each has a test named
+//! the source deleting records (out of range, then the log start). A restart's recovery
+//! reads the target in chunks of one or two appended batches, so chunk boundaries fall
+//! inside steps and duplicate blocks; a state write also lets go of the chunks held (as
+//! the driver does when the budget is short). Each case runs under the incident policy it
+//! configures, kept for the whole case. Rules (each has a test named
 //! after it):
 //!
 //! 1. **The map never claims a record the target does not hold**: after every event, each
@@ -142,14 +145,22 @@ impl Target {
         self.records.len() as u64
     }
 
-    /// A recovery over what the target holds from `from` (the run's map position).
+    /// A recovery over what the target holds from `from` (the run's map position), read
+    /// chunk by chunk from the target's start as the pipeline asks ([`Target::read`]).
     fn recovery(&self, from: u64) -> Recovery {
-        let batches: Vec<Batch> = self
-            .chunks
+        Recovery::tail(0, from, self.end(), Limits::default())
+    }
+
+    /// The answer to [`Action::ReadTargetTail`]: one or two appended chunks (by where the
+    /// read starts), so that chunk boundaries fall anywhere, inside steps and duplicate
+    /// blocks too.
+    fn read(&self, from: u64, to: u64) -> Vec<Batch> {
+        self.chunks
             .iter()
+            .filter(|(base, r)| base + r.len() as u64 > from && *base < to)
+            .take(1 + (from % 2) as usize)
             .map(|(base, r)| batch_of(*base as i64, r))
-            .collect();
-        Recovery::from_target(&batches, from, self.end(), Limits::default()).expect("decode")
+            .collect()
     }
 }
 
@@ -327,6 +338,10 @@ impl World {
                     self.run.p.target_read(from, &batches);
                     Ok(())
                 }
+                Some(Action::ReadTargetTail { from, to }) => {
+                    let batches = self.target.read(from, to);
+                    self.run.p.target_tail_read(&batches, ())
+                }
                 Some(Action::Duplicates { records, .. }) => {
                     self.dup_reported += records;
                     Ok(())
@@ -455,7 +470,12 @@ impl World {
                 self.dup_appended += n;
                 self.dup_since_ack += n;
             }
-            Op::Checkpoint => self.checkpoint = self.map.clone(),
+            Op::Checkpoint => {
+                self.checkpoint = self.map.clone();
+                // The driver lets go of the tail's chunks when the budget is short: it
+                // changes no decision (they are read again when needed).
+                self.run.p.release_tail();
+            }
             Op::Truncate(n) => {
                 let start = self.source[n.min(self.source.len() - 1)].0;
                 if start > self.log_start && start as u64 > self.checkpoint.next(Side::Source) {

@@ -867,6 +867,243 @@ fn a_pipeline_that_gave_its_queues_back_decides_as_one_that_kept_them() {
     assert_eq!(shrunk.next(), (40, 40));
 }
 
+/// A target batch at `base` holding the source records `records` (in order).
+fn target_batch(base: i64, records: &[i64]) -> Batch {
+    let records: Vec<Record> = records.iter().map(|o| source_record(*o)).collect();
+    batch_of(base, &records)
+}
+
+/// How many times the pipeline asked for a chunk of the target's tail.
+fn tail_reads(d: &Done) -> usize {
+    d.other
+        .iter()
+        .filter(|a| a.starts_with("ReadTargetTail"))
+        .count()
+}
+
+/// A pipeline recovering a target tail of `end` offsets past a map at (0, 0), read chunk
+/// by chunk (nothing read yet).
+fn chunked(policy: IncidentPolicy, end: u64) -> Harness {
+    let recovery = Recovery::tail(0, 0, end, Limits::default());
+    Harness::recovering(0, None, policy, recovery, 0)
+}
+
+#[test]
+fn a_step_recovery_cannot_decide_waits_for_the_next_chunk_and_nothing_after_it_is_produced() {
+    // The target holds source records 0..4 at 0..4; the chunks end inside step (2, 2).
+    let mut h = chunked(IncidentPolicy::Fail, 4);
+    h.fetch(&[(0, 2), (2, 2), (4, 1)]).expect("plan");
+    let d = h.run().expect("run");
+    assert_eq!(d.other, ["ReadTargetTail { from: 0, to: 4 }"]);
+    assert!(d.produced.is_empty());
+    assert!(!h.p.wants_feed(), "no more of the feed while a step waits");
+    h.p.target_tail_read(&[target_batch(0, &[0, 1, 2])], ())
+        .expect("read");
+    let d = h.run().expect("run");
+    assert_eq!(d.other, ["ReadTargetTail { from: 3, to: 4 }"]);
+    assert!(d.produced.is_empty(), "step (4, 1) waits behind (2, 2)");
+    assert_eq!(h.next(), (2, 2), "the step decided before is recorded");
+    h.p.target_tail_read(&[target_batch(3, &[3])], ())
+        .expect("read");
+    let d = h.run().expect("run");
+    assert_eq!(d.produced.len(), 1, "only the record past the target's end");
+    assert_eq!(d.produced[0].header().records_count, 1);
+    assert_eq!(d.other, ["Recovered { duplicates: 0 }"]);
+    assert_eq!(h.next(), (4, 4));
+    assert!(h.p.wants_feed());
+}
+
+#[test]
+fn the_next_chunk_is_asked_for_only_when_recovery_cannot_decide() {
+    let mut h = chunked(IncidentPolicy::Fail, 4);
+    h.fetch(&[(0, 1)]).expect("plan");
+    let first = h.run().expect("run");
+    h.p.target_tail_read(&[target_batch(0, &[0, 1, 2, 3])], ())
+        .expect("read");
+    h.fetch(&[(1, 2)]).expect("plan");
+    h.fetch(&[(3, 1), (4, 1)]).expect("plan");
+    let rest = h.run().expect("run");
+    assert_eq!(tail_reads(&first) + tail_reads(&rest), 1, "{rest:?}");
+    assert_eq!(rest.produced.len(), 1);
+    assert_eq!(h.next(), (4, 4));
+}
+
+/// The target holds source records 0 and 1, then a record that is not ours at 2.
+fn mismatch_in_the_second_chunk(policy: IncidentPolicy) -> (Harness, Result<(), MirrorError>) {
+    let mut h = chunked(policy, 3);
+    h.fetch(&[(0, 2), (2, 1)]).expect("plan");
+    h.run().expect("run");
+    h.p.target_tail_read(&[target_batch(0, &[0, 1])], ())
+        .expect("read");
+    let d = h.run().expect("run");
+    assert_eq!(d.other, ["ReadTargetTail { from: 2, to: 3 }"]);
+    let foreign = Record {
+        value: Some(Bytes::from_static(b"not ours")),
+        ..source_record(2)
+    };
+    let r = h.p.target_tail_read(&[batch_of(2, &[foreign])], ());
+    (h, r)
+}
+
+#[test]
+fn a_mismatch_in_the_second_chunk_fails_under_policy_fail() {
+    let (mut h, r) = mismatch_in_the_second_chunk(IncidentPolicy::Fail);
+    let e = r.expect_err("incident");
+    assert_eq!(e.incident_kind(), Some(IncidentKind::TargetMismatch));
+    assert!(h.run().expect("nothing more").produced.is_empty());
+    assert!(!h.p.wants_feed());
+}
+
+#[test]
+fn a_mismatch_in_the_second_chunk_under_skip_resets_the_target_side_to_the_target_end() {
+    let (mut h, r) = mismatch_in_the_second_chunk(IncidentPolicy::Skip);
+    r.expect("skipped");
+    let d = h.run().expect("run");
+    assert!(
+        d.other.iter().any(|a| a.contains("TargetMismatch")),
+        "{:?}",
+        d.other
+    );
+    assert_eq!(
+        d.produced.len(),
+        1,
+        "the step is produced after the foreign record"
+    );
+    assert_eq!(
+        h.next(),
+        (2, 3),
+        "the map's target side restarts at the target end"
+    );
+    h.p.acked(3).expect("ack");
+    h.run().expect("record");
+    assert_eq!(h.next(), (3, 4));
+}
+
+#[test]
+fn duplicates_across_chunks_are_reported_once_at_the_end_of_recovery() {
+    // Source records 0 and 1 were appended again, one a batch (chunk), then 2.
+    let mut h = chunked(IncidentPolicy::Fail, 5);
+    h.fetch(&[(0, 2), (2, 1)]).expect("plan");
+    let mut other = h.run().expect("run").other;
+    let target = [
+        target_batch(0, &[0, 1]),
+        target_batch(2, &[0]),
+        target_batch(3, &[1]),
+        target_batch(4, &[2]),
+    ];
+    let mut reads = 0;
+    while let Some(a) = other.iter().find(|a| a.starts_with("ReadTargetTail")) {
+        let from: i64 = a
+            .trim_start_matches("ReadTargetTail { from: ")
+            .split(',')
+            .next()
+            .and_then(|f| f.parse().ok())
+            .expect("from");
+        let chunk: Vec<Batch> = target
+            .iter()
+            .filter(|b| b.header().base_offset >= from)
+            .take(1)
+            .cloned()
+            .collect();
+        h.p.target_tail_read(&chunk, ()).expect("read");
+        reads += 1;
+        other = h.run().expect("run").other;
+        if other.iter().any(|a| a.starts_with("Recovered")) {
+            assert_eq!(other, ["Recovered { duplicates: 2 }"]);
+        }
+    }
+    assert_eq!(reads, 4, "one batch a chunk");
+    assert_eq!(h.next(), (3, 5), "the map moved to the target's end");
+}
+
+#[test]
+fn a_chunks_pin_is_kept_while_recovery_holds_its_records() {
+    let mut p: Pipeline<std::sync::Arc<()>> = Pipeline::new(
+        settings(0, None, Policies::all(IncidentPolicy::Fail)),
+        &map_at(0, 0),
+        Recovery::tail(0, 0, 4, Limits::default()),
+    );
+    let mut map = map_at(0, 0);
+    let mut fetch = |p: &mut Pipeline<std::sync::Arc<()>>, at: i64, n: i64| {
+        p.fetched(Fetched {
+            generation: 0,
+            position: at,
+            records: record_set(&[(at, n)]),
+            aborted: &[],
+            stable: None,
+            pin: std::sync::Arc::new(()),
+        })
+        .expect("plan");
+        let mut reads = Vec::new();
+        while let Some(a) = p.next_action(|_, _| None) {
+            match a {
+                Action::Record => {
+                    p.record(&mut map).expect("record");
+                }
+                Action::ReadTargetTail { .. } => reads.push(format!("{a:?}")),
+                _ => {}
+            }
+        }
+        reads
+    };
+    let chunk = std::sync::Arc::new(());
+    assert_eq!(fetch(&mut p, 0, 2), ["ReadTargetTail { from: 0, to: 4 }"]);
+    p.target_tail_read(&[target_batch(0, &[0, 1, 2, 3])], chunk.clone())
+        .expect("read");
+    assert_eq!(std::sync::Arc::strong_count(&chunk), 2, "records 2, 3 held");
+    assert!(p.holds_tail());
+    p.release_tail();
+    assert_eq!(std::sync::Arc::strong_count(&chunk), 1, "let go of");
+    assert_eq!(
+        fetch(&mut p, 2, 1),
+        ["ReadTargetTail { from: 2, to: 4 }"],
+        "read again when needed"
+    );
+    p.target_tail_read(&[target_batch(0, &[0, 1, 2, 3])], chunk.clone())
+        .expect("read");
+    assert_eq!(std::sync::Arc::strong_count(&chunk), 2, "record 3 held");
+    assert!(fetch(&mut p, 3, 1).is_empty());
+    assert_eq!(
+        std::sync::Arc::strong_count(&chunk),
+        1,
+        "recovery over: nothing held"
+    );
+}
+
+#[test]
+fn once_the_end_is_queued_behind_the_steps_waiting_for_the_tail() {
+    let recovery = Recovery::tail(0, 0, 2, Limits::default());
+    let mut h = Harness::recovering(0, Some(3), IncidentPolicy::Fail, recovery, 0);
+    h.fetch(&[(0, 2), (2, 1)]).expect("plan");
+    let d = h.run().expect("run");
+    assert!(!d.other.iter().any(|a| a == "Done"), "{:?}", d.other);
+    h.p.target_tail_read(&[target_batch(0, &[0, 1])], ())
+        .expect("read");
+    let d = h.run().expect("run");
+    assert_eq!(d.produced.len(), 1);
+    assert!(
+        !d.other.iter().any(|a| a == "Done"),
+        "not before step (2, 1)"
+    );
+    h.p.acked(2).expect("ack");
+    let d = h.run().expect("record");
+    assert!(d.other.iter().any(|a| a == "Done"), "{:?}", d.other);
+    assert_eq!(h.next(), (3, 3));
+}
+
+#[test]
+fn a_stop_drops_the_steps_waiting_for_the_tail() {
+    let mut h = chunked(IncidentPolicy::Fail, 4);
+    h.fetch(&[(0, 2)]).expect("plan");
+    h.run().expect("run");
+    h.p.stop();
+    h.p.target_tail_read(&[target_batch(0, &[0, 1, 2, 3])], ())
+        .expect("ignored");
+    assert!(h.run().expect("run").produced.is_empty());
+    assert!(h.p.is_finished());
+    assert_eq!(h.next(), (0, 0));
+}
+
 #[test]
 fn a_skip_moves_the_source_position_and_is_neither_the_end_nor_a_restart() {
     // A marker on the source: planned as a skip, recorded as an advance of the source side.
