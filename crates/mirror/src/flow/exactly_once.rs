@@ -117,7 +117,7 @@ impl FlowRun {
     /// changed, and opens the next. Does nothing in at-least-once mode. An error fails
     /// the transaction (the flow stops).
     pub(super) async fn commit(&mut self) -> Result<(), MirrorError> {
-        let Some(eos) = &self.eos else {
+        let Some(eos) = self.role.eos() else {
             return Ok(());
         };
         let (gate, producer) = (Arc::clone(&eos.gate), eos.producer.clone());
@@ -159,7 +159,7 @@ impl FlowRun {
                 .transaction_ended(&self.flow.name, false, 0, 0.0, 0.0);
             return Err(e.flow(&self.flow.name).cluster(&self.flow.target));
         }
-        let Some(eos) = &mut self.eos else {
+        let Some(eos) = self.role.eos_mut() else {
             return Ok(());
         };
         let n = applied.len() as u64;
@@ -204,7 +204,7 @@ impl FlowRun {
     /// overflowed) with tombstones for the deltas it covers.
     fn transaction_states(&self) -> (StateRecords, Vec<Applied>) {
         let (mut records, mut applied) = (Vec::new(), Vec::new());
-        let Some(eos) = &self.eos else {
+        let Some(eos) = self.role.eos() else {
             return (records, applied);
         };
         for (key, r) in &self.running {
@@ -284,6 +284,41 @@ impl Eos {
         }
         self.recreated.insert(key, recreated);
         Ok(())
+    }
+}
+
+impl FlowRun {
+    /// An exactly-once run failed with `e`: the open transaction is abandoned (its
+    /// drivers stop), the partitions stop, and what happens to the transaction follows
+    /// [`AfterFailure`]. The error the run ends with: the root cause (an error that stops
+    /// the flow, whichever partition saw it: the others fail only because the transaction
+    /// did), or that the flow was fenced.
+    pub(super) async fn fail_transaction(
+        &mut self,
+        e: MirrorError,
+        stop: &mut watch::Receiver<bool>,
+    ) -> MirrorError {
+        let Some(eos) = self.role.eos() else {
+            return e;
+        };
+        eos.gate.fail();
+        let producer = eos.producer.clone();
+        let e = match self.shutdown().await {
+            Err(s) if s.stops_flow() && !e.stops_flow() => s,
+            _ => e,
+        };
+        let stopping = *stop.borrow();
+        match after_failure(e.stops_flow(), stopping) {
+            AfterFailure::Abandon => e,
+            AfterFailure::AbortAndStop => {
+                abort_before_stopping(&producer, &self.flow, self.stop_grace).await;
+                e
+            }
+            AfterFailure::ProbeAndRestart => match ownership(&producer, &self.flow, stop).await {
+                Ownership::Fenced(f) => f,
+                Ownership::Ours | Ownership::Stopped => e,
+            },
+        }
     }
 }
 
@@ -368,7 +403,7 @@ where
 ///    `transactional.id` is still ours ([`ownership`], which aborts the transaction when
 ///    it is) and the flow starts again, or stops if fenced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum AfterFailure {
+enum AfterFailure {
     /// Rule 1.
     Abandon,
     /// Rule 2.
@@ -379,7 +414,7 @@ pub(super) enum AfterFailure {
 
 /// [`AfterFailure`] for an error that does (`stops_flow`) or does not stop the flow for
 /// good, while the process is (`stopping`) or is not stopping.
-pub(super) fn after_failure(stops_flow: bool, stopping: bool) -> AfterFailure {
+fn after_failure(stops_flow: bool, stopping: bool) -> AfterFailure {
     if stopping {
         AfterFailure::Abandon
     } else if stops_flow {
@@ -394,11 +429,7 @@ pub(super) fn after_failure(stops_flow: bool, stopping: bool) -> AfterFailure {
 /// ([`TransactionalProducer::probe_fenced`]: Kafka's coordinator aborts the ongoing
 /// transaction and bumps the epoch), retried within `bound`. A failure is only logged:
 /// the coordinator still aborts it after `transaction_timeout`.
-pub(super) async fn abort_before_stopping(
-    producer: &TransactionalProducer,
-    flow: &Flow,
-    bound: Duration,
-) {
+async fn abort_before_stopping(producer: &TransactionalProducer, flow: &Flow, bound: Duration) {
     let deadline = Instant::now() + bound;
     loop {
         match tokio::time::timeout_at(deadline.into(), producer.probe_fenced(&flow.state_topic, 0))
@@ -438,7 +469,7 @@ pub(super) async fn abort_before_stopping(
 }
 
 /// Whether the flow still owns its `transactional.id` after a failure.
-pub(super) enum Ownership {
+enum Ownership {
     /// The coordinator says so: the flow may start again.
     Ours,
     /// Another producer took it: the flow stops for good (this error says why).
@@ -449,7 +480,7 @@ pub(super) enum Ownership {
 
 /// Asks the coordinator ([`TransactionalProducer::probe_fenced`]) until it answers or a
 /// stop comes: a flow that starts again without knowing would fence its successor.
-pub(super) async fn ownership(
+async fn ownership(
     producer: &TransactionalProducer,
     flow: &Flow,
     stop: &mut watch::Receiver<bool>,

@@ -333,8 +333,8 @@ impl Scale {
 impl FlowRun {
     /// Whether this process replicates `key` (always, without scale-out).
     pub(super) fn may_start(&self, key: &Key) -> bool {
-        self.scale.as_ref().is_none_or(|s| s.may_start(key))
-            && self.slot.is_none_or(|s| s.holds(key))
+        self.role.scale().is_none_or(|s| s.may_start(key))
+            && self.role.slot().is_none_or(|s| s.holds(key))
     }
 
     /// The lead jobs, built afresh for each hand-over.
@@ -344,7 +344,7 @@ impl FlowRun {
             (&self.source, &self.target),
             Arc::clone(&self.registry),
             &self.metrics,
-            self.scale.is_some(),
+            self.role.scale().is_some(),
         )
     }
 
@@ -354,7 +354,7 @@ impl FlowRun {
         stop: &mut watch::Receiver<bool>,
         control: &mut Option<&mut Control>,
     ) -> Result<(), MirrorError> {
-        if let Some(s) = &mut self.scale {
+        if let Some(s) = self.role.scale_mut() {
             s.take_view(&self.flow.name)?;
         }
         self.apply_membership(stop, control).await
@@ -366,7 +366,7 @@ impl FlowRun {
         stop: &mut watch::Receiver<bool>,
         control: &mut Option<&mut Control>,
     ) -> Result<(), MirrorError> {
-        let Some(scale) = &self.scale else {
+        let Some(scale) = self.role.scale() else {
             return Ok(());
         };
         let running: BTreeSet<PartitionId> = self
@@ -382,7 +382,7 @@ impl FlowRun {
             let key = key_of(p);
             tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
                 "scale-out: releasing the partition (flushing, then writing its state)");
-            if let Some(s) = &mut self.scale {
+            if let Some(s) = self.role.scale_mut() {
                 s.releasing.insert(key.clone());
             }
             if self.down.contains(&key) {
@@ -394,7 +394,7 @@ impl FlowRun {
         // Without the control handle (a topic refresh), a hand-over waits for the next
         // change of the view.
         if let (Some(lead), Some(c)) = (changes.lead, control.as_deref_mut()) {
-            if let Some(s) = &mut self.scale {
+            if let Some(s) = self.role.scale_mut() {
                 s.writes.store(lead, Ordering::Release);
                 s.leading = lead;
             }
@@ -414,9 +414,9 @@ impl FlowRun {
         if !changes.acquire.is_empty() {
             self.acquire(stop).await?;
         }
-        let leading = self.scale.as_ref().is_some_and(|s| s.leading);
+        let leading = self.role.scale().is_some_and(|s| s.leading);
         self.publish_claims(rejoin && changes.lead.is_none_or(|l| l == leading), leading);
-        if let Some(scale) = &mut self.scale {
+        if let Some(scale) = self.role.scale_mut() {
             let report = scale.report(&mut self.state_writer, self.stop_grace);
             let _ = interruptible(stop, report).await;
         }
@@ -426,8 +426,8 @@ impl FlowRun {
     /// Rule 5 of [`reconcile`] now: the assignment revoked something and nothing is being
     /// released any more.
     fn rejoin_due(&self) -> bool {
-        self.scale
-            .as_ref()
+        self.role
+            .scale()
             .is_some_and(|s| s.wanted.revoked && s.releasing.is_empty())
     }
 
@@ -447,7 +447,7 @@ impl FlowRun {
     /// Starts the assigned partitions not running yet, from the state topic read again.
     /// A failed read leaves them for the next topic refresh.
     async fn acquire(&mut self, stop: &mut watch::Receiver<bool>) -> Result<(), MirrorError> {
-        let Some(scale) = &self.scale else {
+        let Some(scale) = self.role.scale() else {
             return Ok(());
         };
         let keys: Vec<Key> = scale
@@ -462,7 +462,7 @@ impl FlowRun {
         if keys.is_empty() {
             return Ok(());
         }
-        let Some(scale) = self.scale.as_mut() else {
+        let Some(scale) = self.role.scale_mut() else {
             return Ok(());
         };
         // Only what the state topic gained since the last takeover is read.
@@ -482,7 +482,7 @@ impl FlowRun {
                 Some(s) => self.saved.insert(key.clone(), s.clone()),
                 None => self.saved.remove(key),
             };
-            if let Some(s) = &mut self.scale {
+            if let Some(s) = self.role.scale_mut() {
                 s.stale.remove(key);
             }
         }
@@ -500,7 +500,7 @@ impl FlowRun {
                     "scale-out: cannot start acquired partitions; the next topic refresh \
                      tries again");
                 for key in keys {
-                    if let Some(s) = &mut self.scale {
+                    if let Some(s) = self.role.scale_mut() {
                         s.stale.insert(key);
                     }
                 }
@@ -513,7 +513,7 @@ impl FlowRun {
     /// A released partition stopped (or was down): its state is written and it is
     /// forgotten here.
     pub(super) async fn finish_release(&mut self, key: &Key, stop: &mut watch::Receiver<bool>) {
-        if let Some(s) = &mut self.scale {
+        if let Some(s) = self.role.scale_mut() {
             s.releasing.remove(key);
             s.meter.remove(key);
         }
@@ -526,7 +526,7 @@ impl FlowRun {
     /// Tells the leader what this process owns and what it measured, and rejoins when
     /// asked; updates the member's metrics.
     pub(super) fn publish_claims(&mut self, rejoin: bool, leading: bool) {
-        let Some(scale) = &mut self.scale else {
+        let Some(scale) = self.role.scale_mut() else {
             return;
         };
         let mut claims: Vec<PartitionId> = self.running.keys().map(id_of).collect();

@@ -25,11 +25,11 @@ use strait_offsets::Registry;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::run::{self, Start};
 use super::scale_out::Scale;
-use super::{FlowSummary, Key, exactly_once, run_inner};
-use crate::config::{Config, Flow};
+use super::{FlowSummary, Key, exactly_once};
+use crate::config::Flow;
 use crate::control::{Control, Jobs, LeadJobs};
-use crate::datapath::budget::Budget;
 use crate::error::MirrorError;
 use crate::metrics::{FlowState, Metrics};
 use crate::scale::reconcile::{Wanted, control_job, reconcile};
@@ -62,20 +62,21 @@ fn slot_flow(flow: &Flow, n: u32) -> Flow {
 
 /// Runs an exactly-once flow shared by several processes, slot by slot, until `stop`.
 pub(super) async fn run_slotted(
-    flow: &Flow,
-    config: &Config,
-    metrics: &Metrics,
-    budget: &Budget,
-    once: bool,
+    start: Start<'_>,
     mut stop: watch::Receiver<bool>,
-    state: &super::SharedState,
 ) -> Result<FlowSummary, MirrorError> {
-    let (Some(so), false) = (&flow.scale_out, once) else {
-        return Err(MirrorError::config(
-            "--once replicates a flow in one process: it cannot be combined with \
-             [flows.scale_out]",
-        )
-        .flow(&flow.name));
+    let Start {
+        flow,
+        config,
+        ref metrics,
+        ref budget,
+        state,
+        ..
+    } = start;
+    let Some(so) = &flow.scale_out else {
+        return Err(
+            MirrorError::other("exactly-once slots without [flows.scale_out]").flow(&flow.name),
+        );
     };
     let slots = so.slots.unwrap_or(crate::config::scale_out::SLOTS);
     let target_cluster = config
@@ -132,18 +133,20 @@ pub(super) async fn run_slotted(
             let state = Arc::clone(state);
             tracing::info!(flow = %flow.name, slot = n, transactional_id = %f.delivery.transactional_id,
                 "scale-out: starting the exactly-once slot (fencing its previous owner)");
+            let mode = start.mode;
             tasks.spawn(async move {
+                let start = Start {
+                    flow: &f,
+                    mode,
+                    config: &config,
+                    metrics: metrics.clone(),
+                    budget,
+                    once: false,
+                    slot: Some(slot),
+                    state: &state,
+                };
                 let r = exactly_once::run_restarting(&f, &metrics, false, rx, None, |stop| {
-                    run_inner(
-                        &f,
-                        &config,
-                        metrics.clone(),
-                        budget.clone(),
-                        false,
-                        stop,
-                        Some(slot),
-                        &state,
-                    )
+                    run::run(start.clone(), stop)
                 })
                 .await;
                 (n, r)

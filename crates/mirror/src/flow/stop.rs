@@ -68,7 +68,7 @@ impl FlowRun {
             self.tasks.abort_all();
             while self.tasks.join_next().await.is_some() {}
         }
-        if let Some(eos) = &self.eos {
+        if let Some(eos) = self.role.eos() {
             // Exactly-once: the last transaction commits what was recorded; after a
             // failure nothing more is written (the next run aborts the open transaction).
             if eos.gate.failed() || drained.is_err() {

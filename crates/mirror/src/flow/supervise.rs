@@ -30,11 +30,11 @@ impl FlowRun {
         mut control: Option<&mut Control>,
     ) -> Result<(), MirrorError> {
         let mut checkpoint = interval(self.flow.intervals.checkpoint);
-        let eos = self.eos.is_some();
+        let eos = self.role.transactional();
         // Exactly-once: the state is written only by the committer, in its transactions.
         let mut commit = interval(self.flow.delivery.transaction_interval);
         let mut stopping = stop.clone();
-        let scaled = self.scale.is_some();
+        let scaled = self.role.scale().is_some();
         if scaled {
             self.apply_membership(stop, &mut control).await?;
         }
@@ -49,7 +49,7 @@ impl FlowRun {
                     self.on_done(key, result, stop).await?;
                 }
                 Some(Ok(key)) = self.due.join_next() => self.restart_due(key, stop).await?,
-                () = membership_changed(&mut self.scale), if scaled => {
+                () = membership_changed(self.role.scale_mut()), if scaled => {
                     self.on_membership(stop, &mut control).await?;
                 }
                 Some(r) = Control::next_refresh(control.as_deref_mut()) => self.on_refresh(r, stop).await?,
@@ -66,7 +66,7 @@ impl FlowRun {
                     match interruptible(stop, self.commit()).await {
                         Some(r) => r?,
                         None => {
-                            if let Some(e) = &self.eos {
+                            if let Some(e) = self.role.eos() {
                                 e.gate.fail();
                             }
                             return Ok(());
@@ -112,8 +112,8 @@ impl FlowRun {
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), MirrorError> {
         if self
-            .scale
-            .as_ref()
+            .role
+            .scale()
             .is_some_and(|s| s.releasing.contains(&key))
         {
             if let Err(e) = &result {
@@ -140,7 +140,7 @@ impl FlowRun {
     /// A partition's pipeline, or an attempt to restart it, failed: schedule its restart,
     /// or stop the flow.
     fn on_failed(&mut self, key: Key, e: MirrorError) -> Result<(), MirrorError> {
-        if self.eos.is_some() {
+        if self.role.transactional() {
             // Its batches in the open transaction may be written without being in its
             // map: the transaction must not commit, and the flow restarts from the last
             // commit (`exactly_once::run_restarting`).
@@ -363,7 +363,7 @@ impl FlowRun {
             .into_iter()
             .filter(|t| !self.deleting.iter().any(|(d, _)| *d == t.source_topic))
             .collect();
-        if let Some(scale) = &self.scale {
+        if let Some(scale) = self.role.scale() {
             scale.set_partitions(&super::all_partitions(&topics));
         }
         match interruptible(stop, self.start_topics(&topics)).await {
@@ -376,7 +376,7 @@ impl FlowRun {
         }
         // Scale-out: acquired partitions whose topic was not known yet, or whose state
         // read failed, start now.
-        if self.scale.is_some() {
+        if self.role.scale().is_some() {
             let mut none = None;
             self.apply_membership(stop, &mut none).await?;
         }
@@ -428,7 +428,7 @@ impl FlowRun {
                 the target by content"),
         }
         self.registry.remove(&key.0, key.1);
-        if let Some(eos) = &mut self.eos {
+        if let Some(eos) = self.role.eos_mut() {
             eos.committed.remove(key);
         }
         self.metrics
@@ -437,7 +437,7 @@ impl FlowRun {
     }
 }
 
-async fn membership_changed(scale: &mut Option<super::scale_out::Scale>) {
+async fn membership_changed(scale: Option<&mut super::scale_out::Scale>) {
     match scale {
         Some(s) => s.changed().await,
         None => std::future::pending().await,

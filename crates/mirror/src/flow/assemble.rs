@@ -1,0 +1,193 @@
+//! Assembling a run: the parts every flow has, built once, in an order that matters —
+//! connections, the producer (in exactly-once mode first of all: InitProducerId fences an
+//! older process, so the state read next is final), the state topic read on from where
+//! the flow's last start left off, the router that feeds the partitions, and the mode's
+//! own state ([`Role`]: the transactional parts, or the scale-out membership).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use strait_client::{FetchOptions, IdempotentProducer, IsolationLevel};
+use strait_offsets::Registry;
+use strait_records::Limits;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use super::mode::{Mode, Role};
+use super::run::Start;
+use super::scale_out::Scale;
+use super::{FlowRun, exactly_once, recreation};
+use crate::connect::connect;
+use crate::datapath::fetcher::Router;
+use crate::datapath::sink::Sink;
+use crate::error::MirrorError;
+use crate::groups::GroupSync;
+use crate::heartbeat::Heartbeats;
+use crate::state::{self, StateWriter};
+use crate::topics::TopicSync;
+
+/// The jobs a run hands to its control tasks once its partitions run.
+pub(super) struct Parts {
+    /// Topic discovery, creation and config sync.
+    pub topic_sync: TopicSync,
+    /// Whether the topic sync creates and re-configures target topics, where that changes
+    /// after the first refresh (scale-out: only the control owner does).
+    pub writes: Option<Arc<AtomicBool>>,
+    /// Group offset sync.
+    pub group_sync: GroupSync,
+    /// Heartbeats to the target.
+    pub heartbeats: Heartbeats,
+}
+
+impl FlowRun {
+    /// Connects, starts the producer, reads the state and joins the group: a run ready to
+    /// start its partitions, and the jobs of its control tasks.
+    pub(super) async fn assemble(start: &Start<'_>) -> Result<(Self, Parts), MirrorError> {
+        let Start {
+            flow,
+            mode,
+            config,
+            ref metrics,
+            ref budget,
+            once,
+            slot,
+            state,
+        } = *start;
+        let cluster = |name: &str| {
+            config.cluster(name).ok_or_else(|| {
+                MirrorError::other(format!("unknown cluster {name}")).flow(&flow.name)
+            })
+        };
+        let target_cluster = cluster(&flow.target)?;
+        let (source, target) = tokio::try_join!(
+            connect(cluster(&flow.source)?, &flow.name),
+            connect(target_cluster, &flow.name)
+        )?;
+        let producer_config = config.engine.producer_config(target_cluster);
+        let transactional = matches!(mode, Mode::ExactlyOnce | Mode::ExactlyOnceSlots);
+        let mut eos = match transactional {
+            true => Some(exactly_once::start_producer(&target, flow, producer_config).await?),
+            false => None,
+        };
+        let producer = match &eos {
+            Some(e) => Sink::Transactional(e.producer.clone()),
+            None => Sink::Idempotent(
+                IdempotentProducer::new(target.clone(), producer_config)
+                    .await
+                    .map_err(|e| {
+                        MirrorError::kafka("InitProducerId", e)
+                            .flow(&flow.name)
+                            .cluster(&flow.target)
+                    })?,
+            ),
+        };
+        state::ensure_state_topic(&target, flow).await?;
+        // Read on from where this flow's (or this slot's member's) last start left off.
+        let (saved, deltas) = state.lock().await.read(&target, flow).await?;
+        if let Some(e) = &mut eos {
+            e.deltas = deltas;
+        }
+        tracing::info!(flow = %flow.name, partitions = saved.len(),
+            guarantee = flow.delivery.guarantee.as_str(), "state loaded");
+        let mut state_writer =
+            StateWriter::new(target.clone(), flow).with_producer_config(producer_config);
+        let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
+        // The first refresh creates missing target topics: a slot's (as every scale-out
+        // process does at start) and a member's; later ones only discover, and the control
+        // owner creates and re-configures topics from then on.
+        let mut writes = None;
+        let role = match (eos, slot, mode) {
+            (Some(e), Some(slot), _) => {
+                let w = Arc::new(AtomicBool::new(true));
+                topic_sync = topic_sync.with_writes(Arc::clone(&w));
+                writes = Some(w);
+                state_writer = state_writer.in_transactions(e.producer.clone());
+                Role::Slot(slot, e)
+            }
+            (Some(e), None, _) => {
+                state_writer = state_writer.in_transactions(e.producer.clone());
+                Role::Transactional(e)
+            }
+            (None, _, Mode::ScaleOut) => {
+                let so = flow.scale_out.as_ref().ok_or_else(|| {
+                    MirrorError::other("scale-out without [flows.scale_out]").flow(&flow.name)
+                })?;
+                let scale = Scale::join(flow, so, target_cluster).await?;
+                scale.writes.store(true, Ordering::Release);
+                topic_sync = topic_sync.with_writes(Arc::clone(&scale.writes));
+                writes = Some(Arc::clone(&scale.writes));
+                state_writer = state_writer.with_generation(Arc::clone(&scale.stamp));
+                Role::Member(Box::new(scale))
+            }
+            (None, _, _) => Role::Plain,
+        };
+        let (fetch_stop, fetch_stop_rx) = watch::channel(false);
+        let opts = FetchOptions {
+            max_wait: config.engine.fetch_max_wait.max(Duration::from_millis(5)),
+            min_bytes: 1,
+            max_bytes: config.engine.fetch_max_bytes,
+            isolation: IsolationLevel::ReadCommitted,
+        };
+        let (recreated, recreations) = mpsc::unbounded_channel();
+        let router = Router::new(
+            source.clone(),
+            &flow.name,
+            &flow.source,
+            opts,
+            config.engine.fetch_partition_max_bytes,
+            budget.clone(),
+            Limits::default(),
+            fetch_stop_rx,
+            recreated,
+            metrics.fetch_wait_handle(&flow.name),
+        );
+        let registry = Arc::new(Registry::new());
+        let group_sync = GroupSync::new(
+            flow,
+            source.clone(),
+            target.clone(),
+            Arc::clone(&registry),
+            metrics.clone(),
+        );
+        let heartbeats = Heartbeats::new(flow, target.clone()).with_metrics(metrics.clone());
+        let run = FlowRun {
+            flow: flow.clone(),
+            state_writer,
+            source,
+            target,
+            metrics: metrics.clone(),
+            registry,
+            producer,
+            producer_config,
+            role,
+            router,
+            recreations,
+            retired: recreation::Retired::default(),
+            fetch_stop,
+            tasks: JoinSet::new(),
+            running: BTreeMap::new(),
+            topics: BTreeMap::new(),
+            restarts: BTreeMap::new(),
+            down: BTreeSet::new(),
+            due: JoinSet::new(),
+            deleting: BTreeSet::new(),
+            once_ends: BTreeMap::new(),
+            stale_ids: BTreeMap::new(),
+            saved,
+            once,
+            max_held_bytes: usize::try_from(budget.total() / 2).unwrap_or(usize::MAX),
+            budget: budget.clone(),
+            engine: config.engine,
+            stop_grace: target_cluster.request_timeout,
+        };
+        let parts = Parts {
+            topic_sync,
+            writes,
+            group_sync,
+            heartbeats,
+        };
+        Ok((run, parts))
+    }
+}

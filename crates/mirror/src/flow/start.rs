@@ -1,0 +1,401 @@
+//! Starting partitions: each new partition of the topics a refresh found gets its map
+//! (saved, or fresh at the start position), the range of the target recovery checks, a
+//! feed on the router and a pipeline, spawned once its birth state is written.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use strait_client::IsolationLevel;
+use strait_offsets::{MapWriter, OffsetMap, Side};
+use strait_records::Limits;
+
+use super::{FEED_DEPTH, FlowRun, Key, Pipeline, Running, TargetRange};
+use crate::config::model::StartPosition;
+use crate::datapath::fetcher::PartitionFeed;
+use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap, TopicSpec};
+use crate::datapath::probe::{Bounds, bounds};
+use crate::datapath::recovery::Recovery;
+use crate::error::MirrorError;
+use crate::incident::{Incident, Noticed, Policies};
+use crate::state::{self, PartitionState};
+use crate::topics::ReplicatedTopic;
+
+impl FlowRun {
+    /// Starts the partitions of `topics` that are not running yet. On an error none of
+    /// them runs (a later refresh starts them again).
+    pub(super) async fn start_topics(
+        &mut self,
+        topics: &[ReplicatedTopic],
+    ) -> Result<(), MirrorError> {
+        let mut births = Vec::new();
+        let mut pipelines = Vec::new();
+        let mut result = self
+            .start_topics_into(topics, &mut births, &mut pipelines)
+            .await;
+        if result.is_ok() {
+            // New and reset partitions are saved before their pipelines start (nothing is
+            // produced before), so a crash before the first checkpoint can still tell our
+            // records from older ones.
+            result = self.state_writer.write(&births).await;
+        }
+        if let Err(e) = result {
+            let keys: Vec<Key> = pipelines.into_iter().map(|(k, _)| k).collect();
+            self.forget(&keys);
+            return Err(e);
+        }
+        self.metrics
+            .state_records_written(&self.flow.name, births.len() as u64);
+        self.spawn(pipelines);
+        if self.role.transactional() && !births.is_empty() {
+            // Exactly-once: a new partition's start is durable once committed (a crash
+            // before would start it again elsewhere: `latest`, a timestamp).
+            self.commit().await?;
+        }
+        Ok(())
+    }
+
+    async fn start_topics_into(
+        &mut self,
+        topics: &[ReplicatedTopic],
+        births: &mut Vec<(Key, PartitionState)>,
+        pipelines: &mut Vec<Pipeline>,
+    ) -> Result<(), MirrorError> {
+        for t in topics {
+            let mut t = t.clone();
+            t.topic_id = self.refreshed_id(&t.source_topic, t.topic_id);
+            let t = &t;
+            self.topics.insert(t.source_topic.clone(), t.clone());
+            let new: Vec<i32> = (0..t.partitions)
+                .map(|p| (t.source_topic.clone(), p))
+                .filter(|k| !self.running.contains_key(k) && self.may_start(k))
+                .map(|(_, p)| p)
+                .collect();
+            // The partitions running already: a re-created topic (`recreation`).
+            self.apply_topic_id(&t.source_topic, t.topic_id).await?;
+            if new.is_empty() {
+                continue;
+            }
+            let (b, p) = self.start_partitions(t, &new).await?;
+            births.extend(b);
+            pipelines.extend(p);
+        }
+        Ok(())
+    }
+
+    /// Spawns started pipelines. A partition's restart sequence is created at its first
+    /// failure ([`FlowRun::on_failed`]), not here: one that never failed needs none, and a
+    /// new sequence then is the same as one that ran healthy (a fresh backoff, the first
+    /// attempt), so 10,000 healthy partitions do not keep 10,000 of them.
+    pub(super) fn spawn(&mut self, pipelines: Vec<Pipeline>) {
+        for (key, pipeline) in pipelines {
+            self.tasks
+                .spawn(async move { (key, pipeline.await.map_err(Box::new)) });
+        }
+    }
+
+    /// Forgets partitions that were started but do not run: their feeds stop, their maps
+    /// leave the registry.
+    fn forget(&mut self, keys: &[Key]) {
+        for key in keys {
+            if let Some(r) = self.running.remove(key) {
+                r.feed.with_cursor(|c| c.stopped = true);
+            }
+            if let Some(eos) = self.role.eos_mut() {
+                eos.committed.remove(key);
+            }
+            self.registry.remove(&key.0, key.1);
+        }
+    }
+
+    pub(super) async fn start_partitions(
+        &mut self,
+        t: &ReplicatedTopic,
+        partitions: &[i32],
+    ) -> Result<(Vec<(Key, PartitionState)>, Vec<Pipeline>), MirrorError> {
+        let flow = &self.flow;
+        let mut pipelines: Vec<Pipeline> = Vec::new();
+        let src = bounds(
+            &self.source,
+            &t.source_topic,
+            partitions,
+            IsolationLevel::ReadCommitted,
+        )
+        .await
+        .map_err(|e| {
+            MirrorError::kafka("partition bounds", e)
+                .cluster(&flow.source)
+                .topic(&t.source_topic)
+        })?;
+        let dst = bounds(
+            &self.target,
+            &t.target_topic,
+            partitions,
+            IsolationLevel::ReadUncommitted,
+        )
+        .await
+        .map_err(|e| {
+            MirrorError::kafka("partition bounds", e)
+                .cluster(&flow.target)
+                .topic(&t.target_topic)
+        })?;
+        let max_batch_bytes =
+            crate::datapath::probe::max_message_bytes(&self.target, &t.target_topic).await;
+        let by_time = self.offsets_by_time(t, &src).await?;
+        let mut births = Vec::new();
+        // Shared by the topic's partitions (10,000 partitions: one copy, not one each).
+        let shared = Arc::new(TopicSpec {
+            flow: Arc::from(flow.name.as_str()),
+            source_cluster: Arc::from(flow.source.as_str()),
+            source_topic: Arc::from(t.source_topic.as_str()),
+            target_topic: Arc::from(t.target_topic.as_str()),
+            max_batch_bytes,
+            policies: Policies::of(flow),
+            max_held_bytes: self.max_held_bytes,
+            max_in_flight: self.engine.max_in_flight(),
+            coalesce_max_bytes: self.engine.coalesce_max_bytes,
+            recompress: self.engine.recompress,
+            budget: self.budget.clone(),
+            tail_chunk_bytes: crate::datapath::tail::chunk_bytes(
+                self.engine.fetch_partition_max_bytes,
+                self.budget.total(),
+            ),
+            gate: self.role.eos().map(|e| Arc::clone(&e.gate)),
+        });
+        for &p in partitions {
+            let key = (t.source_topic.clone(), p);
+            let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
+                continue;
+            };
+            let (map, tail, birth) = self.initial_map(t, p, *s, *d, by_time.get(&p).copied())?;
+            // Exactly-once: past the committed map the target holds only our markers and
+            // aborted batches (invisible to read_committed consumers); nothing to read back.
+            let start_gap = match (self.role.eos(), tail) {
+                (Some(_), Some((from, end))) => u64::try_from(end - from).unwrap_or(0),
+                _ => 0,
+            };
+            let tail = if self.role.transactional() {
+                if let Some((from, end)) = tail {
+                    tracing::info!(flow = %flow.name, topic = %t.target_topic, partition = p,
+                        offsets = end - from, "exactly-once: the target offsets past the last \
+                        commit hold aborted data and markers of an earlier run; replication \
+                        resumes after them");
+                }
+                None
+            } else {
+                tail
+            };
+            // Read chunk by chunk as the pipeline's steps need it, within the budget
+            // (datapath::partition): only the target's bounds are read here.
+            let recovery = match tail {
+                None => Recovery::none(),
+                Some((from, end)) => Recovery::tail(
+                    u64::try_from((from - crate::datapath::tail::LOOKBACK).max(d.log_start))
+                        .unwrap_or(0),
+                    u64::try_from(from).unwrap_or(0),
+                    u64::try_from(end).unwrap_or(0),
+                    Limits::default(),
+                ),
+            };
+            let map_for_state = if birth {
+                let mut m = map;
+                let snapshot = m.snapshot().bytes;
+                births.push((
+                    key.clone(),
+                    PartitionState {
+                        topic_id: t.topic_id,
+                        target_topic: t.target_topic.clone(),
+                        snapshot,
+                    },
+                ));
+                m
+            } else {
+                map
+            };
+            let position = map_for_state.next(Side::Source) as i64;
+            // Re-register after a restart of the partition (not today: topics only grow).
+            self.registry.remove(&t.source_topic, p);
+            let writer = match self.role.eos_mut() {
+                // The registry gets the committed copy; the pipeline writes its own.
+                Some(eos) => {
+                    let committed = self
+                        .registry
+                        .register(&t.source_topic, p, map_for_state.clone())
+                        .map_err(|e| MirrorError::state(e.to_string()))?;
+                    eos.committed.insert(key.clone(), committed);
+                    eos.snapshot_due.insert(key.clone());
+                    eos.recreated.remove(&key);
+                    MapWriter::new(map_for_state)
+                }
+                None => self
+                    .registry
+                    .register(&t.source_topic, p, map_for_state)
+                    .map_err(|e| MirrorError::state(e.to_string()))?,
+            };
+            let map: SharedMap = Arc::new(Mutex::new(writer));
+            let progress = Arc::new(Progress::default());
+            progress.end.store(s.end, Ordering::Relaxed);
+            let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
+            let feed = PartitionFeed::new(
+                Arc::clone(&shared.source_topic),
+                p,
+                position,
+                FEED_DEPTH,
+                pm,
+            );
+            // Fetched by the id of the topic the map belongs to: a re-created topic is
+            // refused, never read at this position.
+            feed.set_topic_id(t.topic_id);
+            let spec = PartitionSpec {
+                shared: Arc::clone(&shared),
+                partition: p,
+                until: self
+                    .once
+                    .then(|| *self.once_ends.entry(key.clone()).or_insert(s.end)),
+                start_gap,
+            };
+            if recovery.remaining() > 0 {
+                tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
+                    records = recovery.remaining(),
+                    "recovery: records on the target past the last state write will be \
+                     matched to the source by content before anything is produced");
+            }
+            self.router.assign(Arc::clone(&feed));
+            let feed_for_pipeline = Arc::clone(&feed);
+            let pipeline = partition::run(
+                spec,
+                feed_for_pipeline,
+                Arc::clone(&map),
+                Arc::clone(&progress),
+                self.producer.clone(),
+                self.source.clone(),
+                self.target.clone(),
+                recovery,
+            );
+            // Spawned once the partition's birth state is written (`start_topics`).
+            pipelines.push((key.clone(), Box::pin(pipeline)));
+            self.running.insert(
+                key,
+                Running {
+                    topic_id: t.topic_id,
+                    map_id: t.topic_id,
+                    pending_id: None,
+                    target_topic: t.target_topic.clone(),
+                    map,
+                    progress,
+                    feed,
+                },
+            );
+        }
+        Ok((births, pipelines))
+    }
+
+    /// With `topics.start_position` a timestamp: per partition not started before, the
+    /// first source offset whose timestamp is at or after it (none when no record is that
+    /// recent) — the broker's ListOffsets by timestamp, checked against the record it
+    /// points at, else a search of the log ([`crate::replay::lookup`], shared with
+    /// `strait replay`). Empty otherwise.
+    async fn offsets_by_time(
+        &self,
+        t: &ReplicatedTopic,
+        src: &BTreeMap<i32, Bounds>,
+    ) -> Result<BTreeMap<i32, i64>, MirrorError> {
+        let StartPosition::Timestamp(ms) = self.flow.start_position else {
+            return Ok(BTreeMap::new());
+        };
+        let new: BTreeMap<i32, Bounds> = src
+            .iter()
+            .filter(|(p, _)| !self.saved.contains_key(&(t.source_topic.clone(), **p)))
+            .map(|(p, b)| (*p, *b))
+            .collect();
+        if new.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let found =
+            crate::replay::lookup::offsets_for_time(&self.source, &t.source_topic, &new, ms)
+                .await
+                .map_err(|e| e.flow(&self.flow.name).cluster(&self.flow.source))?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(p, f)| match f.offset {
+                crate::replay::decide::TimeOffset::At(o) => Some((p, o)),
+                crate::replay::decide::TimeOffset::None => None,
+            })
+            .collect())
+    }
+
+    /// The map a partition starts with, the target range recovery must check (records past
+    /// the last state write: `map.next(Target)..end`), and whether the state must be
+    /// written before producing (new or reset partitions). `by_time`: where a timestamp
+    /// start position puts a new partition.
+    fn initial_map(
+        &self,
+        t: &ReplicatedTopic,
+        p: i32,
+        src: Bounds,
+        dst: Bounds,
+        by_time: Option<i64>,
+    ) -> Result<(OffsetMap, Option<TargetRange>, bool), MirrorError> {
+        let flow = &self.flow;
+        let ctx = |e: MirrorError| e.topic(&t.source_topic).partition(p);
+        let fresh = |source_start: i64| -> Result<OffsetMap, MirrorError> {
+            // Recorded as where replication started: positions before it (a group behind
+            // a `latest` start, target records that were there before) never translate
+            // as exact.
+            let mut m = OffsetMap::new();
+            m.start_at(source_start.max(0) as u64, dst.end.max(0) as u64)
+                .map_err(|e| ctx(MirrorError::offset_map(e)))?;
+            Ok(m)
+        };
+        let start = match flow.start_position {
+            StartPosition::Earliest => src.log_start,
+            StartPosition::Latest => src.end,
+            // No record that recent: everything from now on.
+            StartPosition::Timestamp(_) => by_time.unwrap_or(src.end).clamp(src.log_start, src.end),
+        };
+        let Some(saved) = self.saved.get(&(t.source_topic.clone(), p)) else {
+            return Ok((fresh(start)?, None, true));
+        };
+        if saved.target_topic != t.target_topic {
+            tracing::warn!(flow = %flow.name, topic = %t.source_topic, partition = p,
+                old = %saved.target_topic, new = %t.target_topic,
+                "the target topic name changed (naming policy?); starting a new map");
+            return Ok((fresh(start)?, None, true));
+        }
+        let mut map = state::decode_map(saved).map_err(ctx)?;
+        let policies = Policies::of(flow);
+        let count = |kind| self.metrics.incident(&flow.name, &t.source_topic, p, kind);
+        if !saved.topic_id.is_nil() && !t.topic_id.is_nil() && saved.topic_id != t.topic_id {
+            let incident = Incident::topic_recreated(
+                saved.topic_id,
+                t.topic_id,
+                Noticed::SinceLastRun {
+                    log_start: src.log_start,
+                },
+            );
+            count(incident.kind());
+            let skipped = incident.decide(&policies).into_result().map_err(ctx)?;
+            tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p, "{skipped}");
+            let target_next = map.next(Side::Target).max(dst.end.max(0) as u64);
+            map.source_recreated(src.log_start.max(0) as u64, target_next)
+                .map_err(|e| ctx(MirrorError::offset_map(e)))?;
+            return Ok((map, None, true));
+        }
+        let written = map.next(Side::Target) as i64;
+        match dst.end - written {
+            0 => Ok((map, None, false)),
+            d if d > 0 => Ok((map, Some((written, dst.end)), false)),
+            _ => {
+                let incident =
+                    Incident::target_shorter(&t.target_topic, dst.end, map.next(Side::Target));
+                count(incident.kind());
+                let skipped = incident.decide(&policies).into_result().map_err(ctx)?;
+                tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p, "{skipped}");
+                let resume = map.next(Side::Source);
+                map.target_recreated(dst.end.max(0) as u64, resume)
+                    .map_err(|e| ctx(MirrorError::offset_map(e)))?;
+                Ok((map, None, true))
+            }
+        }
+    }
+}
