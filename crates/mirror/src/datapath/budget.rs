@@ -381,6 +381,37 @@ impl Budget {
         Some(self.reservation(permit, want))
     }
 
+    /// Grows `r` to `want` bytes, capped at the budget (a record set larger than the
+    /// whole budget takes all of it): at once when the rest is free; otherwise `r` is let
+    /// go of first and the whole is waited for. A waiter never holds part of the budget
+    /// while it waits for more: one that did could wait for bytes it holds itself (a
+    /// response larger than the budget minus its own share), or two could wait for each
+    /// other (two fetchers each holding part of what both need). The bytes count for
+    /// `r`'s partition and stay a share of `r`'s response.
+    pub async fn grow(&self, mut r: Reservation, want: usize) -> Reservation {
+        let want = want.min(self.total as usize);
+        let extra = want.saturating_sub(r.bytes());
+        if extra == 0 {
+            return r;
+        }
+        if let Some(more) = self.try_reserve(extra) {
+            r.absorb(more);
+            return r;
+        }
+        let (owner, response) = (r.owner.clone(), r.response.take());
+        let share_of_response = std::mem::replace(&mut r.share_of_response, false);
+        // Back to the semaphore, not kept as the response's residue: the buffer is
+        // counted again, whole, once the wait is over.
+        drop(r);
+        let mut whole = self.reserve(want).await;
+        if let Some(o) = &owner {
+            whole.set_owner(o);
+        }
+        whole.response = response;
+        whole.share_of_response = share_of_response;
+        whole
+    }
+
     /// Reserves what is free now, up to `max` bytes, without waiting (nothing when the
     /// budget is exhausted). A read that must never wait on the budget sizes its request
     /// by it: a restart's recovery, whose chunk of the target's tail is what lets go of

@@ -67,6 +67,55 @@ async fn reserve_free_takes_what_is_free_up_to_its_max_and_never_waits() {
 }
 
 #[tokio::test]
+async fn a_share_grows_at_once_when_the_rest_is_free() {
+    let b = Budget::new(100);
+    let share = b.try_reserve(30).expect("room");
+    let grown = tokio::time::timeout(Duration::from_secs(1), b.grow(share, 70))
+        .await
+        .expect("the rest was free");
+    assert_eq!((grown.bytes(), b.used()), (70, 70));
+}
+
+#[tokio::test]
+async fn a_response_larger_than_the_budget_minus_its_own_share_is_not_waited_for_forever() {
+    // The hang this rule came from: a 1 MiB budget, a fetch that reserved 544 KiB, a
+    // response of more than the whole budget; waiting for the rest beside its own share
+    // waited for bytes it held itself.
+    let b = Budget::new(100);
+    let mut up = b.reserve_response(50, 50).await;
+    let share = up.take(50);
+    let grown = tokio::time::timeout(Duration::from_secs(1), b.grow(share, 150))
+        .await
+        .expect("not waiting for its own bytes");
+    assert_eq!(grown.bytes(), 100, "the whole budget, no more");
+    drop((up, grown));
+    assert_eq!(b.used(), 0);
+}
+
+#[tokio::test]
+async fn growing_never_waits_while_holding_part_of_the_budget() {
+    // Two fetchers each hold part of what both need (60 + 30 of 100; 90 and 70 wanted).
+    // Waiting for the rest while holding its part, each would wait for the other forever;
+    // each lets go of its part instead, and both grow, one after the other.
+    let b = Budget::new(100);
+    let a = b.try_reserve(60).expect("room");
+    let other = b.try_reserve(30).expect("room");
+    let b2 = b.clone();
+    let first = tokio::spawn(async move { b2.grow(a, 90).await });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(b.used(), 30, "the waiter let go of its 60 bytes");
+    let b3 = b.clone();
+    let second = tokio::spawn(async move { b3.grow(other, 70).await });
+    let a = tokio::time::timeout(Duration::from_secs(1), first)
+        .await
+        .expect("the first grows once the second let go")
+        .expect("task");
+    assert_eq!((a.bytes(), b.used()), (90, 90));
+    let other = waits_until(second, "10 bytes are free, it wants 70", || drop(a)).await;
+    assert_eq!((other.bytes(), b.used()), (70, 70));
+}
+
+#[tokio::test]
 async fn up_front_reservations_are_shared_out_and_the_rest_returned() {
     let b = Budget::new(100);
     let other = b.reserve(30).await;

@@ -742,17 +742,11 @@ async fn deliver(
                 return Some(true);
             }
             let account = p.share(&router.budget, &router.flow);
-            let mut share = upfront.take_for(fp.records.len(), account);
-            if share.bytes() < fp.records.len() {
-                // A broker returns a first batch larger than the limit (KIP-74).
-                share.absorb(
-                    router
-                        .budget
-                        .reserve(fp.records.len() - share.bytes())
-                        .await,
-                );
-            }
-            let reservation = Arc::new(share);
+            // More than the fetch reserved: a first batch larger than the limit (KIP-74),
+            // or a broker that returns more than asked (Tansu). The rest is never waited
+            // for while holding part of it (`Budget::grow`).
+            let share = upfront.take_for(fp.records.len(), account);
+            let reservation = Arc::new(router.budget.grow(share, fp.records.len()).await);
             let feed = Feed::Data(Box::new(RecordSet {
                 generation: asked.generation,
                 position: asked.position,
