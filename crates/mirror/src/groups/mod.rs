@@ -7,19 +7,22 @@
 //! - `wire`: Kafka's `Struct` encoding used by MM2's records (also for heartbeats);
 //! - `sync`: [`GroupSync`], the I/O around the decision;
 //! - [`reverse`]: [`ReverseSync`], target commits translated back onto the source;
-//! - [`provenance`]: which target positions forward sync wrote itself (never sent back).
+//! - [`provenance`]: which target positions forward sync wrote itself (never sent back);
+//! - [`switch`]: the pure switch-over decision, per partition: failover and failback
+//!   (`strait failover`/`failback`, [`crate::runbook`]) and reverse sync follow its rules.
 
 pub mod checkpoint;
 pub mod decide;
 pub mod provenance;
 pub mod reverse;
+pub mod switch;
 mod sync;
 pub(crate) mod wire;
 
 pub use checkpoint::{Checkpoint, checkpoints_topic};
 pub use decide::{Commit, GroupDecision, PartitionInput, Pending, TargetGroup, decide};
 pub use reverse::{ReverseReport, ReverseSync};
-pub(crate) use sync::describe_activity;
+pub(crate) use sync::activity;
 pub use sync::{
     ConsumerProtocolGroup, GroupSync, GroupSyncReport, group_state, target_group_state,
 };

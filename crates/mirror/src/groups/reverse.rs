@@ -5,7 +5,7 @@
 //! source (`<target>.checkpoints.internal`: upstream = the target offset, downstream = the
 //! source offset).
 //!
-//! Per partition the rules are failback's (`runbook::decide`, `Direction::Failback`): exact
+//! Per partition the rules are failback's (`groups::switch`, `Direction::Failback`): exact
 //! positions only, never backwards, and a target position past the replicated range (records
 //! produced on the target, or not replicated yet) is left alone, never invented. A group is
 //! committed on the source only while it has no active members there. A target position
@@ -19,12 +19,12 @@ use std::sync::Arc;
 use strait_client::{Client, CommitOffset, GroupMember};
 use strait_offsets::Registry;
 
+use super::activity;
 use super::checkpoint::{Checkpoint, checkpoints_topic};
 use super::provenance::{SharedProvenance, lock};
+use super::switch::{Direction, GroupActivity, Options, PartitionInput, Verdict, decide};
 use crate::config::{Flow, TopicDecision};
 use crate::error::MirrorError;
-use crate::runbook::activity;
-use crate::runbook::decide::{Direction, GroupActivity, Options, PartitionInput, Verdict, decide};
 use crate::topics::internal::InternalTopicWriter;
 
 /// What one round did.

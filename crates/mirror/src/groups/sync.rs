@@ -430,7 +430,7 @@ pub fn group_state(
 /// Whether `group` has members on `client`'s cluster: DescribeGroups (classic groups) and,
 /// where the cluster has it, ConsumerGroupDescribe (KIP-848 groups), read by
 /// [`group_state`]. A describe that fails counts as active.
-pub(crate) async fn describe_activity(client: &Client, group: &str) -> TargetGroup {
+async fn describe_activity(client: &Client, group: &str) -> TargetGroup {
     let classic = match client.describe_groups(&[group]).await {
         Ok(described) => described
             .into_iter()
@@ -483,6 +483,14 @@ pub fn target_group_state(g: &DescribedGroup) -> TargetGroup {
         code => TargetGroup::Active {
             state: format!("DescribeGroups error {code}"),
         },
+    }
+}
+
+/// Whether `group` has members on `client`'s cluster (an error counts as active).
+pub(crate) async fn activity(client: &Client, group: &str) -> super::switch::GroupActivity {
+    match describe_activity(client, group).await {
+        TargetGroup::Inactive => super::switch::GroupActivity::Idle,
+        TargetGroup::Active { state } => super::switch::GroupActivity::Active { detail: state },
     }
 }
 

@@ -7,7 +7,6 @@
 //! clusters (the group's commits on each side, its activity, the maps) and peeks at the
 //! record each position points at; [`execute`] commits the plan.
 
-pub mod decide;
 pub mod unplanned;
 
 use std::collections::BTreeMap;
@@ -17,12 +16,15 @@ use bytes::Bytes;
 use strait_client::{Client, CommitOffset, GroupMember, IsolationLevel, OffsetSpec};
 use strait_offsets::OffsetMap;
 
+/// The pure switch-over decision: it lives with group sync, whose reverse sync follows its
+/// failback rules too.
+pub use crate::groups::switch as decide;
 pub use decide::{Direction, GroupActivity, Options, PartitionInput, Refusal, Verdict};
 
 use crate::config::{Flow, TopicDecision};
 use crate::datapath::probe::first_record_at;
 use crate::error::MirrorError;
-use crate::groups::TargetGroup;
+use crate::groups::activity;
 use crate::state::{decode_map, read_state};
 
 /// The record a position points at.
@@ -338,14 +340,6 @@ pub async fn execute_on(to: &Client, flow: &Flow, plan: &Plan) -> Result<usize, 
             topic = %c.topic, partition = c.partition, offset = c.offset, "committed");
     }
     Ok(commits.len())
-}
-
-/// Whether `group` has members on `client`'s cluster (an error counts as active).
-pub(crate) async fn activity(client: &Client, group: &str) -> GroupActivity {
-    match crate::groups::describe_activity(client, group).await {
-        TargetGroup::Inactive => GroupActivity::Idle,
-        TargetGroup::Active { state } => GroupActivity::Active { detail: state },
-    }
 }
 
 /// The first record at or after `offset`, as the report shows it.

@@ -14,10 +14,12 @@ use std::collections::BTreeMap;
 
 use strait_client::Client;
 
-use super::decide::{self, Direction, GroupActivity, Options, PartitionInput, Verdict};
 use super::{Peek, Plan, Row, activity, peek, read_arriving, saved_maps};
 use crate::config::Flow;
 use crate::error::MirrorError;
+use crate::groups::switch::{
+    self as decide, Direction, GroupActivity, Options, PartitionInput, Verdict,
+};
 use crate::groups::{Checkpoint, checkpoints_topic};
 use crate::topics::internal::{Committed, read_to_end};
 
