@@ -16,9 +16,8 @@ use tokio::time::Instant;
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::broker::{Broker, ConnSettings, Purpose};
 use crate::error::{Error, ErrorKind, Result};
-use crate::frame::DEFAULT_MAX_FRAME;
+use crate::frame::{DEFAULT_MAX_FRAME, Request};
 use crate::metadata::ClusterMetadata;
-use crate::rpc::Request;
 use crate::security::{Prepared, Security};
 
 /// Whether a bootstrap should stop retrying: once every attempt for `limit` has been refused

@@ -26,8 +26,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::frame::{self, Frame, FrameReader};
-use crate::rpc::Request;
+use crate::frame::{self, Frame, FrameReader, Request};
 use crate::security::{SaslConfig, sasl};
 use crate::versions::BrokerVersions;
 

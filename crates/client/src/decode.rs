@@ -15,7 +15,7 @@ use crate::frame;
 use crate::versions::supported_range;
 
 /// Calls `$m!` with every API whose responses this crate decodes and its response type
-/// (the [`crate::rpc::Request`] impls): the one list the decoder, [`DECODED_APIS`] and the
+/// (the [`crate::frame::Request`] impls): the one list the decoder, [`DECODED_APIS`] and the
 /// tests use.
 macro_rules! with_responses {
     ($m:ident) => {
@@ -61,7 +61,7 @@ macro_rules! api_list {
     };
 }
 
-/// Every API whose responses this crate decodes (the [`crate::rpc::Request`] impls).
+/// Every API whose responses this crate decodes (the [`crate::frame::Request`] impls).
 pub const DECODED_APIS: &[ApiKey] = with_responses!(api_list);
 
 /// The versions of `api` a connection can negotiate (ApiVersions also falls back to v0).

@@ -57,7 +57,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `frame` | `[size][header][body]` framing, the frame-size cap, the frame reader |
+//! | `frame` | [`Request`] (a request type's API key and response), `[size][header][body]` framing, the frame-size cap, the frame reader |
 //! | `connection` | one pipelined connection: writer task, reader task, pending queue, poisoning |
 //! | [`versions`] | ApiVersions negotiation and the versions this crate uses |
 //! | `broker` | one broker: connections by [`Purpose`], reconnect, throttling |
@@ -95,11 +95,11 @@ pub use broker::Purpose;
 pub use client::{Client, ClientConfig, CoordinatorType};
 pub use consumer::{ConsumedRecord, PartitionConsumer};
 pub use error::{Error, ErrorKind, Result};
+pub use frame::Request;
 pub use producer::{
     Ack, AckFuture, IdempotentProducer, ProducerConfig, ProducerRecord, ProducerStats,
     RecordProducer, TransactionStats, TransactionalConfig, TransactionalProducer, TrySend,
 };
-pub use rpc::Request;
 pub use rpc::acls::{AclBinding, AclBindingOp, AclPattern, AclPermission, AclResource};
 pub use rpc::admin::{
     AlterConfigOp, ConfigEntry, NewTopic, ResourceConfigs, ResourceType, TopicResult,

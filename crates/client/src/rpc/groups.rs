@@ -199,7 +199,7 @@ impl Client {
         build: F,
     ) -> Result<R::Response>
     where
-        R: crate::rpc::Request,
+        R: crate::frame::Request,
         F: Fn(i16) -> Result<R>,
     {
         self.send_to_coordinator(CoordinatorType::Group, group, wait, build, |r| {
