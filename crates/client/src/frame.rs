@@ -240,7 +240,7 @@ pub(crate) fn strip_response_header(api: ApiKey, version: i16, mut frame: Bytes)
 /// that every generated message decoder calls, so it covers every response type and version
 /// (including nested arrays and ones added later) with a few lines; a pre-validation pass here
 /// would have to re-implement each message's schema, per version, and drift from it. Such a
-/// body comes back from here as [`ErrorKind::Protocol`](crate::ErrorKind::Protocol) naming the
+/// body comes back from here as [`ErrorKind::Protocol`](crate::error::ErrorKind::Protocol) naming the
 /// API (`cannot decode ApiVersions v3 response: CompactArray length … exceeds the 5 bytes left
 /// in the buffer`). `crate::decode` puts every decoder behind one entry point for the hostile-
 /// input tests and the fuzz targets.
@@ -298,7 +298,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 if self.buf.is_empty() {
                     return Ok(None);
                 }
-                return Err(Error::new(crate::ErrorKind::ConnectionClosed)
+                return Err(Error::new(crate::error::ErrorKind::ConnectionClosed)
                     .message("connection closed inside a frame header"));
             }
         }
@@ -308,7 +308,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             while self.buf.len() < 4 + len {
                 self.buf.reserve(4 + len - self.buf.len());
                 if self.io.read_buf(&mut self.buf).await? == 0 {
-                    return Err(Error::new(crate::ErrorKind::ConnectionClosed)
+                    return Err(Error::new(crate::error::ErrorKind::ConnectionClosed)
                         .message("connection closed inside a frame"));
                 }
             }
@@ -329,7 +329,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 .await?;
             if n == 0 {
                 self.big.put(frame);
-                return Err(Error::new(crate::ErrorKind::ConnectionClosed)
+                return Err(Error::new(crate::error::ErrorKind::ConnectionClosed)
                     .message("connection closed inside a frame"));
             }
         }
@@ -345,12 +345,12 @@ mod tests {
     fn a_tls_alert_read_as_a_frame_size_says_tls() {
         // A TLS 1.2 alert record (21, 3, 3, len 0x0002) where a frame size should be.
         let e = check_frame_len(i32::from_be_bytes([0x15, 3, 3, 0]), 1 << 20).unwrap_err();
-        assert!(matches!(e.kind(), crate::ErrorKind::Tls(_)), "{e:?}");
+        assert!(matches!(e.kind(), crate::error::ErrorKind::Tls(_)), "{e:?}");
         assert!(!e.is_retriable());
         let e = check_frame_len(i32::from_be_bytes([0x16, 3, 1, 0]), 1 << 20).unwrap_err();
         assert!(e.to_string().contains("TLS listener"), "{e}");
         let e = check_frame_len(i32::from_be_bytes([0x7f, 3, 3, 0]), 1 << 20).unwrap_err();
-        assert!(matches!(e.kind(), crate::ErrorKind::Protocol(_)));
+        assert!(matches!(e.kind(), crate::error::ErrorKind::Protocol(_)));
     }
     use kafka_protocol::messages::ApiVersionsRequest;
 

@@ -3,7 +3,7 @@
 //!
 //! Membership calls take kafka-protocol's request types (re-exported as
 //! [`crate::protocol`]): the client routes them to the group coordinator, rediscovers it on
-//! NOT_COORDINATOR, and turns error codes into [`crate::Error`]s.
+//! NOT_COORDINATOR, and turns error codes into [`crate::error::Error`]s.
 
 use std::time::Duration;
 

@@ -17,7 +17,7 @@
 //!   mechanism and the user — never the secret.
 //! - Secrets are held in [`Secret`], whose `Debug` and `Display` print `<redacted>`.
 //!
-//! [`ErrorKind::Authentication`]: crate::ErrorKind::Authentication
+//! [`ErrorKind::Authentication`]: crate::error::ErrorKind::Authentication
 
 use std::fmt;
 use std::path::PathBuf;
@@ -259,7 +259,7 @@ impl fmt::Debug for Prepared {
 }
 
 impl Prepared {
-    pub(crate) fn new(sec: &Security) -> crate::Result<Self> {
+    pub(crate) fn new(sec: &Security) -> crate::error::Result<Self> {
         Ok(Prepared {
             tls: sec.tls.as_ref().map(tls::Connector::new).transpose()?,
             sasl: sec.sasl.clone(),

@@ -255,7 +255,7 @@ mod tests {
             format!("{token:?}"),
             format!(
                 "{:?}",
-                crate::SaslConfig::OAuthBearer {
+                crate::security::SaslConfig::OAuthBearer {
                     provider: std::sync::Arc::new(provider()),
                     extensions: vec![],
                 }
