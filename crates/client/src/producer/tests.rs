@@ -13,7 +13,8 @@ use strait_testkit::{FaultProxy, TansuBroker};
 
 use crate::client::{Client, ClientConfig};
 use crate::metadata::BrokerMeta;
-use crate::producer::{IdempotentProducer, ProducerConfig};
+use crate::producer::idempotent::IdempotentProducer;
+use crate::producer::state::ProducerConfig;
 use crate::rpc::admin::NewTopic;
 
 fn batch(i: usize) -> strait_records::Batch {
