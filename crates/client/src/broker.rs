@@ -14,7 +14,8 @@ use tokio::time::Instant;
 
 use crate::connection::Connection;
 use crate::error::{Error, ErrorKind, Result};
-use crate::security::{self, SaslConfig, sasl};
+use crate::security::config::SaslConfig;
+use crate::security::{self, sasl};
 
 /// The read buffer under a TLS connection (rustls itself reads 4 KiB at a time).
 const TLS_READ_BUFFER: usize = 64 * 1024;

@@ -10,8 +10,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::config::SaslConfig;
+use super::oauth;
 use super::scram::ScramClient;
-use super::{SaslConfig, oauth};
 use crate::connection::{Connection, Gate};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -238,7 +239,7 @@ mod tests {
     fn plain(password: &str) -> SaslConfig {
         SaslConfig::Plain {
             username: "alice".into(),
-            password: crate::security::Secret::new(password),
+            password: crate::security::config::Secret::new(password),
         }
     }
 

@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use super::{CaRoots, TlsConfig};
+use super::config::{CaRoots, TlsConfig};
 use crate::error::{Error, ErrorKind, Result, describe_rustls};
 
 /// A prepared TLS client: the rustls config is built once per client.
