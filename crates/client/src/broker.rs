@@ -14,7 +14,8 @@ use tokio::time::Instant;
 
 use crate::connection::Connection;
 use crate::error::{Error, ErrorKind, Result};
-use crate::security::{self, SaslConfig};
+use crate::security::config::SaslConfig;
+use crate::security::{self, sasl};
 
 /// The read buffer under a TLS connection (rustls itself reads 4 KiB at a time).
 const TLS_READ_BUFFER: usize = 64 * 1024;
@@ -138,16 +139,19 @@ impl Broker {
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
     {
         let s = &self.settings;
-        let sasl = s.security.sasl.as_ref().map(|c| (c, self.addr.as_str()));
-        Connection::handshake(
+        let conn = Connection::handshake(
             stream,
             self.id,
             s.client_id.clone(),
             s.max_frame,
             s.request_timeout,
-            sasl,
         )
-        .await
+        .await?;
+        let lifetime = match &s.security.sasl {
+            Some(cfg) => sasl::authenticate(&conn, cfg, &self.addr, s.request_timeout).await?,
+            None => None,
+        };
+        Ok((conn, lifetime))
     }
 
     /// Until when the broker asked to be left alone (KIP-219), if that is still ahead.
@@ -239,13 +243,13 @@ async fn reauthenticate_loop(
     mut lifetime: Duration,
 ) {
     loop {
-        let wait = security::sasl::reauth_after(lifetime, rand::random::<f64>());
+        let wait = sasl::reauth_after(lifetime, rand::random::<f64>());
         tokio::time::sleep(wait).await;
         let Some(c) = conn.upgrade() else { return };
         if c.is_closed() {
             return;
         }
-        match c.reauthenticate(&cfg, &addr, timeout).await {
+        match sasl::reauthenticate(&c, &cfg, &addr, timeout).await {
             Ok(Some(next)) => {
                 tracing::debug!(broker = c.broker_id(), ?next, "re-authenticated");
                 lifetime = next;

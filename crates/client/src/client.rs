@@ -16,10 +16,10 @@ use tokio::time::Instant;
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::broker::{Broker, ConnSettings, Purpose};
 use crate::error::{Error, ErrorKind, Result};
-use crate::frame::DEFAULT_MAX_FRAME;
+use crate::frame::{DEFAULT_MAX_FRAME, Request};
 use crate::metadata::ClusterMetadata;
-use crate::rpc::Request;
-use crate::security::{Prepared, Security};
+use crate::security::Prepared;
+use crate::security::config::Security;
 
 /// Whether a bootstrap should stop retrying: once every attempt for `limit` has been refused
 /// (nothing listens at any address). Any other error (a timeout: a silent host; a broker

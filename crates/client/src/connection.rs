@@ -26,9 +26,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::frame::{self, Frame, FrameReader};
-use crate::rpc::Request;
-use crate::security::{SaslConfig, sasl};
+use crate::frame::{self, Frame, FrameReader, Request};
 use crate::versions::BrokerVersions;
 
 /// How many queued frames the writer coalesces into one vectored write loop.
@@ -186,50 +184,28 @@ impl Drop for Connection {
 
 impl Connection {
     /// Starts the reader and writer tasks over `stream` and negotiates API versions.
-    ///
-    /// With `sasl`, the connection then authenticates (SaslHandshake + SaslAuthenticate);
-    /// the session lifetime the broker granted, if any, is returned beside it.
+    /// Authentication, where the broker wants it, runs on the connection afterwards
+    /// (`security::sasl`).
     pub(crate) async fn handshake<S>(
         stream: S,
         broker_id: i32,
         client_id: StrBytes,
         max_frame: usize,
         timeout: Duration,
-        sasl: Option<(&SaslConfig, &str)>,
-    ) -> Result<(Connection, Option<Duration>)>
+    ) -> Result<Connection>
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
         let mut conn = Connection::start(stream, broker_id, client_id, max_frame);
         conn.versions = conn.negotiate(timeout).await?;
-        let lifetime = match sasl {
-            Some((cfg, addr)) => {
-                let who = sasl::Who {
-                    broker: broker_id,
-                    addr,
-                };
-                sasl::authenticate(&conn, cfg, &who, timeout, Gate::Pass).await?
-            }
-            None => None,
-        };
-        Ok((conn, lifetime))
+        Ok(conn)
     }
 
-    /// Re-authenticates in band (KIP-368) without failing requests in flight: holds the
-    /// gate so new requests wait, and runs the SASL exchange behind the requests already
-    /// queued (the broker answers in order). Returns the new session lifetime.
-    pub(crate) async fn reauthenticate(
-        &self,
-        cfg: &SaslConfig,
-        addr: &str,
-        timeout: Duration,
-    ) -> Result<Option<Duration>> {
-        let _exclusive = self.gate.write().await;
-        let who = sasl::Who {
-            broker: self.broker_id(),
-            addr,
-        };
-        sasl::authenticate(self, cfg, &who, timeout, Gate::Held).await
+    /// Closes the gate for as long as the guard lives (a re-authentication, KIP-368): new
+    /// requests wait at it (they are not failed), requests already queued are answered in
+    /// order, and only calls made with [`Gate::Held`] are written.
+    pub(crate) async fn hold_gate(&self) -> tokio::sync::RwLockWriteGuard<'_, ()> {
+        self.gate.write().await
     }
 
     fn start<S>(stream: S, broker_id: i32, client_id: StrBytes, max_frame: usize) -> Connection
@@ -683,20 +659,20 @@ pub(crate) mod tests {
         }
     }
 
-    async fn connected(ranges: &[(ApiKey, i16, i16)]) -> (Connection, DuplexStream) {
+    /// A connection to a fake broker that advertised `ranges`, and the broker's end.
+    pub(crate) async fn connected(ranges: &[(ApiKey, i16, i16)]) -> (Connection, DuplexStream) {
         let (a, mut b) = tokio::io::duplex(1 << 16);
         let ranges = ranges.to_vec();
         let srv = tokio::spawn(async move {
             answer_api_versions(&mut b, &ranges).await;
             b
         });
-        let (c, _) = Connection::handshake(
+        let c = Connection::handshake(
             a,
             1,
             StrBytes::from_static_str("t"),
             1 << 20,
             Duration::from_secs(5),
-            None,
         )
         .await
         .unwrap();
@@ -714,137 +690,6 @@ pub(crate) mod tests {
                 .unwrap_err()
                 .is_unsupported()
         );
-    }
-
-    const SASL_RANGES: &[(ApiKey, i16, i16)] = &[
-        (ApiKey::Metadata, 0, 12),
-        (ApiKey::SaslHandshake, 0, 1),
-        (ApiKey::SaslAuthenticate, 0, 2),
-    ];
-
-    fn plain(password: &str) -> SaslConfig {
-        SaslConfig::Plain {
-            username: "alice".into(),
-            password: crate::security::Secret::new(password),
-        }
-    }
-
-    async fn expect_api(srv: &mut DuplexStream, api: ApiKey) -> RequestHeader {
-        let (h, _) = read_request(srv).await.unwrap();
-        assert_eq!(
-            ApiKey::try_from(h.request_api_key).unwrap(),
-            api,
-            "frames must reach the broker in this order"
-        );
-        h
-    }
-
-    #[tokio::test]
-    async fn reauthentication_runs_behind_in_flight_requests_and_holds_new_ones() {
-        use kafka_protocol::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
-        let (c, mut srv) = connected(SASL_RANGES).await;
-        let c = Arc::new(c);
-        let in_flight = {
-            let c = c.clone();
-            tokio::spawn(async move {
-                c.call_negotiated(&MetadataRequest::default(), Duration::from_secs(5))
-                    .await
-            })
-        };
-        let h_a = expect_api(&mut srv, ApiKey::Metadata).await;
-        let reauth = {
-            let c = c.clone();
-            tokio::spawn(async move {
-                c.reauthenticate(&plain("pw"), "b:9093", Duration::from_secs(5))
-                    .await
-            })
-        };
-        let h_hs = expect_api(&mut srv, ApiKey::SaslHandshake).await;
-        // A request made while the re-authentication runs waits at the gate.
-        let later = {
-            let c = c.clone();
-            tokio::spawn(async move {
-                c.call_negotiated(&MetadataRequest::default(), Duration::from_secs(5))
-                    .await
-            })
-        };
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        // The broker answers in order: the request in flight first, then the handshake.
-        write_response(&mut srv, &h_a, &MetadataResponse::default()).await;
-        let hs = SaslHandshakeResponse::default()
-            .with_mechanisms(vec![StrBytes::from_static_str("PLAIN")]);
-        write_response(&mut srv, &h_hs, &hs).await;
-        let h_auth = expect_api(&mut srv, ApiKey::SaslAuthenticate).await;
-        let auth = SaslAuthenticateResponse::default().with_session_lifetime_ms(60_000);
-        write_response(&mut srv, &h_auth, &auth).await;
-        let h_b = expect_api(&mut srv, ApiKey::Metadata).await;
-        write_response(&mut srv, &h_b, &MetadataResponse::default()).await;
-        assert!(
-            in_flight.await.unwrap().is_ok(),
-            "in-flight request not failed"
-        );
-        assert_eq!(
-            reauth.await.unwrap().unwrap(),
-            Some(Duration::from_secs(60))
-        );
-        assert!(later.await.unwrap().is_ok());
-        assert!(!c.is_closed());
-    }
-
-    #[tokio::test]
-    async fn refused_credentials_are_typed_not_retriable_and_never_show_the_secret() {
-        use kafka_protocol::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
-        let (c, mut srv) = connected(SASL_RANGES).await;
-        let c = Arc::new(c);
-        let auth = {
-            let c = c.clone();
-            tokio::spawn(async move {
-                c.reauthenticate(&plain("hunter2-secret"), "b:9093", Duration::from_secs(5))
-                    .await
-            })
-        };
-        let h = expect_api(&mut srv, ApiKey::SaslHandshake).await;
-        write_response(&mut srv, &h, &SaslHandshakeResponse::default()).await;
-        let h = expect_api(&mut srv, ApiKey::SaslAuthenticate).await;
-        let r = SaslAuthenticateResponse::default()
-            .with_error_code(58)
-            .with_error_message(Some(StrBytes::from_static_str(
-                "Authentication failed: Invalid username or password",
-            )));
-        write_response(&mut srv, &h, &r).await;
-        let e = auth.await.unwrap().unwrap_err();
-        assert!(matches!(e.kind(), ErrorKind::Authentication(_)), "{e:?}");
-        assert!(!e.is_retriable() && e.is_auth_failure());
-        let shown = format!("{e} {e:?}");
-        assert!(shown.contains("PLAIN") && shown.contains("alice") && shown.contains("b:9093"));
-        assert!(shown.contains("Invalid username or password"), "{shown}");
-        assert!(!shown.contains("hunter2-secret"), "{shown}");
-    }
-
-    #[tokio::test]
-    async fn a_mechanism_the_broker_does_not_enable_lists_what_it_offers() {
-        use kafka_protocol::messages::SaslHandshakeResponse;
-        let (c, mut srv) = connected(SASL_RANGES).await;
-        let c = Arc::new(c);
-        let auth = {
-            let c = c.clone();
-            tokio::spawn(async move {
-                c.reauthenticate(&plain("x"), "b:9093", Duration::from_secs(5))
-                    .await
-            })
-        };
-        let h = expect_api(&mut srv, ApiKey::SaslHandshake).await;
-        let r = SaslHandshakeResponse::default()
-            .with_error_code(33)
-            .with_mechanisms(vec![StrBytes::from_static_str("SCRAM-SHA-512")]);
-        write_response(&mut srv, &h, &r).await;
-        let e = auth.await.unwrap().unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("does not enable PLAIN (it offers: SCRAM-SHA-512)"),
-            "{e}"
-        );
-        assert!(!e.is_retriable());
     }
 
     #[tokio::test]

@@ -15,7 +15,7 @@ use crate::frame;
 use crate::versions::supported_range;
 
 /// Calls `$m!` with every API whose responses this crate decodes and its response type
-/// (the [`crate::rpc::Request`] impls): the one list the decoder, [`DECODED_APIS`] and the
+/// (the [`crate::frame::Request`] impls): the one list the decoder, [`DECODED_APIS`] and the
 /// tests use.
 macro_rules! with_responses {
     ($m:ident) => {
@@ -61,7 +61,7 @@ macro_rules! api_list {
     };
 }
 
-/// Every API whose responses this crate decodes (the [`crate::rpc::Request`] impls).
+/// Every API whose responses this crate decodes (the [`crate::frame::Request`] impls).
 pub const DECODED_APIS: &[ApiKey] = with_responses!(api_list);
 
 /// The versions of `api` a connection can negotiate (ApiVersions also falls back to v0).
@@ -74,14 +74,14 @@ pub fn negotiable_versions(api: ApiKey) -> std::ops::RangeInclusive<i16> {
 }
 
 /// Decodes a response body of `api` at `version` as the connection does, discarding the
-/// result. A hostile body must give `Err` (of kind [`crate::ErrorKind::Protocol`], naming the
+/// result. A hostile body must give `Err` (of kind [`crate::error::ErrorKind::Protocol`], naming the
 /// API), never a panic or an abort.
 pub fn decode_response_body(api: ApiKey, version: i16, body: Bytes) -> Result<()> {
     macro_rules! decode {
         ($($key:ident => $resp:ident),* $(,)?) => {
             match api {
                 $(ApiKey::$key => frame::decode_body::<$resp>(api, version, body).map(drop),)*
-                other => Err(crate::Error::invalid(format!("{other:?} is not decoded by this crate"))),
+                other => Err(crate::error::Error::invalid(format!("{other:?} is not decoded by this crate"))),
             }
         };
     }
@@ -140,7 +140,7 @@ mod tests {
     //! Hostile bodies, one per shape of the bug, each through the connection's decode path.
 
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
     use bytes::BufMut;
     use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 

@@ -4,6 +4,8 @@
 //! [`Error::kafka_code`], …) and a public [`ErrorKind`] for matching, plus the context of the
 //! call that failed (broker, topic, partition, offset). kafka-protocol reports encode/decode
 //! failures as `anyhow::Error`; they are wrapped here so anyhow never shows in a signature.
+//! A rustls failure is worded here too (what to check), for the TLS handshake and for a
+//! TLS session that fails on a later read or write alike.
 
 use std::fmt;
 use std::sync::Arc;
@@ -452,9 +454,7 @@ impl From<std::io::Error> for Error {
         // A TLS failure after the handshake (TLS 1.3 reports a refused client certificate
         // with an alert on the first read) is a TLS error, not a flaky network.
         if let Some(t) = e.get_ref().and_then(|r| r.downcast_ref::<rustls::Error>()) {
-            return Error::new(ErrorKind::Tls(
-                crate::security::tls::describe_after_handshake(t),
-            ));
+            return Error::new(ErrorKind::Tls(describe_after_handshake(t)));
         }
         let kind = match e.kind() {
             std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
@@ -462,6 +462,41 @@ impl From<std::io::Error> for Error {
             k => ErrorKind::Io(k),
         };
         Error::with_source(kind, e)
+    }
+}
+
+/// A TLS error that surfaced on a read or write after the handshake.
+fn describe_after_handshake(e: &rustls::Error) -> String {
+    format!(
+        "the TLS session failed: {}",
+        describe_rustls(e, "the broker")
+    )
+}
+
+/// What a rustls failure means, in words that say what to check (`host`: the name the
+/// broker's certificate was verified against).
+pub(crate) fn describe_rustls(e: &rustls::Error, host: &str) -> String {
+    use rustls::{CertificateError as C, Error as R};
+    match e {
+        R::InvalidCertificate(C::UnknownIssuer) => {
+            "the broker's certificate is not signed by a trusted CA (check `tls.ca_file`)".into()
+        }
+        R::InvalidCertificate(C::Expired) | R::InvalidCertificate(C::ExpiredContext { .. }) => {
+            "the broker's certificate has expired".into()
+        }
+        R::InvalidCertificate(C::NotValidForName)
+        | R::InvalidCertificate(C::NotValidForNameContext { .. }) => format!(
+            "the broker's certificate is not valid for {host:?} (set `tls.server_name` if the \
+             broker is reached under another name)"
+        ),
+        R::InvalidMessage(_) | R::InappropriateMessage { .. } => {
+            format!("the peer did not answer with TLS ({e}): is this a plaintext listener?")
+        }
+        R::AlertReceived(a) => format!(
+            "the broker refused the handshake ({a:?}): a missing or untrusted client \
+             certificate for mutual TLS, or no common protocol version"
+        ),
+        other => other.to_string(),
     }
 }
 

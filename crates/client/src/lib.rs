@@ -57,19 +57,19 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `frame` | `[size][header][body]` framing, the frame-size cap, the frame reader |
-//! | `connection` | one pipelined connection: writer task, reader task, pending queue, poisoning |
+//! | `frame` | [`Request`] (a request type's API key and response), `[size][header][body]` framing, the frame-size cap, the frame reader |
+//! | `connection` | one pipelined connection: writer task, reader task, pending queue, poisoning, the re-authentication gate |
 //! | [`versions`] | ApiVersions negotiation and the versions this crate uses |
-//! | `broker` | one broker: connections by [`Purpose`], reconnect, throttling |
+//! | `broker` | one broker: connections by [`Purpose`], reconnect, SASL on each new connection and before its session expires, throttling |
 //! | `client` | [`Client`], [`ClientConfig`]: bootstrap, metadata refresh, routing, coordinators, retries |
 //! | [`metadata`] | the metadata snapshot types |
 //! | [`backoff`] | exponential backoff with jitter |
-//! | [`rpc`] | one module per API group: `produce`, `fetch` (+ sessions), `offsets`, `groups`, `admin`, `txn` |
-//! | [`producer`] | the pure sequencing state machine, the idempotent raw-batch producer, the record producer |
+//! | [`rpc`] | one module per API group: `produce`, `fetch` (+ sessions), `offsets`, `groups`, `admin`, `acls`, `authz`, `txn` |
+//! | [`producer`] | the pure sequencing state machine, the idempotent raw-batch producer, the record producer, the transactional producer |
 //! | [`consumer`] | the record-level partition consumer |
 //! | [`group`] | a consumer-group member (join, sync, heartbeat, self-fence) and its pure state machine |
-//! | [`error`] | [`Error`], [`ErrorKind`] |
-//! | [`security`] | TLS (rustls), SASL PLAIN / SCRAM / OAUTHBEARER, re-authentication |
+//! | [`error`] | [`Error`], [`ErrorKind`], what a rustls failure means in words |
+//! | [`security`] | the TLS and SASL settings, TLS (rustls), SASL PLAIN / SCRAM / OAUTHBEARER, re-authentication |
 //! | `decode` | (hidden) every response decoder behind one entry point, for fuzzing and hostile-input tests |
 //!
 //! Versions, Tansu differences and what was tested are in `docs/compatibility.md`; the
@@ -95,11 +95,11 @@ pub use broker::Purpose;
 pub use client::{Client, ClientConfig, CoordinatorType};
 pub use consumer::{ConsumedRecord, PartitionConsumer};
 pub use error::{Error, ErrorKind, Result};
+pub use frame::Request;
 pub use producer::{
     Ack, AckFuture, IdempotentProducer, ProducerConfig, ProducerRecord, ProducerStats,
     RecordProducer, TransactionStats, TransactionalConfig, TransactionalProducer, TrySend,
 };
-pub use rpc::Request;
 pub use rpc::acls::{AclBinding, AclBindingOp, AclPattern, AclPermission, AclResource};
 pub use rpc::admin::{
     AlterConfigOp, ConfigEntry, NewTopic, ResourceConfigs, ResourceType, TopicResult,

@@ -19,11 +19,11 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use super::GroupError;
 use super::membership::{
     Assignment, HeartbeatCall, JoinAnswer, JoinCall, Joined, JoinedMember, LeaveCall, Membership,
     MembershipConfig, Phase, Stats, Step, SyncCall,
 };
+use super::types::GroupError;
 use crate::client::{Client, ClientConfig};
 use crate::error::{Error, Result};
 

@@ -75,8 +75,8 @@ use kafka_protocol::ResponseError;
 use crate::backoff::Backoff;
 use crate::error::Error;
 
-use super::GroupError;
 pub use super::config::MembershipConfig;
+use super::types::GroupError;
 pub use super::types::{
     Assignment, HeartbeatCall, JoinAnswer, JoinCall, Joined, JoinedMember, LeaveCall, Phase, Stats,
     Step, SyncCall,

@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::GroupError;
 use super::membership::*;
+use super::types::GroupError;
 use crate::error::Error;
 
 fn cfg() -> MembershipConfig {

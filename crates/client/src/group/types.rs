@@ -1,9 +1,12 @@
 //! The values [`super::Membership`] takes and gives: phases, JoinGroup answers, the
-//! assignment, the calls to send and the counters.
+//! assignment, the calls to send, the counters, and why a member lost its assignment or
+//! stopped ([`GroupError`]).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+
+use crate::error::Error;
 
 /// Where the member is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,4 +171,56 @@ pub struct Stats {
     /// Keep-alive heartbeats the coordinator confirmed while a JoinGroup or SyncGroup
     /// waited (rule 15).
     pub keepalives_confirmed: u64,
+}
+
+/// Why a member lost its assignment or stopped.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GroupError {
+    /// UNKNOWN_MEMBER_ID: the coordinator expelled the member; it rejoins with a new id.
+    #[error("the coordinator no longer knows member {member_id:?}; rejoining as a new member")]
+    UnknownMember {
+        /// The member id the coordinator forgot.
+        member_id: String,
+    },
+    /// ILLEGAL_GENERATION: the group moved to a new generation without us; rejoining.
+    #[error("the group moved to a new generation without this member; rejoining")]
+    IllegalGeneration,
+    /// FENCED_INSTANCE_ID: another process runs with the same `group.instance.id` (fatal).
+    #[error(
+        "another member joined with group.instance.id {instance_id:?}: two processes share \
+         one instance id; this one stops"
+    )]
+    FencedInstance {
+        /// The shared instance id.
+        instance_id: String,
+    },
+    /// The member could not confirm its membership for `session timeout − fence margin`
+    /// and gave its assignment up before the coordinator could give it away.
+    #[error("no heartbeat answered for {silent_for:?}: gave the assignment up (self-fence)")]
+    SelfFenced {
+        /// Time since the send time of the last confirmed request.
+        silent_for: Duration,
+    },
+    /// The coordinator refused the member for good (a non-retriable error).
+    #[error("the group coordinator refused this member: {0}")]
+    Refused(Error),
+    /// The caller's protocol failed: the leader's assignor, or writing the metadata.
+    #[error("the group protocol failed: {0}")]
+    Assignor(String),
+    /// The coordinator's answer made no sense.
+    #[error("group protocol violation: {0}")]
+    Protocol(String),
+}
+
+impl GroupError {
+    /// True when the member stopped for good (it does not rejoin).
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            GroupError::FencedInstance { .. }
+                | GroupError::Refused(_)
+                | GroupError::Assignor(_)
+                | GroupError::Protocol(_)
+        )
+    }
 }

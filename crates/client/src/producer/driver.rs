@@ -1,4 +1,4 @@
-//! The sink driver of an [`IdempotentProducer`](super::IdempotentProducer): one task per
+//! The sink driver of an [`IdempotentProducer`](super::idempotent::IdempotentProducer): one task per
 //! producer, one sink (request pipeline) per leader broker (see the `idempotent` module
 //! doc). It never waits on one broker: leaders come from the metadata cache (a refresh
 //! runs as a task of its own), each broker's produce connection is set up by a task of its
@@ -19,8 +19,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::idempotent::{Inner, State, stamp};
 use super::merge;
+use super::state::{Inner, deliver, stamp};
 use crate::backoff::Backoff;
 use crate::broker::{Broker, Purpose};
 use crate::connection::Connection;
@@ -43,8 +43,8 @@ struct Retry {
     at: Instant,
 }
 
-/// Clears [`State::driver`] however the driver ends (also when its runtime shuts down), so
-/// the next send starts a new one.
+/// Clears [`State::driver`](super::state::State::driver) however the driver ends (also
+/// when its runtime shuts down), so the next send starts a new one.
 struct DriverGuard(Arc<Inner>);
 
 impl Drop for DriverGuard {
@@ -636,46 +636,6 @@ async fn ready_response(
         Poll::Ready(None)
     })
     .await
-}
-
-/// Hands the resolved batches at the front of `tp` to their senders. After a batch that
-/// failed for good, every later batch of the partition fails too: written after it (under
-/// the new epoch, renumbered) they would leave a gap in the partition that its writer
-/// could not tell from a complete log.
-pub(super) fn deliver(st: &mut State, tp: &TopicPartition) {
-    loop {
-        let mut failed = None;
-        for (token, r) in st.seq.take_delivered(tp) {
-            if let Some(observe) = &st.observer {
-                observe(&r);
-            }
-            if let Err(e) = &r {
-                failed = Some(e.clone());
-            }
-            if let Some(mut slot) = st.slots.remove(&token)
-                && let Some(tx) = slot.tx.take()
-            {
-                let _ = tx.send(r.map_err(|e| e.topic(tp.0.to_string()).partition(tp.1)));
-            }
-        }
-        let Some(cause) = failed else { return };
-        let mut later: Vec<Token> = st
-            .slots
-            .iter()
-            .filter(|(_, s)| s.tp == *tp)
-            .map(|(t, _)| *t)
-            .collect();
-        if later.is_empty() {
-            return;
-        }
-        later.sort_unstable();
-        for token in later {
-            let e = cause
-                .clone()
-                .message("an earlier batch of the partition failed (not sent after it)");
-            st.seq.fail(tp, token, e);
-        }
-    }
 }
 
 /// Transactional mode, a new epoch needed and nothing in flight: every batch not yet

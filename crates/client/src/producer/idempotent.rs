@@ -29,48 +29,16 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
-use strait_records::{Batch, PatchedBatch, ProducerStamp};
+use strait_records::Batch;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use super::driver::{Driver, deliver};
+use super::driver::Driver;
+use super::state::{Inner, Observer, ProducerConfig, Slot, State, deliver, stamp};
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::producer::sequencer::{Ack, Sequencer, Token, TopicPartition};
+use crate::producer::sequencer::{Ack, Sequencer};
 use crate::rpc::txn::ProducerIdentity;
-
-/// Idempotent producer settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProducerConfig {
-    /// Unresolved batches per partition (Kafka allows at most 5 with idempotence).
-    pub max_in_flight: usize,
-    /// How long one batch may keep being retried before it fails (which forces an epoch bump).
-    pub delivery_timeout: Duration,
-    /// The broker-side Produce timeout.
-    pub request_timeout: Duration,
-    /// Produce requests outstanding per broker (Kafka's
-    /// `max.in.flight.requests.per.connection`). While a broker has this many, ready batches
-    /// wait and leave together in the next request.
-    pub max_requests_in_flight: usize,
-    /// Cap on the batch bytes of one Produce request; a single larger batch goes alone.
-    pub max_request_bytes: usize,
-    /// How long the sink waits for more batches before sending what is ready (Kafka's
-    /// `linger.ms`). Zero (the default): a request leaves as soon as a batch is ready.
-    pub linger: Duration,
-}
-
-impl Default for ProducerConfig {
-    fn default() -> Self {
-        ProducerConfig {
-            max_in_flight: 5,
-            delivery_timeout: Duration::from_secs(120),
-            request_timeout: Duration::from_secs(30),
-            max_requests_in_flight: 5,
-            max_request_bytes: 4 * 1024 * 1024,
-            linger: Duration::ZERO,
-        }
-    }
-}
 
 /// Counters of an [`IdempotentProducer`] since it was created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -81,50 +49,6 @@ pub struct ProducerStats {
     pub batches: u64,
     /// Batch bytes sent (retries included).
     pub bytes: u64,
-}
-
-pub(super) struct Slot {
-    /// Its partition (to fail the batches after one that failed for good).
-    pub(super) tp: TopicPartition,
-    pub(super) batch: Batch,
-    /// The batch as last stamped (re-stamped only when the stamp changes).
-    pub(super) patched: Option<(ProducerStamp, PatchedBatch)>,
-    pub(super) tx: Option<oneshot::Sender<Result<Ack>>>,
-    pub(super) deadline: Instant,
-}
-
-pub(super) struct State {
-    pub(super) seq: Sequencer,
-    pub(super) slots: FxHashMap<Token, Slot>,
-    /// Interned topic names, so that a partition key never allocates.
-    pub(super) topics: FxHashSet<Arc<str>>,
-    /// The sink driver task is running (or about to).
-    pub(super) driver: bool,
-    /// Set by [`IdempotentProducer::abort`]: nothing is sent any more.
-    pub(super) aborted: Option<Error>,
-    /// Transactional mode: told every batch outcome as it is delivered.
-    pub(super) observer: Option<Observer>,
-}
-
-/// Called (under the producer's lock) with each batch outcome, in delivery order.
-pub(crate) type Observer = Arc<dyn Fn(&Result<Ack>) + Send + Sync>;
-
-pub(super) struct Inner {
-    pub(super) client: Client,
-    pub(super) cfg: ProducerConfig,
-    /// Transactional mode: batches carry the transactional bit, Produce requests the id,
-    /// and a broken sequence fails the batches instead of bumping the epoch here.
-    pub(super) transactional_id: Option<String>,
-    pub(super) state: Mutex<State>,
-    /// Woken when batches are delivered: senders waiting for room re-check.
-    pub(super) changed: Notify,
-    /// Wakes the sink driver (new batch, last handle dropped).
-    pub(super) wake: Notify,
-    /// Every [`IdempotentProducer`] handle is gone.
-    pub(super) closed: AtomicBool,
-    pub(super) requests: AtomicU64,
-    pub(super) batches: AtomicU64,
-    pub(super) bytes: AtomicU64,
 }
 
 /// The user-facing handle; dropping the last one lets the driver stop once idle.
@@ -149,7 +73,7 @@ impl Drop for Handle {
 /// counts as success; OUT_OF_ORDER_SEQUENCE_NUMBER at the head, UNKNOWN_PRODUCER_ID or a
 /// batch failing for good make the producer bump its epoch (KIP-360) and renumber every
 /// unresolved batch from 0. The sequencing rules live in the pure
-/// [`crate::producer::Sequencer`].
+/// [`Sequencer`].
 ///
 /// One sink per leader broker gathers the ready batches of all partitions it leads into
 /// one Produce request (at most one batch per partition, up to
@@ -455,12 +379,4 @@ fn intern(topics: &mut FxHashSet<Arc<str>>, topic: &str) -> Arc<str> {
     let t: Arc<str> = Arc::from(topic);
     topics.insert(t.clone());
     t
-}
-
-pub(super) fn stamp(id: ProducerIdentity, seq: i32) -> ProducerStamp {
-    ProducerStamp {
-        producer_id: id.id,
-        producer_epoch: id.epoch,
-        base_sequence: seq,
-    }
 }

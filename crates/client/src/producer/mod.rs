@@ -5,6 +5,8 @@
 //! - `idempotent`: the producer handle around it;
 //! - `driver`: its sink driver task (one sink per leader broker, many partitions per
 //!   Produce request; a hung broker delays only its own partitions);
+//! - `state`: the settings and the state the handle and the driver share, and the
+//!   delivery of each batch's outcome;
 //! - `merge`: the pure rule for when a sink's ready partitions leave together;
 //! - `records`: records in → batches (strait-records) → the idempotent producer;
 //! - `transaction`: the pure transaction lifecycle state machine;
@@ -15,12 +17,14 @@ mod idempotent;
 mod merge;
 mod records;
 pub mod sequencer;
+mod state;
 pub mod transaction;
 mod transactional;
 
-pub use idempotent::{AckFuture, IdempotentProducer, ProducerConfig, ProducerStats, TrySend};
+pub use idempotent::{AckFuture, IdempotentProducer, ProducerStats, TrySend};
 pub use records::{ProducerRecord, RecordProducer};
 pub use sequencer::{Ack, Sequencer};
+pub use state::ProducerConfig;
 pub use transactional::{TransactionStats, TransactionalConfig, TransactionalProducer};
 
 #[cfg(test)]

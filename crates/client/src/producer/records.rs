@@ -5,7 +5,8 @@ use strait_records::{Batch, BatchBuilder, Compression, Header};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::producer::idempotent::{AckFuture, IdempotentProducer, ProducerConfig};
+use crate::producer::idempotent::{AckFuture, IdempotentProducer};
+use crate::producer::state::ProducerConfig;
 
 /// One record to produce.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -620,7 +620,7 @@ mod tests {
             &tp(),
             a,
             t1.attempt,
-            Err(Error::new(crate::ErrorKind::Timeout)),
+            Err(Error::new(crate::error::ErrorKind::Timeout)),
         );
         let t2 = s.next_transmit(&tp()).unwrap();
         assert_eq!(t2.attempt, 2);

@@ -11,9 +11,11 @@ use std::time::Duration;
 use strait_records::{BatchBuilder, Compression};
 use strait_testkit::{FaultProxy, TansuBroker};
 
+use crate::client::{Client, ClientConfig};
 use crate::metadata::BrokerMeta;
-use crate::producer::{IdempotentProducer, ProducerConfig};
-use crate::{Client, ClientConfig, NewTopic};
+use crate::producer::idempotent::IdempotentProducer;
+use crate::producer::state::ProducerConfig;
+use crate::rpc::admin::NewTopic;
 
 fn batch(i: usize) -> strait_records::Batch {
     let mut b = BatchBuilder::new(Compression::None);

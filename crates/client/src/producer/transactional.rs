@@ -33,11 +33,10 @@ use tokio::time::Instant;
 use crate::backoff::Backoff;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::producer::idempotent::{
-    AckFuture, IdempotentProducer, Observer, ProducerConfig, TrySend,
-};
+use crate::producer::idempotent::{AckFuture, IdempotentProducer, ProducerStats, TrySend};
 use crate::producer::records::{ProducerRecord, build_batches};
 use crate::producer::sequencer::TopicPartition;
+use crate::producer::state::{Observer, ProducerConfig};
 use crate::producer::transaction::{Admission, End, Phase, Transaction, TxnApi, Verdict, classify};
 use crate::rpc::offsets::{CommitOffset, GroupMember};
 use crate::rpc::txn::ProducerIdentity;
@@ -210,7 +209,7 @@ impl TransactionalProducer {
     }
 
     /// Transactions committed and aborted so far, and the underlying producer's counters.
-    pub fn stats(&self) -> (TransactionStats, crate::producer::ProducerStats) {
+    pub fn stats(&self) -> (TransactionStats, ProducerStats) {
         let i = &self.inner;
         let t = TransactionStats {
             committed: i.committed.load(Ordering::Relaxed),

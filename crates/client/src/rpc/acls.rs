@@ -517,7 +517,10 @@ mod tests {
     fn a_delete_acls_answer_with_another_count_or_another_acl_is_refused() {
         let resp = delete_response_v1(&[(0, vec![]), (0, vec![])]);
         let e = deleted(resp, &[binding()]).expect_err("2 results for 1 filter");
-        assert!(matches!(e.kind(), crate::ErrorKind::Protocol(_)), "{e}");
+        assert!(
+            matches!(e.kind(), crate::error::ErrorKind::Protocol(_)),
+            "{e}"
+        );
         let stranger = AclBinding {
             principal: "User:mallory".into(),
             ..binding()

@@ -191,7 +191,7 @@ impl Client {
     }
 
     /// Grows topics to `(topic, new total partition count)`. Brokers without the API (Tansu
-    /// 0.6) give an [`crate::ErrorKind::UnsupportedVersion`] error naming CreatePartitions.
+    /// 0.6) give an [`crate::error::ErrorKind::UnsupportedVersion`] error naming CreatePartitions.
     pub async fn create_partitions(
         &self,
         topics: &[(&str, i32)],

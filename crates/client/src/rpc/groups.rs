@@ -3,7 +3,7 @@
 //!
 //! Membership calls take kafka-protocol's request types (re-exported as
 //! [`crate::protocol`]): the client routes them to the group coordinator, rediscovers it on
-//! NOT_COORDINATOR, and turns error codes into [`crate::Error`]s.
+//! NOT_COORDINATOR, and turns error codes into [`crate::error::Error`]s.
 
 use std::time::Duration;
 
@@ -199,7 +199,7 @@ impl Client {
         build: F,
     ) -> Result<R::Response>
     where
-        R: crate::rpc::Request,
+        R: crate::frame::Request,
         F: Fn(i16) -> Result<R>,
     {
         self.send_to_coordinator(CoordinatorType::Group, group, wait, build, |r| {

@@ -19,8 +19,8 @@ use aws_config::default_provider::credentials::DefaultCredentialsChain;
 use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 
-use super::Secret;
-use super::oauth::{Token, TokenCache, TokenFuture, TokenProvider};
+use super::config::{Secret, Token, TokenFuture, TokenProvider};
+use super::oauth::TokenCache;
 use crate::error::{Error, ErrorKind, Result};
 
 /// How long loading credentials (IMDS, STS web identity, ECS endpoint…) may take.
@@ -255,7 +255,7 @@ mod tests {
             format!("{token:?}"),
             format!(
                 "{:?}",
-                crate::SaslConfig::OAuthBearer {
+                crate::security::config::SaslConfig::OAuthBearer {
                     provider: std::sync::Arc::new(provider()),
                     extensions: vec![],
                 }

@@ -2,9 +2,7 @@
 //! token is needed, so any sidecar that refreshes the file works) and OIDC client
 //! credentials against a token endpoint (KIP-768), cached until 80 % of its lifetime.
 
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -15,31 +13,13 @@ use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 
-use super::{CaRoots, Secret, TlsConfig, tls};
+use super::config::{CaRoots, Secret, TlsConfig};
+use super::tls;
 use crate::error::{Error, ErrorKind, Result};
 
-/// A bearer token.
-#[derive(Debug, Clone)]
-pub struct Token {
-    /// The token (usually a JWT).
-    pub value: Secret,
-    /// When it stops being valid, if known.
-    pub expires_at: Option<SystemTime>,
-    /// The principal it names (`sub`), if known.
-    pub principal: Option<String>,
-}
-
-/// A boxed future returned by [`TokenProvider::token`].
-pub type TokenFuture<'a> = Pin<Box<dyn Future<Output = Result<Token>> + Send + 'a>>;
-
-/// Supplies bearer tokens for OAUTHBEARER. Called for every authentication (each new
-/// connection and each re-authentication).
-pub trait TokenProvider: Send + Sync {
-    /// A currently valid token.
-    fn token(&self) -> TokenFuture<'_>;
-    /// A description for errors and logs (never the token).
-    fn describe(&self) -> String;
-}
+/// Kept here for callers that named them by this path; they live with the settings.
+#[doc(no_inline)]
+pub use super::config::{Token, TokenFuture, TokenProvider};
 
 fn auth_err(msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::Authentication(msg.into()))

@@ -16,7 +16,7 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 
-use super::{ScramHash, Secret};
+use super::config::{ScramHash, Secret};
 
 /// Largest iteration count accepted from a server (Kafka allows up to 16384).
 pub const MAX_ITERATIONS: u32 = 100_000;

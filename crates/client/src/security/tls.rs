@@ -13,8 +13,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use super::{CaRoots, TlsConfig};
-use crate::error::{Error, ErrorKind, Result};
+use super::config::{CaRoots, TlsConfig};
+use crate::error::{Error, ErrorKind, Result, describe_rustls};
 
 /// A prepared TLS client: the rustls config is built once per client.
 #[derive(Clone)]
@@ -174,39 +174,6 @@ fn handshake_error(addr: &str, host: &str, e: std::io::Error) -> Error {
         e.to_string()
     };
     tls_err(format!("TLS handshake with {addr} failed: {reason}"))
-}
-
-/// A TLS error that surfaced on a read or write after the handshake.
-pub(crate) fn describe_after_handshake(e: &rustls::Error) -> String {
-    format!(
-        "the TLS session failed: {}",
-        describe_rustls(e, "the broker")
-    )
-}
-
-fn describe_rustls(e: &rustls::Error, host: &str) -> String {
-    use rustls::{CertificateError as C, Error as R};
-    match e {
-        R::InvalidCertificate(C::UnknownIssuer) => {
-            "the broker's certificate is not signed by a trusted CA (check `tls.ca_file`)".into()
-        }
-        R::InvalidCertificate(C::Expired) | R::InvalidCertificate(C::ExpiredContext { .. }) => {
-            "the broker's certificate has expired".into()
-        }
-        R::InvalidCertificate(C::NotValidForName)
-        | R::InvalidCertificate(C::NotValidForNameContext { .. }) => format!(
-            "the broker's certificate is not valid for {host:?} (set `tls.server_name` if the \
-             broker is reached under another name)"
-        ),
-        R::InvalidMessage(_) | R::InappropriateMessage { .. } => {
-            format!("the peer did not answer with TLS ({e}): is this a plaintext listener?")
-        }
-        R::AlertReceived(a) => format!(
-            "the broker refused the handshake ({a:?}): a missing or untrusted client \
-             certificate for mutual TLS, or no common protocol version"
-        ),
-        other => other.to_string(),
-    }
 }
 
 /// What a TLS handshake showed about a broker (for `strait check`).

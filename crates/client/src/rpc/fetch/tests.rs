@@ -2,7 +2,7 @@
 //! not do sessions), and the pure matching of response topics to the request's.
 
 use super::*;
-use crate::ClientConfig;
+use crate::client::ClientConfig;
 use crate::connection::tests::{answer_api_versions, read_request, write_response};
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::metadata_response::{
@@ -125,7 +125,7 @@ fn metadata(port: u16) -> MetadataResponse {
 }
 
 async fn connect(addr: String) -> Client {
-    crate::Client::connect(ClientConfig::new([addr]))
+    crate::client::Client::connect(ClientConfig::new([addr]))
         .await
         .unwrap()
 }
