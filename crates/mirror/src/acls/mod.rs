@@ -20,8 +20,7 @@ pub use delete::{Deletions, Keep};
 pub use ledger::Ledger;
 pub use map::{AclPlan, Skip, plan, target_binding};
 
-use crate::config::model::SyncSpec;
-use crate::config::{Flow, KeyPath, Problem};
+use crate::config::Flow;
 use crate::error::MirrorError;
 use crate::state::{StateWriter, acls as record, read_created_acls};
 
@@ -43,18 +42,6 @@ pub struct AclSyncReport {
     pub kept: usize,
     /// ACLs Strait created that the target no longer held: forgotten.
     pub forgotten: usize,
-}
-
-/// `sync.delete_topic_acls` without `sync.topic_acls` is a config problem: it would do
-/// nothing.
-pub(crate) fn config_problem(sync: &SyncSpec, at: &KeyPath) -> Option<Problem> {
-    (sync.delete_topic_acls && !sync.topic_acls).then(|| {
-        Problem::new(
-            at.key("delete_topic_acls"),
-            "delete_topic_acls = true does nothing with topic_acls = false",
-        )
-        .expected("topic_acls = true, or delete_topic_acls = false")
-    })
 }
 
 /// Whether a side supports ACLs, as far as Strait can tell.

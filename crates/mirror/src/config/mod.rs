@@ -9,6 +9,7 @@
 //! - [`problem`], [`suggest`]: error reporting and "did you mean".
 //! - [`delivery`]: `[flows.delivery]`, at-least-once or exactly-once.
 //! - [`scale_out`]: `[flows.scale_out]`, a flow shared by several processes.
+//! - [`sync`]: `[flows.sync]`, what a flow keeps in sync besides records.
 //! - [`security`]: `[clusters.<name>.security]`, TLS and SASL.
 //! - [`mm2`]: importing a MirrorMaker 2 properties file.
 
@@ -25,6 +26,7 @@ pub mod resolved;
 pub mod scale_out;
 pub mod security;
 pub mod suggest;
+pub mod sync;
 pub mod units;
 pub mod validate;
 

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::defaults::{self as d, owned};
 use super::security::SecuritySpec;
+pub use super::sync::SyncSpec;
 use super::units::{ByteSize, HumanDuration};
 
 /// The whole config file.
@@ -300,43 +301,6 @@ impl Default for TopicConfigsSpec {
     fn default() -> Self {
         Self {
             exclude: owned(d::CONFIG_EXCLUDES),
-        }
-    }
-}
-
-/// What a flow keeps in sync besides records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SyncSpec {
-    /// Copy topic configs at creation and keep them in sync.
-    pub topic_configs: bool,
-    /// Commit translated offsets on the target for groups with no active members there.
-    pub group_offsets: bool,
-    /// Emit heartbeats and replicate heartbeats topics.
-    pub heartbeats: bool,
-    /// Emit MM2-compatible checkpoints (`<source>.checkpoints.internal`) on the target.
-    pub checkpoints: bool,
-    /// Copy topic ACLs to the target (MM2's `sync.topic.acls.enabled`: WRITE dropped,
-    /// ALL downgraded to READ).
-    pub topic_acls: bool,
-    /// Delete the target topic ACLs Strait created whose source ACL is gone (needs
-    /// `topic_acls`; MM2 never deletes).
-    pub delete_topic_acls: bool,
-    /// Commit the exact source positions of groups' target commits on the source (and
-    /// write MM2 checkpoints there), so failback is ready at any moment.
-    pub reverse_group_offsets: bool,
-}
-
-impl Default for SyncSpec {
-    fn default() -> Self {
-        Self {
-            topic_configs: true,
-            group_offsets: true,
-            heartbeats: true,
-            checkpoints: true,
-            topic_acls: true,
-            delete_topic_acls: false,
-            reverse_group_offsets: false,
         }
     }
 }

@@ -9,6 +9,7 @@ use super::filter::NameFilter;
 use super::model::{IncidentPolicy, LogFormat, RecompressPolicy, StartPosition};
 use super::policy::ReplicationPolicy;
 use super::security::Security;
+pub use super::sync::Sync;
 
 /// A loaded, valid config.
 #[derive(Debug, Clone)]
@@ -235,25 +236,6 @@ impl Flow {
     pub fn syncs_topic_config(&self, name: &str) -> bool {
         self.sync.topic_configs && self.topic_configs.accepts(name)
     }
-}
-
-/// What a flow keeps in sync besides records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sync {
-    /// Topic configs.
-    pub topic_configs: bool,
-    /// Group offsets on the target.
-    pub group_offsets: bool,
-    /// Heartbeats.
-    pub heartbeats: bool,
-    /// MM2-compatible checkpoints.
-    pub checkpoints: bool,
-    /// Topic ACLs.
-    pub topic_acls: bool,
-    /// Deleting the topic ACLs Strait created whose source ACL is gone.
-    pub delete_topic_acls: bool,
-    /// Reverse group sync (target commits back onto the source).
-    pub reverse_group_offsets: bool,
 }
 
 /// Control-plane cadences.

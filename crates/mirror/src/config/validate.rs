@@ -12,7 +12,7 @@ use super::filter::{NameFilter, whole_name};
 use super::model::{ClusterSpec, ConfigFile, EngineSpec, FlowSpec, NamingPolicy};
 use super::policy::ReplicationPolicy;
 use super::problem::{KeyPath, Problem};
-use super::resolved::{Cluster, Config, Engine, Flow, Intervals, Logging, Sync};
+use super::resolved::{Cluster, Config, Engine, Flow, Intervals, Logging};
 use super::suggest::did_you_mean;
 use super::units::HumanDuration;
 
@@ -290,9 +290,7 @@ impl Validator {
             self.duration(iv_at.key(key), d, INTERVAL_BOUNDS);
         }
 
-        if let Some(p) = crate::acls::config_problem(&spec.sync, &at.key("sync")) {
-            self.push(p);
-        }
+        super::sync::check(&spec.sync, &at.key("sync"), &mut self.problems);
 
         let delivery = super::delivery::resolve(
             &spec.delivery,
@@ -340,15 +338,7 @@ impl Validator {
             on_source_truncation: spec.topics.on_source_truncation,
             on_topic_recreation: spec.topics.on_topic_recreation,
             on_target_mismatch: spec.topics.on_target_mismatch,
-            sync: Sync {
-                topic_configs: spec.sync.topic_configs,
-                group_offsets: spec.sync.group_offsets,
-                heartbeats: spec.sync.heartbeats,
-                checkpoints: spec.sync.checkpoints,
-                topic_acls: spec.sync.topic_acls,
-                delete_topic_acls: spec.sync.delete_topic_acls,
-                reverse_group_offsets: spec.sync.reverse_group_offsets,
-            },
+            sync: spec.sync,
             intervals: Intervals {
                 topic_refresh: iv.topic_refresh.0,
                 topic_config_sync: iv.topic_config_sync.0,
