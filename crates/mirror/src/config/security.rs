@@ -14,9 +14,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use strait_client::Secret;
 
-use super::problem::{KeyPath, Problem, duration_out_of_range};
+use super::problem::{KeyPath, Problem, TIMEOUT_BOUNDS, duration_out_of_range};
 use super::units::HumanDuration;
-use super::validate::TIMEOUT_BOUNDS;
 
 /// Connection security (`[clusters.<name>.security]`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -11,20 +11,13 @@ use super::defaults;
 use super::filter::{NameFilter, whole_name};
 use super::model::{ClusterSpec, ConfigFile, EngineSpec, FlowSpec, NamingPolicy};
 use super::policy::ReplicationPolicy;
-use super::problem::{KeyPath, Problem};
+use super::problem::{INTERVAL_BOUNDS, KeyPath, Problem, TIMEOUT_BOUNDS};
 use super::resolved::{Cluster, Config, Engine, Flow, Intervals, Logging};
 use super::suggest::did_you_mean;
 use super::units::HumanDuration;
 
 /// Kafka's limit on topic name length.
 const MAX_TOPIC_LEN: usize = 249;
-/// Bounds of control-plane intervals: below, brokers are hammered; above, "periodic"
-/// means never.
-const INTERVAL_BOUNDS: (Duration, Duration) =
-    (Duration::from_millis(100), Duration::from_secs(24 * 3600));
-/// Bounds of client timeouts.
-pub(super) const TIMEOUT_BOUNDS: (Duration, Duration) =
-    (Duration::from_millis(100), Duration::from_secs(3600));
 /// `engine.delivery_timeout`: long enough for a request and a retry, short enough that a
 /// dead target is reported within a day.
 const DELIVERY_TIMEOUT_BOUNDS: (Duration, Duration) =
