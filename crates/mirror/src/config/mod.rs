@@ -8,6 +8,7 @@
 //! - [`filter`], [`policy`]: compiled include/exclude lists and the naming policy.
 //! - [`problem`], [`suggest`]: error reporting and "did you mean".
 //! - [`delivery`]: `[flows.delivery]`, at-least-once or exactly-once.
+//! - [`engine`]: `[engine]`, process-wide data-path tuning.
 //! - [`scale_out`]: `[flows.scale_out]`, a flow shared by several processes.
 //! - [`sync`]: `[flows.sync]`, what a flow keeps in sync besides records.
 //! - [`security`]: `[clusters.<name>.security]`, TLS and SASL.
@@ -15,6 +16,7 @@
 
 pub mod defaults;
 pub mod delivery;
+pub mod engine;
 pub mod env;
 pub mod filter;
 pub mod load;

@@ -12,9 +12,10 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::defaults::{self as d, owned};
+pub use super::engine::{EngineSpec, RecompressPolicy};
 use super::security::SecuritySpec;
 pub use super::sync::SyncSpec;
-use super::units::{ByteSize, HumanDuration};
+use super::units::HumanDuration;
 
 /// The whole config file.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -332,66 +333,6 @@ impl Default for IntervalsSpec {
             group_sync: d::GROUP_SYNC,
             checkpoint: d::CHECKPOINT,
             heartbeat: d::HEARTBEAT,
-        }
-    }
-}
-
-/// Process-wide data-path tuning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct EngineSpec {
-    /// Fetched bytes not yet acknowledged by the target; fetches wait when it is full.
-    pub in_flight_memory: ByteSize,
-    /// Produce requests in flight per partition (1..=5, the idempotent producer's limit).
-    pub max_in_flight_per_partition: i64,
-    /// How long a fetch may wait for data.
-    pub fetch_max_wait: HumanDuration,
-    /// Upper bound of one fetch response.
-    pub fetch_max_bytes: ByteSize,
-    /// Upper bound of one partition in one fetch response.
-    pub fetch_partition_max_bytes: ByteSize,
-    /// Largest batch built by coalescing queued small batches while a partition's
-    /// in-flight window is full (never more than the target topic's `max.message.bytes`).
-    pub coalesce_max_bytes: ByteSize,
-    /// Whether compressed batches may be decompressed, merged and recompressed when
-    /// coalescing.
-    pub recompress: RecompressPolicy,
-    /// Worker threads of the async runtime (`strait run`).
-    pub worker_threads: i64,
-    /// How long a batch may keep being retried before its produce fails (and the flow
-    /// with it).
-    pub delivery_timeout: HumanDuration,
-}
-
-/// Whether coalescing may recompress compressed batches (`engine.recompress`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecompressPolicy {
-    /// Compressed batches are forwarded as they are; only uncompressed ones are merged.
-    Never,
-    /// lz4, snappy and zstd batches may be decompressed, merged and recompressed (zstd at
-    /// level 1); gzip ones are forwarded as they are. Measured on 512 MiB backlogs when the
-    /// target is the bottleneck: lz4 about 10 % more CPU for 2–3× the throughput, zstd
-    /// 1.7× the CPU for 2.5× the throughput.
-    #[default]
-    Fast,
-    /// Consecutive compressed batches of one codec may be decompressed, merged and
-    /// recompressed (CPU for fewer round trips on high-latency links).
-    Allowed,
-}
-
-impl Default for EngineSpec {
-    fn default() -> Self {
-        Self {
-            in_flight_memory: d::IN_FLIGHT_MEMORY,
-            max_in_flight_per_partition: d::MAX_IN_FLIGHT_PER_PARTITION,
-            fetch_max_wait: d::FETCH_MAX_WAIT,
-            fetch_max_bytes: d::FETCH_MAX_BYTES,
-            fetch_partition_max_bytes: d::FETCH_PARTITION_MAX_BYTES,
-            coalesce_max_bytes: d::COALESCE_MAX_BYTES,
-            recompress: RecompressPolicy::default(),
-            worker_threads: d::WORKER_THREADS,
-            delivery_timeout: d::DELIVERY_TIMEOUT,
         }
     }
 }

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use super::engine::Engine;
 use super::filter::NameFilter;
-use super::model::{IncidentPolicy, LogFormat, RecompressPolicy, StartPosition};
+use super::model::{IncidentPolicy, LogFormat, StartPosition};
 use super::policy::ReplicationPolicy;
 use super::security::Security;
 pub use super::sync::Sync;
@@ -253,48 +254,6 @@ pub struct Intervals {
     pub checkpoint: Duration,
     /// Heartbeats.
     pub heartbeat: Duration,
-}
-
-/// Data-path tuning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Engine {
-    /// In-flight byte budget.
-    pub in_flight_memory: u64,
-    /// Produce requests in flight per partition (1..=5).
-    pub max_in_flight_per_partition: u8,
-    /// Fetch wait.
-    pub fetch_max_wait: Duration,
-    /// Fetch response bound (an `i32` on the wire).
-    pub fetch_max_bytes: i32,
-    /// Per-partition fetch bound.
-    pub fetch_partition_max_bytes: i32,
-    /// Largest coalesced batch (also capped by the target topic's `max.message.bytes`).
-    pub coalesce_max_bytes: usize,
-    /// Whether coalescing may recompress compressed batches.
-    pub recompress: RecompressPolicy,
-    /// Worker threads of the async runtime (1..=256).
-    pub worker_threads: usize,
-    /// How long a batch may keep being retried before its produce fails.
-    pub delivery_timeout: Duration,
-}
-
-impl Engine {
-    /// Produce requests in flight per partition (validation keeps the setting in 1..=5).
-    pub fn max_in_flight(&self) -> usize {
-        usize::from(self.max_in_flight_per_partition)
-    }
-
-    /// The data path's producer settings toward `target`: the window per partition, the
-    /// delivery timeout, and the cluster's request timeout as the time a broker may hold
-    /// a Produce (Kafka's `request.timeout.ms`). The one place they are put together.
-    pub fn producer_config(&self, target: &Cluster) -> strait_client::ProducerConfig {
-        strait_client::ProducerConfig {
-            max_in_flight: self.max_in_flight(),
-            delivery_timeout: self.delivery_timeout,
-            request_timeout: target.request_timeout,
-            ..strait_client::ProducerConfig::default()
-        }
-    }
 }
 
 /// Logging.

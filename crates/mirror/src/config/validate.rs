@@ -9,19 +9,15 @@ use regex::Regex;
 
 use super::defaults;
 use super::filter::{NameFilter, whole_name};
-use super::model::{ClusterSpec, ConfigFile, EngineSpec, FlowSpec, NamingPolicy};
+use super::model::{ClusterSpec, ConfigFile, FlowSpec, NamingPolicy};
 use super::policy::ReplicationPolicy;
 use super::problem::{INTERVAL_BOUNDS, KeyPath, Problem, TIMEOUT_BOUNDS};
-use super::resolved::{Cluster, Config, Engine, Flow, Intervals, Logging};
+use super::resolved::{Cluster, Config, Flow, Intervals, Logging};
 use super::suggest::did_you_mean;
 use super::units::HumanDuration;
 
 /// Kafka's limit on topic name length.
 const MAX_TOPIC_LEN: usize = 249;
-/// `engine.delivery_timeout`: long enough for a request and a retry, short enough that a
-/// dead target is reported within a day.
-const DELIVERY_TIMEOUT_BOUNDS: (Duration, Duration) =
-    (Duration::from_secs(1), Duration::from_secs(86_400));
 const LOG_LEVELS: &[&str] = &["trace", "debug", "info", "warn", "error", "off"];
 
 /// Validates `file`, returning the resolved config or every problem found.
@@ -59,7 +55,7 @@ pub fn validate(file: &ConfigFile) -> Result<Config, Vec<Problem>> {
         .extend(super::delivery::unique_transactional_ids(&flows));
     v.identity_cycles(&flows);
 
-    let engine = v.engine(&file.engine);
+    let engine = super::engine::resolve(&file.engine, &root.key("engine"), &mut v.problems);
     let metrics = if file.metrics.enabled {
         v.metrics(&file.metrics)
     } else {
@@ -580,96 +576,6 @@ impl Validator {
             stalled_after: m.stalled_after.0,
             tls,
             basic_auth,
-        })
-    }
-
-    fn engine(&mut self, e: &EngineSpec) -> Option<Engine> {
-        let at = KeyPath::root().key("engine");
-        let before = self.problems.len();
-        let inflight = e.max_in_flight_per_partition;
-        if !(1..=5).contains(&inflight) {
-            self.push(
-                Problem::new(
-                    at.key("max_in_flight_per_partition"),
-                    format!("{inflight} is out of range"),
-                )
-                .expected("1..=5 (the idempotent producer keeps ordering for at most 5)"),
-            );
-        }
-        if !(1..=256).contains(&e.worker_threads) {
-            self.push(
-                Problem::new(
-                    at.key("worker_threads"),
-                    format!("{} is out of range", e.worker_threads),
-                )
-                .expected("1..=256"),
-            );
-        }
-        if e.fetch_max_wait.0 > Duration::from_secs(30) {
-            self.push(
-                Problem::new(
-                    at.key("fetch_max_wait"),
-                    format!("{} is out of range", e.fetch_max_wait),
-                )
-                .expected("at most 30s"),
-            );
-        }
-        self.duration(
-            at.key("delivery_timeout"),
-            e.delivery_timeout,
-            DELIVERY_TIMEOUT_BOUNDS,
-        );
-        let max_i32 = u64::try_from(i32::MAX).unwrap_or(u64::MAX);
-        for (key, v) in [
-            ("fetch_max_bytes", e.fetch_max_bytes),
-            ("fetch_partition_max_bytes", e.fetch_partition_max_bytes),
-            ("coalesce_max_bytes", e.coalesce_max_bytes),
-        ] {
-            if v.0 < 1024 || v.0 > max_i32 {
-                self.push(
-                    Problem::new(at.key(key), format!("{v} is out of range"))
-                        .expected("between 1KiB and 2GiB - 1"),
-                );
-            }
-        }
-        if e.fetch_partition_max_bytes > e.fetch_max_bytes {
-            self.push(
-                Problem::new(
-                    at.key("fetch_partition_max_bytes"),
-                    format!(
-                        "{} is larger than fetch_max_bytes ({})",
-                        e.fetch_partition_max_bytes, e.fetch_max_bytes
-                    ),
-                )
-                .expected("at most `fetch_max_bytes`"),
-            );
-        }
-        if e.in_flight_memory < e.fetch_partition_max_bytes {
-            self.push(
-                Problem::new(
-                    at.key("in_flight_memory"),
-                    format!(
-                        "{} cannot hold one partition's record set of \
-                         fetch_partition_max_bytes ({})",
-                        e.in_flight_memory, e.fetch_partition_max_bytes
-                    ),
-                )
-                .expected("at least `fetch_partition_max_bytes`"),
-            );
-        }
-        if self.problems.len() != before {
-            return None;
-        }
-        Some(Engine {
-            in_flight_memory: e.in_flight_memory.0,
-            max_in_flight_per_partition: u8::try_from(inflight).ok()?,
-            fetch_max_wait: e.fetch_max_wait.0,
-            fetch_max_bytes: i32::try_from(e.fetch_max_bytes.0).ok()?,
-            fetch_partition_max_bytes: i32::try_from(e.fetch_partition_max_bytes.0).ok()?,
-            coalesce_max_bytes: usize::try_from(e.coalesce_max_bytes.0).ok()?,
-            recompress: e.recompress,
-            worker_threads: usize::try_from(e.worker_threads).ok()?,
-            delivery_timeout: e.delivery_timeout.0,
         })
     }
 
