@@ -9,6 +9,7 @@
 //! - [`problem`], [`suggest`]: error reporting and "did you mean".
 //! - [`delivery`]: `[flows.delivery]`, at-least-once or exactly-once.
 //! - [`engine`]: `[engine]`, process-wide data-path tuning.
+//! - [`metrics`]: `[metrics]`, the Prometheus endpoint.
 //! - [`scale_out`]: `[flows.scale_out]`, a flow shared by several processes.
 //! - [`sync`]: `[flows.sync]`, what a flow keeps in sync besides records.
 //! - [`security`]: `[clusters.<name>.security]`, TLS and SASL.
@@ -20,6 +21,7 @@ pub mod engine;
 pub mod env;
 pub mod filter;
 pub mod load;
+pub mod metrics;
 pub mod mm2;
 pub mod model;
 pub mod policy;

@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::defaults::{self as d, owned};
 pub use super::engine::{EngineSpec, RecompressPolicy};
+pub use super::metrics::MetricsSpec;
 use super::security::SecuritySpec;
 pub use super::sync::SyncSpec;
 use super::units::HumanDuration;
@@ -333,78 +333,6 @@ impl Default for IntervalsSpec {
             group_sync: d::GROUP_SYNC,
             checkpoint: d::CHECKPOINT,
             heartbeat: d::HEARTBEAT,
-        }
-    }
-}
-
-/// The Prometheus endpoint.
-///
-/// `Debug` is written by hand: it never shows `basic_auth_password`.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MetricsSpec {
-    /// Serve `/metrics` and `/health`.
-    pub enabled: bool,
-    /// `ip:port` to listen on.
-    pub listen: String,
-    /// Most connections served at once; a connection past it is closed as soon as it is
-    /// accepted.
-    pub max_connections: usize,
-    /// Time a client has to finish the TLS handshake and send its request head.
-    pub read_timeout: HumanDuration,
-    /// Time the response may take to be written once the request is read (a client that
-    /// does not read is dropped after it).
-    pub write_timeout: HumanDuration,
-    /// `/health` reports a partition that is behind its source end with nothing
-    /// acknowledged for this long as stalled.
-    pub stalled_after: HumanDuration,
-    /// PEM certificate chain: serve HTTPS (with `tls_key_file`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tls_cert_file: Option<PathBuf>,
-    /// PEM private key of `tls_cert_file`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tls_key_file: Option<PathBuf>,
-    /// HTTP basic auth user for `/metrics` (with `basic_auth_password`); `/health` stays open.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub basic_auth_username: Option<String>,
-    /// HTTP basic auth password; write `"${ENV_VAR}"` to keep it out of the file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub basic_auth_password: Option<String>,
-}
-
-impl fmt::Debug for MetricsSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MetricsSpec")
-            .field("enabled", &self.enabled)
-            .field("listen", &self.listen)
-            .field("max_connections", &self.max_connections)
-            .field("read_timeout", &self.read_timeout)
-            .field("write_timeout", &self.write_timeout)
-            .field("stalled_after", &self.stalled_after)
-            .field("tls_cert_file", &self.tls_cert_file)
-            .field("tls_key_file", &self.tls_key_file)
-            .field("basic_auth_username", &self.basic_auth_username)
-            .field(
-                "basic_auth_password",
-                &self.basic_auth_password.as_ref().map(|_| "<redacted>"),
-            )
-            .finish()
-    }
-}
-
-impl Default for MetricsSpec {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            listen: d::METRICS_LISTEN.to_owned(),
-            max_connections: d::METRICS_MAX_CONNECTIONS,
-            read_timeout: d::METRICS_READ_TIMEOUT,
-            write_timeout: d::METRICS_WRITE_TIMEOUT,
-            stalled_after: d::METRICS_STALLED_AFTER,
-            tls_cert_file: None,
-            tls_key_file: None,
-            basic_auth_username: None,
-            basic_auth_password: None,
         }
     }
 }

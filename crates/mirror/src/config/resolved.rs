@@ -7,6 +7,7 @@ use std::time::Duration;
 
 pub use super::engine::Engine;
 use super::filter::NameFilter;
+pub use super::metrics::{MetricsBasicAuth, MetricsEndpoint, MetricsTls};
 use super::model::{IncidentPolicy, LogFormat, StartPosition};
 use super::policy::ReplicationPolicy;
 use super::security::Security;
@@ -38,88 +39,6 @@ impl Config {
     /// The cluster called `name`.
     pub fn cluster(&self, name: &str) -> Option<&Cluster> {
         self.clusters.get(name)
-    }
-}
-
-/// The `/metrics` and `/health` endpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MetricsEndpoint {
-    /// Address to listen on.
-    pub listen: SocketAddr,
-    /// Most connections served at once; more are closed when accepted.
-    pub max_connections: usize,
-    /// Deadline for the TLS handshake and the request head.
-    pub read_timeout: Duration,
-    /// Deadline for writing the response once the request is read.
-    pub write_timeout: Duration,
-    /// `/health` reports a partition behind with nothing acknowledged for this long.
-    pub stalled_after: Duration,
-    /// Serve HTTPS with this certificate.
-    pub tls: Option<MetricsTls>,
-    /// Require HTTP basic auth on `/metrics`.
-    pub basic_auth: Option<MetricsBasicAuth>,
-}
-
-impl MetricsEndpoint {
-    /// Plain HTTP on `listen` with the default limits.
-    pub fn plain(listen: SocketAddr) -> Self {
-        use super::defaults as d;
-        MetricsEndpoint {
-            listen,
-            max_connections: d::METRICS_MAX_CONNECTIONS,
-            read_timeout: d::METRICS_READ_TIMEOUT.0,
-            write_timeout: d::METRICS_WRITE_TIMEOUT.0,
-            stalled_after: d::METRICS_STALLED_AFTER.0,
-            tls: None,
-            basic_auth: None,
-        }
-    }
-}
-
-impl From<SocketAddr> for MetricsEndpoint {
-    fn from(listen: SocketAddr) -> Self {
-        Self::plain(listen)
-    }
-}
-
-/// PEM files of the endpoint's certificate chain and private key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MetricsTls {
-    /// Certificate chain, leaf first.
-    pub cert_file: std::path::PathBuf,
-    /// The leaf's private key (PKCS#8, PKCS#1 or SEC1).
-    pub key_file: std::path::PathBuf,
-}
-
-/// HTTP basic auth credentials. `Debug` shows the user name only.
-#[derive(Clone, PartialEq, Eq)]
-pub struct MetricsBasicAuth {
-    /// User name.
-    pub username: String,
-    password: String,
-}
-
-impl MetricsBasicAuth {
-    /// Credentials `username` / `password`.
-    pub fn new(username: impl Into<String>, password: impl Into<String>) -> Self {
-        MetricsBasicAuth {
-            username: username.into(),
-            password: password.into(),
-        }
-    }
-
-    /// The password (a secret: never log it).
-    pub fn password(&self) -> &str {
-        &self.password
-    }
-}
-
-impl std::fmt::Debug for MetricsBasicAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MetricsBasicAuth")
-            .field("username", &self.username)
-            .field("password", &"<redacted>")
-            .finish()
     }
 }
 

@@ -2,7 +2,6 @@
 //! reports every problem it finds, not just the first.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use regex::Regex;
@@ -57,7 +56,7 @@ pub fn validate(file: &ConfigFile) -> Result<Config, Vec<Problem>> {
 
     let engine = super::engine::resolve(&file.engine, &root.key("engine"), &mut v.problems);
     let metrics = if file.metrics.enabled {
-        v.metrics(&file.metrics)
+        super::metrics::resolve(&file.metrics, &root.key("metrics"), &mut v.problems)
     } else {
         None
     };
@@ -465,118 +464,6 @@ impl Validator {
                 .expected("`naming.policy = \"prefix\"` on at least one flow of the cycle"),
             );
         }
-    }
-
-    /// `[metrics]` (only when enabled).
-    fn metrics(
-        &mut self,
-        m: &super::model::MetricsSpec,
-    ) -> Option<super::resolved::MetricsEndpoint> {
-        use super::resolved::{MetricsBasicAuth, MetricsEndpoint, MetricsTls};
-        let at = KeyPath::root().key("metrics");
-        let before = self.problems.len();
-        let listen = match m.listen.parse::<SocketAddr>() {
-            Ok(addr) => Some(addr),
-            Err(_) => {
-                self.push(
-                    Problem::new(
-                        at.key("listen"),
-                        format!("invalid listen address \"{}\"", m.listen),
-                    )
-                    .expected("an `ip:port` such as \"0.0.0.0:9464\""),
-                );
-                None
-            }
-        };
-        if !(1..=10_000).contains(&m.max_connections) {
-            self.push(
-                Problem::new(
-                    at.key("max_connections"),
-                    format!("{} is out of range", m.max_connections),
-                )
-                .expected("1..=10000"),
-            );
-        }
-        for (key, t) in [
-            ("read_timeout", m.read_timeout),
-            ("write_timeout", m.write_timeout),
-        ] {
-            if t.0.is_zero() || t.0 > Duration::from_secs(300) {
-                self.push(
-                    Problem::new(at.key(key), format!("{t} is out of range"))
-                        .expected("more than 0s and at most 5m"),
-                );
-            }
-        }
-        self.duration(
-            at.key("stalled_after"),
-            m.stalled_after,
-            (Duration::from_secs(1), Duration::from_secs(24 * 3600)),
-        );
-        let tls = match (&m.tls_cert_file, &m.tls_key_file) {
-            (Some(cert), Some(key)) => Some(MetricsTls {
-                cert_file: cert.clone(),
-                key_file: key.clone(),
-            }),
-            (None, None) => None,
-            (cert, _) => {
-                let (set, missing) = if cert.is_some() {
-                    ("tls_cert_file", "tls_key_file")
-                } else {
-                    ("tls_key_file", "tls_cert_file")
-                };
-                self.push(
-                    Problem::new(at.key(missing), format!("missing while `{set}` is set"))
-                        .expected("both `tls_cert_file` and `tls_key_file`, or neither"),
-                );
-                None
-            }
-        };
-        let basic_auth = match (&m.basic_auth_username, &m.basic_auth_password) {
-            (Some(user), Some(password)) => {
-                if user.is_empty() || user.contains(':') {
-                    self.push(
-                        Problem::new(at.key("basic_auth_username"), "is empty or contains `:`")
-                            .expected("a non-empty user name without `:` (RFC 7617)"),
-                    );
-                }
-                if password.is_empty() {
-                    // Never echo the value: it is a secret.
-                    self.push(
-                        Problem::new(at.key("basic_auth_password"), "is empty")
-                            .expected("a password, e.g. \"${METRICS_PASSWORD}\""),
-                    );
-                }
-                Some(MetricsBasicAuth::new(user.clone(), password.clone()))
-            }
-            (None, None) => None,
-            (user, _) => {
-                let (set, missing) = if user.is_some() {
-                    ("basic_auth_username", "basic_auth_password")
-                } else {
-                    ("basic_auth_password", "basic_auth_username")
-                };
-                self.push(
-                    Problem::new(at.key(missing), format!("missing while `{set}` is set"))
-                        .expected(
-                            "both `basic_auth_username` and `basic_auth_password`, or neither",
-                        ),
-                );
-                None
-            }
-        };
-        if self.problems.len() != before {
-            return None;
-        }
-        Some(MetricsEndpoint {
-            listen: listen?,
-            max_connections: m.max_connections,
-            read_timeout: m.read_timeout.0,
-            write_timeout: m.write_timeout.0,
-            stalled_after: m.stalled_after.0,
-            tls,
-            basic_auth,
-        })
     }
 
     /// `info`, `warn,strait_mirror=debug`: the subset of `tracing` directives we document.
