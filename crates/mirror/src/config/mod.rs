@@ -10,6 +10,7 @@
 //! - [`delivery`]: `[flows.delivery]`, at-least-once or exactly-once.
 //! - [`engine`]: `[engine]`, process-wide data-path tuning.
 //! - [`metrics`]: `[metrics]`, the Prometheus endpoint.
+//! - [`logging`]: `[logging]`, log level and format.
 //! - [`scale_out`]: `[flows.scale_out]`, a flow shared by several processes.
 //! - [`sync`]: `[flows.sync]`, what a flow keeps in sync besides records.
 //! - [`security`]: `[clusters.<name>.security]`, TLS and SASL.
@@ -21,6 +22,7 @@ pub mod engine;
 pub mod env;
 pub mod filter;
 pub mod load;
+pub mod logging;
 pub mod metrics;
 pub mod mm2;
 pub mod model;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::defaults::{self as d, owned};
 pub use super::engine::{EngineSpec, RecompressPolicy};
+pub use super::logging::{LogFormat, LoggingSpec};
 pub use super::metrics::MetricsSpec;
 use super::security::SecuritySpec;
 pub use super::sync::SyncSpec;
@@ -335,36 +336,6 @@ impl Default for IntervalsSpec {
             heartbeat: d::HEARTBEAT,
         }
     }
-}
-
-/// Logging.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LoggingSpec {
-    /// Filter directives such as `info` or `warn,strait_mirror=debug`; `RUST_LOG` wins.
-    pub level: String,
-    /// `text` or `json` (one JSON object per line).
-    pub format: LogFormat,
-}
-
-impl Default for LoggingSpec {
-    fn default() -> Self {
-        Self {
-            level: d::LOG_LEVEL.to_owned(),
-            format: LogFormat::default(),
-        }
-    }
-}
-
-/// Log output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LogFormat {
-    /// Human-readable lines.
-    #[default]
-    Text,
-    /// One JSON object per line.
-    Json,
 }
 
 /// Accepts `"a:9092,b:9092"` as well as `["a:9092", "b:9092"]`; every element is split on

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 pub use super::engine::Engine;
 use super::filter::NameFilter;
+pub use super::logging::Logging;
 pub use super::metrics::{MetricsBasicAuth, MetricsEndpoint, MetricsTls};
-use super::model::{IncidentPolicy, LogFormat, StartPosition};
+use super::model::{IncidentPolicy, StartPosition};
 use super::policy::ReplicationPolicy;
 use super::security::Security;
 pub use super::sync::Sync;
@@ -173,13 +174,4 @@ pub struct Intervals {
     pub checkpoint: Duration,
     /// Heartbeats.
     pub heartbeat: Duration,
-}
-
-/// Logging.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Logging {
-    /// Filter directives.
-    pub level: String,
-    /// Output format.
-    pub format: LogFormat,
 }

@@ -11,13 +11,12 @@ use super::filter::{NameFilter, whole_name};
 use super::model::{ClusterSpec, ConfigFile, FlowSpec, NamingPolicy};
 use super::policy::ReplicationPolicy;
 use super::problem::{INTERVAL_BOUNDS, KeyPath, Problem, TIMEOUT_BOUNDS};
-use super::resolved::{Cluster, Config, Flow, Intervals, Logging};
+use super::resolved::{Cluster, Config, Flow, Intervals};
 use super::suggest::did_you_mean;
 use super::units::HumanDuration;
 
 /// Kafka's limit on topic name length.
 const MAX_TOPIC_LEN: usize = 249;
-const LOG_LEVELS: &[&str] = &["trace", "debug", "info", "warn", "error", "off"];
 
 /// Validates `file`, returning the resolved config or every problem found.
 pub fn validate(file: &ConfigFile) -> Result<Config, Vec<Problem>> {
@@ -61,24 +60,21 @@ pub fn validate(file: &ConfigFile) -> Result<Config, Vec<Problem>> {
         None
     };
     let metrics_listen = metrics.as_ref().map(|m| m.listen);
-    v.log_level(&file.logging.level);
+    let logging = super::logging::resolve(&file.logging, &root.key("logging"), &mut v.problems);
 
     if !v.problems.is_empty() {
         return Err(v.problems);
     }
-    match engine {
-        Some(engine) => Ok(Config {
+    match (engine, logging) {
+        (Some(engine), Some(logging)) => Ok(Config {
             clusters,
             flows,
             engine,
             metrics_listen,
             metrics,
-            logging: Logging {
-                level: file.logging.level.clone(),
-                format: file.logging.format,
-            },
+            logging,
         }),
-        None => Err(v.problems),
+        _ => Err(v.problems),
     }
 }
 
@@ -463,26 +459,6 @@ impl Validator {
                 )
                 .expected("`naming.policy = \"prefix\"` on at least one flow of the cycle"),
             );
-        }
-    }
-
-    /// `info`, `warn,strait_mirror=debug`: the subset of `tracing` directives we document.
-    fn log_level(&mut self, level: &str) {
-        for directive in level.split(',').map(str::trim) {
-            let lvl = directive.rsplit_once('=').map_or(directive, |(_, l)| l);
-            if !LOG_LEVELS.contains(&lvl.to_ascii_lowercase().as_str()) {
-                self.push(
-                    Problem::new(
-                        KeyPath::root().key("logging").key("level"),
-                        format!("invalid log directive \"{directive}\""),
-                    )
-                    .expected(format!(
-                        "a level ({}) or `target=level`, comma-separated",
-                        LOG_LEVELS.join(", ")
-                    ))
-                    .suggest(did_you_mean(lvl, LOG_LEVELS.iter().copied()).map(str::to_owned)),
-                );
-            }
         }
     }
 }
