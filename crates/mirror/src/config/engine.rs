@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::cluster::Cluster;
 use super::defaults as d;
 use super::problem::{KeyPath, Problem, duration_out_of_range};
-use super::resolved::Cluster;
 use super::units::{ByteSize, HumanDuration};
 
 /// `engine.delivery_timeout`: long enough for a request and a retry, short enough that a

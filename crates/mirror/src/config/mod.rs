@@ -7,6 +7,7 @@
 //! - [`resolved`]: the types the engine consumes ([`Config`], [`Flow`], [`Cluster`], …).
 //! - [`filter`], [`policy`]: compiled include/exclude lists and the naming policy.
 //! - [`problem`], [`suggest`]: error reporting and "did you mean".
+//! - [`cluster`]: `[clusters.<name>]`, one Kafka cluster.
 //! - [`delivery`]: `[flows.delivery]`, at-least-once or exactly-once.
 //! - [`engine`]: `[engine]`, process-wide data-path tuning.
 //! - [`metrics`]: `[metrics]`, the Prometheus endpoint.
@@ -16,6 +17,7 @@
 //! - [`security`]: `[clusters.<name>.security]`, TLS and SASL.
 //! - [`mm2`]: importing a MirrorMaker 2 properties file.
 
+pub mod cluster;
 pub mod defaults;
 pub mod delivery;
 pub mod engine;

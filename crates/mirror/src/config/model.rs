@@ -7,14 +7,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
+pub use super::cluster::ClusterSpec;
 use super::defaults::{self as d, owned};
 pub use super::engine::{EngineSpec, RecompressPolicy};
 pub use super::logging::{LogFormat, LoggingSpec};
 pub use super::metrics::MetricsSpec;
-use super::security::SecuritySpec;
 pub use super::sync::SyncSpec;
 use super::units::HumanDuration;
 
@@ -32,43 +32,6 @@ pub struct ConfigFile {
     pub metrics: MetricsSpec,
     /// Logging (`[logging]`).
     pub logging: LoggingSpec,
-}
-
-/// One Kafka cluster.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClusterSpec {
-    /// `host:port` list; a string is split on commas, so `"${BOOTSTRAP}"` may hold a list.
-    #[serde(deserialize_with = "string_or_list")]
-    pub bootstrap_servers: Vec<String>,
-    /// Kafka client id.
-    #[serde(default = "client_id")]
-    pub client_id: String,
-    /// How long one request may take before it is retried.
-    #[serde(default = "request_timeout")]
-    pub request_timeout: HumanDuration,
-    /// How long a TCP connect may take.
-    #[serde(default = "connect_timeout")]
-    pub connect_timeout: HumanDuration,
-    /// How often metadata is refreshed even when nothing failed.
-    #[serde(default = "metadata_refresh_interval")]
-    pub metadata_refresh_interval: HumanDuration,
-    /// TLS / SASL (`[clusters.<name>.security]`).
-    #[serde(default)]
-    pub security: SecuritySpec,
-}
-
-fn client_id() -> String {
-    d::CLIENT_ID.to_owned()
-}
-fn request_timeout() -> HumanDuration {
-    d::REQUEST_TIMEOUT
-}
-fn connect_timeout() -> HumanDuration {
-    d::CONNECT_TIMEOUT
-}
-fn metadata_refresh_interval() -> HumanDuration {
-    d::METADATA_REFRESH_INTERVAL
 }
 
 /// One replication flow: `source` → `target`.
@@ -336,36 +299,4 @@ impl Default for IntervalsSpec {
             heartbeat: d::HEARTBEAT,
         }
     }
-}
-
-/// Accepts `"a:9092,b:9092"` as well as `["a:9092", "b:9092"]`; every element is split on
-/// commas so one `${VAR}` can carry a whole list.
-fn string_or_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    struct V;
-    impl<'de> Visitor<'de> for V {
-        type Value = Vec<String>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a list of \"host:port\" strings, or one comma-separated string")
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<String>, E> {
-            Ok(split_list(v))
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
-            let mut out = Vec::new();
-            while let Some(item) = seq.next_element::<String>()? {
-                out.extend(split_list(&item));
-            }
-            Ok(out)
-        }
-    }
-    d.deserialize_any(V)
-}
-
-/// Splits a comma-separated list, trimming blanks and dropping empty entries.
-pub(crate) fn split_list(v: &str) -> Vec<String> {
-    v.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
 }

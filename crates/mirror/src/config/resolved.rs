@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use super::cluster::Cluster;
 pub use super::engine::Engine;
 use super::filter::NameFilter;
 pub use super::logging::Logging;
 pub use super::metrics::{MetricsBasicAuth, MetricsEndpoint, MetricsTls};
 use super::model::{IncidentPolicy, StartPosition};
 use super::policy::ReplicationPolicy;
-use super::security::Security;
 pub use super::sync::Sync;
 
 /// A loaded, valid config.
@@ -41,25 +41,6 @@ impl Config {
     pub fn cluster(&self, name: &str) -> Option<&Cluster> {
         self.clusters.get(name)
     }
-}
-
-/// A Kafka cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cluster {
-    /// The name (MM2's alias).
-    pub name: String,
-    /// `host:port` strings.
-    pub bootstrap_servers: Vec<String>,
-    /// Kafka client id.
-    pub client_id: String,
-    /// Per-request timeout.
-    pub request_timeout: Duration,
-    /// TCP connect timeout.
-    pub connect_timeout: Duration,
-    /// Periodic metadata refresh.
-    pub metadata_refresh_interval: Duration,
-    /// Connection security.
-    pub security: Security,
 }
 
 /// One replication flow.

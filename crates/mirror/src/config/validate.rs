@@ -8,9 +8,9 @@ use regex::Regex;
 
 use super::defaults;
 use super::filter::{NameFilter, whole_name};
-use super::model::{ClusterSpec, ConfigFile, FlowSpec, NamingPolicy};
+use super::model::{ConfigFile, FlowSpec, NamingPolicy};
 use super::policy::ReplicationPolicy;
-use super::problem::{INTERVAL_BOUNDS, KeyPath, Problem, TIMEOUT_BOUNDS};
+use super::problem::{INTERVAL_BOUNDS, KeyPath, Problem};
 use super::resolved::{Cluster, Config, Flow, Intervals};
 use super::suggest::did_you_mean;
 use super::units::HumanDuration;
@@ -32,7 +32,10 @@ pub fn validate(file: &ConfigFile) -> Result<Config, Vec<Problem>> {
     let clusters: BTreeMap<String, Cluster> = file
         .clusters
         .iter()
-        .filter_map(|(name, spec)| v.cluster(name, spec).map(|c| (name.clone(), c)))
+        .filter_map(|(name, spec)| {
+            let at = root.key("clusters").key(name);
+            super::cluster::resolve(name, spec, &at, &mut v.problems).map(|c| (name.clone(), c))
+        })
         .collect();
 
     if file.flows.is_empty() {
@@ -86,76 +89,6 @@ struct Validator {
 impl Validator {
     fn push(&mut self, p: Problem) {
         self.problems.push(p);
-    }
-
-    fn cluster(&mut self, name: &str, spec: &ClusterSpec) -> Option<Cluster> {
-        let at = KeyPath::root().key("clusters").key(name);
-        let before = self.problems.len();
-        if !is_alias(name) {
-            self.push(
-                Problem::new(at.clone(), format!("invalid cluster name \"{name}\"")).expected(
-                    "letters, digits, `_` and `-` (the name becomes part of topic names)",
-                ),
-            );
-        }
-        if spec.bootstrap_servers.is_empty() {
-            self.push(
-                Problem::new(at.key("bootstrap_servers"), "no bootstrap servers")
-                    .expected("at least one \"host:port\""),
-            );
-        }
-        for (i, server) in spec.bootstrap_servers.iter().enumerate() {
-            if !is_host_port(server) {
-                self.push(
-                    Problem::new(
-                        at.key("bootstrap_servers").index(i),
-                        format!("invalid bootstrap server \"{server}\""),
-                    )
-                    .expected("\"host:port\" with a port in 1..=65535"),
-                );
-            }
-        }
-        if spec.client_id.is_empty()
-            || !spec
-                .client_id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-        {
-            self.push(
-                Problem::new(
-                    at.key("client_id"),
-                    format!("invalid client id \"{}\"", spec.client_id),
-                )
-                .expected("a non-empty string of letters, digits, `.`, `_` and `-`"),
-            );
-        }
-        self.duration(
-            at.key("request_timeout"),
-            spec.request_timeout,
-            TIMEOUT_BOUNDS,
-        );
-        self.duration(
-            at.key("connect_timeout"),
-            spec.connect_timeout,
-            TIMEOUT_BOUNDS,
-        );
-        self.duration(
-            at.key("metadata_refresh_interval"),
-            spec.metadata_refresh_interval,
-            INTERVAL_BOUNDS,
-        );
-
-        let security =
-            super::security::resolve(at.key("security"), &spec.security, &mut self.problems);
-        (self.problems.len() == before).then(|| Cluster {
-            name: name.to_owned(),
-            bootstrap_servers: spec.bootstrap_servers.clone(),
-            client_id: spec.client_id.clone(),
-            request_timeout: spec.request_timeout.0,
-            connect_timeout: spec.connect_timeout.0,
-            metadata_refresh_interval: spec.metadata_refresh_interval.0,
-            security: security.unwrap_or_default(),
-        })
     }
 
     fn flow(&mut self, i: usize, spec: &FlowSpec, clusters: &[&str]) -> Option<Flow> {
@@ -494,12 +427,6 @@ fn find_cycle<'a>(edges: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> Option<Vec<&'
         .find_map(|start| dfs(start, edges, &mut Vec::new(), &mut done))
 }
 
-fn is_alias(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
 fn is_topic_name(s: &str) -> bool {
     !s.is_empty() && s.len() <= MAX_TOPIC_LEN && s != "." && s != ".." && is_topic_chars(s)
 }
@@ -507,19 +434,6 @@ fn is_topic_name(s: &str) -> bool {
 fn is_topic_chars(s: &str) -> bool {
     s.chars()
         .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-}
-
-fn is_host_port(s: &str) -> bool {
-    let Some((host, port)) = s.rsplit_once(':') else {
-        return false;
-    };
-    let host = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    !host.is_empty()
-        && !host.contains(char::is_whitespace)
-        && port.parse::<u16>().is_ok_and(|p| p > 0)
 }
 
 fn list(items: &[&str]) -> String {

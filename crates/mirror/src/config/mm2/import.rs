@@ -9,9 +9,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::properties::{self, PropertiesError, Property};
-use crate::config::model::{
-    ClusterSpec, ConfigFile, FlowSpec, NamingPolicy, StartPosition, split_list,
-};
+use crate::config::cluster::{ClusterSpec, split_list};
+use crate::config::model::{ConfigFile, FlowSpec, NamingPolicy, StartPosition};
 use crate::config::security::{SecurityProtocol, SecuritySpec};
 
 mod security;
