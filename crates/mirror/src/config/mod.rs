@@ -11,6 +11,7 @@
 //! - [`delivery`]: `[flows.delivery]`, at-least-once or exactly-once.
 //! - [`engine`]: `[engine]`, process-wide data-path tuning.
 //! - [`metrics`]: `[metrics]`, the Prometheus endpoint.
+//! - [`intervals`]: `[flows.intervals]`, a flow's control-plane cadences.
 //! - [`logging`]: `[logging]`, log level and format.
 //! - [`scale_out`]: `[flows.scale_out]`, a flow shared by several processes.
 //! - [`sync`]: `[flows.sync]`, what a flow keeps in sync besides records.
@@ -23,6 +24,7 @@ pub mod delivery;
 pub mod engine;
 pub mod env;
 pub mod filter;
+pub mod intervals;
 pub mod load;
 pub mod logging;
 pub mod metrics;

@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 pub use super::cluster::ClusterSpec;
 use super::defaults::{self as d, owned};
 pub use super::engine::{EngineSpec, RecompressPolicy};
+pub use super::intervals::IntervalsSpec;
 pub use super::logging::{LogFormat, LoggingSpec};
 pub use super::metrics::MetricsSpec;
 pub use super::sync::SyncSpec;
-use super::units::HumanDuration;
 
 /// The whole config file.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -266,37 +266,6 @@ impl Default for TopicConfigsSpec {
     fn default() -> Self {
         Self {
             exclude: owned(d::CONFIG_EXCLUDES),
-        }
-    }
-}
-
-/// Control-plane cadences.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct IntervalsSpec {
-    /// Source topic and partition discovery.
-    pub topic_refresh: HumanDuration,
-    /// Topic config comparison.
-    pub topic_config_sync: HumanDuration,
-    /// Topic ACL sync.
-    pub topic_acl_sync: HumanDuration,
-    /// Group discovery, offset translation and commit.
-    pub group_sync: HumanDuration,
-    /// Writing positions and offset maps to the state topic, and emitting checkpoints.
-    pub checkpoint: HumanDuration,
-    /// Emitting heartbeats.
-    pub heartbeat: HumanDuration,
-}
-
-impl Default for IntervalsSpec {
-    fn default() -> Self {
-        Self {
-            topic_refresh: d::TOPIC_REFRESH,
-            topic_config_sync: d::TOPIC_CONFIG_SYNC,
-            topic_acl_sync: d::TOPIC_ACL_SYNC,
-            group_sync: d::GROUP_SYNC,
-            checkpoint: d::CHECKPOINT,
-            heartbeat: d::HEARTBEAT,
         }
     }
 }

@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 pub use super::cluster::Cluster;
 pub use super::engine::Engine;
 use super::filter::NameFilter;
+pub use super::intervals::Intervals;
 pub use super::logging::Logging;
 pub use super::metrics::{MetricsBasicAuth, MetricsEndpoint, MetricsTls};
 use super::model::{IncidentPolicy, StartPosition};
@@ -138,21 +138,4 @@ impl Flow {
     pub fn syncs_topic_config(&self, name: &str) -> bool {
         self.sync.topic_configs && self.topic_configs.accepts(name)
     }
-}
-
-/// Control-plane cadences.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Intervals {
-    /// Topic discovery.
-    pub topic_refresh: Duration,
-    /// Topic config comparison.
-    pub topic_config_sync: Duration,
-    /// Topic ACL sync.
-    pub topic_acl_sync: Duration,
-    /// Group offset sync.
-    pub group_sync: Duration,
-    /// State checkpoints.
-    pub checkpoint: Duration,
-    /// Heartbeats.
-    pub heartbeat: Duration,
 }

@@ -2,7 +2,6 @@
 //! reports every problem it finds, not just the first.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::time::Duration;
 
 use regex::Regex;
 
@@ -10,10 +9,9 @@ use super::defaults;
 use super::filter::{NameFilter, whole_name};
 use super::model::{ConfigFile, FlowSpec, NamingPolicy};
 use super::policy::ReplicationPolicy;
-use super::problem::{INTERVAL_BOUNDS, KeyPath, Problem};
-use super::resolved::{Cluster, Config, Flow, Intervals};
+use super::problem::{KeyPath, Problem};
+use super::resolved::{Cluster, Config, Flow};
 use super::suggest::did_you_mean;
-use super::units::HumanDuration;
 
 /// Kafka's limit on topic name length.
 const MAX_TOPIC_LEN: usize = 249;
@@ -194,18 +192,8 @@ impl Validator {
             }
         };
 
-        let iv = &spec.intervals;
-        let iv_at = at.key("intervals");
-        for (key, d) in [
-            ("topic_refresh", iv.topic_refresh),
-            ("topic_config_sync", iv.topic_config_sync),
-            ("topic_acl_sync", iv.topic_acl_sync),
-            ("group_sync", iv.group_sync),
-            ("checkpoint", iv.checkpoint),
-            ("heartbeat", iv.heartbeat),
-        ] {
-            self.duration(iv_at.key(key), d, INTERVAL_BOUNDS);
-        }
+        let intervals =
+            super::intervals::resolve(&spec.intervals, &at.key("intervals"), &mut self.problems);
 
         super::sync::check(&spec.sync, &at.key("sync"), &mut self.problems);
 
@@ -256,14 +244,7 @@ impl Validator {
             on_topic_recreation: spec.topics.on_topic_recreation,
             on_target_mismatch: spec.topics.on_target_mismatch,
             sync: spec.sync,
-            intervals: Intervals {
-                topic_refresh: iv.topic_refresh.0,
-                topic_config_sync: iv.topic_config_sync.0,
-                topic_acl_sync: iv.topic_acl_sync.0,
-                group_sync: iv.group_sync.0,
-                checkpoint: iv.checkpoint.0,
-                heartbeat: iv.heartbeat.0,
-            },
+            intervals: intervals?,
             delivery: delivery?,
             scale_out: scale_out?,
         })
@@ -336,12 +317,6 @@ impl Validator {
             }
         }
         (self.problems.len() == before).then(|| patterns.to_vec())
-    }
-
-    fn duration(&mut self, at: KeyPath, d: HumanDuration, bounds: (Duration, Duration)) {
-        if let Some(p) = super::problem::duration_out_of_range(at, d, bounds) {
-            self.push(p);
-        }
     }
 
     /// Flow names and state topics must be unique: both identify a flow's durable state.
