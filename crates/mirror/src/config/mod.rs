@@ -5,11 +5,12 @@
 //! - [`load`](mod@load): file → [`ConfigFile`] with every unknown key and bad value reported.
 //! - [`validate`](mod@validate): [`ConfigFile`] → [`Config`], a pure function returning every problem.
 //! - [`resolved`]: the types the engine consumes ([`Config`], [`Flow`], [`Cluster`], …).
-//! - [`filter`], [`policy`]: compiled include/exclude lists and the naming policy.
+//! - [`filter`]: compiled include/exclude lists.
 //! - [`problem`], [`suggest`]: error reporting and "did you mean".
 //! - [`cluster`]: `[clusters.<name>]`, one Kafka cluster.
 //! - [`delivery`]: `[flows.delivery]`, at-least-once or exactly-once.
 //! - [`engine`]: `[engine]`, process-wide data-path tuning.
+//! - [`naming`]: `[flows.naming]`, target topic names and cycle detection.
 //! - [`metrics`]: `[metrics]`, the Prometheus endpoint.
 //! - [`intervals`]: `[flows.intervals]`, a flow's control-plane cadences.
 //! - [`logging`]: `[logging]`, log level and format.
@@ -30,7 +31,7 @@ pub mod logging;
 pub mod metrics;
 pub mod mm2;
 pub mod model;
-pub mod policy;
+pub mod naming;
 pub mod problem;
 pub mod resolved;
 pub mod scale_out;
@@ -43,7 +44,7 @@ pub mod validate;
 pub use filter::NameFilter;
 pub use load::{load, load_str, parse_str};
 pub use model::ConfigFile;
-pub use policy::ReplicationPolicy;
+pub use naming::ReplicationPolicy;
 pub use problem::{ConfigError, KeyPath, Problem};
 pub use resolved::{Cluster, Config, Engine, Flow, Intervals, Logging, Sync, TopicDecision};
 pub use security::Security;

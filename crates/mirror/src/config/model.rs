@@ -16,6 +16,7 @@ pub use super::engine::{EngineSpec, RecompressPolicy};
 pub use super::intervals::IntervalsSpec;
 pub use super::logging::{LogFormat, LoggingSpec};
 pub use super::metrics::MetricsSpec;
+pub use super::naming::{NamingPolicy, NamingSpec};
 pub use super::sync::SyncSpec;
 
 /// The whole config file.
@@ -190,49 +191,6 @@ pub enum IncidentPolicy {
     Fail,
     /// Log it, count it in metrics, and carry on from the earliest available offset.
     Skip,
-}
-
-/// Target topic naming.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct NamingSpec {
-    /// `prefix` (MM2's DefaultReplicationPolicy) or `identity`.
-    pub policy: NamingPolicy,
-    /// Between the source alias and the topic name (MM2's `replication.policy.separator`).
-    pub separator: String,
-    /// Exact source topic names replicated under another name (applied before the
-    /// policy): `rename = { "orders" = "orders-v2" }`.
-    pub rename: BTreeMap<String, String>,
-}
-
-impl Default for NamingSpec {
-    fn default() -> Self {
-        Self {
-            policy: NamingPolicy::default(),
-            separator: d::SEPARATOR.to_owned(),
-            rename: BTreeMap::new(),
-        }
-    }
-}
-
-/// Target topic naming policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NamingPolicy {
-    /// `<source alias><separator><topic>`, like MM2's DefaultReplicationPolicy.
-    #[default]
-    Prefix,
-    /// The source topic name, like MM2's IdentityReplicationPolicy.
-    Identity,
-}
-
-impl fmt::Display for NamingPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Prefix => "prefix",
-            Self::Identity => "identity",
-        })
-    }
 }
 
 /// Consumer-group selection.

@@ -11,7 +11,7 @@ pub use super::intervals::Intervals;
 pub use super::logging::Logging;
 pub use super::metrics::{MetricsBasicAuth, MetricsEndpoint, MetricsTls};
 use super::model::{IncidentPolicy, StartPosition};
-use super::policy::ReplicationPolicy;
+use super::naming::ReplicationPolicy;
 pub use super::sync::Sync;
 
 /// A loaded, valid config.

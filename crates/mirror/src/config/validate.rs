@@ -8,13 +8,10 @@ use regex::Regex;
 use super::defaults;
 use super::filter::{NameFilter, whole_name};
 use super::model::{ConfigFile, FlowSpec, NamingPolicy};
-use super::policy::ReplicationPolicy;
+use super::naming::{MAX_TOPIC_LEN, is_topic_name};
 use super::problem::{KeyPath, Problem};
 use super::resolved::{Cluster, Config, Flow};
 use super::suggest::did_you_mean;
-
-/// Kafka's limit on topic name length.
-const MAX_TOPIC_LEN: usize = 249;
 
 /// Validates `file`, returning the resolved config or every problem found.
 pub fn validate(file: &ConfigFile) -> Result<Config, Vec<Problem>> {
@@ -131,32 +128,8 @@ impl Validator {
         }
 
         let naming = &spec.naming;
-        let sep_at = at.key("naming").key("separator");
-        if naming.separator.is_empty() || !is_topic_chars(&naming.separator) {
-            self.push(
-                Problem::new(
-                    sep_at.clone(),
-                    format!("invalid separator \"{}\"", naming.separator),
-                )
-                .expected("a non-empty string of `.`, `_`, `-`, letters or digits"),
-            );
-        } else if naming.policy == NamingPolicy::Prefix
-            && spec.source.contains(naming.separator.as_str())
-        {
-            self.push(
-                Problem::new(
-                    sep_at,
-                    format!(
-                        "source cluster name \"{}\" contains the separator \"{}\", so the origin of prefixed topics would be ambiguous",
-                        spec.source, naming.separator
-                    ),
-                )
-                .expected("a separator that does not occur in the cluster name"),
-            );
-        }
-        let plain =
-            ReplicationPolicy::new(naming.policy, naming.separator.clone(), spec.source.clone());
-        self.renames(&at.key("naming").key("rename"), &naming.rename, &plain);
+        let policy =
+            super::naming::resolve(naming, &spec.source, &at.key("naming"), &mut self.problems);
         if spec.enabled && spec.source == spec.target && naming.policy == NamingPolicy::Identity {
             self.push(
                 Problem::new(at.clone(), format!("flow from \"{0}\" to \"{0}\" with identity naming replicates every topic onto itself (a cycle)", spec.source))
@@ -230,12 +203,7 @@ impl Validator {
             enabled: spec.enabled,
             state_topic,
             topics,
-            policy: ReplicationPolicy::new(
-                naming.policy,
-                naming.separator.clone(),
-                spec.source.clone(),
-            )
-            .with_renames(naming.rename.clone()),
+            policy: policy?,
             groups,
             topic_configs,
             replication_factor,
@@ -248,43 +216,6 @@ impl Validator {
             delivery: delivery?,
             scale_out: scale_out?,
         })
-    }
-
-    /// `naming.rename`: legal topic names on both sides, no heartbeats topic, and no two
-    /// sources given one name (they would be written into one target topic).
-    fn renames(
-        &mut self,
-        at: &KeyPath,
-        renames: &BTreeMap<String, String>,
-        policy: &ReplicationPolicy,
-    ) {
-        let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
-        for (from, to) in renames {
-            let here = at.key(from.clone());
-            for name in [from, to] {
-                if !is_topic_name(name) {
-                    self.push(
-                        Problem::new(here.clone(), format!("invalid topic name \"{name}\""))
-                            .expected("1 to 249 of `.`, `_`, `-`, letters or digits"),
-                    );
-                }
-            }
-            if policy.is_heartbeats_topic(from) || policy.is_heartbeats_topic(to) {
-                self.push(
-                    Problem::new(here.clone(), "heartbeats topics cannot be renamed")
-                        .expected("renames of data topics only"),
-                );
-            }
-            if let Some(other) = seen.insert(to.as_str(), from.as_str()) {
-                self.push(
-                    Problem::new(
-                        here,
-                        format!("\"{other}\" and \"{from}\" are both renamed to \"{to}\": two topics would be written into one"),
-                    )
-                    .expected("a different target name for each renamed topic"),
-                );
-            }
-        }
     }
 
     /// Checks each pattern on its own so every bad one is reported with its index.
@@ -400,15 +331,6 @@ fn find_cycle<'a>(edges: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> Option<Vec<&'
     edges
         .keys()
         .find_map(|start| dfs(start, edges, &mut Vec::new(), &mut done))
-}
-
-fn is_topic_name(s: &str) -> bool {
-    !s.is_empty() && s.len() <= MAX_TOPIC_LEN && s != "." && s != ".." && is_topic_chars(s)
-}
-
-fn is_topic_chars(s: &str) -> bool {
-    s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
 fn list(items: &[&str]) -> String {
