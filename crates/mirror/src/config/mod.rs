@@ -15,6 +15,7 @@
 //! - [`intervals`]: `[flows.intervals]`, a flow's control-plane cadences.
 //! - [`logging`]: `[logging]`, log level and format.
 //! - [`scale_out`]: `[flows.scale_out]`, a flow shared by several processes.
+//! - [`topics`]: `[flows.topics]`, `[flows.groups]`, `[flows.topic_configs]`: which names a flow takes.
 //! - [`sync`]: `[flows.sync]`, what a flow keeps in sync besides records.
 //! - [`security`]: `[clusters.<name>.security]`, TLS and SASL.
 //! - [`mm2`]: importing a MirrorMaker 2 properties file.
@@ -38,6 +39,7 @@ pub mod scale_out;
 pub mod security;
 pub mod suggest;
 pub mod sync;
+pub mod topics;
 pub mod units;
 pub mod validate;
 

@@ -3,15 +3,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use regex::Regex;
-
 use super::defaults;
-use super::filter::{NameFilter, whole_name};
 use super::model::{ConfigFile, FlowSpec, NamingPolicy};
 use super::naming::{MAX_TOPIC_LEN, is_topic_name};
 use super::problem::{KeyPath, Problem};
 use super::resolved::{Cluster, Config, Flow};
 use super::suggest::did_you_mean;
+use super::topics::Selection;
 
 /// Validates `file`, returning the resolved config or every problem found.
 pub fn validate(file: &ConfigFile) -> Result<Config, Vec<Problem>> {
@@ -137,33 +135,13 @@ impl Validator {
             );
         }
 
-        let topics_at = at.key("topics");
-        let include = self.regexes(topics_at.key("include"), &spec.topics.include, true);
-        let exclude = self.regexes(topics_at.key("exclude"), &spec.topics.exclude, false);
-        let groups_at = at.key("groups");
-        let g_include = self.regexes(groups_at.key("include"), &spec.groups.include, false);
-        let g_exclude = self.regexes(groups_at.key("exclude"), &spec.groups.exclude, false);
-        let c_exclude = self.regexes(
-            at.key("topic_configs").key("exclude"),
-            &spec.topic_configs.exclude,
-            false,
+        let selection = super::topics::resolve(
+            &spec.topics,
+            &spec.groups,
+            &spec.topic_configs,
+            &at,
+            &mut self.problems,
         );
-
-        let rf = spec.topics.replication_factor;
-        let replication_factor = match rf {
-            -1 => None,
-            1..=32767 => i16::try_from(rf).ok(),
-            _ => {
-                self.push(
-                    Problem::new(
-                        topics_at.key("replication_factor"),
-                        format!("invalid replication factor {rf}"),
-                    )
-                    .expected("-1 (the target broker's default) or 1..=32767"),
-                );
-                None
-            }
-        };
 
         let intervals =
             super::intervals::resolve(&spec.intervals, &at.key("intervals"), &mut self.problems);
@@ -192,10 +170,12 @@ impl Validator {
         if self.problems.len() != before {
             return None;
         }
-        // Every pattern compiled on its own above, so the sets compile too.
-        let topics = NameFilter::new(&include?, &exclude?).ok()?;
-        let groups = NameFilter::new(&g_include?, &g_exclude?).ok()?;
-        let topic_configs = NameFilter::exclude_only(&c_exclude?).ok()?;
+        let Selection {
+            topics,
+            groups,
+            topic_configs,
+            replication_factor,
+        } = selection?;
         Some(Flow {
             name,
             source: spec.source.clone(),
@@ -216,38 +196,6 @@ impl Validator {
             delivery: delivery?,
             scale_out: scale_out?,
         })
-    }
-
-    /// Checks each pattern on its own so every bad one is reported with its index.
-    fn regexes(
-        &mut self,
-        at: KeyPath,
-        patterns: &[String],
-        non_empty: bool,
-    ) -> Option<Vec<String>> {
-        let before = self.problems.len();
-        if non_empty && patterns.is_empty() {
-            self.push(
-                Problem::new(
-                    at.clone(),
-                    "the list is empty, so nothing would be replicated",
-                )
-                .expected("at least one regex, e.g. \".*\""),
-            );
-        }
-        for (i, p) in patterns.iter().enumerate() {
-            if let Err(e) = Regex::new(&whole_name(p)) {
-                let why = match e {
-                    regex::Error::Syntax(s) => last_line(&s),
-                    other => other.to_string(),
-                };
-                self.push(
-                    Problem::new(at.index(i), format!("invalid regex \"{p}\": {why}"))
-                        .expected("a regular expression (Rust `regex` syntax: no look-around or backreferences)"),
-                );
-            }
-        }
-        (self.problems.len() == before).then(|| patterns.to_vec())
     }
 
     /// Flow names and state topics must be unique: both identify a flow's durable state.
@@ -342,15 +290,4 @@ fn list(items: &[&str]) -> String {
         .map(|s| format!("\"{s}\""))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// `regex` syntax errors are multi-line with a caret diagram; the last line says why.
-fn last_line(s: &str) -> String {
-    s.lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or(s)
-        .trim()
-        .trim_start_matches("error: ")
-        .to_owned()
 }
