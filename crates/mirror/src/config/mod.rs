@@ -12,6 +12,7 @@
 //! - [`engine`]: `[engine]`, process-wide data-path tuning.
 //! - [`naming`]: `[flows.naming]`, target topic names and cycle detection.
 //! - [`metrics`]: `[metrics]`, the Prometheus endpoint.
+//! - [`flow`]: `[[flows]]`, one replication flow, and the checks across flows.
 //! - [`intervals`]: `[flows.intervals]`, a flow's control-plane cadences.
 //! - [`logging`]: `[logging]`, log level and format.
 //! - [`scale_out`]: `[flows.scale_out]`, a flow shared by several processes.
@@ -26,6 +27,7 @@ pub mod delivery;
 pub mod engine;
 pub mod env;
 pub mod filter;
+pub mod flow;
 pub mod intervals;
 pub mod load;
 pub mod logging;
