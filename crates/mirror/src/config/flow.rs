@@ -89,7 +89,7 @@ impl FlowSpec {
 pub struct Flow {
     /// Unique name.
     pub name: String,
-    /// Source cluster name (a key of [`Config::clusters`]).
+    /// Source cluster name (a key of [`super::Config::clusters`]).
     pub source: String,
     /// Target cluster name.
     pub target: String,

@@ -1,8 +1,11 @@
-//! The config file as written: plain serde types that mirror the TOML one to one.
+//! The config file as written: [`ConfigFile`], plain serde types that mirror the TOML one
+//! to one.
 //!
 //! Unknown keys are rejected (`deny_unknown_fields`); missing keys take the defaults of
 //! [`super::defaults`]. Nothing here checks ranges or compiles regexes: that is
 //! [`super::validate()`], which turns a [`ConfigFile`] into a resolved [`super::Config`].
+//! Each table's spec is declared with its checks in the table's own module and
+//! re-exported here, so `config::model` names the whole file.
 
 use std::collections::BTreeMap;
 

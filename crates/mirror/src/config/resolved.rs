@@ -1,5 +1,7 @@
-//! The validated config the engine consumes: names checked, regexes compiled, defaults
-//! applied, durations as [`Duration`]s. Built only by [`super::validate()`].
+//! The validated config the engine consumes: [`Config`] — names checked, regexes
+//! compiled, defaults applied, durations as `Duration`s. Built only by
+//! [`super::validate()`]. Each table's resolved form is declared with its checks in the
+//! table's own module and re-exported here.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
