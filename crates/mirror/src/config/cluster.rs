@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::defaults as d;
 use super::problem::{INTERVAL_BOUNDS, KeyPath, Problem, TIMEOUT_BOUNDS, duration_out_of_range};
-use super::security::{Security, SecuritySpec};
+use super::security::{self, Security, SecuritySpec};
 use super::units::HumanDuration;
 
 /// One Kafka cluster.
@@ -125,7 +125,7 @@ pub fn resolve(
     ] {
         problems.extend(duration_out_of_range(at.key(key), d, bounds));
     }
-    let security = super::security::resolve(at.key("security"), &spec.security, problems);
+    let security = security::resolve(&spec.security, &at.key("security"), problems);
     (problems.len() == before).then(|| Cluster {
         name: name.to_owned(),
         bootstrap_servers: spec.bootstrap_servers.clone(),
