@@ -71,8 +71,8 @@ pub struct Cluster {
 /// Checks `spec` (at `at`, the table of cluster `name`, its security included); every
 /// problem goes to `problems`.
 pub fn resolve(
-    name: &str,
     spec: &ClusterSpec,
+    name: &str,
     at: &KeyPath,
     problems: &mut Vec<Problem>,
 ) -> Option<Cluster> {

@@ -171,39 +171,39 @@ impl fmt::Debug for MetricsBasicAuth {
     }
 }
 
-/// Checks `m` (at `at`, the `metrics` table, when enabled); every problem goes to
+/// Checks `spec` (at `at`, the `metrics` table, when enabled); every problem goes to
 /// `problems`.
 pub fn resolve(
-    m: &MetricsSpec,
+    spec: &MetricsSpec,
     at: &KeyPath,
     problems: &mut Vec<Problem>,
 ) -> Option<MetricsEndpoint> {
     let before = problems.len();
-    let listen = match m.listen.parse::<SocketAddr>() {
+    let listen = match spec.listen.parse::<SocketAddr>() {
         Ok(addr) => Some(addr),
         Err(_) => {
             problems.push(
                 Problem::new(
                     at.key("listen"),
-                    format!("invalid listen address \"{}\"", m.listen),
+                    format!("invalid listen address \"{}\"", spec.listen),
                 )
                 .expected("an `ip:port` such as \"0.0.0.0:9464\""),
             );
             None
         }
     };
-    if !(1..=10_000).contains(&m.max_connections) {
+    if !(1..=10_000).contains(&spec.max_connections) {
         problems.push(
             Problem::new(
                 at.key("max_connections"),
-                format!("{} is out of range", m.max_connections),
+                format!("{} is out of range", spec.max_connections),
             )
             .expected("1..=10000"),
         );
     }
     for (key, t) in [
-        ("read_timeout", m.read_timeout),
-        ("write_timeout", m.write_timeout),
+        ("read_timeout", spec.read_timeout),
+        ("write_timeout", spec.write_timeout),
     ] {
         if t.0.is_zero() || t.0 > Duration::from_secs(300) {
             problems.push(
@@ -214,10 +214,10 @@ pub fn resolve(
     }
     problems.extend(duration_out_of_range(
         at.key("stalled_after"),
-        m.stalled_after,
+        spec.stalled_after,
         STALLED_AFTER_BOUNDS,
     ));
-    let tls = match (&m.tls_cert_file, &m.tls_key_file) {
+    let tls = match (&spec.tls_cert_file, &spec.tls_key_file) {
         (Some(cert), Some(key)) => Some(MetricsTls {
             cert_file: cert.clone(),
             key_file: key.clone(),
@@ -236,7 +236,7 @@ pub fn resolve(
             None
         }
     };
-    let basic_auth = match (&m.basic_auth_username, &m.basic_auth_password) {
+    let basic_auth = match (&spec.basic_auth_username, &spec.basic_auth_password) {
         (Some(user), Some(password)) => {
             if user.is_empty() || user.contains(':') {
                 problems.push(
@@ -272,10 +272,10 @@ pub fn resolve(
     }
     Some(MetricsEndpoint {
         listen: listen?,
-        max_connections: m.max_connections,
-        read_timeout: m.read_timeout.0,
-        write_timeout: m.write_timeout.0,
-        stalled_after: m.stalled_after.0,
+        max_connections: spec.max_connections,
+        read_timeout: spec.read_timeout.0,
+        write_timeout: spec.write_timeout.0,
+        stalled_after: spec.stalled_after.0,
         tls,
         basic_auth,
     })

@@ -29,7 +29,7 @@ pub fn validate(file: &ConfigFile) -> Result<Config, Vec<Problem>> {
         .iter()
         .filter_map(|(name, spec)| {
             let at = root.key("clusters").key(name);
-            cluster::resolve(name, spec, &at, &mut problems).map(|c| (name.clone(), c))
+            cluster::resolve(spec, name, &at, &mut problems).map(|c| (name.clone(), c))
         })
         .collect();
 
