@@ -75,7 +75,7 @@ pub fn resolve(
     ] {
         problems.extend(duration_out_of_range(at.key(key), d, INTERVAL_BOUNDS));
     }
-    (problems.len() == before).then(|| Intervals {
+    (problems.len() == before).then_some(Intervals {
         topic_refresh: spec.topic_refresh.0,
         topic_config_sync: spec.topic_config_sync.0,
         topic_acl_sync: spec.topic_acl_sync.0,
