@@ -49,7 +49,7 @@ impl NameFilter {
 }
 
 /// Java's `Matcher.matches()` semantics: the pattern must match the whole name.
-pub(crate) fn whole_name(pattern: &str) -> String {
+fn whole_name(pattern: &str) -> String {
     format!("^(?:{pattern})$")
 }
 
