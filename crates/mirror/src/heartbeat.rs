@@ -10,7 +10,7 @@ use strait_client::Client;
 
 use crate::clock::now_ms;
 use crate::config::Flow;
-use crate::config::policy::HEARTBEATS_TOPIC;
+use crate::config::naming::HEARTBEATS_TOPIC;
 use crate::error::MirrorError;
 use crate::groups::wire::{Reader, WireError, Writer};
 use crate::metrics::Metrics;

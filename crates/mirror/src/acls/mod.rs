@@ -20,8 +20,7 @@ pub use delete::{Deletions, Keep};
 pub use ledger::Ledger;
 pub use map::{AclPlan, Skip, plan, target_binding};
 
-use crate::config::model::SyncSpec;
-use crate::config::{Flow, KeyPath, Problem};
+use crate::config::Flow;
 use crate::error::MirrorError;
 use crate::state::{StateWriter, acls as record, read_created_acls};
 
@@ -43,18 +42,6 @@ pub struct AclSyncReport {
     pub kept: usize,
     /// ACLs Strait created that the target no longer held: forgotten.
     pub forgotten: usize,
-}
-
-/// `sync.delete_topic_acls` without `sync.topic_acls` is a config problem: it would do
-/// nothing.
-pub(crate) fn config_problem(sync: &SyncSpec, at: &KeyPath) -> Option<Problem> {
-    (sync.delete_topic_acls && !sync.topic_acls).then(|| {
-        Problem::new(
-            at.key("delete_topic_acls"),
-            "delete_topic_acls = true does nothing with topic_acls = false",
-        )
-        .expected("topic_acls = true, or delete_topic_acls = false")
-    })
 }
 
 /// Whether a side supports ACLs, as far as Strait can tell.
@@ -321,34 +308,5 @@ impl AclSync {
         tracing::warn!(flow = %self.flow.name, "{reason}; replication goes on");
         self.off = Some(reason);
         AclSyncReport::default()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::config::load_str;
-
-    fn load(sync: &str) -> Result<crate::config::Config, crate::config::ConfigError> {
-        load_str(
-            &format!(
-                "[clusters.a]\nbootstrap_servers = \"a:9092\"\n[clusters.b]\n\
-                 bootstrap_servers = \"b:9092\"\n[[flows]]\nsource = \"a\"\ntarget = \"b\"\n\
-                 [flows.sync]\n{sync}\n"
-            ),
-            "test.toml",
-            &|_| None,
-        )
-    }
-
-    #[test]
-    fn deleting_is_off_by_default_and_needs_topic_acls() {
-        let cfg = load("").expect("defaults");
-        assert!(cfg.flows[0].sync.topic_acls && !cfg.flows[0].sync.delete_topic_acls);
-        let cfg = load("delete_topic_acls = true").expect("with topic_acls on");
-        assert!(cfg.flows[0].sync.delete_topic_acls);
-        let e = load("topic_acls = false\ndelete_topic_acls = true").expect_err("does nothing");
-        let text = e.to_string();
-        assert!(text.contains("flows[0].sync.delete_topic_acls"), "{text}");
-        assert!(text.contains("topic_acls = false"), "{text}");
     }
 }

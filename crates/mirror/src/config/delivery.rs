@@ -182,21 +182,21 @@ pub fn resolve(
 }
 
 /// Two exactly-once flows with one `transactional.id` would fence each other forever.
-pub fn unique_transactional_ids(flows: &[super::Flow]) -> Vec<Problem> {
+/// `flows`: each resolved flow's name and delivery settings.
+pub fn unique_transactional_ids<'a>(
+    flows: impl IntoIterator<Item = (&'a str, &'a Delivery)>,
+) -> Vec<Problem> {
     let mut seen: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
     let mut problems = Vec::new();
-    for f in flows.iter().filter(|f| f.delivery.exactly_once()) {
-        if let Some(other) = seen.insert(&f.delivery.transactional_id, &f.name) {
+    for (name, delivery) in flows.into_iter().filter(|(_, d)| d.exactly_once()) {
+        if let Some(other) = seen.insert(&delivery.transactional_id, name) {
             problems.push(
                 Problem::new(
-                    KeyPath::root()
-                        .key("flows")
-                        .key(f.name.clone())
-                        .key("delivery"),
+                    KeyPath::root().key("flows").key(name).key("delivery"),
                     format!(
                         "transactional_id {:?} is also flow {other}'s: the two would fence \
                          each other",
-                        f.delivery.transactional_id
+                        delivery.transactional_id
                     ),
                 )
                 .expected("one transactional_id per flow"),

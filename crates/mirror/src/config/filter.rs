@@ -1,6 +1,9 @@
-//! Include/exclude regex lists, compiled once.
+//! Include/exclude regex lists: each pattern checked on its own, then the lists compiled
+//! once into a [`NameFilter`].
 
-use regex::RegexSet;
+use regex::{Regex, RegexSet};
+
+use super::problem::{KeyPath, Problem};
 
 /// A name filter: accepted when some `include` regex matches the whole name and no
 /// `exclude` regex does (exclude wins), as MM2's default topic and group filters do.
@@ -46,12 +49,56 @@ impl NameFilter {
 }
 
 /// Java's `Matcher.matches()` semantics: the pattern must match the whole name.
-pub(crate) fn whole_name(pattern: &str) -> String {
+fn whole_name(pattern: &str) -> String {
     format!("^(?:{pattern})$")
 }
 
 fn whole_name_set(patterns: &[String]) -> Result<RegexSet, regex::Error> {
     RegexSet::new(patterns.iter().map(|p| whole_name(p)))
+}
+
+/// Checks the patterns of the list at `at` each on its own, so every bad one is reported
+/// with its index; `non_empty`: an empty list is a problem too. Every problem goes to
+/// `problems`.
+pub(super) fn check_patterns(
+    patterns: &[String],
+    non_empty: bool,
+    at: &KeyPath,
+    problems: &mut Vec<Problem>,
+) {
+    if non_empty && patterns.is_empty() {
+        problems.push(
+            Problem::new(
+                at.clone(),
+                "the list is empty, so nothing would be replicated",
+            )
+            .expected("at least one regex, e.g. \".*\""),
+        );
+    }
+    for (i, p) in patterns.iter().enumerate() {
+        if let Err(e) = Regex::new(&whole_name(p)) {
+            let why = match e {
+                regex::Error::Syntax(s) => last_line(&s),
+                other => other.to_string(),
+            };
+            problems.push(
+                Problem::new(at.index(i), format!("invalid regex \"{p}\": {why}")).expected(
+                    "a regular expression (Rust `regex` syntax: no look-around or backreferences)",
+                ),
+            );
+        }
+    }
+}
+
+/// `regex` syntax errors are multi-line with a caret diagram; the last line says why.
+fn last_line(s: &str) -> String {
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(s)
+        .trim()
+        .trim_start_matches("error: ")
+        .to_owned()
 }
 
 #[cfg(test)]

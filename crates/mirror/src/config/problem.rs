@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// One step of a [`KeyPath`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -82,12 +83,21 @@ pub struct Problem {
     pub suggestion: Option<String>,
 }
 
+/// Bounds of client timeouts (`request_timeout`, `connect_timeout`, TLS
+/// `handshake_timeout`).
+pub(super) const TIMEOUT_BOUNDS: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(3600));
+/// Bounds of periodic intervals (`metadata_refresh_interval`, `[flows.intervals]`):
+/// below, brokers are hammered; above, "periodic" means never.
+pub(super) const INTERVAL_BOUNDS: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(24 * 3600));
+
 /// The problem with duration `d` at `at` when it lies outside `min..=max` (a zero one
 /// "must not be zero"), for every duration key's check.
 pub fn duration_out_of_range(
     at: KeyPath,
     d: super::units::HumanDuration,
-    (min, max): (std::time::Duration, std::time::Duration),
+    (min, max): (Duration, Duration),
 ) -> Option<Problem> {
     use super::units::HumanDuration;
     if d.0 >= min && d.0 <= max {

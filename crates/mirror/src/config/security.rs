@@ -14,9 +14,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use strait_client::Secret;
 
-use super::problem::{KeyPath, Problem, duration_out_of_range};
+use super::problem::{KeyPath, Problem, TIMEOUT_BOUNDS, duration_out_of_range};
 use super::units::HumanDuration;
-use super::validate::TIMEOUT_BOUNDS;
 
 /// Connection security (`[clusters.<name>.security]`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -365,8 +364,9 @@ impl Security {
     }
 }
 
-/// `[clusters.<name>.security]`: protocol, TLS files, SASL credentials per mechanism.
-pub fn resolve(at: KeyPath, spec: &SecuritySpec, problems: &mut Vec<Problem>) -> Option<Security> {
+/// Checks `spec` (at `at`, a cluster's `security` table: protocol, TLS files, SASL
+/// credentials per mechanism); every problem goes to `problems`.
+pub fn resolve(spec: &SecuritySpec, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<Security> {
     let before = problems.len();
     let p = spec.protocol;
     if !p.uses_tls() && spec.tls.is_some() {

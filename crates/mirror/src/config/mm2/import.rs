@@ -9,10 +9,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::properties::{self, PropertiesError, Property};
-use crate::config::model::{
-    ClusterSpec, ConfigFile, FlowSpec, NamingPolicy, StartPosition, split_list,
-};
+use crate::config::cluster::{ClusterSpec, split_list};
+use crate::config::flow::FlowSpec;
+use crate::config::model::ConfigFile;
+use crate::config::naming::NamingPolicy;
 use crate::config::security::{SecurityProtocol, SecuritySpec};
+use crate::config::topics::StartPosition;
 
 mod security;
 use crate::config::delivery::{DeliverySpec, Guarantee};

@@ -1,12 +1,62 @@
-//! Target topic naming and cycle detection, after MM2's `ReplicationPolicy`, with exact
-//! renames applied before the policy (`naming.rename`).
+//! `[flows.naming]`: target topic naming and cycle detection — the file's form, the
+//! resolved form ([`ReplicationPolicy`], after MM2's, with exact renames applied before
+//! the policy) and its checks, with the rules of legal topic names.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
-use super::model::NamingPolicy;
+use serde::{Deserialize, Serialize};
+
+use super::defaults as d;
+use super::problem::{KeyPath, Problem};
 
 /// MM2's heartbeats topic name; kept so MM2-aware tooling recognises ours.
 pub const HEARTBEATS_TOPIC: &str = "heartbeats";
+/// Kafka's limit on topic name length.
+pub(super) const MAX_TOPIC_LEN: usize = 249;
+
+/// Target topic naming.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NamingSpec {
+    /// `prefix` (MM2's DefaultReplicationPolicy) or `identity`.
+    pub policy: NamingPolicy,
+    /// Between the source alias and the topic name (MM2's `replication.policy.separator`).
+    pub separator: String,
+    /// Exact source topic names replicated under another name (applied before the
+    /// policy): `rename = { "orders" = "orders-v2" }`.
+    pub rename: BTreeMap<String, String>,
+}
+
+impl Default for NamingSpec {
+    fn default() -> Self {
+        Self {
+            policy: NamingPolicy::default(),
+            separator: d::SEPARATOR.to_owned(),
+            rename: BTreeMap::new(),
+        }
+    }
+}
+
+/// Target topic naming policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NamingPolicy {
+    /// `<source alias><separator><topic>`, like MM2's DefaultReplicationPolicy.
+    #[default]
+    Prefix,
+    /// The source topic name, like MM2's IdentityReplicationPolicy.
+    Identity,
+}
+
+impl fmt::Display for NamingPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Prefix => "prefix",
+            Self::Identity => "identity",
+        })
+    }
+}
 
 /// How a flow names target topics and recognises topics that came from elsewhere.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +169,90 @@ impl ReplicationPolicy {
             .split_once(self.separator.as_str())
             .filter(|(cluster, rest)| !cluster.is_empty() && !rest.is_empty())
     }
+}
+
+/// Checks `spec` (at `at`, the `naming` table of a flow from cluster `source`); every
+/// problem goes to `problems`.
+pub fn resolve(
+    spec: &NamingSpec,
+    source: &str,
+    at: &KeyPath,
+    problems: &mut Vec<Problem>,
+) -> Option<ReplicationPolicy> {
+    let before = problems.len();
+    let sep_at = at.key("separator");
+    if spec.separator.is_empty() || !is_topic_chars(&spec.separator) {
+        problems.push(
+            Problem::new(
+                sep_at.clone(),
+                format!("invalid separator \"{}\"", spec.separator),
+            )
+            .expected("a non-empty string of `.`, `_`, `-`, letters or digits"),
+        );
+    } else if spec.policy == NamingPolicy::Prefix && source.contains(spec.separator.as_str()) {
+        problems.push(
+            Problem::new(
+                sep_at,
+                format!(
+                    "source cluster name \"{source}\" contains the separator \"{}\", so the origin of prefixed topics would be ambiguous",
+                    spec.separator
+                ),
+            )
+            .expected("a separator that does not occur in the cluster name"),
+        );
+    }
+    let policy = ReplicationPolicy::new(spec.policy, spec.separator.clone(), source);
+    check_renames(&spec.rename, &policy, &at.key("rename"), problems);
+    (problems.len() == before).then(|| policy.with_renames(spec.rename.clone()))
+}
+
+/// `naming.rename`: legal topic names on both sides, no heartbeats topic, and no two
+/// sources given one name (they would be written into one target topic).
+fn check_renames(
+    renames: &BTreeMap<String, String>,
+    policy: &ReplicationPolicy,
+    at: &KeyPath,
+    problems: &mut Vec<Problem>,
+) {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for (from, to) in renames {
+        let here = at.key(from.clone());
+        for name in [from, to] {
+            if !is_topic_name(name) {
+                problems.push(
+                    Problem::new(here.clone(), format!("invalid topic name \"{name}\""))
+                        .expected("1 to 249 of `.`, `_`, `-`, letters or digits"),
+                );
+            }
+        }
+        if policy.is_heartbeats_topic(from) || policy.is_heartbeats_topic(to) {
+            problems.push(
+                Problem::new(here.clone(), "heartbeats topics cannot be renamed")
+                    .expected("renames of data topics only"),
+            );
+        }
+        if let Some(other) = seen.insert(to.as_str(), from.as_str()) {
+            problems.push(
+                Problem::new(
+                    here,
+                    format!("\"{other}\" and \"{from}\" are both renamed to \"{to}\": two topics would be written into one"),
+                )
+                .expected("a different target name for each renamed topic"),
+            );
+        }
+    }
+}
+
+/// A legal Kafka topic name: 1 to [`MAX_TOPIC_LEN`] of `.`, `_`, `-`, letters or digits,
+/// and neither `.` nor `..`.
+pub(super) fn is_topic_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= MAX_TOPIC_LEN && s != "." && s != ".." && is_topic_chars(s)
+}
+
+/// Only characters legal in topic names.
+pub(super) fn is_topic_chars(s: &str) -> bool {
+    s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
 #[cfg(test)]
