@@ -1,7 +1,10 @@
-//! The `strait run` process the crash and stall tests drive: started with its output in a
-//! log file, killed (SIGKILL) and reaped on drop, also when an assertion fails.
+//! Shared by the binary's tests: the `strait run` process the crash and stall tests drive
+//! (started with its output in a log file, killed (SIGKILL) and reaped on drop, also when an
+//! assertion fails); a command run to its end ([`command`]); the exactly-once checks
+//! ([`eos`]); the numbered producer ([`load`]).
 #![allow(dead_code)]
 
+pub mod command;
 pub mod eos;
 pub mod load;
 
