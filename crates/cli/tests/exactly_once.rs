@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use strait_client::{Client, ClientConfig, FetchOptions, IsolationLevel, PartitionConsumer};
-use strait_mirror::datapath::probe::bounds;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{
     self, ConsumeOptions, Isolation, ProduceOptions, StartOffset, Transaction,
@@ -29,6 +28,7 @@ use strait_testkit::{TansuCluster, TestRecord};
 mod common;
 mod faults_kit;
 use common::load::NumberedProducer;
+use common::read::{partition_ends, runtime, saved_maps};
 use common::{Strait, eos};
 
 const TOPIC: &str = "eos";
@@ -61,27 +61,10 @@ enabled = false
     path
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 /// Per partition, the end (read_uncommitted: the high watermark; read_committed: the
 /// last stable offset); `None` while the topic does not exist.
 fn ends(bootstrap: &str, topic: &str, isolation: IsolationLevel) -> Option<Vec<i64>> {
-    runtime().block_on(async {
-        let client = Client::connect(ClientConfig::new([bootstrap])).await.ok()?;
-        let partitions: Vec<i32> = (0..PARTITIONS).collect();
-        let b = bounds(&client, topic, &partitions, isolation).await.ok()?;
-        Some(
-            partitions
-                .iter()
-                .map(|p| b.get(p).map_or(0, |b| b.end))
-                .collect(),
-        )
-    })
+    partition_ends(&runtime(), bootstrap, topic, PARTITIONS, isolation)
 }
 
 /// The target read as a read_committed consumer sees it on a broker that lists aborted
@@ -120,16 +103,7 @@ fn values_by_offset(bootstrap: &str, topic: &str) -> BTreeMap<i32, BTreeMap<i64,
 /// map every source record to the target offset holding the same record, and every
 /// source record is mapped: translation is exact.
 fn assert_maps_exact(cfg: &Path, src: &str, dst: &str) {
-    let config = strait_mirror::config::load(cfg).expect("config");
-    let flow = config.flows[0].clone();
-    let registry = runtime().block_on(async {
-        let client = Client::connect(ClientConfig::new([dst]))
-            .await
-            .expect("connect");
-        strait_mirror::state::load_maps(&client, &flow)
-            .await
-            .expect("load maps")
-    });
+    let registry = saved_maps(&runtime(), cfg, dst);
     let source = values_by_offset(src, TOPIC);
     let target = values_by_offset(dst, TARGET);
     for p in 0..PARTITIONS {
