@@ -26,10 +26,9 @@ use strait_testkit::rdkafka::{
 use strait_testkit::{TansuCluster, TestRecord};
 
 mod common;
-mod faults_kit;
 use common::load::NumberedProducer;
 use common::read::{partition_ends, runtime, saved_maps};
-use common::{Strait, eos};
+use common::{Strait, eos, faults};
 
 const TOPIC: &str = "eos";
 const TARGET: &str = "src.eos";
@@ -369,13 +368,13 @@ fn source_transactions_committed_once_aborted_never_and_a_group_translates_exact
 
 #[test]
 fn rst_cuts_of_the_target_keep_every_record_once_and_the_maps_exact() {
-    let net = faults_kit::Net::start(&[]);
+    let net = faults::Net::start(&[]);
     let (src, dst) = (net.source.bootstrap(), net.target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     let dir = tempfile::tempdir().expect("temp dir");
     let delivery =
         "[flows.delivery]\nguarantee = \"exactly_once\"\ntransaction_interval = \"100ms\"";
-    let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults_kit::free_port());
+    let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults::free_port());
     let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, 10);
     let mut strait = Strait::start(&cfg, &dir.path().join("strait.log"));
     let cuts = 8;
@@ -453,13 +452,13 @@ fn state_records(dst: &str) -> (usize, usize, usize) {
 
 #[test]
 fn sigterm_during_a_target_stall_exits_within_the_bound_and_a_restart_commits_everything_once() {
-    let net = faults_kit::Net::start(&[]);
+    let net = faults::Net::start(&[]);
     let (src, dst) = (net.source.bootstrap(), net.target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     let dir = tempfile::tempdir().expect("temp dir");
     let delivery =
         "[flows.delivery]\nguarantee = \"exactly_once\"\ntransaction_interval = \"100ms\"";
-    let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults_kit::free_port());
+    let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults::free_port());
     let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, 10);
     let log = dir.path().join("strait.log");
     let mut strait = Strait::start(&cfg, &log);
@@ -470,8 +469,8 @@ fn sigterm_during_a_target_stall_exits_within_the_bound_and_a_restart_commits_ev
     // Connections open, no bytes moving: the next commit waits on the target.
     net.target_proxy.stall();
     std::thread::sleep(Duration::from_millis(500));
-    let (status, took) = strait.terminate(faults_kit::stop_bound() * 2);
-    let bound = faults_kit::stop_bound();
+    let (status, took) = strait.terminate(faults::stop_bound() * 2);
+    let bound = faults::stop_bound();
     assert!(
         status.is_some() && took <= bound,
         "stopped after {took:?} (bound {bound:?}): {status:?}\n{}",
