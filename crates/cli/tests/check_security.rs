@@ -1,12 +1,15 @@
 //! `strait check`'s security and authorization lines, against real Tansu brokers.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use strait_client::rpc::authz::AuthorizedOps;
 use strait_client::{Client, ClientConfig};
 use strait_testkit::{TansuBroker, TansuCluster, rdkafka};
+
+mod common;
+
+use common::command::{strait, text, write};
 
 /// A self-signed CA (never used to verify anything here: the peer speaks no TLS).
 const CA_PEM: &str = "-----BEGIN CERTIFICATE-----
@@ -21,24 +24,6 @@ SAAwRQIgf/6WvbKQJQdcwqEEPndvcz3k0MfjBF+5jvU5KgVX13oCIQDPuoIXoMr6
 IG34E3chUKQgNexRVaGyv+E2nQSqRlACnQ==
 -----END CERTIFICATE-----
 ";
-
-fn strait(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strait"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run strait")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, contents).unwrap();
-    path
-}
 
 /// Two clusters `a` → `b`, with group sync; `extra` is appended to cluster `a`'s table.
 fn config(dir: &Path, source: &str, target: &str, extra: &str) -> PathBuf {

@@ -3,6 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
+use common::command::{text, write};
+
 fn strait(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_strait"))
         .args(args)
@@ -19,16 +23,6 @@ fn examples(name: &str) -> String {
         .join(name)
         .display()
         .to_string()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, contents).unwrap();
-    path
 }
 
 #[test]

@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use strait_client::{Client, ClientConfig, IsolationLevel};
-use strait_mirror::datapath::probe::bounds;
+use strait_client::IsolationLevel;
 use strait_testkit::TansuCluster;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation};
 
 mod common;
 use common::load::NumberedProducer;
+use common::read::{partition_ends, runtime, saved_maps};
 use common::{Strait, log_tail};
 
 /// SIGTERM, then the exit status within `deadline` (a test failure if it does not stop).
@@ -75,17 +75,7 @@ fn ends_at(
     topic: &str,
     isolation: IsolationLevel,
 ) -> Option<Vec<i64>> {
-    rt.block_on(async {
-        let client = Client::connect(ClientConfig::new([bootstrap])).await.ok()?;
-        let partitions: Vec<i32> = (0..PARTITIONS).collect();
-        let b = bounds(&client, topic, &partitions, isolation).await.ok()?;
-        Some(
-            partitions
-                .iter()
-                .map(|p| b.get(p).map_or(0, |b| b.end))
-                .collect(),
-        )
-    })
+    partition_ends(rt, bootstrap, topic, PARTITIONS, isolation)
 }
 
 fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
@@ -208,13 +198,6 @@ fn ends_total(dst: &str) -> usize {
         .sum()
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 /// Starts the brokers, the producer and Strait; returns once Strait replicated some
 /// records while the producer is still writing.
 fn setup() -> (TansuCluster, tempfile::TempDir, PathBuf) {
@@ -236,16 +219,7 @@ fn replicated(rt: &tokio::runtime::Runtime, dst: &str) -> i64 {
 /// How many partitions' targets end past their saved maps (the state topic read as a
 /// restart reads it).
 fn past_saved_maps(rt: &tokio::runtime::Runtime, cfg: &Path, dst: &str) -> usize {
-    let config = strait_mirror::config::load(cfg).expect("config");
-    let flow = config.flows[0].clone();
-    let registry = rt.block_on(async {
-        let client = Client::connect(ClientConfig::new([dst]))
-            .await
-            .expect("connect");
-        strait_mirror::state::load_maps(&client, &flow)
-            .await
-            .expect("load maps")
-    });
+    let registry = saved_maps(rt, cfg, dst);
     let ends = ends(rt, dst, &format!("src.{TOPIC}")).expect("target ends");
     (0..PARTITIONS)
         .filter(|p| {

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use strait_client::{Client, ClientConfig, FetchOptions, IsolationLevel, PartitionConsumer};
-use strait_mirror::datapath::probe::bounds;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{
     self, ConsumeOptions, Isolation, ProduceOptions, StartOffset, Transaction,
@@ -27,9 +26,9 @@ use strait_testkit::rdkafka::{
 use strait_testkit::{TansuCluster, TestRecord};
 
 mod common;
-mod faults_kit;
 use common::load::NumberedProducer;
-use common::{Strait, eos};
+use common::read::{partition_ends, runtime, saved_maps};
+use common::{Strait, eos, faults};
 
 const TOPIC: &str = "eos";
 const TARGET: &str = "src.eos";
@@ -61,27 +60,10 @@ enabled = false
     path
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 /// Per partition, the end (read_uncommitted: the high watermark; read_committed: the
 /// last stable offset); `None` while the topic does not exist.
 fn ends(bootstrap: &str, topic: &str, isolation: IsolationLevel) -> Option<Vec<i64>> {
-    runtime().block_on(async {
-        let client = Client::connect(ClientConfig::new([bootstrap])).await.ok()?;
-        let partitions: Vec<i32> = (0..PARTITIONS).collect();
-        let b = bounds(&client, topic, &partitions, isolation).await.ok()?;
-        Some(
-            partitions
-                .iter()
-                .map(|p| b.get(p).map_or(0, |b| b.end))
-                .collect(),
-        )
-    })
+    partition_ends(&runtime(), bootstrap, topic, PARTITIONS, isolation)
 }
 
 /// The target read as a read_committed consumer sees it on a broker that lists aborted
@@ -120,16 +102,7 @@ fn values_by_offset(bootstrap: &str, topic: &str) -> BTreeMap<i32, BTreeMap<i64,
 /// map every source record to the target offset holding the same record, and every
 /// source record is mapped: translation is exact.
 fn assert_maps_exact(cfg: &Path, src: &str, dst: &str) {
-    let config = strait_mirror::config::load(cfg).expect("config");
-    let flow = config.flows[0].clone();
-    let registry = runtime().block_on(async {
-        let client = Client::connect(ClientConfig::new([dst]))
-            .await
-            .expect("connect");
-        strait_mirror::state::load_maps(&client, &flow)
-            .await
-            .expect("load maps")
-    });
+    let registry = saved_maps(&runtime(), cfg, dst);
     let source = values_by_offset(src, TOPIC);
     let target = values_by_offset(dst, TARGET);
     for p in 0..PARTITIONS {
@@ -395,13 +368,13 @@ fn source_transactions_committed_once_aborted_never_and_a_group_translates_exact
 
 #[test]
 fn rst_cuts_of_the_target_keep_every_record_once_and_the_maps_exact() {
-    let net = faults_kit::Net::start(&[]);
+    let net = faults::Net::start(&[]);
     let (src, dst) = (net.source.bootstrap(), net.target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     let dir = tempfile::tempdir().expect("temp dir");
     let delivery =
         "[flows.delivery]\nguarantee = \"exactly_once\"\ntransaction_interval = \"100ms\"";
-    let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults_kit::free_port());
+    let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults::free_port());
     let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, 10);
     let mut strait = Strait::start(&cfg, &dir.path().join("strait.log"));
     let cuts = 8;
@@ -479,13 +452,13 @@ fn state_records(dst: &str) -> (usize, usize, usize) {
 
 #[test]
 fn sigterm_during_a_target_stall_exits_within_the_bound_and_a_restart_commits_everything_once() {
-    let net = faults_kit::Net::start(&[]);
+    let net = faults::Net::start(&[]);
     let (src, dst) = (net.source.bootstrap(), net.target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
     let dir = tempfile::tempdir().expect("temp dir");
     let delivery =
         "[flows.delivery]\nguarantee = \"exactly_once\"\ntransaction_interval = \"100ms\"";
-    let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults_kit::free_port());
+    let cfg = net.config(dir.path(), &[TOPIC], delivery, "", faults::free_port());
     let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, 10);
     let log = dir.path().join("strait.log");
     let mut strait = Strait::start(&cfg, &log);
@@ -496,8 +469,8 @@ fn sigterm_during_a_target_stall_exits_within_the_bound_and_a_restart_commits_ev
     // Connections open, no bytes moving: the next commit waits on the target.
     net.target_proxy.stall();
     std::thread::sleep(Duration::from_millis(500));
-    let (status, took) = strait.terminate(faults_kit::stop_bound() * 2);
-    let bound = faults_kit::stop_bound();
+    let (status, took) = strait.terminate(faults::stop_bound() * 2);
+    let bound = faults::stop_bound();
     assert!(
         status.is_some() && took <= bound,
         "stopped after {took:?} (bound {bound:?}): {status:?}\n{}",

@@ -5,7 +5,6 @@
 //! which also reads the records they point at on both sides.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use strait_testkit::TansuCluster;
 use strait_testkit::TestRecord;
@@ -14,26 +13,13 @@ use strait_testkit::rdkafka::{
     self, ConsumeOptions, ConsumedRecord, ProduceOptions, StartOffset, Transaction,
 };
 
+mod common;
+
+use common::command::{output_text, strait};
+
 const TOPIC: &str = "orders";
 const TARGET_TOPIC: &str = "src.orders";
 const GROUP: &str = "billing";
-
-fn strait(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strait"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run strait")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn config(dir: &Path, source: &str, target: &str) -> PathBuf {
     config_with(dir, source, target, "")
@@ -102,7 +88,7 @@ fn failover_then_failback_resume_at_the_very_record_across_a_transaction_gap() {
     produce(&src, 30, 12, Transaction::Commit);
     produce(&src, 42, 30, Transaction::None);
     let out = strait(&["run", "--once", "-c", cfg]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let source = read_all(&src, TOPIC);
     assert_eq!(source.len(), 72);
     // The commit marker takes an offset: the records after it are one further on.
@@ -116,10 +102,10 @@ fn failover_then_failback_resume_at_the_very_record_across_a_transaction_gap() {
 
     // Dry run: a plan naming the record on both sides, nothing committed.
     let out = strait(&["failover", "-c", cfg, "--group", GROUP]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("dry run"), "{}", text(&out));
-    assert!(stdout.contains("key \"k50\""), "{}", text(&out));
+    assert!(stdout.contains("dry run"), "{}", output_text(&out));
+    assert!(stdout.contains("key \"k50\""), "{}", output_text(&out));
     assert_eq!(
         committed(&dst, TARGET_TOPIC),
         None,
@@ -127,7 +113,7 @@ fn failover_then_failback_resume_at_the_very_record_across_a_transaction_gap() {
     );
 
     let out = strait(&["failover", "-c", cfg, "--group", GROUP, "--execute"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let on_target = committed(&dst, TARGET_TOPIC).expect("committed on the target");
     let next = record_at(&dst, TARGET_TOPIC, on_target);
     assert_eq!(
@@ -157,7 +143,7 @@ fn failover_then_failback_resume_at_the_very_record_across_a_transaction_gap() {
         "--execute",
         "--json",
     ]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(report["executed"], true, "{report}");
     assert_eq!(report["committed"], 1, "{report}");
@@ -175,7 +161,7 @@ fn failover_then_failback_resume_at_the_very_record_across_a_transaction_gap() {
 
     // Again: the group is already there on the source, nothing to move.
     let out = strait(&["failback", "-c", cfg, "--group", GROUP, "--execute"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("already there"));
 }
 
@@ -189,7 +175,7 @@ fn failover_refuses_a_position_replication_has_not_reached_and_commits_nothing()
     rdkafka::create_topic(&src, TOPIC, 1, &[]).expect("topic");
     produce(&src, 0, 20, Transaction::None);
     let out = strait(&["run", "--once", "-c", cfg]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     // Written after replication stopped: the group read records the target lacks.
     produce(&src, 20, 10, Transaction::None);
     let end = read_all(&src, TOPIC).last().expect("records").offset + 1;
@@ -204,10 +190,18 @@ fn failover_refuses_a_position_replication_has_not_reached_and_commits_nothing()
         "--wait",
         "2s",
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("not replicated yet"), "{}", text(&out));
-    assert!(stdout.contains("nothing committed"), "{}", text(&out));
+    assert!(
+        stdout.contains("not replicated yet"),
+        "{}",
+        output_text(&out)
+    );
+    assert!(
+        stdout.contains("nothing committed"),
+        "{}",
+        output_text(&out)
+    );
     assert_eq!(committed(&dst, TARGET_TOPIC), None);
 }
 
@@ -227,7 +221,7 @@ fn a_renamed_topic_is_replicated_under_its_new_name_and_fails_over_there() {
     rdkafka::create_topic(&src, TOPIC, 1, &[]).expect("topic");
     produce(&src, 0, 25, Transaction::None);
     let out = strait(&["run", "--once", "-c", cfg]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let values = |rs: Vec<ConsumedRecord>| -> Vec<_> { rs.into_iter().map(|r| r.value).collect() };
     assert_eq!(
         values(read_all(&dst, renamed)),
@@ -237,7 +231,7 @@ fn a_renamed_topic_is_replicated_under_its_new_name_and_fails_over_there() {
     let source = read_all(&src, TOPIC);
     rdkafka::commit_group_offsets(&src, GROUP, TOPIC, &[(0, source[10].offset)]).expect("commit");
     let out = strait(&["failover", "-c", cfg, "--group", GROUP, "--execute"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let on_target = committed(&dst, renamed).expect("committed on the renamed topic");
     assert_eq!(
         record_at(&dst, renamed, on_target).value.as_deref(),

@@ -21,9 +21,8 @@ use strait_testkit::rdkafka::Isolation;
 use strait_testkit::verify::{read_to_end, read_to_end_if_exists};
 
 mod common;
-mod faults_kit;
 use common::Strait;
-use faults_kit::*;
+use common::faults::*;
 
 const TOPIC: &str = "lost";
 /// Records per partition written before the restart.

@@ -15,9 +15,8 @@ use std::time::{Duration, Instant};
 use strait_testkit::rdkafka;
 
 mod common;
-mod faults_kit;
 use common::Strait;
-use faults_kit::*;
+use common::faults::*;
 
 const GOOD: &str = "good";
 const BAD: &str = "bad";

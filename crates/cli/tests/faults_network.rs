@@ -13,9 +13,8 @@ use std::time::{Duration, Instant};
 use strait_testkit::{Direction, FaultProxy, FrameCorruption};
 
 mod common;
-mod faults_kit;
 use common::Strait;
-use faults_kit::*;
+use common::faults::*;
 
 const TOPIC: &str = "net";
 

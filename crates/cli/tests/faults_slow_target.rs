@@ -20,9 +20,8 @@ use strait_testkit::verify::{check, read_to_end, read_to_end_if_exists};
 use strait_testkit::{BrokerOptions, NetNs, TansuBroker};
 
 mod common;
-mod faults_kit;
 use common::Strait;
-use faults_kit::*;
+use common::faults::*;
 
 const TOPIC: &str = "slow";
 /// Records per partition, of ~1 KiB each: 16 MiB in all.

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::Value;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
@@ -19,6 +19,8 @@ use strait_testkit::{RecordHeader, TansuCluster, TestRecord};
 
 mod common;
 
+use common::command::{output_text, rfc3339, strait};
+
 const TOPIC: &str = "events";
 const TARGET_TOPIC: &str = "src.events";
 const PARTITIONS: i32 = 3;
@@ -26,27 +28,6 @@ const PER_PARTITION: i64 = 30;
 /// CreateTime of record `i` of partition `p`: `BASE_MS + i s + p ms`.
 const BASE_MS: i64 = 1_764_547_200_000; // 2025-12-01T00:00:00Z
 const GROUP: &str = "replayers";
-
-fn strait(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strait"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run strait")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn rfc3339(ms: i64) -> String {
-    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms as u64)).to_string()
-}
 
 fn config(dir: &Path, source: &str, target: &str) -> PathBuf {
     let mut cfg = two_cluster_flow(source, target, "5s");
@@ -118,7 +99,7 @@ fn a_middle_range_is_copied_exactly_translates_and_is_not_copied_twice() {
     // The flow copies the topic first: the replay then backfills into the same target
     // topic, after the flow's records.
     let run = strait(&["run", "--once", "-c", cfg]);
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    assert_eq!(run.status.code(), Some(0), "{}", output_text(&run));
     assert_eq!(read(&dst, TARGET_TOPIC).len(), (PER_PARTITION * 3) as usize);
 
     // Records 6..21 of each partition: --from between records 5 and 6, --until between
@@ -129,16 +110,20 @@ fn a_middle_range_is_copied_exactly_translates_and_is_not_copied_twice() {
         "replay", "-c", cfg, "--topic", TOPIC, "--from", &from, "--until", &until,
     ];
     let dry = strait(&args);
-    assert_eq!(dry.status.code(), Some(0), "{}", text(&dry));
+    assert_eq!(dry.status.code(), Some(0), "{}", output_text(&dry));
     let stdout = String::from_utf8_lossy(&dry.stdout);
-    assert!(stdout.contains("dry run: nothing copied"), "{}", text(&dry));
-    assert!(stdout.contains("6..21"), "{}", text(&dry));
+    assert!(
+        stdout.contains("dry run: nothing copied"),
+        "{}",
+        output_text(&dry)
+    );
+    assert!(stdout.contains("6..21"), "{}", output_text(&dry));
     assert_eq!(read(&dst, TARGET_TOPIC).len(), (PER_PARTITION * 3) as usize);
 
     let mut exec: Vec<&str> = args.to_vec();
     exec.extend(["--execute", "--json"]);
     let out = strait(&exec);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     let summary: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(summary["executed"], true, "{summary}");
     assert_eq!(summary["target_topic"], TARGET_TOPIC);
@@ -193,29 +178,29 @@ fn a_middle_range_is_copied_exactly_translates_and_is_not_copied_twice() {
         "--replay",
         &id,
     ]);
-    assert_eq!(t.status.code(), Some(0), "{}", text(&t));
+    assert_eq!(t.status.code(), Some(0), "{}", output_text(&t));
     assert_eq!(
         translated(&t),
         [(0, 10, Some(34)), (1, 6, Some(30)), (2, 21, Some(45))],
         "{}",
-        text(&t)
+        output_text(&t)
     );
     let flow_t = strait(&["offsets", "translate", "-c", cfg, "--group", GROUP]);
-    assert_eq!(flow_t.status.code(), Some(0), "{}", text(&flow_t));
+    assert_eq!(flow_t.status.code(), Some(0), "{}", output_text(&flow_t));
     assert_eq!(
         translated(&flow_t),
         [(0, 10, Some(10)), (1, 6, Some(6)), (2, 21, Some(21))],
         "{}",
-        text(&flow_t)
+        output_text(&flow_t)
     );
 
     // The same replay again is refused and copies nothing.
     let again = strait(&exec[..exec.len() - 1]);
-    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert_eq!(again.status.code(), Some(1), "{}", output_text(&again));
     assert!(
         String::from_utf8_lossy(&again.stdout).contains("already copied"),
         "{}",
-        text(&again)
+        output_text(&again)
     );
     assert_eq!(
         read(&dst, TARGET_TOPIC).len(),
@@ -230,7 +215,7 @@ fn a_middle_range_is_copied_exactly_translates_and_is_not_copied_twice() {
         .collect();
     rdkafka::produce(&src, TOPIC, &more, &ProduceOptions::default()).expect("produce");
     let rerun = strait(&["run", "--once", "-c", cfg]);
-    assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun));
+    assert_eq!(rerun.status.code(), Some(0), "{}", output_text(&rerun));
     let target = read(&dst, TARGET_TOPIC);
     let dst_p0 = partition(&target, 0);
     assert_eq!(dst_p0.len(), (PER_PARTITION + 15 + 5) as usize);
@@ -246,11 +231,11 @@ fn a_middle_range_is_copied_exactly_translates_and_is_not_copied_twice() {
 
     // A topic the flow would replicate but the source does not have.
     let ghost = strait(&["replay", "-c", cfg, "--topic", "ghost", "--from", &from]);
-    assert_eq!(ghost.status.code(), Some(1), "{}", text(&ghost));
+    assert_eq!(ghost.status.code(), Some(1), "{}", output_text(&ghost));
     assert!(
         String::from_utf8_lossy(&ghost.stderr).contains("topic ghost does not exist on the source"),
         "{}",
-        text(&ghost)
+        output_text(&ghost)
     );
 }
 
@@ -264,40 +249,40 @@ fn bad_input_is_refused_with_a_clear_error() {
     let before = rfc3339(BASE_MS);
 
     let out = strait(&["replay", "-c", cfg, "--topic", TOPIC, "--from", "yesterday"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("not an RFC 3339 time"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
 
     let out = strait(&[
         "replay", "-c", cfg, "--topic", TOPIC, "--from", &from, "--until", &before,
     ]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("must be before --until"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
 
     let out = strait(&["replay", "-c", cfg, "--topic", "payments", "--from", &from]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr)
             .contains("topic payments is not replicated by any enabled flow"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
 
     let out = strait(&[
         "replay", "-c", cfg, "--topic", TOPIC, "--from", &from, "--flow", "nope",
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("no enabled flow named nope"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
 }
 
@@ -441,7 +426,7 @@ fn an_interrupted_replay_resumes_from_its_map_and_copies_each_record_once() {
     proxy.set_delay(strait_testkit::Direction::Downstream, Duration::ZERO);
 
     let resumed = strait(&args);
-    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert_eq!(resumed.status.code(), Some(0), "{}", output_text(&resumed));
     let summary: Value = serde_json::from_slice(&resumed.stdout).expect("json");
     assert_eq!(summary["decision"], "resume", "{summary}");
     for p in summary["partitions"].as_array().expect("partitions") {
@@ -474,7 +459,7 @@ fn an_interrupted_replay_resumes_from_its_map_and_copies_each_record_once() {
     let mut again_args = args.to_vec();
     again_args.push("--again");
     let again = strait(&again_args);
-    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert_eq!(again.status.code(), Some(0), "{}", output_text(&again));
     let summary: Value = serde_json::from_slice(&again.stdout).expect("json");
     assert_eq!(
         (summary["decision"].as_str(), summary["run"].as_u64()),
@@ -526,7 +511,7 @@ fn aborted_transactions_and_markers_in_the_range_are_left_out() {
         &until,
         "--execute",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     let values: Vec<String> = read(&dst, TARGET_TOPIC)
         .iter()
         .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
@@ -536,7 +521,7 @@ fn aborted_transactions_and_markers_in_the_range_are_left_out() {
         .chain(20..25)
         .map(|i| format!("v{i}"))
         .collect();
-    assert_eq!(values, expected, "{}", text(&out));
+    assert_eq!(values, expected, "{}", output_text(&out));
 }
 
 #[test]
@@ -580,11 +565,15 @@ fn a_replay_into_the_target_topic_of_a_running_flow_leaves_the_flow_replicating(
             break;
         }
         assert!(
-            text(&dry).contains("saved state has not reached the start of the range"),
+            output_text(&dry).contains("saved state has not reached the start of the range"),
             "{}",
-            text(&dry)
+            output_text(&dry)
         );
-        assert!(std::time::Instant::now() < deadline, "{}", text(&dry));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}",
+            output_text(&dry)
+        );
         std::thread::sleep(Duration::from_millis(300));
     }
     let out = strait(&[
@@ -599,7 +588,7 @@ fn a_replay_into_the_target_topic_of_a_running_flow_leaves_the_flow_replicating(
         &until,
         "--execute",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     // New records while the flow runs, after the replayed ones.
     let more: Vec<TestRecord> = (0..PARTITIONS)
         .flat_map(|p| (PER_PARTITION..PER_PARTITION + 5).map(move |i| record(p, i)))
@@ -675,7 +664,7 @@ fn a_transaction_still_open_is_left_out_the_range_ends_at_the_last_stable_offset
         "--execute",
         "--json",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     let summary: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(summary["partitions"][0]["source_end"], 10, "{summary}");
     let values: Vec<String> = read(&dst, TARGET_TOPIC)

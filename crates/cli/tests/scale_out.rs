@@ -18,10 +18,9 @@ use strait_testkit::verify::{check, read_partitions};
 use strait_testkit::{BrokerOptions, TansuBroker};
 
 mod common;
-mod faults_kit;
 use common::Strait;
+use common::faults::{free_port, http_get, metric};
 use common::load::NumberedProducer;
-use faults_kit::{free_port, http_get, metric};
 
 const TOPIC: &str = "orders";
 const TARGET: &str = "src.orders";

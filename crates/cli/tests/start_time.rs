@@ -5,29 +5,20 @@
 //! by batch maxTimestamp instead (`replay::lookup`, shared with `strait replay`). Real
 //! Tansu brokers, librdkafka as the reader.
 
-use std::process::{Command, Output};
-use std::time::{Duration, UNIX_EPOCH};
+use std::process::Output;
 
 use strait_testkit::TansuCluster;
 use strait_testkit::TestRecord;
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{self, ConsumeOptions, ProduceOptions};
 
+mod common;
+
+use common::command::{rfc3339, strait};
+
 const TOPIC: &str = "events";
 /// CreateTime of record `i`: one second apart from a fixed instant.
 const BASE_MS: i64 = 1_764_547_200_000; // 2025-12-01T00:00:00Z
-
-fn strait(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strait"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run strait")
-}
-
-fn rfc3339(ms: i64) -> String {
-    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms as u64)).to_string()
-}
 
 fn values(bootstrap: &str, topic: &str) -> Vec<String> {
     rdkafka::consume(bootstrap, topic, &ConsumeOptions::default())

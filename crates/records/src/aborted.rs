@@ -98,3 +98,6 @@ pub fn filter_aborted(
     let mut filter = AbortedFilter::new(aborted, *limits);
     batches.iter().map(|b| filter.check(b)).collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -129,3 +129,6 @@ impl BatchBuilder {
         Batch::parse(Bytes::from(bytes))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -52,3 +52,6 @@ impl Batch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -86,6 +86,8 @@ mod record;
 mod reencode;
 mod split;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 mod txn;
 mod varint;

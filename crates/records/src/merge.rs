@@ -743,3 +743,6 @@ fn recompress(
     });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -181,3 +181,6 @@ fn patched_header(old: &[u8; HEADER_LEN], stamp: ProducerStamp) -> [u8; HEADER_L
     h[BASE_SEQUENCE_AT..BASE_SEQUENCE_AT + 4].copy_from_slice(&stamp.base_sequence.to_be_bytes());
     h
 }
+
+#[cfg(test)]
+mod tests;

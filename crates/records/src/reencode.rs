@@ -96,3 +96,6 @@ fn build_fitting(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -262,3 +262,6 @@ fn expected_len(bytes: &[u8]) -> usize {
         .and_then(|b| usize::try_from(i32::from_be_bytes([b[0], b[1], b[2], b[3]])).ok())
         .map_or(HEADER_LEN, |l| l + LOG_OVERHEAD)
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,12 +16,7 @@ use std::time::Duration;
 use strait_client::{Client, ClientConfig, FetchOptions, PartitionConsumer};
 use strait_testkit::rdkafka::{self, ConsumeOptions, Isolation};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
+use super::read::runtime;
 
 /// Per partition (`0..partitions`), the offsets of records whose transaction committed
 /// (or that are not transactional), by the markers in the log.

@@ -1,9 +1,16 @@
-//! The `strait run` process the crash and stall tests drive: started with its output in a
-//! log file, killed (SIGKILL) and reaped on drop, also when an assertion fails.
+//! Shared by the binary's tests: the `strait run` process the crash and stall tests drive
+//! (started with its output in a log file, killed (SIGKILL) and reaped on drop, also when an
+//! assertion fails); a command run to its end ([`command`]); the exactly-once checks
+//! ([`eos`]); the fault suite's brokers behind proxies and its checks ([`faults`]); the
+//! numbered producer ([`load`]); partition ends and saved offset maps as `strait` reads
+//! them ([`read`]).
 #![allow(dead_code)]
 
+pub mod command;
 pub mod eos;
+pub mod faults;
 pub mod load;
+pub mod read;
 
 use std::ops::{Deref, DerefMut};
 use std::path::Path;

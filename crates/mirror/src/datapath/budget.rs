@@ -607,5 +607,4 @@ fn held_message(a: &Account, total: u64, limit: u64) -> String {
 }
 
 #[cfg(test)]
-#[path = "budget_tests.rs"]
 mod tests;

@@ -617,5 +617,4 @@ fn build_pieces(
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
 mod tests;

@@ -389,5 +389,4 @@ pub fn resume(done: bool, map_target_next: i64, target_end: i64) -> Resume {
 }
 
 #[cfg(test)]
-#[path = "decide_tests.rs"]
 mod tests;

@@ -25,7 +25,8 @@ use strait_testkit::rdkafka::{self, ProduceOptions};
 use strait_testkit::verify::{Report, check, read_to_end, read_to_end_if_exists};
 use strait_testkit::{BrokerOptions, FaultProxy, TansuBroker, TestRecord};
 
-use crate::common::Strait;
+use super::Strait;
+use super::read::runtime;
 
 /// Partitions of every test topic.
 pub const PARTITIONS: i32 = 2;
@@ -239,10 +240,7 @@ pub fn produce_now(bootstrap: &str, topic: &str, from: usize, n: usize, value_le
 /// from Fetch: fast, no librdkafka), for progress checks while the source is being
 /// written; 0 while it does not exist.
 pub fn target_end(net: &Net, topic: &str) -> i64 {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     let bootstrap = net.target.bootstrap();
     rt.block_on(async {
         let Ok(client) = Client::connect(ClientConfig::new([bootstrap])).await else {
