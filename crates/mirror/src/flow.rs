@@ -46,8 +46,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
+use self::assemble::Start;
 use self::mode::{Mode, Role};
-use self::run::Start;
 use crate::config::{Config, Flow};
 use crate::datapath::budget::Budget;
 use crate::datapath::fetcher::{PartitionFeed, Recreation, Router};

@@ -15,18 +15,41 @@ use strait_records::Limits;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use super::mode::{Mode, Role};
-use super::run::Start;
+use super::mode::{Mode, Role, Slot};
 use super::scale_out::Scale;
-use super::{FlowRun, exactly_once, recreation};
+use super::{FlowRun, SharedState, exactly_once, recreation};
+use crate::config::{Config, Flow};
 use crate::connect::connect;
+use crate::datapath::budget::Budget;
 use crate::datapath::fetcher::Router;
 use crate::datapath::sink::Sink;
 use crate::error::MirrorError;
 use crate::groups::GroupSync;
 use crate::heartbeat::Heartbeats;
+use crate::metrics::Metrics;
 use crate::state::{self, StateWriter};
 use crate::topics::TopicSync;
+
+/// What a run starts from: the flow in its mode, and what the process shares with it.
+#[derive(Clone)]
+pub(super) struct Start<'a> {
+    /// The flow (a slot's: with the slot's `transactional.id`).
+    pub flow: &'a Flow,
+    /// Its mode, chosen once ([`Mode::of`]).
+    pub mode: Mode,
+    /// The whole config (clusters, engine).
+    pub config: &'a Config,
+    /// The process's metrics.
+    pub metrics: Metrics,
+    /// The process's in-flight budget.
+    pub budget: Budget,
+    /// `--once`: stop at the ends seen at start.
+    pub once: bool,
+    /// Exactly-once scale-out: the one slot this run replicates.
+    pub slot: Option<Slot>,
+    /// The flow's state topic as its runs read it.
+    pub state: &'a SharedState,
+}
 
 /// The jobs a run hands to its control tasks once its partitions run.
 pub(super) struct Parts {

@@ -17,11 +17,12 @@
 //!    refused; a scale-out flow's group is its guard.
 //! 3. **`--once` is one process**: it cannot be combined with `[flows.scale_out]`.
 
+use super::Key;
 use super::exactly_once::Eos;
 use super::scale_out::Scale;
-use super::slots::Slot;
 use crate::config::Flow;
 use crate::error::MirrorError;
+use crate::scale::slot_of;
 
 /// How a flow is replicated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +61,22 @@ impl Mode {
     /// under the sole-writer guard (rule 2).
     pub(super) fn shared(self) -> bool {
         matches!(self, Self::ScaleOut | Self::ExactlyOnceSlots)
+    }
+}
+
+/// The slot one run of an exactly-once scale-out flow replicates ([`super::slots`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Slot {
+    /// Its number.
+    pub n: u32,
+    /// The flow's slot count.
+    pub of: u32,
+}
+
+impl Slot {
+    /// Whether partition `key` belongs to this slot.
+    pub(super) fn holds(&self, key: &Key) -> bool {
+        slot_of(&key.0, key.1, self.of) == self.n
     }
 }
 

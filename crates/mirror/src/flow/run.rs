@@ -11,39 +11,15 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-use super::assemble::Parts;
-use super::mode::{Mode, Role};
-use super::slots::Slot;
-use super::{FlowRun, FlowSummary, SharedState, all_partitions, interruptible};
+use super::assemble::{Parts, Start};
+use super::mode::Role;
+use super::{FlowRun, FlowSummary, all_partitions, interruptible};
 use crate::acls::AclSync;
-use crate::config::{Config, Flow};
 use crate::control::{Control, Jobs, LeadJobs};
-use crate::datapath::budget::Budget;
 use crate::error::MirrorError;
 use crate::groups::ReverseSync;
-use crate::metrics::{FlowState, Metrics};
+use crate::metrics::FlowState;
 use crate::state::StateWriter;
-
-/// What a run starts from: the flow in its mode, and what the process shares with it.
-#[derive(Clone)]
-pub(super) struct Start<'a> {
-    /// The flow (a slot's: with the slot's `transactional.id`).
-    pub flow: &'a Flow,
-    /// Its mode, chosen once ([`Mode::of`]).
-    pub mode: Mode,
-    /// The whole config (clusters, engine).
-    pub config: &'a Config,
-    /// The process's metrics.
-    pub metrics: Metrics,
-    /// The process's in-flight budget.
-    pub budget: Budget,
-    /// `--once`: stop at the ends seen at start.
-    pub once: bool,
-    /// Exactly-once scale-out: the one slot this run replicates.
-    pub slot: Option<Slot>,
-    /// The flow's state topic as its runs read it.
-    pub state: &'a SharedState,
-}
 
 /// Runs the flow (or the slot) until `stop` turns true, or with `--once` until caught up.
 pub(super) async fn run(

@@ -25,33 +25,19 @@ use strait_offsets::Registry;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::run::{self, Start};
+use super::assemble::Start;
+use super::mode::Slot;
+use super::run;
 use super::scale_out::Scale;
-use super::{FlowSummary, Key, exactly_once};
+use super::{FlowSummary, exactly_once};
 use crate::config::Flow;
 use crate::control::{Control, Jobs, LeadJobs};
 use crate::error::MirrorError;
 use crate::metrics::{FlowState, Metrics};
+use crate::scale::PartitionId;
 use crate::scale::reconcile::{Wanted, control_job, reconcile};
-use crate::scale::{PartitionId, slot_of};
 use crate::state::StateWriter;
 use crate::topics::TopicSync;
-
-/// The slot one run replicates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Slot {
-    /// Its number.
-    pub n: u32,
-    /// The flow's slot count.
-    pub of: u32,
-}
-
-impl Slot {
-    /// Whether partition `key` belongs to this slot.
-    pub(super) fn holds(&self, key: &Key) -> bool {
-        slot_of(&key.0, key.1, self.of) == self.n
-    }
-}
 
 /// The flow of slot `n`: the flow with the slot's `transactional.id`.
 fn slot_flow(flow: &Flow, n: u32) -> Flow {
