@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use strait_mirror::config::model::StartPosition;
 
 /// Strait: mirrors Kafka topics, configs and consumer-group offsets between clusters.
 #[derive(Parser, Debug)]
@@ -68,7 +69,7 @@ pub enum Command {
     Failback(SwitchArgs),
     /// Copy a time range of one source topic once to the target, with an offset map of
     /// its own (a dry run unless --execute).
-    Replay(crate::replay::ReplayArgs),
+    Replay(ReplayArgs),
     /// Consumer-group offset tools.
     Offsets {
         #[command(subcommand)]
@@ -150,6 +151,49 @@ pub struct SwitchArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s",
           value_parser = crate::bench::args::parse_duration)]
     pub wait: std::time::Duration,
+}
+
+/// `strait replay`.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// The source topic.
+    #[arg(long, value_name = "T")]
+    pub topic: String,
+    /// The first record copied is the first at or after this time (RFC 3339, e.g.
+    /// 2026-11-30T10:00:00Z).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub from: i64,
+    /// Copy up to (not including) the first record at or after this time (default: up to
+    /// the end of the topic when the replay starts).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub until: Option<i64>,
+    /// The target topic (default: the flow's name for the topic).
+    #[arg(long, value_name = "TOPIC")]
+    pub to: Option<String>,
+    /// The flow (default: the one enabled flow that replicates the topic).
+    #[arg(long, value_name = "NAME")]
+    pub flow: Option<String>,
+    /// Copy (default: print the plan and copy nothing).
+    #[arg(long)]
+    pub execute: bool,
+    /// Copy a range that was already replayed once more (a new run).
+    #[arg(long)]
+    pub again: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// An RFC 3339 time, as `topics.start_position` takes it, in ms since the epoch.
+fn parse_time(text: &str) -> Result<i64, String> {
+    match StartPosition::parse(text) {
+        Some(StartPosition::Timestamp(ms)) => Ok(ms),
+        _ => Err(format!(
+            "`{text}` is not an RFC 3339 time (e.g. 2026-11-30T10:00:00Z)"
+        )),
+    }
 }
 
 /// `strait config ...`.

@@ -14,58 +14,13 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use clap::Args;
 use serde_json::{Value, json};
 use strait_client::ProducerConfig;
-use strait_mirror::config::model::StartPosition;
 use strait_mirror::config::{Config, Flow, TopicDecision, load};
 use strait_mirror::replay::{self, Method, PartitionPlan, Prepared, RunDecision, Spec, Summary};
 
-use crate::cli::ConfigArg;
+use crate::cli::ReplayArgs;
 use crate::plan::{clients, runtime};
-
-/// `strait replay`.
-#[derive(Args, Debug)]
-pub struct ReplayArgs {
-    #[command(flatten)]
-    pub config: ConfigArg,
-    /// The source topic.
-    #[arg(long, value_name = "T")]
-    pub topic: String,
-    /// The first record copied is the first at or after this time (RFC 3339, e.g.
-    /// 2026-11-30T10:00:00Z).
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
-    pub from: i64,
-    /// Copy up to (not including) the first record at or after this time (default: up to
-    /// the end of the topic when the replay starts).
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
-    pub until: Option<i64>,
-    /// The target topic (default: the flow's name for the topic).
-    #[arg(long, value_name = "TOPIC")]
-    pub to: Option<String>,
-    /// The flow (default: the one enabled flow that replicates the topic).
-    #[arg(long, value_name = "NAME")]
-    pub flow: Option<String>,
-    /// Copy (default: print the plan and copy nothing).
-    #[arg(long)]
-    pub execute: bool,
-    /// Copy a range that was already replayed once more (a new run).
-    #[arg(long)]
-    pub again: bool,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// An RFC 3339 time, as `topics.start_position` takes it, in ms since the epoch.
-fn parse_time(text: &str) -> Result<i64, String> {
-    match StartPosition::parse(text) {
-        Some(StartPosition::Timestamp(ms)) => Ok(ms),
-        _ => Err(format!(
-            "`{text}` is not an RFC 3339 time (e.g. 2026-11-30T10:00:00Z)"
-        )),
-    }
-}
 
 /// Exit code of a command line that cannot be right.
 const USAGE: u8 = 2;

@@ -10,7 +10,19 @@ use std::collections::VecDeque;
 
 use crate::run::Run;
 use crate::side::Side;
-use crate::translate::Precision;
+
+/// How close a [`crate::Translation::Mapped`] offset is to the exact answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// The exact answer: a consumer resuming there neither re-reads nor skips a record.
+    Exact,
+    /// The position falls in coarsened history. The offset is a lower bound: a consumer
+    /// resuming there re-reads at most `at_most` records, and skips none.
+    RoundedDown {
+        /// Largest possible distance between the offset given and the exact one.
+        at_most: u64,
+    },
+}
 
 /// Several runs merged into one: `records` records spread over source offsets
 /// `source_start..source_start + source_len` and target offsets

@@ -43,15 +43,17 @@
 //! |---|---|
 //! | `side` | [`Side`], offset range |
 //! | `run` | [`Run`]: an exact dense range |
-//! | `coarsen` | [`Segment`]: merged runs, its bounds, the coarsening policy |
+//! | `coarsen` | [`Segment`]: merged runs, its bounds, the coarsening policy, [`Precision`] |
 //! | `map` | [`OffsetMap`] state and batch mutations |
 //! | `translate` | [`Translation`], lookups in both directions |
 //! | `truncate` | log starts and recreated topics |
-//! | `update` | [`Update`] vocabulary, journal, [`Checkpoint`], delta replay |
+//! | `update` | [`Update`] vocabulary, the journal, [`Delta`] |
+//! | `checkpoint` | [`Checkpoint`]s out of the journal, delta replay |
 //! | `encoding` | versioned, checksummed varint encodings |
 //! | `shared` | [`Registry`], [`MapWriter`], [`MapReader`] |
 //! | `error` | error types |
 
+mod checkpoint;
 mod coarsen;
 mod encoding;
 mod error;
@@ -64,13 +66,16 @@ mod translate;
 mod truncate;
 mod update;
 
+pub use checkpoint::{Checkpoint, CheckpointKind, Replayed};
+pub use coarsen::Precision;
 pub use coarsen::Segment;
+pub use encoding::DecodeError;
 pub use encoding::VERSION as ENCODING_VERSION;
 pub use encoding::snapshot::MAX_SNAPSHOT_ENTRIES;
-pub use error::{DecodeError, MapError, RegistryError, ReplayError};
+pub use error::{MapError, RegistryError, ReplayError};
 pub use map::{DEFAULT_RUN_BUDGET, MIN_RUN_BUDGET, MapStats, OffsetMap};
 pub use run::Run;
 pub use shared::{MapReader, MapWriter, Registry};
 pub use side::{MAX_OFFSET, Side};
-pub use translate::{Precision, Translation};
-pub use update::{Checkpoint, CheckpointKind, Delta, MAX_PENDING_UPDATES, Replayed, Update};
+pub use translate::Translation;
+pub use update::{Delta, MAX_PENDING_UPDATES, Update};

@@ -14,10 +14,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use crate::checkpoint::Checkpoint;
 use crate::error::{MapError, RegistryError};
 use crate::map::{MapStats, OffsetMap};
 use crate::translate::Translation;
-use crate::update::Checkpoint;
 
 type Shared = Arc<RwLock<OffsetMap>>;
 

@@ -4,21 +4,9 @@
 //! the offset of the first replicated record whose offset on this side is `>= position`:
 //! a consumer resuming there has read every earlier record and misses none after it.
 
+use crate::coarsen::Precision;
 use crate::map::OffsetMap;
 use crate::side::Side;
-
-/// How close a [`Translation::Mapped`] offset is to the exact answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Precision {
-    /// The exact answer: a consumer resuming there neither re-reads nor skips a record.
-    Exact,
-    /// The position falls in coarsened history. The offset is a lower bound: a consumer
-    /// resuming there re-reads at most `at_most` records, and skips none.
-    RoundedDown {
-        /// Largest possible distance between the offset given and the exact one.
-        at_most: u64,
-    },
-}
 
 /// Result of translating a position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use crate::header::Compression;
+use crate::codec::Compression;
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

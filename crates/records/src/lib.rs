@@ -56,7 +56,8 @@
 //!
 //! # Modules
 //!
-//! - `split`: record set → batches, [`Limits`]; `header`: the 61-byte header;
+//! - `split`: record set → batches, [`Limits`]; `header`: the 61-byte header; `codec`: the
+//!   codec ids ([`Compression`]);
 //! - `patch`: header rewrite and CRC for forwarding; `crc`: the CRC update that avoids a
 //!   second pass over the payload;
 //! - `classify`: forward / drop / re-encode; `aborted`: aborted transactions from a Fetch
@@ -73,6 +74,7 @@
 mod aborted;
 mod builder;
 mod classify;
+mod codec;
 pub mod compression;
 mod crc;
 mod decode;

@@ -27,8 +27,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::PartitionId;
 use super::codec::{MemberAssignment, MemberMetadata};
+use super::{PartitionId, PartitionLoad};
 
 /// Seconds of throughput a partition's weight counts (rule 2).
 pub const THROUGHPUT_WINDOW_SECS: u64 = 60;
@@ -42,27 +42,7 @@ pub struct Member {
     pub meta: MemberMetadata,
 }
 
-/// One partition of the flow and its load.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartitionLoad {
-    /// The partition.
-    pub id: PartitionId,
-    /// Bytes not yet replicated.
-    pub lag_bytes: u64,
-    /// Bytes per second written to it lately.
-    pub bytes_per_sec: u64,
-}
-
 impl PartitionLoad {
-    /// A partition with no known load (weight 1).
-    pub fn idle(id: PartitionId) -> Self {
-        PartitionLoad {
-            id,
-            lag_bytes: 0,
-            bytes_per_sec: 0,
-        }
-    }
-
     /// Lag plus [`THROUGHPUT_WINDOW_SECS`] of throughput, at least 1 (so idle partitions
     /// are spread by count).
     pub fn weight(&self) -> u64 {

@@ -17,8 +17,7 @@ use std::sync::Arc;
 
 use strait_offsets::frame::{self, FrameError};
 
-use super::PartitionId;
-use super::assign::PartitionLoad;
+use super::{PartitionId, PartitionLoad};
 
 /// The encoding version this build writes and reads.
 pub const VERSION: u8 = 1;

@@ -12,10 +12,9 @@ use strait_client::ClientConfig;
 use strait_client::group::{GroupMember, MembershipConfig};
 use strait_testkit::TansuBroker;
 
-use super::PartitionId;
-use super::assign::PartitionLoad;
 use super::codec::MemberAssignment;
 use super::protocol::Worker;
+use super::{PartitionId, PartitionLoad};
 
 /// How long a member takes to flush a revoked partition before releasing it.
 const FLUSH: Duration = Duration::from_millis(500);

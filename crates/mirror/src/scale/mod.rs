@@ -27,7 +27,7 @@ mod tests;
 
 use std::sync::Arc;
 
-pub use assign::{Member, Move, PartitionLoad, Plan, assign};
+pub use assign::{Member, Move, Plan, assign};
 pub use codec::{CodecError, MemberAssignment, MemberMetadata};
 pub use topology::Topology;
 
@@ -104,6 +104,28 @@ impl PartitionId {
     /// True for a [`PartitionId::control`] job.
     pub fn is_control(&self) -> bool {
         &*self.topic == CONTROL_TOPIC
+    }
+}
+
+/// One partition of the flow and its load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionLoad {
+    /// The partition.
+    pub id: PartitionId,
+    /// Bytes not yet replicated.
+    pub lag_bytes: u64,
+    /// Bytes per second written to it lately.
+    pub bytes_per_sec: u64,
+}
+
+impl PartitionLoad {
+    /// A partition with no known load (weight 1).
+    pub fn idle(id: PartitionId) -> Self {
+        PartitionLoad {
+            id,
+            lag_bytes: 0,
+            bytes_per_sec: 0,
+        }
     }
 }
 

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::Bytes;
 use strait_client::group::{JoinedMember, Protocol};
 
-use super::assign::{Member, PartitionLoad, Plan, assign};
+use super::assign::{Member, Plan, assign};
 use super::codec::MemberMetadata;
-use super::{PROTOCOL_NAME, PartitionId, Topology};
+use super::{PROTOCOL_NAME, PartitionId, PartitionLoad, Topology};
 
 #[derive(Debug)]
 struct State {

@@ -4,9 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 
-use super::PartitionId;
-use super::assign::{Member, PartitionLoad, Plan, assign};
+use super::assign::{Member, Plan, assign};
 use super::codec::{CodecError, MemberAssignment, MemberMetadata, VERSION};
+use super::{PartitionId, PartitionLoad};
 
 fn pid(t: &str, p: i32) -> PartitionId {
     PartitionId::new(t, p)

@@ -20,7 +20,7 @@ use crate::config::Flow;
 use crate::error::MirrorError;
 
 /// The first key byte of a created-ACL record.
-pub const ACL_KEY_KIND: u8 = 4;
+pub const ACL_KEY_KIND: u8 = super::codec::kind::ACL;
 /// The value encoding version written.
 pub const ACL_VALUE_VERSION: u8 = 1;
 

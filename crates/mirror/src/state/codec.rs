@@ -15,6 +15,22 @@ use uuid::Uuid;
 /// The encoding version written.
 pub const STATE_VERSION: u8 = 1;
 
+/// The first byte of every state key: which kind of record it is. One table, so that no
+/// two kinds share a byte and the reader ([`super::store`]) can sort records by kind
+/// without importing the modules that write them.
+pub mod kind {
+    /// A flow partition's snapshot ([`super::encode_key`]): the encoding version.
+    pub const PARTITION: u8 = super::STATE_VERSION;
+    /// A replay partition ([`crate::state::replay`]).
+    pub const REPLAY: u8 = 2;
+    /// A flow partition's delta since its snapshot ([`crate::state::delta`]).
+    pub const DELTA: u8 = 3;
+    /// An ACL Strait created ([`crate::state::acls`]).
+    pub const ACL: u8 = 4;
+    /// A scale-out member's report ([`crate::state::members`]).
+    pub const MEMBER: u8 = 5;
+}
+
 /// One partition's saved state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionState {
@@ -46,8 +62,7 @@ pub enum StateDecodeError {
     Utf8,
 }
 
-/// The kind of a state key (its first byte): [`STATE_VERSION`] for a flow partition,
-/// [`super::replay::REPLAY_KEY_KIND`] for a replay partition. `None` for an empty key.
+/// The kind of a state key (its first byte, one of [`kind`]). `None` for an empty key.
 pub fn key_kind(bytes: &[u8]) -> Option<u8> {
     bytes.first().copied()
 }

@@ -21,7 +21,7 @@ use strait_offsets::{DEFAULT_RUN_BUDGET, OffsetMap, Replayed};
 use super::codec::{PartitionState, Reader, StateDecodeError, put_str};
 
 /// The first key byte of a delta record.
-pub const DELTA_KEY_KIND: u8 = 3;
+pub const DELTA_KEY_KIND: u8 = super::codec::kind::DELTA;
 /// The value encoding version written.
 pub const DELTA_VALUE_VERSION: u8 = 1;
 /// Deltas of a partition between two snapshots.

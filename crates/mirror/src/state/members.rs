@@ -19,7 +19,7 @@ use crate::error::MirrorError;
 use crate::scale::MemberMetadata;
 
 /// The first key byte of a member report.
-pub const MEMBER_KEY_KIND: u8 = 5;
+pub const MEMBER_KEY_KIND: u8 = super::codec::kind::MEMBER;
 
 /// The key of `member_id`'s report.
 pub fn encode_member_key(member_id: &str) -> Vec<u8> {

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::codec::{Reader, StateDecodeError, put_str};
 
 /// The first key byte of a replay record.
-pub const REPLAY_KEY_KIND: u8 = 2;
+pub const REPLAY_KEY_KIND: u8 = super::codec::kind::REPLAY;
 /// The value encoding version written.
 pub const REPLAY_VALUE_VERSION: u8 = 1;
 

@@ -12,7 +12,7 @@ use strait_client::{
 };
 use strait_records::Compression;
 
-use super::acls::ACL_KEY_KIND;
+use super::codec::kind;
 use super::codec::{PartitionState, decode_key, decode_value, encode_key, encode_value, key_kind};
 use super::delta::{DELTA_KEY_KIND, decode_delta_key, decode_delta_value, rebuild};
 use super::replay::{REPLAY_KEY_KIND, decode_replay_key, decode_replay_value};
@@ -201,10 +201,7 @@ impl StateTail {
 impl Fold {
     /// Takes one committed record of the state topic (the rules of [`read_state`]).
     fn apply(&mut self, key: &[u8], value: Option<&[u8]>, meta: RecordMeta) -> Result<(), String> {
-        if matches!(
-            key_kind(key),
-            Some(REPLAY_KEY_KIND | ACL_KEY_KIND | super::members::MEMBER_KEY_KIND)
-        ) {
+        if matches!(key_kind(key), Some(kind::REPLAY | kind::ACL | kind::MEMBER)) {
             return Ok(());
         }
         if key_kind(key) == Some(DELTA_KEY_KIND) {

@@ -8,9 +8,9 @@
 //!   4 recreated  side log_start counterpart_next
 //! ```
 
+use super::DecodeError;
 use super::varint::{self, Reader};
 use super::{KIND_DELTA, open_frame, seal, unseal};
-use crate::error::DecodeError;
 use crate::update::{Delta, MAX_PENDING_UPDATES, Update};
 
 const TAG_APPEND: u8 = 1;

@@ -13,10 +13,10 @@
 
 use std::collections::VecDeque;
 
+use super::DecodeError;
 use super::varint::{self, Reader};
 use super::{KIND_SNAPSHOT, open_frame, seal, unseal};
 use crate::coarsen::Segment;
-use crate::error::DecodeError;
 use crate::map::{MapParts, OffsetMap};
 use crate::run::Run;
 use crate::side::{MAX_OFFSET, Side};

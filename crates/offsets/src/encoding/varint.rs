@@ -4,7 +4,7 @@
 //! this crate keeps its own few lines rather than depend on the record crate and its
 //! compression codecs, so that the offset maps stay a dependency-light crate of their own.
 
-use crate::error::DecodeError;
+use super::DecodeError;
 use crate::side::{MAX_OFFSET, Side};
 
 /// Appends `value` as an unsigned LEB128 varint (1 to 10 bytes).
