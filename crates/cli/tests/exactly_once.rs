@@ -418,6 +418,75 @@ fn rst_cuts_of_the_target_keep_every_record_once_and_the_maps_exact() {
     );
 }
 
+/// Exactly-once scale-out (`owner.rs`): a slot whose transaction failed restarts only
+/// after its group confirmed, in a new generation, that this member still owns the slot;
+/// stalls of every target connection (data, transactions and the group's) longer than the
+/// request timeout fail the slots' transactions, and every record is still committed once.
+#[test]
+fn target_stalls_restart_each_slot_only_after_the_group_confirms_it_and_keep_every_record_once() {
+    let net = faults::Net::start(&[]);
+    let (src, dst) = (net.source.bootstrap(), net.target.bootstrap());
+    rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let flow = "[flows.delivery]\nguarantee = \"exactly_once\"\ntransaction_interval = \"100ms\"\n\
+                [flows.scale_out]\ninstance_id = \"\"\nsession_timeout = \"10s\"\n\
+                rebalance_timeout = \"20s\"\nslots = 4";
+    let cfg = net.config(dir.path(), &[TOPIC], flow, "", faults::free_port());
+    let producer = NumberedProducer::start(src.clone(), TOPIC, PARTITIONS, PER_CALL, 10);
+    let mut strait = Strait::start(&cfg, &dir.path().join("strait.log"));
+    let stalls = 3;
+    for i in 0..stalls {
+        let before = committed_on_target(&dst);
+        wait_for(
+            &format!("a commit before stall {}", i + 1),
+            Duration::from_secs(120),
+            || {
+                strait.assert_running();
+                committed_on_target(&dst) > before
+            },
+        );
+        // Over twice the request timeout, well within the group's session.
+        net.target_proxy.stall();
+        std::thread::sleep(faults::REQUEST_TIMEOUT * 2 + Duration::from_secs(1));
+        net.target_proxy.unstall();
+    }
+    let produced = producer.finish();
+    wait_drained(&src, &dst, &mut strait);
+    let (status, _) = strait.terminate(Duration::from_secs(20));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "{}",
+        strait.log_tail()
+    );
+    let log = strait.log_text();
+    let restarts = log
+        .matches("restarting the flow from its last commit")
+        .count();
+    let confirmed = log
+        .matches("the group confirmed in a new generation")
+        .count();
+    println!(
+        "{stalls} target stalls: {produced} records; slot restarts {restarts}, confirmed {confirmed}"
+    );
+    assert!(
+        restarts > 0,
+        "the stalls failed no slot's transaction, so no restart was confirmed: {}",
+        strait.log_tail()
+    );
+    assert!(
+        confirmed > 0,
+        "no slot restarted after a confirmation: {}",
+        strait.log_tail()
+    );
+    assert!(
+        !log.contains("is no longer this member's"),
+        "the only member was told its slot belongs to another: {}",
+        strait.log_tail()
+    );
+    assert_exactly_once(&src, &dst, produced, &strait.log_tail());
+}
+
 /// Committed records of the flow's state topic: (partition snapshots, map deltas, delta
 /// tombstones), by the first key byte (`state::codec`, `state::delta`).
 fn state_records(dst: &str) -> (usize, usize, usize) {

@@ -15,7 +15,8 @@
 //! - this file: [`run_flow`] picks the mode once ([`mode::Mode`]) and runs it; the run's
 //!   state ([`FlowRun`]), what every mode has plus its [`mode::Role`];
 //! - `mode.rs`: the modes and the state each keeps; `sole_writer.rs`: the guard of the
-//!   one-process modes; `slots.rs`: exactly-once scale-out, one run per slot;
+//!   one-process modes; `slots.rs`: exactly-once scale-out, one run per slot; `owner.rs`:
+//!   the check before an exactly-once run restarts that it still owns its flow or slot;
 //! - `run.rs`: one run — assemble, replicate, finish; `assemble.rs`: its parts;
 //! - `supervise.rs`: the loop over partitions (done, failed, restarts, refreshes);
 //!   `start.rs`: starting partitions; `recreation.rs`: re-created source topics;
@@ -26,6 +27,7 @@
 mod assemble;
 mod exactly_once;
 mod mode;
+mod owner;
 mod recreation;
 mod run;
 mod scale_out;
@@ -295,7 +297,8 @@ async fn run_sole_writer(
     let result = match start.mode {
         Mode::ExactlyOnce => {
             let (metrics, once) = (start.metrics.clone(), start.once);
-            exactly_once::run_restarting(flow, &metrics, once, inner_stop, Some(&guard), |stop| {
+            let owner = exactly_once::Owner::Flow(&guard);
+            exactly_once::run_restarting(flow, &metrics, once, inner_stop, Some(&owner), |stop| {
                 run::run(start.clone(), stop)
             })
             .await

@@ -188,24 +188,7 @@ impl GroupMember {
         after: Option<i32>,
         timeout: Duration,
     ) -> std::result::Result<Assignment, GroupError> {
-        let mut rx = self.view.clone();
-        let wait = rx.wait_for(|v| {
-            matches!(v.phase, Phase::Failed | Phase::Left)
-                || v.assignment
-                    .as_ref()
-                    .is_some_and(|a| after.is_none_or(|g| a.generation > g))
-        });
-        match tokio::time::timeout(timeout, wait).await {
-            Ok(Ok(v)) => match (&v.assignment, &v.error) {
-                (Some(a), _) if !matches!(v.phase, Phase::Failed | Phase::Left) => Ok(a.clone()),
-                (_, Some(e)) => Err(e.clone()),
-                _ => Err(GroupError::Protocol("the member left".into())),
-            },
-            Ok(Err(_)) => Err(GroupError::Protocol("the member's task ended".into())),
-            Err(_) => Err(GroupError::Protocol(format!(
-                "no assignment within {timeout:?}"
-            ))),
-        }
+        wait_for_assignment(self.view.clone(), after, timeout).await
     }
 
     /// Asks for a new generation, keeping the current assignment until it arrives (after
@@ -242,6 +225,32 @@ impl GroupMember {
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }
+    }
+}
+
+/// [`GroupMember::wait_for_assignment`] on a receiver of its view ([`GroupMember::view`]),
+/// for a task that holds no [`GroupMember`] (with a [`Rejoiner`] to ask for the generation).
+pub async fn wait_for_assignment(
+    mut view: watch::Receiver<GroupView>,
+    after: Option<i32>,
+    timeout: Duration,
+) -> std::result::Result<Assignment, GroupError> {
+    let wait = view.wait_for(|v| {
+        matches!(v.phase, Phase::Failed | Phase::Left)
+            || v.assignment
+                .as_ref()
+                .is_some_and(|a| after.is_none_or(|g| a.generation > g))
+    });
+    match tokio::time::timeout(timeout, wait).await {
+        Ok(Ok(v)) => match (&v.assignment, &v.error) {
+            (Some(a), _) if !matches!(v.phase, Phase::Failed | Phase::Left) => Ok(a.clone()),
+            (_, Some(e)) => Err(e.clone()),
+            _ => Err(GroupError::Protocol("the member left".into())),
+        },
+        Ok(Err(_)) => Err(GroupError::Protocol("the member's task ended".into())),
+        Err(_) => Err(GroupError::Protocol(format!(
+            "no assignment within {timeout:?}"
+        ))),
     }
 }
 

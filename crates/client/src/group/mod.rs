@@ -24,7 +24,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
-pub use member::{GroupMember, GroupView, Protocol, Rejoiner};
+pub use member::{GroupMember, GroupView, Protocol, Rejoiner, wait_for_assignment};
 pub use membership::{
     Assignment, JoinAnswer, Joined, JoinedMember, Membership, MembershipConfig, Phase, Stats, Step,
 };

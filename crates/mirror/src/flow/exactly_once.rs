@@ -14,9 +14,9 @@
 //!   commit succeeds, so nothing outside the data path ever sees an uncommitted position.
 //! - **Failure.** A partition failure, a failed write or commit fails the transaction;
 //!   the flow stops and, unless fenced or misconfigured, starts again from the committed
-//!   state ([`run_restarting`]); a flow under the sole-writer guard first confirms with the
-//!   coordinator that it still holds the flow, since its InitProducerId would fence a
-//!   successor that took over while this process was frozen or cut off. No target tail is read back: what an aborted transaction
+//!   state ([`run_restarting`]), after confirming with its group that it still owns the
+//!   flow or the slot (`owner.rs`), since its InitProducerId would fence a successor that
+//!   took over while this process was frozen or cut off. No target tail is read back: what an aborted transaction
 //!   wrote stays on the target as aborted data, invisible to `read_committed` consumers.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,7 +29,8 @@ use strait_offsets::{Checkpoint, CheckpointKind, DEFAULT_RUN_BUDGET, MapWriter, 
 use strait_records::Compression;
 use tokio::sync::watch;
 
-use super::sole_writer::Confirmed;
+use super::owner::{Confirmed, SlotOwner};
+use super::sole_writer::Guard;
 use super::{FlowRun, Key};
 use crate::config::Flow;
 use crate::datapath::commit::Gate;
@@ -333,7 +334,7 @@ pub(super) async fn run_restarting<F, Fut, T>(
     metrics: &Metrics,
     once: bool,
     mut stop: watch::Receiver<bool>,
-    guard: Option<&super::sole_writer::Guard>,
+    owner: Option<&Owner<'_>>,
     mut run: F,
 ) -> Result<T, MirrorError>
 where
@@ -353,9 +354,9 @@ where
         if e.is_fenced() || e.stops_flow() || *stop.borrow() {
             return Err(e);
         }
-        // Back off, then (under the sole-writer guard) confirm with the coordinator that
-        // this process still holds the flow: the restart's InitProducerId fences whoever
-        // holds the transactional id. No answer counts as another failed attempt.
+        // Back off, then confirm with the group that this process still owns the run
+        // (`owner.rs`): the restart's InitProducerId fences whoever holds the
+        // transactional id. No answer counts as another failed attempt.
         loop {
             let (delay, attempt) = match restarts.failed(Instant::now(), &e) {
                 crate::supervisor::Verdict::Restart { delay, attempt } => (delay, attempt),
@@ -374,17 +375,51 @@ where
                 () = tokio::time::sleep(delay.max(Duration::from_millis(100))) => {}
                 _ = stop.wait_for(|v| *v) => return Err(e),
             }
-            match guard.map(|g| g.confirm()) {
-                None => break,
-                Some(confirm) => match confirm.await {
-                    Confirmed::Held => break,
-                    Confirmed::Taken(why) => {
-                        tracing::error!(flow = %flow.name, cause = %e, "{why}");
-                        return Err(MirrorError::other(why).flow(&flow.name));
-                    }
-                    Confirmed::Unknown(why) => e = MirrorError::other(why).flow(&flow.name),
-                },
+            let Some(owner) = owner else { break };
+            let confirmed = tokio::select! {
+                c = owner.confirm() => c,
+                _ = stop.wait_for(|v| *v) => return Err(e),
+            };
+            match confirmed {
+                Confirmed::Held => {
+                    tracing::info!(flow = %flow.name,
+                        "the group confirmed in a new generation that this process still owns \
+                         the run; restarting it");
+                    break;
+                }
+                Confirmed::Taken(why) => {
+                    tracing::error!(flow = %flow.name, cause = %e, "{why}");
+                    return Err(owner.taken(why).flow(&flow.name));
+                }
+                Confirmed::Unknown(why) => e = MirrorError::other(why).flow(&flow.name),
             }
+        }
+    }
+}
+
+/// The owner of an exactly-once run, asked before it restarts.
+pub(super) enum Owner<'a> {
+    /// A one-process flow's sole-writer guard.
+    Flow(&'a Guard),
+    /// One slot of an exactly-once scale-out flow.
+    Slot(SlotOwner),
+}
+
+impl Owner<'_> {
+    /// Whether this process still owns the run (`owner.rs`, rules 1 to 4).
+    pub(super) async fn confirm(&self) -> Confirmed {
+        match self {
+            Owner::Flow(guard) => guard.confirm().await,
+            Owner::Slot(slot) => slot.confirm().await,
+        }
+    }
+
+    /// The error a run ends with when it is taken (`owner.rs`, rule 3): a slot ends as a
+    /// fenced run does, a one-process flow stops.
+    pub(super) fn taken(&self, why: String) -> MirrorError {
+        match self {
+            Owner::Flow(_) => MirrorError::other(why),
+            Owner::Slot(_) => MirrorError::fenced(why),
         }
     }
 }

@@ -26,6 +26,7 @@ use strait_client::group::{GroupError, GroupMember, GroupView, MembershipConfig,
 use strait_client::protocol::ResponseError;
 use tokio::sync::watch;
 
+use super::owner::SlotOwner;
 use super::{FlowRun, Key, interruptible};
 use crate::config::scale_out::{InstanceId, ScaleOut};
 use crate::config::{Cluster, Flow};
@@ -242,6 +243,17 @@ impl Scale {
     /// Whether the assignment gives this process `key` and its state is fresh.
     pub(super) fn may_start(&self, key: &Key) -> bool {
         self.wanted.partitions.contains(&id_of(key)) && !self.stale.contains(key)
+    }
+
+    /// What slot `n`'s task asks before it restarts ([`super::owner`]): whether this
+    /// member still owns the slot, waiting `wait` at most for a new generation.
+    pub(super) fn slot_owner(&self, n: u32, wait: std::time::Duration) -> SlotOwner {
+        SlotOwner {
+            view: self.view.clone(),
+            rejoiner: self.rejoiner.clone(),
+            n,
+            wait,
+        }
     }
 
     /// Resolves when the member's view changed (never once the member is gone).

@@ -15,8 +15,9 @@
 //! - **Control jobs** (topic creation and config sync, group-offset sync with every
 //!   partition's committed maps read from the state topic, heartbeats, ACL sync) run on
 //!   the member holding the control pseudo-partition, outside the slots.
-//! - A slot's flow that fails restarts from its last commit ([`exactly_once::run_restarting`]);
-//!   one fenced because another member now owns the slot simply ends here.
+//! - A slot's flow that fails restarts from its last commit ([`exactly_once::run_restarting`])
+//!   once the group confirmed in a new generation that this member still owns the slot
+//!   (`owner.rs`); one fenced, or no longer this member's, simply ends here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::assemble::Start;
+use super::exactly_once::Owner;
 use super::mode::Slot;
 use super::run;
 use super::scale_out::Scale;
@@ -86,6 +88,7 @@ pub(super) async fn run_slotted(
     )?;
     let mut reports = StateWriter::new(target.clone(), flow);
     let grace = target_cluster.request_timeout;
+    let confirm_wait = so.session_timeout + so.rebalance_timeout;
     let mut runs: BTreeMap<u32, watch::Sender<bool>> = BTreeMap::new();
     let mut releasing: BTreeSet<u32> = BTreeSet::new();
     let mut tasks: JoinSet<(u32, Result<FlowSummary, MirrorError>)> = JoinSet::new();
@@ -120,6 +123,7 @@ pub(super) async fn run_slotted(
             tracing::info!(flow = %flow.name, slot = n, transactional_id = %f.delivery.transactional_id,
                 "scale-out: starting the exactly-once slot (fencing its previous owner)");
             let mode = start.mode;
+            let owner = Owner::Slot(scale.slot_owner(n, confirm_wait));
             tasks.spawn(async move {
                 let start = Start {
                     flow: &f,
@@ -131,10 +135,11 @@ pub(super) async fn run_slotted(
                     slot: Some(slot),
                     state: &state,
                 };
-                let r = exactly_once::run_restarting(&f, &metrics, false, rx, None, |stop| {
-                    run::run(start.clone(), stop)
-                })
-                .await;
+                let r =
+                    exactly_once::run_restarting(&f, &metrics, false, rx, Some(&owner), |stop| {
+                        run::run(start.clone(), stop)
+                    })
+                    .await;
                 (n, r)
             });
         }

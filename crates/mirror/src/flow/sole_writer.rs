@@ -11,6 +11,7 @@ use strait_client::protocol::ResponseError;
 use tokio::sync::watch;
 
 use super::interruptible;
+use super::owner::Confirmed;
 use super::scale_out::host_name;
 use crate::config::scale_out::{REBALANCE_TIMEOUT, default_group};
 use crate::config::{Cluster, Flow};
@@ -71,17 +72,6 @@ impl Guard {
         self.watcher.abort();
         self.member.leave().await;
     }
-}
-
-/// What the coordinator said when asked whether this process still holds the flow.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Confirmed {
-    /// It does, in a new generation.
-    Held,
-    /// Another process does: this one must stop, never restart (why).
-    Taken(String),
-    /// No answer (the target unreachable, no generation in time): ask again later (why).
-    Unknown(String),
 }
 
 /// Takes the flow's sole-writer guard on `target`, or refuses with an error naming the
