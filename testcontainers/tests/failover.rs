@@ -337,7 +337,7 @@ fn failover_refuses_a_position_replication_has_not_reached_and_commits_nothing()
         "--wait",
         "2s",
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("not replicated yet"), "{}", text(&out));
     assert!(stdout.contains("nothing committed"), "{}", text(&out));
@@ -381,7 +381,7 @@ fn a_group_behind_a_latest_start_is_not_exact_and_fails_over_only_when_accepted(
         strait(&args)
     };
     let out = failover(&[]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("before where replication started (20)") && stdout.contains("skip 15"),

@@ -5,9 +5,15 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use strait_mirror::config::model::StartPosition;
 
+/// The exit codes, as `strait --help` lists them ([`crate::exit`]).
+const EXIT_CODES: &str = "Exit codes: 0 ok, 1 failed, 2 bad command line or config, \
+3 cluster unreachable or authentication failed, 4 refused by a safety rule, \
+5 not yet replicated (failover). Logs are coloured only on a terminal without NO_COLOR.";
+
 /// Strait: mirrors Kafka topics, configs and consumer-group offsets between clusters.
 #[derive(Parser, Debug)]
-#[command(name = "strait", version, about, long_about = None, propagate_version = true)]
+#[command(name = "strait", version, about, long_about = None, propagate_version = true,
+          after_help = EXIT_CODES)]
 pub struct Cli {
     /// Log output format (default: the config's `logging.format` for `run`, else text).
     #[arg(long, global = true, value_enum)]
@@ -214,6 +220,10 @@ pub enum ConfigCommand {
     Validate {
         #[command(flatten)]
         config: ConfigArg,
+        /// Check structure and values only: unset `${VAR}`s stand in as placeholders and
+        /// the TLS and token CA files are not opened (a lint for CI, without the secrets).
+        #[arg(long)]
+        offline: bool,
     },
 }
 

@@ -5,8 +5,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use strait_mirror::config::load::OFFLINE_PLACEHOLDER;
 use strait_mirror::config::mm2::import_mm2;
-use strait_mirror::config::{Config, ConfigError, load, load_str};
+use strait_mirror::config::{Config, ConfigError, load, load_offline, load_str};
+
+use crate::exit::Exit;
 
 /// Converts an MM2 properties file; exit 0 when converted, even if some keys were not.
 pub fn import_mm2_cmd(file: &Path, output: Option<&Path>) -> anyhow::Result<ExitCode> {
@@ -63,16 +66,28 @@ pub fn import_mm2_cmd(file: &Path, output: Option<&Path>) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// Validates a config file: a summary and exit 0, or every problem and exit 1.
-pub fn validate_cmd(path: &Path) -> anyhow::Result<ExitCode> {
-    match load(path) {
+/// Validates a config file: a summary and exit 0, or every problem and exit 2
+/// ([`Exit::Usage`]). `offline`: without the environment's secrets or the files it names
+/// ([`load_offline`]).
+pub fn validate_cmd(path: &Path, offline: bool) -> anyhow::Result<ExitCode> {
+    let loaded = if offline {
+        load_offline(path)
+    } else {
+        load(path)
+    };
+    match loaded {
         Ok(config) => {
             print!("{}", summary(path, &config));
+            if offline {
+                println!(
+                    "(offline: unset variables stood in as {OFFLINE_PLACEHOLDER:?}; files were not opened)"
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e @ ConfigError::Read { .. }) => {
             eprintln!("strait: {e}");
-            Ok(ExitCode::FAILURE)
+            Ok(Exit::Usage.into())
         }
         Err(e) => {
             let n = e.problems().len();
@@ -82,7 +97,7 @@ pub fn validate_cmd(path: &Path) -> anyhow::Result<ExitCode> {
                 path.display(),
                 if n == 1 { "" } else { "s" }
             );
-            Ok(ExitCode::FAILURE)
+            Ok(Exit::Usage.into())
         }
     }
 }

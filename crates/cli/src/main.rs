@@ -10,6 +10,7 @@ mod bench;
 mod check;
 mod cli;
 mod config_cmd;
+mod exit;
 mod logging;
 mod offsets;
 mod plan;
@@ -38,7 +39,7 @@ fn main() -> ExitCode {
         )
         .unwrap_or_else(|e| {
             eprintln!("strait: {e:#}");
-            ExitCode::FAILURE
+            exit::of_error(&e).into()
         });
     }
     if let Err(e) = logging::init(
@@ -46,7 +47,7 @@ fn main() -> ExitCode {
         cli.log_level.as_deref(),
     ) {
         eprintln!("strait: {e}");
-        return ExitCode::FAILURE;
+        return exit::Exit::Usage.into();
     }
     let result = match &cli.command {
         Command::Bench(args) => bench::run(args),
@@ -54,8 +55,8 @@ fn main() -> ExitCode {
             command: ConfigCommand::ImportMm2 { file, output },
         } => config_cmd::import_mm2_cmd(file, output.as_deref()),
         Command::Config {
-            command: ConfigCommand::Validate { config },
-        } => config_cmd::validate_cmd(&config.path),
+            command: ConfigCommand::Validate { config, offline },
+        } => config_cmd::validate_cmd(&config.path, *offline),
         Command::Plan { config, json } => plan::plan_cmd(&config.path, *json),
         Command::Check { config } => check::check_cmd(&config.path),
         Command::Status { config, json } => status::status_cmd(&config.path, *json),
@@ -84,6 +85,6 @@ fn main() -> ExitCode {
     result.unwrap_or_else(|e| {
         // `{:#}` prints the context chain on one line, without a backtrace or Debug dump.
         eprintln!("strait: {e:#}");
-        ExitCode::FAILURE
+        exit::of_error(&e).into()
     })
 }

@@ -4,10 +4,11 @@
 //! the source offset range and how it was found); `--execute` copies and prints, per
 //! partition, the source range, the records copied and the target range.
 //!
-//! Exit codes: 0 done (or a dry run of a replay that can run); 1 refused (already copied,
-//! a resume that cannot be proven safe) or a failure against the clusters or the config
-//! (unknown topic, topic in no flow); 2 a command line that cannot be right (a time that
-//! does not parse, `--from` not before `--until`), like every usage error.
+//! Exit codes ([`crate::exit`]): 0 done (or a dry run of a replay that can run); 4 refused
+//! (already copied); 2 a command line or config that cannot be right (a time that does
+//! not parse, `--from` not before `--until`, a topic the source does not have); 3 a
+//! cluster unreachable; 1 any other failure (a resume that cannot be proven safe, a topic
+//! in no flow).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -20,10 +21,8 @@ use strait_mirror::config::{Config, Flow, TopicDecision, load};
 use strait_mirror::replay::{self, Method, PartitionPlan, Prepared, RunDecision, Spec, Summary};
 
 use crate::cli::ReplayArgs;
+use crate::exit::Exit;
 use crate::plan::{clients, runtime};
-
-/// Exit code of a command line that cannot be right.
-const USAGE: u8 = 2;
 
 /// Runs `strait replay`.
 pub fn replay_cmd(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -38,7 +37,7 @@ pub fn replay_cmd(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(e) => {
             eprintln!("strait: {e}");
-            return Ok(ExitCode::from(USAGE));
+            return Ok(Exit::Usage.into());
         }
     };
     let producer_config = producer_config(&config, flow)?;
@@ -63,7 +62,7 @@ pub fn replay_cmd(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             print!("{}", render(&prepared, summary.as_ref(), args.execute));
         }
         Ok(if refused {
-            ExitCode::FAILURE
+            Exit::Refused.into()
         } else {
             ExitCode::SUCCESS
         })

@@ -12,6 +12,7 @@ use strait_mirror::config::{Config, load};
 use strait_mirror::metrics::http::MetricsServer;
 
 use crate::cli::LogFormat;
+use crate::exit::{self, Exit};
 use crate::logging;
 
 /// Loads the config, starts logging and the metrics endpoint, and replicates until
@@ -28,7 +29,8 @@ pub fn run_cmd(
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
-            anyhow::bail!("{} is not a valid config", path.display());
+            eprintln!("strait: {} is not a valid config", path.display());
+            return Ok(Exit::Usage.into());
         }
     };
     let format = log_format.unwrap_or(match config.logging.format {
@@ -63,8 +65,12 @@ async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    // MirrorError's message already includes its cause: keep anyhow from repeating it.
-    let flat = |e: strait_mirror::MirrorError| anyhow::anyhow!(e.to_string());
+    // MirrorError's message already includes its cause: printed as it is, with the exit
+    // code of its kind.
+    let failed = |e: strait_mirror::MirrorError| {
+        eprintln!("strait: {e}");
+        Ok(exit::of_mirror_error(&e).into())
+    };
     if once {
         let bar = std::io::stderr()
             .is_terminal()
@@ -75,10 +81,14 @@ async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
             // Let the aborted task drop its bar (which clears it) before printing.
             let _ = bar.await;
         }
-        let summary = result.map_err(flat)?;
-        println!("{summary}");
+        match result {
+            Ok(summary) => println!("{summary}"),
+            Err(e) => return failed(e),
+        }
     } else {
-        engine.run(shutdown_signal()).await.map_err(flat)?;
+        if let Err(e) = engine.run(shutdown_signal()).await {
+            return failed(e);
+        }
         tracing::info!("stopped");
     }
     Ok(ExitCode::SUCCESS)

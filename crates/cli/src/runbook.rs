@@ -15,6 +15,7 @@ use strait_mirror::runbook::{
 };
 
 use crate::cli::SwitchArgs;
+use crate::exit::Exit;
 use crate::plan::{clients, runtime};
 
 /// Runs `strait failover` / `strait failback`.
@@ -104,8 +105,10 @@ pub fn switch_cmd(direction: Direction, args: &SwitchArgs) -> anyhow::Result<Exi
         }
         Ok(if ready {
             ExitCode::SUCCESS
+        } else if plans.iter().any(|p| p.waiting_for_replication()) {
+            Exit::NotYetReplicated.into()
         } else {
-            ExitCode::FAILURE
+            Exit::Refused.into()
         })
     })
 }

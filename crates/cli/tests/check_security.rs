@@ -137,7 +137,7 @@ fn tls_to_a_plaintext_port_fails_fast_and_skips_the_cluster() {
     let elapsed = started.elapsed();
     let stdout = text(&out.stdout);
     println!("{stdout}");
-    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", text(&out.stderr));
     assert!(
         elapsed < Duration::from_secs(8),
         "took {elapsed:?}: {stdout}"

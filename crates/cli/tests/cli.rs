@@ -137,7 +137,7 @@ fn validate_demo_config_with_env() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let out = strait(&["config", "validate", "-c", &examples("demo.toml")]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("`STRAIT_DEMO_SOURCE` is not set"),
         "{}",
@@ -146,7 +146,7 @@ fn validate_demo_config_with_env() {
 }
 
 #[test]
-fn validate_bad_config_prints_every_problem_and_exits_1() {
+fn validate_bad_config_prints_every_problem_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(
         dir.path(),
@@ -155,7 +155,7 @@ fn validate_bad_config_prints_every_problem_and_exits_1() {
          [[flows]]\nsource = \"a\"\ntarget = \"c\"\n[flows.topics]\ninclude = [\"(\"]\n",
     );
     let out = strait(&["config", "validate", "-c", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     let stderr = text(&out.stderr);
     let file = path.display().to_string();
@@ -181,7 +181,7 @@ fn validate_unknown_key_suggests_the_right_one() {
         "[clusters.a]\nbootstrap_server = \"a:1\"\n",
     );
     let out = strait(&["config", "validate", "-c", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("did you mean `bootstrap_servers`?"),
         "{}",
@@ -190,9 +190,9 @@ fn validate_unknown_key_suggests_the_right_one() {
 }
 
 #[test]
-fn validate_missing_file_exits_1() {
+fn validate_missing_file_exits_2() {
     let out = strait(&["config", "validate", "-c", "/nonexistent/strait.toml"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).starts_with("strait: cannot read config file /nonexistent/strait.toml"),
         "{}",
@@ -320,7 +320,7 @@ fn check_status_and_translate_fail_clearly_without_hanging() {
     ] {
         let started = std::time::Instant::now();
         let out = strait(args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
         assert!(
             started.elapsed() < std::time::Duration::from_secs(20),
             "{args:?}"
@@ -341,7 +341,7 @@ fn check_status_and_translate_fail_clearly_without_hanging() {
         "[clusters.a\nbootstrap_servers = 1\n",
     );
     let out = strait(&["check", "-c", bad.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stdout).contains("✗ config"),
         "{}",
@@ -363,7 +363,7 @@ fn run_with_malformed_toml_names_the_file_and_line() {
         "[clusters.a]\nbootstrap_servers = \"a:1\"\nrequest_timeout = \"soon\"\n",
     );
     let out = strait(&["run", "--once", "-c", &cfg.display().to_string()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("broken.toml") && stderr.contains("request_timeout"),
@@ -408,7 +408,7 @@ fn bench_is_built_and_checks_its_flags() {
 }
 
 #[test]
-fn run_reports_an_unreachable_cluster_and_exits_1_without_hanging() {
+fn run_reports_an_unreachable_cluster_and_exits_3_without_hanging() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = write(
         dir.path(),
@@ -426,7 +426,7 @@ fn run_reports_an_unreachable_cluster_and_exits_1_without_hanging() {
         }
         let started = std::time::Instant::now();
         let out = strait(&args);
-        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
         let stderr = text(&out.stderr);
         assert!(
@@ -442,7 +442,7 @@ fn run_with_an_invalid_config_lists_the_problems() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = write(dir.path(), "bad.toml", "[[flows]]\nsource = \"nowhere\"\n");
     let out = strait(&["run", "-c", &cfg.display().to_string()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("is not a valid config"),
         "{}",
@@ -461,7 +461,7 @@ fn plan_reports_an_unreachable_cluster() {
          [[flows]]\nsource = \"a\"\ntarget = \"b\"\n",
     );
     let out = strait(&["plan", "-c", &cfg.display().to_string()]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty());
     assert!(
         text(&out.stderr).contains("cannot connect to cluster a (127.0.0.1:1, PLAINTEXT)"),
@@ -513,7 +513,7 @@ fn log_flags_are_accepted_and_checked() {
         "-c",
         &examples("strait.toml"),
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("invalid --log-level"),
         "{}",
@@ -620,4 +620,96 @@ fn import_mm2_never_prints_a_secret_of_the_key_catalogue_in_any_form() {
             leaked.first()
         );
     }
+}
+
+/// `config validate --offline`: a CI job lints a config without its secrets or files; the
+/// same config fails a full validation (exit 2) naming both, and a structural error still
+/// fails offline.
+#[test]
+fn validate_offline_checks_structure_and_values_without_secrets_or_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let secure = "[clusters.a]\nbootstrap_servers = \"${STRAIT_TEST_UNSET_BOOTSTRAP}\"\n\
+         [clusters.a.security]\nprotocol = \"sasl_ssl\"\n\
+         [clusters.a.security.tls]\nca_file = \"/nonexistent/strait-ca.pem\"\n\
+         [clusters.a.security.sasl]\nmechanism = \"scram-sha-512\"\nusername = \"u\"\n\
+         password = \"${STRAIT_TEST_UNSET_PASSWORD}\"\n\
+         [clusters.b]\nbootstrap_servers = \"b:9092\"\n[[flows]]\nsource = \"a\"\ntarget = \"b\"\n";
+    let cfg = write(dir.path(), "secure.toml", secure);
+    let cfg = cfg.to_str().unwrap();
+
+    let full = strait(&["config", "validate", "-c", cfg]);
+    let stderr = text(&full.stderr);
+    assert_eq!(full.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("STRAIT_TEST_UNSET_PASSWORD"), "{stderr}");
+    assert!(!stderr.contains("/nonexistent/strait-ca.pem") || stderr.contains("cannot read"));
+
+    let offline = strait(&["config", "validate", "--offline", "-c", cfg]);
+    let stdout = text(&offline.stdout);
+    assert_eq!(
+        offline.status.code(),
+        Some(0),
+        "{stdout}{}",
+        text(&offline.stderr)
+    );
+    assert!(stdout.contains(": OK"), "{stdout}");
+    assert!(stdout.contains("offline"), "{stdout}");
+
+    // Files are the loader's check, not the offline lint's: with every variable set, a
+    // full validation names the unreadable CA file.
+    let out = Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args(["config", "validate", "-c", cfg])
+        .env("STRAIT_TEST_UNSET_BOOTSTRAP", "a:9092")
+        .env("STRAIT_TEST_UNSET_PASSWORD", "not-a-real-password")
+        .output()
+        .expect("run strait");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("ca_file") && stderr.contains("cannot read /nonexistent/strait-ca.pem"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not-a-real-password"), "{stderr}");
+
+    let broken = write(
+        dir.path(),
+        "broken.toml",
+        &secure.replace("target = \"b\"", "target = \"c\""),
+    );
+    let out = strait(&[
+        "config",
+        "validate",
+        "--offline",
+        "-c",
+        broken.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("\"c\""), "{}", text(&out.stderr));
+}
+
+/// Logs written to a pipe or a file carry no ANSI colour codes.
+#[test]
+fn logs_to_a_pipe_carry_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(
+        dir.path(),
+        "r.toml",
+        "[clusters.a]\nbootstrap_servers = \"127.0.0.1:1\"\nconnect_timeout = \"200ms\"\n\
+         request_timeout = \"200ms\"\n[clusters.b]\nbootstrap_servers = \"127.0.0.1:1\"\n\
+         connect_timeout = \"200ms\"\nrequest_timeout = \"200ms\"\n\
+         [[flows]]\nsource = \"a\"\ntarget = \"b\"\n[metrics]\nenabled = false\n",
+    );
+    let out = strait(&[
+        "--log-level",
+        "info",
+        "run",
+        "--once",
+        "-c",
+        &cfg.display().to_string(),
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(" INFO ") || stderr.contains(" WARN "),
+        "no log lines: {stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
 }

@@ -190,7 +190,7 @@ fn failover_refuses_a_position_replication_has_not_reached_and_commits_nothing()
         "--wait",
         "2s",
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
+    assert_eq!(out.status.code(), Some(5), "{}", output_text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("not replicated yet"),

@@ -29,6 +29,7 @@ use strait_client::protocol::protocol::StrBytes;
 use strait_client::{Client, ResourceType};
 use strait_mirror::config::{Config, load};
 
+use crate::exit::Exit;
 use crate::plan::runtime;
 
 /// APIs a source cluster must offer.
@@ -113,7 +114,7 @@ pub fn check_cmd(path: &Path) -> anyhow::Result<ExitCode> {
         Err(e) => {
             println!("✗ config {}: invalid", path.display());
             eprintln!("{e}");
-            return Ok(ExitCode::FAILURE);
+            return Ok(Exit::Usage.into());
         }
     };
     println!(
@@ -132,10 +133,11 @@ pub fn check_cmd(path: &Path) -> anyhow::Result<ExitCode> {
         report.warned,
         started.elapsed().as_secs_f64()
     );
+    // Every check is of reaching a cluster: connecting, TLS, SASL, authorization.
     Ok(if report.failed == 0 {
         ExitCode::SUCCESS
     } else {
-        ExitCode::FAILURE
+        Exit::Unreachable.into()
     })
 }
 

@@ -1,7 +1,11 @@
-//! Reading a config: file → env substitution → TOML → [`ConfigFile`] → [`validate`].
+//! Reading a config: file → env substitution → TOML → [`ConfigFile`] → [`validate`] → the
+//! files it names.
 //!
 //! Every stage reports all the problems it can find before giving up, each with the key
-//! and, where the key occurs in the file, its line.
+//! and, where the key occurs in the file, its line. [`validate`] only looks at the config;
+//! whether the PEM files it names can be opened is the loader's question, asked of a
+//! config that will run and skipped by [`load_offline`], which also lets unset variables
+//! stand in (a lint for CI, without the secrets or the files).
 
 use std::path::Path;
 
@@ -11,6 +15,7 @@ use super::env::substitute;
 use super::model::ConfigFile;
 use super::problem::{ConfigError, KeyPath, Problem, Segment};
 use super::resolved::Config;
+use super::security::unreadable_files;
 use super::suggest::did_you_mean;
 use super::validate::validate;
 
@@ -18,14 +23,34 @@ use super::validate::validate;
 /// make it spin.
 const MAX_PROBLEMS: usize = 100;
 
+/// What stands in for an unset `${VAR}` in [`load_offline`]: a value that parses as a
+/// string, a host:port list and a secret.
+pub const OFFLINE_PLACEHOLDER: &str = "placeholder:9092";
+
 /// Loads and validates the config at `path`, substituting from the process environment.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = read(path)?;
     load_str(&text, &path.display().to_string(), &|name| {
         std::env::var(name).ok()
+    })
+}
+
+/// Checks the structure and values of the config at `path` without its secrets or files:
+/// a variable that is unset stands in as [`OFFLINE_PLACEHOLDER`], and the PEM files it
+/// names are not opened (`strait config validate --offline`).
+pub fn load_offline(path: &Path) -> Result<Config, ConfigError> {
+    let text = read(path)?;
+    let env =
+        |name: &str| Some(std::env::var(name).unwrap_or_else(|_| OFFLINE_PLACEHOLDER.to_owned()));
+    let origin = path.display().to_string();
+    let (file, substituted) = parse_with_text(&text, &origin, &env)?;
+    validate(&file).map_err(|problems| invalid(&origin, &substituted, problems))
+}
+
+fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
     })
 }
 
@@ -36,7 +61,22 @@ pub fn load_str(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, ConfigError> {
     let (file, substituted) = parse_with_text(text, origin, env)?;
-    validate(&file).map_err(|problems| invalid(origin, &substituted, problems))
+    let unreadable: Vec<Problem> = file
+        .clusters
+        .iter()
+        .flat_map(|(name, spec)| {
+            let at = KeyPath::root().key("clusters").key(name).key("security");
+            unreadable_files(&spec.security, &at)
+        })
+        .collect();
+    match validate(&file) {
+        Ok(config) if unreadable.is_empty() => Ok(config),
+        Ok(_) => Err(invalid(origin, &substituted, unreadable)),
+        Err(mut problems) => {
+            problems.extend(unreadable);
+            Err(invalid(origin, &substituted, problems))
+        }
+    }
 }
 
 /// Parses config `text` without validating it.

@@ -62,7 +62,7 @@ pub mod units;
 pub mod validate;
 
 pub use filter::NameFilter;
-pub use load::{load, load_str, parse_str};
+pub use load::{load, load_offline, load_str, parse_str};
 pub use model::ConfigFile;
 pub use naming::ReplicationPolicy;
 pub use problem::{ConfigError, KeyPath, Problem};

@@ -413,28 +413,43 @@ pub fn resolve(spec: &SecuritySpec, at: &KeyPath, problems: &mut Vec<Problem>) -
     (problems.len() == before).then_some(Security { tls, sasl })
 }
 
-fn readable_file(at: KeyPath, path: &std::path::Path, problems: &mut Vec<Problem>) {
-    if let Err(e) = std::fs::File::open(path) {
-        problems.push(
+/// The PEM files of `spec` that cannot be opened, each a problem at its key. Not part of
+/// [`resolve`], which only looks at the config: the loader asks this of a config that
+/// will run ([`super::load`]), and `config validate --offline` does not.
+pub fn unreadable_files(spec: &SecuritySpec, at: &KeyPath) -> Vec<Problem> {
+    let none = None;
+    let tls = spec.tls.as_ref().filter(|_| spec.protocol.uses_tls());
+    let sasl = spec.sasl.as_ref().filter(|_| spec.protocol.uses_sasl());
+    let oidc_ca = sasl
+        .filter(|s| s.token_endpoint_url.is_some() && s.token_file.is_none())
+        .map_or(&none, |s| &s.token_endpoint_ca_file);
+    let (ca, cert, key) = tls.map_or((&none, &none, &none), |t| {
+        (&t.ca_file, &t.cert_file, &t.key_file)
+    });
+    [
+        (at.key("tls").key("ca_file"), ca),
+        (at.key("tls").key("cert_file"), cert),
+        (at.key("tls").key("key_file"), key),
+        (at.key("sasl").key("token_endpoint_ca_file"), oidc_ca),
+    ]
+    .into_iter()
+    .filter_map(|(at, path)| {
+        let path = path.as_ref()?;
+        let e = std::fs::File::open(path).err()?;
+        Some(
             Problem::new(at, format!("cannot read {}: {e}", path.display()))
                 .expected("a readable PEM file"),
-        );
-    }
+        )
+    })
+    .collect()
 }
 
 fn tls(at: KeyPath, spec: TlsSpec, problems: &mut Vec<Problem>) -> strait_client::TlsConfig {
-    if let Some(ca) = &spec.ca_file {
-        readable_file(at.key("ca_file"), ca, problems);
-    }
     let client_cert = match (&spec.cert_file, &spec.key_file) {
-        (Some(c), Some(k)) => {
-            readable_file(at.key("cert_file"), c, problems);
-            readable_file(at.key("key_file"), k, problems);
-            Some(strait_client::ClientCert {
-                cert_file: c.clone(),
-                key_file: k.clone(),
-            })
-        }
+        (Some(c), Some(k)) => Some(strait_client::ClientCert {
+            cert_file: c.clone(),
+            key_file: k.clone(),
+        }),
         (None, None) => None,
         (Some(_), None) | (None, Some(_)) => {
             let missing = if spec.cert_file.is_none() {
@@ -654,9 +669,6 @@ fn sasl(at: KeyPath, spec: &SaslSpec, tls: bool, problems: &mut Vec<Problem>) ->
                                 "an https:// URL (the client secret must not travel in clear)",
                             ),
                         );
-                    }
-                    if let Some(ca) = &spec.token_endpoint_ca_file {
-                        readable_file(at.key("token_endpoint_ca_file"), ca, problems);
                     }
                     Sasl::OAuthOidc {
                         url: url.clone(),
