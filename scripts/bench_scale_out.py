@@ -158,7 +158,7 @@ def cmd_drain(args):
     try:
         src_proc, source = start_broker(procs, args.tansu, args.out, "src-drain")
         for codec in args.codecs.split(","):
-            topic = f"scale-{codec}"
+            topic = f"strait-scale-{codec}"
             log(f"loading {args.total / MIB:.0f} MiB of values, {codec}, {args.partitions} partitions")
             load = load_backlog(args.strait, source, topic, args.total, codec, args.partitions, args.out)
             results["loads"][codec] = load
@@ -222,7 +222,7 @@ def watch_for(members, topic, timeline, secs):
 def cmd_rebalance(args):
     os.makedirs(args.out, exist_ok=True)
     procs = Procs()
-    topic, target_topic = "scale-live", "src.scale-live"
+    topic, target_topic = "strait-scale-live", "src.strait-scale-live"
     res = {"partitions": args.partitions, "rate": args.rate, "value_size": args.value_size,
            "fetch_max_wait_ms": args.fetch_max_wait_ms, **group_settings(args),
            "before_s": args.before, "after_s": args.after}

@@ -713,3 +713,56 @@ fn logs_to_a_pipe_carry_no_colour_codes() {
     );
     assert!(!stderr.contains('\u{1b}'), "{stderr}");
 }
+
+/// `strait bench` refuses a cluster that holds topics of its own (exit 4), naming them,
+/// and writes nothing there; `--yes` overrides.
+#[test]
+fn bench_refuses_a_cluster_with_other_topics_unless_told_yes() {
+    use strait_testkit::rdkafka;
+    let cluster = strait_testkit::TansuCluster::start(2).expect("brokers");
+    let (src, dst) = (cluster.broker(0).bootstrap(), cluster.broker(1).bootstrap());
+    rdkafka::create_topic(&src, "orders", 1, &[]).expect("topic");
+    let bench = |topic: &str, extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--source",
+            src.as_str(),
+            "--target",
+            dst.as_str(),
+            "--mode",
+            "load",
+            "--total",
+            "64KiB",
+            "--partitions",
+            "1",
+            "--topic",
+            topic,
+        ];
+        args.extend_from_slice(extra);
+        strait(&args)
+    };
+    let out = bench("strait-bench-guard", &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("source") && stderr.contains("orders") && stderr.contains("--yes"),
+        "{stderr}"
+    );
+    let topics: Vec<String> = common::read::runtime().block_on(async {
+        let c = strait_client::Client::connect(strait_client::ClientConfig::new([src.clone()]))
+            .await
+            .expect("connect");
+        let meta = c.metadata(None).await.expect("metadata");
+        meta.topics.keys().cloned().collect()
+    });
+    assert!(
+        !topics.iter().any(|t| t == "strait-bench-guard"),
+        "refused, yet the bench created its topic: {topics:?}"
+    );
+    let out = bench("strait-bench-guard", &["--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The bench's own topics do not count against a later run.
+    rdkafka::delete_topic(&src, "orders").expect("delete");
+    let out = bench("strait-bench-guard-2", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

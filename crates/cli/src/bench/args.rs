@@ -66,6 +66,10 @@ pub struct BenchArgs {
     /// CPU (`/proc/PID/stat` utime + stime) over the replication phase is reported.
     #[arg(long, value_name = "SRC,DST", value_parser = parse_pids)]
     pub broker_pids: Option<(u32, u32)>,
+    /// Write into a source or target that holds topics other than benchmark and internal
+    /// ones (refused otherwise, exit 4: the bench loads hundreds of MiB).
+    #[arg(long)]
+    pub yes: bool,
     /// With `--exactly-once`: `delivery.transaction_interval` (default: the config's).
     #[arg(long, value_parser = parse_duration, requires = "exactly_once")]
     pub transaction_interval: Option<Duration>,

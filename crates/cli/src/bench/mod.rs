@@ -13,6 +13,7 @@
 //! (the report is printed either way).
 
 pub mod args;
+pub mod guard;
 pub mod live;
 pub mod load;
 pub mod measure;
@@ -98,6 +99,20 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         anyhow::Ok((s, t))
     })?;
     if args.mode != Mode::Verify {
+        if !args.yes {
+            let refusals = rt.block_on(async {
+                let s = guard::check(&source, "source", &args.source).await?;
+                let t = guard::check(&target, "target", &args.target).await?;
+                anyhow::Ok([s, t])
+            })?;
+            let refusals: Vec<String> = refusals.into_iter().flatten().collect();
+            if !refusals.is_empty() {
+                for r in &refusals {
+                    eprintln!("strait: {r}");
+                }
+                return Ok(crate::exit::Exit::Refused.into());
+            }
+        }
         rt.block_on(load::create_topic(&source, &topic, args.partitions))?;
     }
     let pool = Arc::new(load::PayloadPool::new(
