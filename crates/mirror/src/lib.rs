@@ -44,6 +44,7 @@ pub mod runbook;
 pub mod scale;
 pub mod state;
 pub mod supervisor;
+pub mod takeover;
 pub mod topics;
 
 pub use engine::{Engine, RunSummary};

@@ -58,14 +58,18 @@ pub enum StartPosition {
     /// (an RFC 3339 timestamp in the file, e.g. `"2026-11-30T00:00:00Z"`; ListOffsets by
     /// timestamp; the log end when no record is that recent).
     Timestamp(i64),
+    /// Right after the last record MirrorMaker 2 copied to the target, proven by content
+    /// ([`crate::takeover`]); a target partition never written starts at the log start.
+    Takeover,
 }
 
 impl StartPosition {
-    /// Parses `earliest`, `latest` or an RFC 3339 timestamp.
+    /// Parses `earliest`, `latest`, `takeover` or an RFC 3339 timestamp.
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "earliest" => Some(StartPosition::Earliest),
             "latest" => Some(StartPosition::Latest),
+            "takeover" => Some(StartPosition::Takeover),
             t => {
                 let at = humantime::parse_rfc3339(t).ok()?;
                 let ms = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
@@ -80,6 +84,7 @@ impl fmt::Display for StartPosition {
         match self {
             StartPosition::Earliest => f.write_str("earliest"),
             StartPosition::Latest => f.write_str("latest"),
+            StartPosition::Takeover => f.write_str("takeover"),
             StartPosition::Timestamp(ms) => {
                 let at = std::time::UNIX_EPOCH
                     + std::time::Duration::from_millis(u64::try_from(*ms).unwrap_or(0));
@@ -100,7 +105,7 @@ impl<'de> Deserialize<'de> for StartPosition {
         let text = String::deserialize(d)?;
         StartPosition::parse(&text).ok_or_else(|| {
             de::Error::custom(format!(
-                "invalid start position \"{text}\": expected \"earliest\", \"latest\" or an \
+                "invalid start position \"{text}\": expected \"earliest\", \"latest\", \"takeover\" or an \
                  RFC 3339 timestamp such as \"2026-11-30T00:00:00Z\""
             ))
         })

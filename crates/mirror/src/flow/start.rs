@@ -141,7 +141,10 @@ impl FlowRun {
         })?;
         let max_batch_bytes =
             crate::datapath::probe::max_message_bytes(&self.target, &t.target_topic).await;
-        let by_time = self.offsets_by_time(t, &src).await?;
+        let chosen = match self.flow.start_position {
+            StartPosition::Takeover => self.offsets_by_takeover(t, &src, &dst).await?,
+            _ => self.offsets_by_time(t, &src).await?,
+        };
         let mut births = Vec::new();
         // Shared by the topic's partitions (10,000 partitions: one copy, not one each).
         let shared = Arc::new(TopicSpec {
@@ -167,7 +170,7 @@ impl FlowRun {
             let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
                 continue;
             };
-            let (map, tail, birth) = self.initial_map(t, p, *s, *d, by_time.get(&p).copied())?;
+            let (map, tail, birth) = self.initial_map(t, p, *s, *d, chosen.get(&p).copied())?;
             // Exactly-once: past the committed map the target holds only our markers and
             // aborted batches (invisible to read_committed consumers); nothing to read back.
             let start_gap = match (self.role.eos(), tail) {
@@ -324,17 +327,42 @@ impl FlowRun {
             .collect())
     }
 
+    /// With `topics.start_position = "takeover"`: per partition not started before, the
+    /// source offset right after the last record MirrorMaker 2 copied, proven by content
+    /// ([`crate::takeover`]); an error naming the partition when it cannot be proven.
+    async fn offsets_by_takeover(
+        &self,
+        t: &ReplicatedTopic,
+        src: &BTreeMap<i32, Bounds>,
+        dst: &BTreeMap<i32, Bounds>,
+    ) -> Result<BTreeMap<i32, i64>, MirrorError> {
+        let new: BTreeMap<i32, (Bounds, Bounds)> = src
+            .iter()
+            .filter(|(p, _)| !self.saved.contains_key(&(t.source_topic.clone(), **p)))
+            .filter_map(|(p, s)| dst.get(p).map(|d| (*p, (*s, *d))))
+            .collect();
+        if new.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let starts =
+            crate::takeover::starts(&self.source, &self.target, &self.flow, t, &new).await?;
+        Ok(starts
+            .into_iter()
+            .map(|(p, s)| (p, s.source_next))
+            .collect())
+    }
+
     /// The map a partition starts with, the target range recovery must check (records past
     /// the last state write: `map.next(Target)..end`), and whether the state must be
-    /// written before producing (new or reset partitions). `by_time`: where a timestamp
-    /// start position puts a new partition.
+    /// written before producing (new or reset partitions). `chosen`: where a timestamp or
+    /// takeover start position puts a new partition.
     fn initial_map(
         &self,
         t: &ReplicatedTopic,
         p: i32,
         src: Bounds,
         dst: Bounds,
-        by_time: Option<i64>,
+        chosen: Option<i64>,
     ) -> Result<(OffsetMap, Option<TargetRange>, bool), MirrorError> {
         let flow = &self.flow;
         let ctx = |e: MirrorError| e.topic(&t.source_topic).partition(p);
@@ -351,7 +379,11 @@ impl FlowRun {
             StartPosition::Earliest => src.log_start,
             StartPosition::Latest => src.end,
             // No record that recent: everything from now on.
-            StartPosition::Timestamp(_) => by_time.unwrap_or(src.end).clamp(src.log_start, src.end),
+            StartPosition::Timestamp(_) => chosen.unwrap_or(src.end).clamp(src.log_start, src.end),
+            // Proven for every new partition, or the start failed before this. Not raised to
+            // the log start: records the source deleted since MM2 copied are a truncation
+            // incident, under its policy, never skipped in silence.
+            StartPosition::Takeover => chosen.unwrap_or(src.log_start).min(src.end),
         };
         let Some(saved) = self.saved.get(&(t.source_topic.clone(), p)) else {
             return Ok((fresh(start)?, None, true));

@@ -1,0 +1,269 @@
+//! Taking over from MirrorMaker 2 (`[flows.topics] start_position = "takeover"`): a new
+//! partition whose target MM2 has been filling starts right after the last record MM2
+//! copied, so nothing is copied twice and nothing is skipped. Rules ([`decide`], pure and
+//! unit-tested; this file reads what they need):
+//!
+//! 1. **MM2 has stopped**: the target partitions are watched for [`QUIET`]; one whose end
+//!    moves is still being written, and the flow refuses to start, naming it. (An MM2 that
+//!    is running but idle is not seen: stop MM2 before the takeover.)
+//! 2. **a hint**: the source offset of the target's last record is looked for where MM2's
+//!    offset syncs (`mm2-offset-syncs.<target>.internal` on the source) put it, the newest
+//!    sync at or below the record plus the distance from it; without syncs, at the first
+//!    source offset at or after the record's timestamp;
+//! 3. **proven by content**: the target's last [`TAIL_RECORDS`] records (key, value,
+//!    headers, timestamp) must be found on the source within [`SEARCH`] offsets of the
+//!    hint, in order, ending at one record; that record's successor is where replication
+//!    starts, and the offset map starts there (positions before it are not translated:
+//!    consumer-group offsets MM2 wrote on the target are kept, never moved back).
+//!    A target partition never written starts at the source's start; anything that cannot
+//!    be proven — no record left to compare, no match, several matches no sync tells
+//!    apart — stops the flow with the partition named, before anything is written.
+//!
+//! A partition with saved state is not taken over again: it resumes from its map.
+
+pub mod decide;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use strait_client::{Client, ConsumedRecord, FetchOptions, IsolationLevel, PartitionConsumer};
+
+use self::decide::{Hint, OffsetSync, Proof, Start, Unproven};
+use crate::config::Flow;
+use crate::datapath::probe::{self, Bounds};
+use crate::error::MirrorError;
+use crate::topics::ReplicatedTopic;
+
+/// How long the target partitions are watched for a writer (rule 1).
+pub const QUIET: Duration = Duration::from_secs(3);
+/// The target's last records compared with the source (rule 3).
+pub const TAIL_RECORDS: usize = 3;
+/// Source offsets searched on each side of the hint (rule 3).
+pub const SEARCH: i64 = 2_000;
+/// Target offsets read back from its end to find its last records.
+const TAIL_WINDOW: i64 = 1_000;
+/// Offset-sync records read at most (the topic is compacted: one per partition and
+/// recent syncs).
+const MAX_SYNC_RECORDS: usize = 1_000_000;
+/// Bytes one fetch of a takeover asks for.
+const FETCH_BYTES: i32 = 4 << 20;
+
+/// MM2's offset-syncs topic for a flow's target, on the source (MM2's default location).
+pub fn offset_syncs_topic(flow: &Flow) -> String {
+    format!("mm2-offset-syncs.{}.internal", flow.target)
+}
+
+/// Per partition of `new` (source and target bounds, none with saved state): where
+/// replication starts, proven; or the error naming the first partition that cannot be.
+pub async fn starts(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    t: &ReplicatedTopic,
+    new: &BTreeMap<i32, (Bounds, Bounds)>,
+) -> Result<BTreeMap<i32, Start>, MirrorError> {
+    let refuse = |p: i32, why: Unproven| {
+        MirrorError::config(format!(
+            "takeover of {}-{p} (target {}-{p}): {why}",
+            t.source_topic, t.target_topic
+        ))
+        .flow(&flow.name)
+        .topic(&t.source_topic)
+        .partition(p)
+    };
+    let mut out = BTreeMap::new();
+    let written: Vec<i32> = new
+        .iter()
+        .filter(|(_, (_, dst))| dst.end > 0)
+        .map(|(p, _)| *p)
+        .collect();
+    for (p, (src, dst)) in new {
+        if dst.end <= 0 {
+            out.insert(
+                *p,
+                Start {
+                    source_next: src.log_start,
+                    proof: Proof::EmptyTarget,
+                },
+            );
+        }
+    }
+    if written.is_empty() {
+        return Ok(out);
+    }
+    // Rule 1.
+    tokio::time::sleep(QUIET).await;
+    let after = probe::bounds(
+        target,
+        &t.target_topic,
+        &written,
+        IsolationLevel::ReadUncommitted,
+    )
+    .await
+    .map_err(|e| MirrorError::kafka("takeover: target bounds", e).cluster(&flow.target))?;
+    for p in &written {
+        let before = new.get(p).map_or(0, |(_, dst)| dst.end);
+        let now = after.get(p).map_or(before, |b| b.end);
+        decide::quiet(before, now).map_err(|why| refuse(*p, why))?;
+    }
+    let syncs = offset_syncs(source, flow, &t.source_topic).await;
+    for p in written {
+        let Some((src, dst)) = new.get(&p) else {
+            continue;
+        };
+        let start = partition_start(source, target, t, p, *src, *dst, syncs.get(&p))
+            .await?
+            .map_err(|why| refuse(p, why))?;
+        tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
+            source_next = start.source_next, proof = ?start.proof,
+            "takeover: replication continues after the last record MM2 copied");
+        out.insert(p, start);
+    }
+    Ok(out)
+}
+
+/// Rules 2 and 3 for one written target partition.
+async fn partition_start(
+    source: &Client,
+    target: &Client,
+    t: &ReplicatedTopic,
+    p: i32,
+    src: Bounds,
+    dst: Bounds,
+    syncs: Option<&Vec<OffsetSync>>,
+) -> Result<Result<Start, Unproven>, MirrorError> {
+    let kafka = |what: &str, cluster: &str, e| {
+        MirrorError::kafka(format!("takeover: {what}"), e)
+            .cluster(cluster)
+            .partition(p)
+    };
+    let from = (dst.end - TAIL_WINDOW).max(dst.log_start);
+    let mut tail = read(target, &t.target_topic, p, from, dst.end, true)
+        .await
+        .map_err(|e| kafka("reading the target's last records", "target", e))?;
+    let keep = tail.len().saturating_sub(TAIL_RECORDS);
+    tail.drain(..keep);
+    let Some(last) = tail.last() else {
+        return Ok(Err(Unproven::NothingToCompare { end: dst.end }));
+    };
+    let hint = match syncs.and_then(|s| decide::candidate_from_syncs(last.offset, s)) {
+        Some(c) => Hint::OffsetSync(c),
+        None => {
+            let one = BTreeMap::from([(p, src)]);
+            let found = crate::replay::lookup::offsets_for_time(
+                source,
+                &t.source_topic,
+                &one,
+                last.timestamp,
+            )
+            .await?;
+            match found.get(&p).map(|f| f.offset) {
+                Some(crate::replay::decide::TimeOffset::At(o)) => Hint::Timestamp(o),
+                _ => Hint::Timestamp(src.end),
+            }
+        }
+    };
+    let at = match hint {
+        Hint::OffsetSync(o) | Hint::Timestamp(o) => o,
+    };
+    let range = (
+        (at - SEARCH).max(src.log_start),
+        (at + SEARCH + 1).min(src.end),
+    );
+    let records = read(source, &t.source_topic, p, range.0, range.1, false)
+        .await
+        .map_err(|e| kafka("reading the source around the hint", "source", e))?;
+    Ok(decide::prove(&tail, &records, hint, range))
+}
+
+/// The data records of offsets `from..to` (all of them, aborted ones included, unless
+/// `committed`: then as a read_committed consumer sees them).
+async fn read(
+    client: &Client,
+    topic: &str,
+    partition: i32,
+    from: i64,
+    to: i64,
+    committed: bool,
+) -> Result<Vec<ConsumedRecord>, strait_client::Error> {
+    let opts = FetchOptions {
+        max_wait: Duration::from_millis(100),
+        max_bytes: FETCH_BYTES,
+        ..FetchOptions::default()
+    };
+    let mut consumer =
+        PartitionConsumer::new(client.clone(), topic, partition, from).with_options(opts);
+    if committed {
+        consumer = consumer.resolving_markers();
+    }
+    let mut out = Vec::new();
+    let mut empty = 0;
+    while consumer.position() < to && empty < 20 {
+        let records = consumer.poll().await?;
+        if records.is_empty() {
+            empty += 1;
+        }
+        out.extend(
+            records
+                .into_iter()
+                .filter(|r| r.offset >= from && r.offset < to),
+        );
+        if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// MM2's offset syncs of `topic`, per partition; empty when the topic is not there or
+/// cannot be read (the timestamp hint is used instead: a hint only points the search).
+async fn offset_syncs(source: &Client, flow: &Flow, topic: &str) -> BTreeMap<i32, Vec<OffsetSync>> {
+    let name = offset_syncs_topic(flow);
+    let mut out: BTreeMap<i32, Vec<OffsetSync>> = BTreeMap::new();
+    let Ok(meta) = source.metadata(Some(&[name.as_str()])).await else {
+        return out;
+    };
+    let partitions: Vec<i32> = match meta.topics.get(&name) {
+        Some(t) => t.partitions.keys().copied().collect(),
+        None => return out,
+    };
+    let Ok(bounds) =
+        probe::bounds(source, &name, &partitions, IsolationLevel::ReadUncommitted).await
+    else {
+        return out;
+    };
+    let opts = FetchOptions {
+        max_wait: Duration::from_millis(100),
+        max_bytes: FETCH_BYTES,
+        ..FetchOptions::default()
+    };
+    let mut read_so_far = 0usize;
+    for (p, b) in bounds {
+        let mut consumer = PartitionConsumer::new(source.clone(), &name, p, b.log_start)
+            .with_options(opts.clone());
+        while consumer.position() < b.end && read_so_far < MAX_SYNC_RECORDS {
+            let Ok(records) = consumer.poll().await else {
+                tracing::warn!(flow = %flow.name, topic = %name, partition = p,
+                    "takeover: MM2's offset syncs cannot be read; searching by timestamp");
+                break;
+            };
+            if records.is_empty() {
+                break;
+            }
+            read_so_far += records.len();
+            for r in records {
+                let (Some(k), Some(v)) = (&r.key, &r.value) else {
+                    continue;
+                };
+                match decide::decode_offset_sync(k, v) {
+                    Ok((t, part, sync)) if t == topic => out.entry(part).or_default().push(sync),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(flow = %flow.name, topic = %name,
+                        offset = r.offset, error = %e,
+                        "takeover: an offset sync that does not decode is ignored"),
+                }
+            }
+        }
+    }
+    out
+}
