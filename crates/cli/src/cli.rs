@@ -165,12 +165,26 @@ pub enum ConfigCommand {
         /// Write the TOML here instead of stdout.
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
+        /// Target topic naming for flows whose `replication.policy.class` is a custom
+        /// class, which cannot be loaded: `identity` (the source names) or `prefix`
+        /// (`<source alias><separator><topic>`). Without it such a file is refused.
+        #[arg(long, value_name = "POLICY")]
+        policy: Option<PolicyArg>,
     },
     /// Load and validate a config file; print every problem, or a summary.
     Validate {
         #[command(flatten)]
         config: ConfigArg,
     },
+}
+
+/// `--policy` of `config import-mm2`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyArg {
+    /// Target topics keep the source names.
+    Identity,
+    /// Target topics are `<source alias><separator><topic>`.
+    Prefix,
 }
 
 /// `-c FILE`.

@@ -5,15 +5,28 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use strait_mirror::config::mm2::import_mm2;
+use strait_mirror::config::mm2::{ImportOptions, import_mm2_with};
+use strait_mirror::config::model::NamingPolicy;
+
+use crate::cli::PolicyArg;
 use strait_mirror::config::{Config, ConfigError, load, load_str};
 
 /// Converts an MM2 properties file; exit 0 when converted, even if some keys were not.
-pub fn import_mm2_cmd(file: &Path, output: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub fn import_mm2_cmd(
+    file: &Path,
+    output: Option<&Path>,
+    policy: Option<PolicyArg>,
+) -> anyhow::Result<ExitCode> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let (toml, unmapped) =
-        import_mm2(&text).with_context(|| format!("cannot convert {}", file.display()))?;
+    let options = ImportOptions {
+        policy: policy.map(|p| match p {
+            PolicyArg::Identity => NamingPolicy::Identity,
+            PolicyArg::Prefix => NamingPolicy::Prefix,
+        }),
+    };
+    let (toml, unmapped) = import_mm2_with(&text, &options)
+        .with_context(|| format!("cannot convert {}", file.display()))?;
     match output {
         Some(out) => {
             std::fs::write(out, &toml).with_context(|| format!("cannot write {}", out.display()))?

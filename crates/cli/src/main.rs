@@ -51,8 +51,13 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Config {
-            command: ConfigCommand::ImportMm2 { file, output },
-        } => config_cmd::import_mm2_cmd(file, output.as_deref()),
+            command:
+                ConfigCommand::ImportMm2 {
+                    file,
+                    output,
+                    policy,
+                },
+        } => config_cmd::import_mm2_cmd(file, output.as_deref(), *policy),
         Command::Config {
             command: ConfigCommand::Validate { config },
         } => config_cmd::validate_cmd(&config.path),

@@ -115,6 +115,39 @@ fn import_mm2_warns_when_the_result_needs_editing() {
 }
 
 #[test]
+fn import_mm2_a_custom_replication_policy_needs_the_policy_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let props = write(
+        dir.path(),
+        "mm2.properties",
+        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n\
+         replication.policy.class = com.example.LegacyPolicy\n",
+    );
+    let out = strait(&["config", "import-mm2", props.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("com.example.LegacyPolicy")
+            && stderr.contains("--policy identity")
+            && stderr.contains("--policy prefix"),
+        "{stderr}"
+    );
+    let out = strait(&[
+        "config",
+        "import-mm2",
+        props.to_str().unwrap(),
+        "--policy",
+        "identity",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("policy = \"identity\""),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
 fn validate_good_config_prints_a_summary() {
     let out = strait(&["config", "validate", "-c", &examples("strait.toml")]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

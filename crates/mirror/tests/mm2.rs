@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use strait_mirror::config::mm2::{ImportError, import_mm2};
+use strait_mirror::config::mm2::{
+    ImportError, ImportOptions, UnmappedKey, import_mm2, import_mm2_with,
+};
 use strait_mirror::config::model::{NamingPolicy, StartPosition};
 use strait_mirror::config::{Config, TopicDecision, load_str, parse_str};
 
@@ -217,11 +219,10 @@ fn missing_bootstrap_servers_come_from_the_environment() {
 }
 
 #[test]
-fn custom_classes_and_config_providers_are_unmapped() {
+fn config_providers_become_variables_and_custom_classes_are_unmapped() {
     let text = "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n\
-        replication.policy.class = com.example.MyPolicy\n\
-        b.ssl.keystore.password = ${file:/etc/secrets.properties:ks}\n\
-        topics = literal$${not-a-var}\n";
+        topic.filter.class = com.example.MyFilter\n\
+        b.ssl.keystore.password = ${file:/etc/secrets.properties:ks}\n";
     let (toml, unmapped) = import_mm2(text).unwrap();
     let reason = |k: &str| {
         unmapped
@@ -230,9 +231,8 @@ fn custom_classes_and_config_providers_are_unmapped() {
             .map(|u| u.reason.clone())
             .unwrap_or_default()
     };
-    assert!(reason("replication.policy.class").contains("custom replication policies"));
-    assert!(reason("b.ssl.keystore.password").contains("config provider"));
-    assert!(reason("topics").contains("config provider"));
+    assert!(reason("topic.filter.class").contains("custom filter classes"));
+    assert!(reason("b.ssl.keystore.password").contains("ignored"));
     load_imported(&toml);
 }
 
@@ -320,4 +320,237 @@ fn exactly_once_source_support_and_the_transaction_boundary_interval_map_to_deli
     .unwrap();
     assert!(unmapped.is_empty(), "{unmapped:?}");
     assert!(load_imported(&toml).flows[0].delivery.exactly_once());
+}
+
+/// Three clusters and two enabled flows, with the keys the rules below are about.
+const PAIR: &str =
+    "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n";
+
+fn reason_of(unmapped: &[UnmappedKey], key: &str) -> String {
+    unmapped
+        .iter()
+        .filter(|u| u.key == key)
+        .map(|u| u.reason.clone())
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+#[test]
+fn a_templated_topics_value_fails_the_import_instead_of_replicating_everything() {
+    for (key, value) in [
+        ("a->b.topics", "${file:/etc/mm2/filters.properties:topics}"),
+        ("topics", "orders, ${vault:kv/mm2:topics}"),
+        (
+            "topics.exclude",
+            "${file:/etc/mm2/filters.properties:exclude}",
+        ),
+        ("topics.blacklist", "${a.b}"),
+        ("a->b.groups", "${directory:/etc/mm2:groups}"),
+        ("groups.exclude", "${file:/x:y}"),
+        ("groups.blacklist", "${file:/x:y}"),
+    ] {
+        let text = format!("{PAIR}{key} = {value}\n");
+        match import_mm2(&text) {
+            Err(e @ ImportError::TemplatedFilter { .. }) => {
+                let msg = e.to_string();
+                assert!(msg.contains(&format!("`{key}`")), "{msg}");
+                assert!(msg.contains("line 5"), "{msg}");
+            }
+            other => panic!("{key}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn an_environment_variable_in_topics_is_carried_over() {
+    let text = format!("{PAIR}topics = ${{env:MM2_TOPICS}}, audit\ngroups = ${{MM2_GROUPS}}\n");
+    let (toml, unmapped) = import_mm2(&text).unwrap();
+    assert!(toml.contains("\"${MM2_TOPICS}\""), "{toml}");
+    assert!(toml.contains("\"${MM2_GROUPS}\""), "{toml}");
+    let env = reason_of(&unmapped, "environment");
+    assert!(
+        env.contains("MM2_TOPICS") && env.contains("MM2_GROUPS"),
+        "{env}"
+    );
+    let cfg = load_str(&toml, "imported.toml", &|v| {
+        (v == "MM2_TOPICS")
+            .then(|| "orders".to_owned())
+            .or(Some("g".to_owned()))
+    })
+    .unwrap();
+    let f = &cfg.flows[0];
+    assert!(matches!(
+        f.topic_decision("orders"),
+        TopicDecision::Replicate { .. }
+    ));
+    assert!(matches!(
+        f.topic_decision("audit"),
+        TopicDecision::Replicate { .. }
+    ));
+    assert_eq!(f.topic_decision("payments"), TopicDecision::Filtered);
+}
+
+#[test]
+fn internal_topics_stay_excluded_whatever_topics_exclude_says() {
+    let (toml, _) = import_mm2(&format!("{PAIR}topics.exclude = scratch.*\n")).unwrap();
+    let cfg = load_imported(&toml);
+    let f = &cfg.flows[0];
+    for internal in [
+        "__consumer_offsets",
+        "__transaction_state",
+        ".hidden",
+        "connect-offsets.internal",
+        "connect-status-internal",
+        "mm2-offsets.a.internal",
+        "a.checkpoints.internal",
+        "mm2-offset-syncs.b.internal",
+        "scratch-1",
+    ] {
+        // `mm2-offset-syncs.b.internal` also reads as coming from b (a cycle).
+        let d = f.topic_decision(internal);
+        assert!(
+            !matches!(d, TopicDecision::Replicate { .. }),
+            "{internal}: {d:?}"
+        );
+    }
+    assert_eq!(f.topic_decision(".hidden"), TopicDecision::Filtered);
+    assert!(matches!(
+        f.topic_decision("orders"),
+        TopicDecision::Replicate { .. }
+    ));
+    // Without `topics.exclude`, MM2's default list plus the internal ones.
+    let (toml, _) = import_mm2(PAIR).unwrap();
+    let f = &load_imported(&toml).flows[0];
+    assert_eq!(f.topic_decision(".hidden"), TopicDecision::Filtered);
+    assert_eq!(f.topic_decision("x.replica"), TopicDecision::Filtered);
+}
+
+#[test]
+fn the_identity_hack_maps_to_identity_naming() {
+    // MM2 before 3.0: no IdentityReplicationPolicy, so an empty separator and alias.
+    let text = format!("{PAIR}replication.policy.separator =\nsource.cluster.alias =\n");
+    let (toml, unmapped) = import_mm2(&text).unwrap();
+    let f = &load_imported(&toml).flows[0];
+    assert_eq!(f.policy.kind(), NamingPolicy::Identity);
+    assert_eq!(f.policy.remote_topic("orders"), "orders");
+    assert!(reason_of(&unmapped, "replication.policy.separator").contains("identity"));
+    // Strimzi's own identity policy class with `replication.policy.separator: ""`.
+    let text = format!(
+        "{PAIR}a->b.replication.policy.class = io.strimzi.kafka.connect.mirror.IdentityReplicationPolicy\n\
+         a->b.replication.policy.separator =\n"
+    );
+    let (toml, _) = import_mm2(&text).unwrap();
+    let f = &load_imported(&toml).flows[0];
+    assert_eq!(f.policy.remote_topic("orders"), "orders");
+}
+
+#[test]
+fn a_source_cluster_alias_names_the_replicas() {
+    let (toml, _) = import_mm2(&format!("{PAIR}source.cluster.alias = dc1\n")).unwrap();
+    let f = &load_imported(&toml).flows[0];
+    assert_eq!(f.policy.remote_topic("orders"), "dc1.orders");
+    let text = format!(
+        "{PAIR}a->b.source.cluster.alias = primary\na->b.replication.policy.separator = _\n"
+    );
+    let (toml, _) = import_mm2(&text).unwrap();
+    assert!(toml.contains("alias = \"primary\""), "{toml}");
+    let f = &load_imported(&toml).flows[0];
+    assert_eq!(f.policy.remote_topic("orders"), "primary_orders");
+    // The alias equal to the cluster key is the default, not written.
+    let (toml, _) = import_mm2(&format!("{PAIR}source.cluster.alias = a\n")).unwrap();
+    assert!(!toml.contains("alias ="), "{toml}");
+}
+
+#[test]
+fn a_custom_replication_policy_fails_unless_policy_is_chosen() {
+    let text = format!(
+        "{PAIR}replication.policy.separator = -\nreplication.policy.class = com.example.MyPolicy\n"
+    );
+    let e = import_mm2(&text).unwrap_err();
+    assert!(matches!(e, ImportError::CustomPolicy { .. }));
+    let msg = e.to_string();
+    for part in [
+        "com.example.MyPolicy",
+        "--policy identity",
+        "--policy prefix",
+        "separator \"-\"",
+        "line 6",
+    ] {
+        assert!(msg.contains(part), "{part}: {msg}");
+    }
+    for (policy, named) in [
+        (NamingPolicy::Identity, "orders"),
+        (NamingPolicy::Prefix, "a-orders"),
+    ] {
+        let options = ImportOptions {
+            policy: Some(policy),
+        };
+        let (toml, unmapped) = import_mm2_with(&text, &options).unwrap();
+        let f = &load_imported(&toml).flows[0];
+        assert_eq!(f.policy.remote_topic("orders"), named);
+        assert!(reason_of(&unmapped, "replication.policy.class").contains("--policy"));
+    }
+    // MM2's own two, by simple or qualified name, need no choice.
+    for class in [
+        "DefaultReplicationPolicy",
+        "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
+        "IdentityReplicationPolicy",
+        "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+    ] {
+        import_mm2(&format!("{PAIR}replication.policy.class = {class}\n")).unwrap();
+    }
+}
+
+#[test]
+fn refresh_topics_disabled_is_refused_with_the_reason() {
+    for key in ["refresh.topics.enabled", "a->b.refresh.topics.enabled"] {
+        let e = import_mm2(&format!("{PAIR}{key} = false\n")).unwrap_err();
+        assert!(matches!(e, ImportError::RefreshDisabled { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(key) && msg.contains("always discovers new topics"),
+            "{msg}"
+        );
+    }
+    import_mm2(&format!("{PAIR}refresh.topics.enabled = true\n")).unwrap();
+}
+
+#[test]
+fn a_duplicate_key_is_reported_with_both_lines_and_the_winner() {
+    let text = format!("{PAIR}topics = orders\ntasks.max = 4\ntopics = payments\n");
+    let (toml, unmapped) = import_mm2(&text).unwrap();
+    let dup: Vec<&UnmappedKey> = unmapped.iter().filter(|u| u.key == "topics").collect();
+    assert_eq!(dup.len(), 1, "{unmapped:?}");
+    assert_eq!(dup[0].line, 5);
+    assert!(
+        dup[0].reason.contains("line 7") && dup[0].reason.contains("last entry wins"),
+        "{}",
+        dup[0].reason
+    );
+    let f = &load_imported(&toml).flows[0];
+    assert!(matches!(
+        f.topic_decision("payments"),
+        TopicDecision::Replicate { .. }
+    ));
+    assert_eq!(f.topic_decision("orders"), TopicDecision::Filtered);
+}
+
+#[test]
+fn naming_fixture_with_aliases_and_internal_excludes_validates() {
+    let (toml, unmapped) = import_mm2(&data("tests/data/mm2-naming.properties")).unwrap();
+    let cfg = load_imported(&toml);
+    let [primary, legacy] = &cfg.flows[..] else {
+        panic!("{toml}")
+    };
+    assert_eq!(primary.policy.remote_topic("orders"), "dc1.orders");
+    assert_eq!(
+        primary.topic_decision("__consumer_offsets"),
+        TopicDecision::Filtered
+    );
+    assert_eq!(primary.topic_decision("tmp-1"), TopicDecision::Filtered);
+    assert_eq!(legacy.policy.remote_topic("orders"), "orders");
+    assert!(
+        reason_of(&unmapped, "primary.bootstrap.servers").contains("line 4"),
+        "{unmapped:#?}"
+    );
 }

@@ -4,4 +4,4 @@
 pub mod import;
 pub mod properties;
 
-pub use import::{ImportError, UnmappedKey, import_mm2};
+pub use import::{ImportError, ImportOptions, UnmappedKey, import_mm2, import_mm2_with};

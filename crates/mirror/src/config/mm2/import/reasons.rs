@@ -1,0 +1,165 @@
+//! Why an MM2 key has no Strait equivalent, and which values are never shown.
+
+use super::security;
+
+/// Why an MM2 key has no Strait equivalent. `key` may carry an `A.` or `A->B.` prefix.
+pub(super) fn reason(key: &str) -> &'static str {
+    let suffix = key
+        .split_once("->")
+        .and_then(|(_, rest)| rest.split_once('.'))
+        .map_or(key, |(_, k)| k);
+    // Connector-level keys match on the whole suffix; cluster-level ones after `A.`.
+    let cluster_suffix = suffix.split_once('.').map_or(suffix, |(_, k)| k);
+    match suffix {
+        "tasks.max" => {
+            return "Strait has no Connect tasks: one process pipelines every partition of a flow, and more \
+                    processes share a flow's partitions with `[flows.scale_out]` (a Kafka group on the target)";
+        }
+        "offset-syncs.topic.location"
+        | "offset-syncs.topic.replication.factor"
+        | "emit.offset-syncs.enabled"
+        | "offset.lag.max" => {
+            return "Strait keeps exact offset maps in its state topic on the target (`state_topic`); there is no \
+                    offset-syncs topic and no sync spacing";
+        }
+        "heartbeats.topic.replication.factor" | "checkpoints.topic.replication.factor" => {
+            return "Strait creates its own topics with the flow's `topics.replication_factor`";
+        }
+        "refresh.topics.enabled" | "refresh.groups.enabled" => {
+            return "Strait always discovers new topics and groups; tune `intervals.topic_refresh` / `intervals.group_sync`";
+        }
+        "heartbeats.replication.enabled" => {
+            return "heartbeats topics are replicated whenever `sync.heartbeats` is on";
+        }
+        "topic.filter.class" | "group.filter.class" | "config.property.filter.class" => {
+            return "custom filter classes cannot be loaded; use the include/exclude regex lists";
+        }
+        "replication.policy.internal.topic.separator.enabled" => {
+            return "Strait's own topics have fixed names (`state_topic`, `heartbeats`)";
+        }
+        "use.defaults.from" => {
+            return "topic configs are copied from the source; excluded ones keep the target's defaults";
+        }
+        "exactly.once.support" => {
+            return "a connector's request for exactly-once; the worker's \
+                    `exactly.once.source.support` decides (`delivery.guarantee`)";
+        }
+        "consumer.poll.timeout.ms" | "admin.timeout.ms" => {
+            return "Strait's client uses each cluster's `request_timeout`";
+        }
+        "forwarding.admin.class" => return "custom admin classes cannot be loaded",
+        "replication.factor" | "topics" | "groups" => return "no flow uses it",
+        _ => {}
+    }
+    let connect = [
+        "offset.storage.",
+        "config.storage.",
+        "status.storage.",
+        "key.converter",
+        "value.converter",
+        "header.converter",
+        "rest.",
+        "listeners",
+    ];
+    if suffix == "dedicated.mode.enable.internal.rest"
+        || suffix == "offset.flush.interval.ms"
+        || suffix == "group.id"
+        || connect.iter().any(|p| suffix.starts_with(p))
+    {
+        return "a Kafka Connect worker setting; Strait does not run on Kafka Connect";
+    }
+    if suffix.starts_with("config.providers") {
+        return "config providers are not supported; use `${ENV_VAR}` substitution in the TOML";
+    }
+    if let Some(r) = security::reason(suffix, cluster_suffix) {
+        return r;
+    }
+    if cluster_suffix.starts_with("producer.") {
+        return "the forwarder sends source batches as they are (compression included); producer tuning does not apply";
+    }
+    if cluster_suffix.starts_with("consumer.") || cluster_suffix.starts_with("admin.") {
+        return "per-client Kafka properties are not configurable; see `[engine]` for fetch tuning";
+    }
+    "not a MirrorMaker 2 key that Strait knows"
+}
+
+/// Values of secret-looking keys are never echoed: passwords, JAAS lines, secrets, tokens,
+/// credentials, private keys and inline certificates, API and access keys, and anything
+/// about authentication
+/// (Schema Registry's `basic.auth.user.info` is `user:password`).
+pub(super) fn shown(key: &str, value: &str) -> String {
+    let k = key.to_ascii_lowercase();
+    if [
+        "password",
+        "jaas",
+        "secret",
+        "token",
+        "credential",
+        "private",
+        // Inline PEM (KIP-651): long, and a chain's file may carry its key too.
+        "certificate",
+        "auth",
+        "user.info",
+        "userinfo",
+        "api.key",
+        "apikey",
+        "access.key",
+    ]
+    .iter()
+    .any(|s| k.contains(s))
+        // `ssl.keystore.key` (inline PEM key, KIP-651) and the like.
+        || k.ends_with(".key")
+        || value.contains("PRIVATE KEY")
+    {
+        "<redacted>".to_owned()
+    } else {
+        value.trim().to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_cover_prefixed_keys() {
+        assert!(reason("tasks.max").contains("Connect tasks"));
+        assert!(reason("a->b.tasks.max").contains("Connect tasks"));
+        assert!(reason("a.ssl.cipher.suites").contains("TLS"));
+        assert!(reason("ssl.truststore.location").contains("no cluster"));
+        assert!(reason("a.sasl.kerberos.service.name").contains("Kerberos"));
+        assert!(reason("a.consumer.ssl.keystore.location").contains("one security setting"));
+        assert!(reason("consumer.sasl.jaas.config").contains("one security setting"));
+        assert!(reason("b.producer.compression.type").contains("compression"));
+        assert!(reason("offset.storage.topic").contains("Kafka Connect"));
+        assert!(reason("something.else").contains("not a MirrorMaker 2 key"));
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        assert_eq!(shown("a.ssl.key.password", "hunter2"), "<redacted>");
+        assert_eq!(
+            shown("value.converter.basic.auth.user.info", "KEY:SuperSecret123"),
+            "<redacted>"
+        );
+        assert_eq!(
+            shown(
+                "value.converter.schema.registry.basic.auth.user.info",
+                "k:s"
+            ),
+            "<redacted>"
+        );
+        assert_eq!(shown("a.confluent.api.key", "ABC"), "<redacted>");
+        assert_eq!(shown("a.sasl.jaas.config", "x"), "<redacted>");
+        assert_eq!(shown("a.ssl.keystore.key", "x"), "<redacted>");
+        assert_eq!(
+            shown(
+                "a.ssl.keystore.certificate.chain",
+                "-----BEGIN PRIVATE KEY-----"
+            ),
+            "<redacted>"
+        );
+        assert_eq!(shown("a.ssl.truststore.certificates", "MIIB"), "<redacted>");
+        assert_eq!(shown("tasks.max", " 4 "), "4");
+    }
+}
