@@ -554,3 +554,96 @@ fn naming_fixture_with_aliases_and_internal_excludes_validates() {
         "{unmapped:#?}"
     );
 }
+
+#[test]
+fn config_provider_references_become_variables_with_the_export_command() {
+    let (toml, unmapped) = import_mm2(&data("tests/data/mm2-providers.properties")).unwrap();
+    for var in [
+        "${ONPREM_BOOTSTRAP}",
+        "${BOOTSTRAP}",
+        "${MM2_TOPICS}",
+        "${CLOUD_CA_PEM}",
+    ] {
+        assert!(toml.contains(var), "{var}: {toml}");
+    }
+    let env = reason_of(&unmapped, "environment");
+    assert!(
+        env.contains("BOOTSTRAP (from `${file:/opt/mm2/secrets/cloud.properties:bootstrap}`): export BOOTSTRAP=")
+            && env.contains("'/opt/mm2/secrets/cloud.properties'"),
+        "{env}"
+    );
+    assert!(
+        env.contains("export CLOUD_CA_PEM=\"$(cat '/opt/mm2/certs/cloud-ca.pem')\""),
+        "{env}"
+    );
+    // Parsed with the variables set (validation would also read the CA file).
+    let file = parse_str(&toml, "imported.toml", &|v| match v {
+        "MM2_TOPICS" => Some("orders".to_owned()),
+        "CLOUD_CA_PEM" => Some("/etc/strait/ca.pem".to_owned()),
+        _ => Some("h:9092".to_owned()),
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{toml}"));
+    assert_eq!(file.clusters["onprem"].bootstrap_servers, ["h:9092"]);
+    let tls = file.clusters["cloud"].security.tls.as_ref().unwrap();
+    assert_eq!(
+        tls.ca_file.as_deref(),
+        Some(std::path::Path::new("/etc/strait/ca.pem"))
+    );
+    assert_eq!(file.flows[0].topics.include, ["orders"]);
+}
+
+#[test]
+fn a_jaas_line_keeps_its_literal_parts_and_only_the_templated_part_becomes_a_variable() {
+    let (toml, unmapped) = import_mm2(&data("tests/data/mm2-providers.properties")).unwrap();
+    assert!(toml.contains("username = \"mirror-maker\""), "{toml}");
+    assert!(toml.contains("password = \"${SASL_PASSWORD}\""), "{toml}");
+    assert!(!toml.contains("CLOUD_SASL_PASSWORD"), "{toml}");
+    assert!(reason_of(&unmapped, "environment").contains("sasl\\.password"));
+    let text = format!(
+        "{PAIR}b.security.protocol = SASL_PLAINTEXT\nb.sasl.mechanism = PLAIN\n\
+         b.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
+         username=\"${{env:MM2_USER}}\" password=\"pre-${{env:MM2_PW}}\";\n"
+    );
+    let (toml, _) = import_mm2(&text).unwrap();
+    assert!(toml.contains("username = \"${MM2_USER}\""), "{toml}");
+    // Literal text around a secret's reference is secret too: not copied.
+    assert!(
+        toml.contains("password = \"${B_SASL_PASSWORD}\"") && !toml.contains("pre-"),
+        "{toml}"
+    );
+}
+
+#[test]
+fn a_templated_value_is_never_silently_dropped() {
+    let (_, unmapped) = import_mm2(&data("tests/data/mm2-providers.properties")).unwrap();
+    assert!(
+        reason_of(&unmapped, "onprem.client.id").contains("neither `${NAME}`"),
+        "{unmapped:#?}"
+    );
+    let tasks = unmapped.iter().find(|u| u.key == "tasks.max").unwrap();
+    assert!(tasks.reason.contains("Connect tasks"), "{tasks:?}");
+    assert_eq!(tasks.value, "${env:MM2_TASKS}", "shown as written");
+    let (_, unmapped) = import_mm2(&format!(
+        "{PAIR}a->b.emit.heartbeats.enabled = ${{env:HB}}\n"
+    ))
+    .unwrap();
+    assert!(
+        reason_of(&unmapped, "a->b.emit.heartbeats.enabled")
+            .contains("cannot stand for a number, a boolean"),
+        "{unmapped:#?}"
+    );
+}
+
+#[test]
+fn two_different_secrets_with_one_key_name_get_two_variables() {
+    let text = format!(
+        "{PAIR}a.security.protocol = SASL_SSL\nb.security.protocol = SASL_SSL\nsasl.mechanism = PLAIN\n\
+         a.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"${{file:/s/a.properties:password}}\";\n\
+         b.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"${{file:/s/b.properties:password}}\";\n"
+    );
+    let (toml, _) = import_mm2(&text).unwrap();
+    assert!(
+        toml.contains("\"${PASSWORD}\"") && toml.contains("\"${PASSWORD_2}\""),
+        "{toml}"
+    );
+}

@@ -214,6 +214,8 @@ struct Props {
     refs: HashMap<String, Vec<placeholders::Reference>>,
     /// Keys whose value has a `${…}` the importer cannot read.
     unconvertible: HashSet<String>,
+    /// The values as written, of keys whose value was converted (shown in messages).
+    written: HashMap<String, String>,
     /// `--policy`: the naming of flows with a custom replication policy class.
     policy_choice: Option<NamingPolicy>,
 }
@@ -233,6 +235,7 @@ impl Props {
             comments: Vec::new(),
             refs: HashMap::new(),
             unconvertible: HashSet::new(),
+            written: HashMap::new(),
             policy_choice: None,
         };
         // Which source each variable name stands for, so two different sources never
@@ -258,7 +261,8 @@ impl Props {
                         }
                         vars.insert(var, r.source.clone());
                     }
-                    p.value = text;
+                    let written = std::mem::replace(&mut p.value, text);
+                    props.written.insert(p.key.clone(), written);
                     props.refs.insert(p.key.clone(), refs);
                 }
                 Err(placeholders::Unconvertible) => {
@@ -269,6 +273,11 @@ impl Props {
             props.map.insert(p.key.clone(), p);
         }
         props
+    }
+
+    /// The value of `p` as the file has it (before `${…}` conversion).
+    fn as_written<'p>(&'p self, p: &'p Property) -> &'p str {
+        self.written.get(&p.key).map_or(&p.value, String::as_str)
     }
 
     /// Refuses what cannot be imported without replicating more than MM2 does: a filter
@@ -370,10 +379,9 @@ impl Props {
         {
             return;
         }
-        let (value, line) = self
-            .map
-            .get(key)
-            .map_or((String::new(), 0), |p| (shown(key, &p.value), p.line));
+        let (value, line) = self.map.get(key).map_or((String::new(), 0), |p| {
+            (shown(key, self.as_written(p)), p.line)
+        });
         self.unmapped.push(UnmappedKey {
             key: key.to_owned(),
             value,
@@ -524,7 +532,7 @@ impl Props {
                 p.line,
                 UnmappedKey {
                     key: key.clone(),
-                    value: shown(key, &p.value),
+                    value: shown(key, self.as_written(p)),
                     line: p.line,
                     reason: reason(key).to_owned(),
                 },

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use super::{Props, literal};
+use super::{Props, literal, placeholders};
 use crate::config::security::{SaslMechanism, SaslSpec, SecurityProtocol, TlsSpec};
 
 const INLINE_PEM: &str = "inline PEM: write it to a file and set ca_file/cert_file/key_file";
@@ -372,7 +372,13 @@ impl Props {
                     spec.token_endpoint_url = Some(literal(u));
                     spec.client_id = client_id.map(literal);
                     spec.scope = scope.map(literal);
-                    if has_secret {
+                    if let Some(reference) = jaas.option("clientSecret").and_then(whole_reference) {
+                        spec.client_secret = Some(reference.to_owned());
+                        remarks.push(
+                            "client id imported; the client secret is the variable its `${…}` reference became"
+                                .to_owned(),
+                        );
+                    } else if has_secret {
                         spec.client_secret = Some(self.env_placeholder(
                             alias,
                             "SASL_CLIENT_SECRET",
@@ -401,11 +407,19 @@ impl Props {
                 Some(u) => spec.username = Some(literal(u)),
                 None => remarks.push("no username=\"...\" option found".to_owned()),
             }
-            spec.password = Some(self.env_placeholder(alias, "SASL_PASSWORD", "SASL password"));
-            remarks.push(format!(
-                "username imported; the password is read from the environment variable {}",
-                super::env_name(alias, "SASL_PASSWORD")
-            ));
+            if let Some(reference) = jaas.option("password").and_then(whole_reference) {
+                spec.password = Some(reference.to_owned());
+                remarks.push(
+                    "username imported; the password is the variable its `${…}` reference became"
+                        .to_owned(),
+                );
+            } else {
+                spec.password = Some(self.env_placeholder(alias, "SASL_PASSWORD", "SASL password"));
+                remarks.push(format!(
+                    "username imported; the password is read from the environment variable {}",
+                    super::env_name(alias, "SASL_PASSWORD")
+                ));
+            }
         }
         if !unknown.is_empty() {
             remarks.push(format!("JAAS options not imported: {}", unknown.join(", ")));
@@ -467,6 +481,15 @@ pub(super) fn reason(suffix: &str, cluster_suffix: &str) -> Option<&'static str>
         "sasl.client.callback.handler.class" => "custom callback handler classes cannot be loaded",
         _ => "this SASL setting has no equivalent in `[clusters.<name>.security.sasl]`",
     })
+}
+
+/// A JAAS option value that is one `${…}` reference and nothing else (a secret with
+/// literal parts around a reference is not copied: the literal part is secret too).
+fn whole_reference(value: &str) -> Option<&str> {
+    let inner = value
+        .strip_prefix(placeholders::OPEN)?
+        .strip_suffix(placeholders::CLOSE)?;
+    (!inner.contains([placeholders::OPEN, placeholders::CLOSE])).then_some(value)
 }
 
 /// For a store at `location` of type `kind`: the `keytool` step turning a JKS store into
