@@ -647,3 +647,93 @@ fn two_different_secrets_with_one_key_name_get_two_variables() {
         "{toml}"
     );
 }
+
+fn dedicated_msk() -> Vec<UnmappedKey> {
+    let (toml, unmapped) = import_mm2(&data("tests/data/mm2-dedicated-msk.properties")).unwrap();
+    parse_str(&toml, "imported.toml", &|_| Some("eu-west-1".to_owned()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    unmapped
+}
+
+#[test]
+fn connect_worker_settings_are_named_as_such() {
+    let unmapped = dedicated_msk();
+    // Four `msk.*.storage.*` keys with one reason: one entry.
+    let storage = unmapped
+        .iter()
+        .find(|u| u.key == "msk.offset.*")
+        .map(|u| &u.reason);
+    let config = reason_of(&unmapped, "msk.config.storage.topic");
+    let group = reason_of(&unmapped, "msk.group.id");
+    let converter = reason_of(&unmapped, "key.converter");
+    for r in [config.as_str(), group.as_str(), converter.as_str()] {
+        assert!(
+            r.contains("Kafka Connect worker setting"),
+            "{r}: {unmapped:#?}"
+        );
+    }
+    assert!(
+        storage.is_none_or(|r| r.contains("Kafka Connect worker")),
+        "{unmapped:#?}"
+    );
+    assert!(reason_of(&unmapped, "tasks.max").contains("no Connect tasks"));
+}
+
+#[test]
+fn client_overrides_are_named_as_settings_strait_makes_itself() {
+    let unmapped = dedicated_msk();
+    let overrides = unmapped
+        .iter()
+        .find(|u| u.key == "producer.*")
+        .map(|u| u.reason.clone());
+    assert!(
+        overrides
+            .as_deref()
+            .is_some_and(|r| r.contains("3 keys") && r.contains("client override")),
+        "{unmapped:#?}"
+    );
+    assert!(
+        reason_of(&unmapped, "onprem->msk.producer.acks").contains("producer tuning"),
+        "{unmapped:#?}"
+    );
+    assert!(reason_of(&unmapped, "msk.producer.buffer.memory").contains("producer tuning"));
+}
+
+#[test]
+fn per_prefix_noise_is_collapsed_into_one_entry() {
+    let unmapped = dedicated_msk();
+    let consumer: Vec<&UnmappedKey> = unmapped
+        .iter()
+        .filter(|u| u.key.starts_with("onprem.consumer"))
+        .collect();
+    assert_eq!(consumer.len(), 1, "{consumer:#?}");
+    assert_eq!(consumer[0].key, "onprem.consumer.*");
+    assert!(
+        consumer[0]
+            .reason
+            .starts_with("5 keys (lines 31, 32, 33, 34, 35): per-client"),
+        "{}",
+        consumer[0].reason
+    );
+    // Below the threshold, keys stay listed one by one.
+    let text = format!("{PAIR}a.consumer.max.poll.records = 5\na.consumer.fetch.min.bytes = 1\n");
+    let (_, unmapped) = import_mm2(&text).unwrap();
+    assert_eq!(
+        unmapped
+            .iter()
+            .filter(|u| u.key.starts_with("a.consumer."))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn the_msk_iam_callback_handler_is_named_msk_iam() {
+    let unmapped = dedicated_msk();
+    let handler = reason_of(&unmapped, "msk.sasl.client.callback.handler.class");
+    assert!(
+        handler.contains("AWS MSK IAM") && handler.contains("aws-msk-iam"),
+        "{handler}"
+    );
+    assert!(!handler.contains("custom"), "{handler}");
+}

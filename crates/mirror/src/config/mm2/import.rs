@@ -159,6 +159,7 @@ pub fn import_mm2_with(
         return Err(ImportError::NoClusters);
     }
 
+    props.aliases.clone_from(&aliases);
     let mut file = ConfigFile::default();
     for alias in &aliases {
         let cluster = props.cluster(alias);
@@ -218,7 +219,12 @@ struct Props {
     written: HashMap<String, String>,
     /// `--policy`: the naming of flows with a custom replication policy class.
     policy_choice: Option<NamingPolicy>,
+    /// The cluster aliases (`clusters`), to group unused keys by cluster.
+    aliases: Vec<String>,
 }
+
+/// This many unused keys of one prefix with one reason are listed as one entry.
+const COLLAPSE_AT: usize = 3;
 
 /// Why a `${…}` reference cannot stand where a typed value is needed.
 const TYPED_REFERENCE: &str = "a `${…}` reference cannot stand for a number, a boolean or a choice \
@@ -237,6 +243,7 @@ impl Props {
             unconvertible: HashSet::new(),
             written: HashMap::new(),
             policy_choice: None,
+            aliases: Vec::new(),
         };
         // Which source each variable name stands for, so two different sources never
         // share one variable.
@@ -520,21 +527,59 @@ impl Props {
         }
     }
 
-    /// Every key not used, with its reason, in file order.
+    /// The prefix `key` is grouped under: `A->B.` or `A.` (a known alias) and the next
+    /// segment, else the first segment (`producer.`); the whole key when it has no more.
+    fn family(&self, key: &str) -> String {
+        let parts: Vec<&str> = key.split('.').collect();
+        let first = parts[0];
+        let scoped = first.contains("->") || self.aliases.iter().any(|a| a == first);
+        let take = if scoped { 2 } else { 1 };
+        if parts.len() <= take {
+            return format!("{key}.");
+        }
+        format!("{}.", parts[..take].join("."))
+    }
+
+    /// Every key not used, with its reason, in file order; [`COLLAPSE_AT`] or more of one
+    /// prefix (`A.consumer.*`, `producer.*`) with one reason become one entry.
     fn finish(mut self) -> Vec<UnmappedKey> {
         let mut reasons: BTreeMap<usize, UnmappedKey> = BTreeMap::new();
+        let mut groups: BTreeMap<(String, &'static str), Vec<usize>> = BTreeMap::new();
         for key in &self.order {
             if self.used.contains(key) {
                 continue;
             }
             let p = &self.map[key];
+            let why = reason(key);
+            groups
+                .entry((self.family(key), why))
+                .or_default()
+                .push(p.line);
             reasons.insert(
                 p.line,
                 UnmappedKey {
                     key: key.clone(),
                     value: shown(key, self.as_written(p)),
                     line: p.line,
-                    reason: reason(key).to_owned(),
+                    reason: why.to_owned(),
+                },
+            );
+        }
+        for ((family, why), lines) in groups {
+            if lines.len() < COLLAPSE_AT {
+                continue;
+            }
+            for line in &lines {
+                reasons.remove(line);
+            }
+            let listed: Vec<String> = lines.iter().map(usize::to_string).collect();
+            reasons.insert(
+                lines[0],
+                UnmappedKey {
+                    key: format!("{family}*"),
+                    value: String::new(),
+                    line: lines[0],
+                    reason: format!("{} keys (lines {}): {why}", lines.len(), listed.join(", ")),
                 },
             );
         }

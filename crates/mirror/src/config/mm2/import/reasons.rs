@@ -2,6 +2,44 @@
 
 use super::security;
 
+/// Client-override prefixes of a cluster (`A.consumer.*`) or of every cluster.
+const CLIENTS: [&str; 3] = ["consumer.", "producer.", "admin."];
+/// Connector-level client overrides (Connect's `*.override.*`).
+const OVERRIDES: [&str; 3] = [
+    "producer.override.",
+    "consumer.override.",
+    "admin.override.",
+];
+/// Kafka Connect worker settings MM2's dedicated mode reads, whole keys.
+const CONNECT_WORKER_KEYS: [&str; 9] = [
+    "group.id",
+    "dedicated.mode.enable.internal.rest",
+    "plugin.path",
+    "connector.client.config.override.policy",
+    "config.action.reload",
+    "listeners",
+    "admin.listeners",
+    "task.shutdown.graceful.timeout.ms",
+    "heartbeat.interval.ms",
+];
+/// Kafka Connect worker settings, by prefix.
+const CONNECT_WORKER_PREFIXES: [&str; 14] = [
+    "offset.storage.",
+    "config.storage.",
+    "status.storage.",
+    "offset.flush.",
+    "key.converter",
+    "value.converter",
+    "header.converter",
+    "rest.",
+    "listeners.",
+    "worker.",
+    "scheduled.rebalance.",
+    "inter.worker.",
+    "session.",
+    "rebalance.",
+];
+
 /// Why an MM2 key has no Strait equivalent. `key` may carry an `A.` or `A->B.` prefix.
 pub(super) fn reason(key: &str) -> &'static str {
     let suffix = key
@@ -24,6 +62,11 @@ pub(super) fn reason(key: &str) -> &'static str {
         }
         "heartbeats.topic.replication.factor" | "checkpoints.topic.replication.factor" => {
             return "Strait creates its own topics with the flow's `topics.replication_factor`";
+        }
+        "source.cluster.alias" => return "no flow uses it",
+        "target.cluster.alias" => {
+            return "MM2 names its offset-syncs topic after the target alias; Strait has no such topic and \
+                    names the target by its cluster name";
         }
         "refresh.topics.enabled" | "refresh.groups.enabled" => {
             return "Strait always discovers new topics and groups; tune `intervals.topic_refresh` / `intervals.group_sync`";
@@ -51,33 +94,38 @@ pub(super) fn reason(key: &str) -> &'static str {
         "replication.factor" | "topics" | "groups" => return "no flow uses it",
         _ => {}
     }
-    let connect = [
-        "offset.storage.",
-        "config.storage.",
-        "status.storage.",
-        "key.converter",
-        "value.converter",
-        "header.converter",
-        "rest.",
-        "listeners",
-    ];
-    if suffix == "dedicated.mode.enable.internal.rest"
-        || suffix == "offset.flush.interval.ms"
-        || suffix == "group.id"
-        || connect.iter().any(|p| suffix.starts_with(p))
-    {
-        return "a Kafka Connect worker setting; Strait does not run on Kafka Connect";
+    // A client override (`consumer.group.id`) is not the worker's `group.id`.
+    let client = |k: &str| CLIENTS.iter().any(|c| k.starts_with(c));
+    let worker = |k: &str| {
+        CONNECT_WORKER_KEYS.contains(&k) || CONNECT_WORKER_PREFIXES.iter().any(|p| k.starts_with(p))
+    };
+    if !client(suffix) && (worker(suffix) || (!client(cluster_suffix) && worker(cluster_suffix))) {
+        return "a Kafka Connect worker setting (MM2 runs on Connect); Strait has no Connect worker, \
+                so it needs no internal topics, converters, REST listener or worker group";
     }
     if suffix.starts_with("config.providers") {
-        return "config providers are not supported; use `${ENV_VAR}` substitution in the TOML";
+        return "config provider definitions: Strait has none; the `${provider:…}` references were \
+                converted to `${VAR}` (see the `environment` entry for how to export each one)";
+    }
+    if suffix.starts_with("metric.reporters") || suffix.starts_with("metrics.") {
+        return "Strait exports its own metrics (`[metrics]`, Prometheus); JMX reporters do not apply";
     }
     if let Some(r) = security::reason(suffix, cluster_suffix) {
         return r;
     }
-    if cluster_suffix.starts_with("producer.") {
+    if [suffix, cluster_suffix]
+        .iter()
+        .any(|k| OVERRIDES.iter().any(|o| k.starts_with(o)))
+    {
+        return "a connector's client override: Strait configures its own consumers, producers and admin \
+                clients (batches are forwarded as the source wrote them; fetch tuning is in `[engine]`)";
+    }
+    // `A.producer.*` (a cluster's), `producer.*` and `A->B.producer.*` (every cluster's, a flow's).
+    let client_key = |c: &str| suffix.starts_with(c) || cluster_suffix.starts_with(c);
+    if client_key("producer.") {
         return "the forwarder sends source batches as they are (compression included); producer tuning does not apply";
     }
-    if cluster_suffix.starts_with("consumer.") || cluster_suffix.starts_with("admin.") {
+    if client_key("consumer.") || client_key("admin.") {
         return "per-client Kafka properties are not configurable; see `[engine]` for fetch tuning";
     }
     "not a MirrorMaker 2 key that Strait knows"

@@ -40,10 +40,11 @@ const TLS_KEYS: [&str; 11] = [
     "ssl.key.password",
     "ssl.endpoint.identification.algorithm",
 ];
-const SASL_KEYS: [&str; 4] = [
+const SASL_KEYS: [&str; 5] = [
     "sasl.mechanism",
     "sasl.jaas.config",
     "sasl.login.callback.handler.class",
+    "sasl.client.callback.handler.class",
     "sasl.oauthbearer.token.endpoint.url",
 ];
 
@@ -221,6 +222,8 @@ impl Props {
         let mech = self.cluster_value(alias, "sasl.mechanism");
         let jaas = self.cluster_value(alias, "sasl.jaas.config");
         let handler = self.cluster_value(alias, "sasl.login.callback.handler.class");
+        // MSK's docs set `software.amazon.msk.auth.iam.IAMClientCallbackHandler` here.
+        let client_handler = self.cluster_value(alias, "sasl.client.callback.handler.class");
         let url = self.cluster_value(alias, "sasl.oauthbearer.token.endpoint.url");
         let mech_key = mech
             .as_ref()
@@ -233,7 +236,7 @@ impl Props {
             Some(Ok(j)) => j.module.clone(),
             _ => String::new(),
         };
-        let present: Vec<String> = [&mech, &jaas, &handler, &url]
+        let present: Vec<String> = [&mech, &jaas, &handler, &client_handler, &url]
             .into_iter()
             .flatten()
             .map(|(k, _)| k.clone())
@@ -241,9 +244,10 @@ impl Props {
 
         let msk = mech_name == "AWS_MSK_IAM"
             || module.starts_with(MSK_PACKAGE)
-            || handler
-                .as_ref()
-                .is_some_and(|(_, h)| h.starts_with(MSK_PACKAGE));
+            || [&handler, &client_handler]
+                .into_iter()
+                .flatten()
+                .any(|(_, h)| h.starts_with(MSK_PACKAGE));
         if msk {
             for k in &present {
                 self.unmapped(k, MSK_IAM);
@@ -292,6 +296,13 @@ impl Props {
                     "custom login callback handlers cannot be loaded; Strait has its own login for each mechanism",
                 );
             }
+        }
+        if let Some((k, _)) = &client_handler {
+            self.unmapped(
+                k,
+                "custom SASL client callback handlers cannot be loaded; Strait has its own login for \
+                 PLAIN, SCRAM-SHA-256/512, OAUTHBEARER and AWS MSK IAM",
+            );
         }
         if let Some((k, _)) = url
             .as_ref()
