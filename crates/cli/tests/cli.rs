@@ -576,6 +576,10 @@ const SECRET_KEYS: &[&str] = &[
     "aws.access.key.id",
     "aws.session.token",
     "bearer.auth.token",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+    "config.providers.vault.param.vault.token",
+    "listeners.https.ssl.keystore.password",
+    "some.vendor.signing.key.id",
 ];
 
 const PREFIXES: &[&str] = &[
@@ -619,6 +623,17 @@ fn import_mm2_never_prints_a_secret_of_the_key_catalogue_in_any_form() {
         }
     }
     let path = write(dir.path(), "mm2.properties", &props);
+    // The same keys in a file the import refuses: the error says nothing of them.
+    let refused = write(
+        dir.path(),
+        "refused.properties",
+        &format!("{props}topics = ${{file:/etc/mm2/filters.properties:topics}}\n"),
+    );
+    let out = strait(&["config", "import-mm2", refused.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(all.contains("`topics`"), "{all}");
+    assert!(!canaries.iter().any(|c| all.contains(c.as_str())), "{all}");
     let out_file = dir.path().join("strait.toml");
     for args in [
         vec!["config", "import-mm2", path.to_str().unwrap()],

@@ -131,34 +131,53 @@ pub(super) fn reason(key: &str) -> &'static str {
     "not a MirrorMaker 2 key that Strait knows"
 }
 
-/// Values of secret-looking keys are never echoed: passwords, JAAS lines, secrets, tokens,
-/// credentials, private keys and inline certificates, API and access keys, and anything
-/// about authentication
-/// (Schema Registry's `basic.auth.user.info` is `user:password`).
+/// Keys holding `key` that are known not to be secret, shown as written (matched at the
+/// end of the key, so `A.consumer.ssl.keystore.location` is one too).
+const NOT_SECRET_KEYS: [&str; 6] = [
+    "key.converter",
+    "key.converter.schemas.enable",
+    "ssl.keystore.type",
+    "ssl.keystore.location",
+    "ssl.keymanager.algorithm",
+    "session.key.generation.algorithm",
+];
+
+/// Values of secret-looking keys are never echoed: any key naming a password, secret,
+/// token or key (API, access, private, inline PEM: `ssl.keystore.key`), JAAS lines,
+/// credentials, certificates and anything about authentication (Schema Registry's
+/// `basic.auth.user.info` is `user:password`); and any value that looks like a JAAS line
+/// or holds a private key, whatever its key. When in doubt, redact.
 pub(super) fn shown(key: &str, value: &str) -> String {
     let k = key.to_ascii_lowercase();
-    if [
+    let v = value.to_ascii_lowercase();
+    let known_plain = NOT_SECRET_KEYS
+        .iter()
+        .any(|n| k == *n || k.ends_with(&format!(".{n}")));
+    let secret_key = [
         "password",
+        "passwd",
+        "passphrase",
+        "pwd",
         "jaas",
         "secret",
         "token",
         "credential",
         "private",
+        "bearer",
         // Inline PEM (KIP-651): long, and a chain's file may carry its key too.
         "certificate",
         "auth",
         "user.info",
         "userinfo",
-        "api.key",
-        "apikey",
-        "access.key",
+        "key",
     ]
     .iter()
-    .any(|s| k.contains(s))
-        // `ssl.keystore.key` (inline PEM key, KIP-651) and the like.
-        || k.ends_with(".key")
-        || value.contains("PRIVATE KEY")
-    {
+    .any(|s| k.contains(s));
+    let secret_value = v.contains("private key")
+        || v.contains("password=")
+        || v.contains("loginmodule")
+        || v.contains("secret=");
+    if (secret_key && !known_plain) || secret_value {
         "<redacted>".to_owned()
     } else {
         value.trim().to_owned()
