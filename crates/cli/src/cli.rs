@@ -155,12 +155,13 @@ pub struct SwitchArgs {
 /// `strait config ...`.
 #[derive(Subcommand, Debug)]
 pub enum ConfigCommand {
-    /// Convert a MirrorMaker 2 properties file into a Strait TOML config.
+    /// Convert a MirrorMaker 2 configuration into a Strait TOML config.
     ///
-    /// Prints the TOML (or writes it to OUT), then lists on stderr every MM2 key that
-    /// could not be converted, with the reason.
+    /// Reads mm2.properties, Kafka Connect REST JSON of the MirrorMaker 2 connectors, or a
+    /// Strimzi KafkaMirrorMaker2 resource (YAML). Prints the TOML (or writes it to OUT),
+    /// then lists on stderr every MM2 key that could not be converted, with the reason.
     ImportMm2 {
-        /// The mm2.properties file.
+        /// The mm2.properties, Connect JSON or KafkaMirrorMaker2 YAML file.
         file: PathBuf,
         /// Write the TOML here instead of stdout.
         #[arg(short, long, value_name = "OUT")]

@@ -67,7 +67,8 @@ pub fn import_mm2_cmd(
     }) {
         writeln!(
             err,
-            "strait: the converted config needs editing before it validates:"
+            "strait: the converted config needs editing before it validates (for this check every \
+             ${{VAR}} was set to `placeholder:9092`, so files named by a variable cannot be read):"
         )?;
         for line in e.to_string().lines() {
             writeln!(err, "  {line}")?;

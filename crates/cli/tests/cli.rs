@@ -148,6 +148,47 @@ fn import_mm2_a_custom_replication_policy_needs_the_policy_flag() {
 }
 
 #[test]
+fn import_mm2_reads_connect_json_and_strimzi_yaml() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mirror/tests/data");
+    for (file, header, flow) in [
+        (
+            "connect-mirror-connectors.json",
+            "Kafka Connect REST JSON",
+            "source = \"us-east\"",
+        ),
+        (
+            "strimzi-mm2.yaml",
+            "Strimzi KafkaMirrorMaker2",
+            "source = \"dc1\"",
+        ),
+    ] {
+        let path = data.join(file);
+        let out = strait(&["config", "import-mm2", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains(header) && stdout.contains(flow), "{stdout}");
+        assert!(
+            text(&out.stderr).contains("were not converted"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let other = write(
+        dir.path(),
+        "connect.yaml",
+        "apiVersion: kafka.strimzi.io/v1beta2\nkind: KafkaConnect\n",
+    );
+    let out = strait(&["config", "import-mm2", other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("kind `KafkaConnect`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn validate_good_config_prints_a_summary() {
     let out = strait(&["config", "validate", "-c", &examples("strait.toml")]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

@@ -568,7 +568,7 @@ fn config_provider_references_become_variables_with_the_export_command() {
     }
     let env = reason_of(&unmapped, "environment");
     assert!(
-        env.contains("BOOTSTRAP (from `${file:/opt/mm2/secrets/cloud.properties:bootstrap}`): export BOOTSTRAP=")
+        env.contains("BOOTSTRAP (from `${file:/opt/mm2/secrets/cloud.properties:bootstrap}`: export BOOTSTRAP=")
             && env.contains("'/opt/mm2/secrets/cloud.properties'"),
         "{env}"
     );

@@ -15,6 +15,7 @@ use crate::config::naming::NamingPolicy;
 use crate::config::security::{SecurityProtocol, SecuritySpec};
 
 mod flow;
+mod forms;
 mod placeholders;
 mod reasons;
 mod security;
@@ -87,13 +88,22 @@ pub enum ImportError {
         /// 1-based line.
         line: usize,
     },
+    /// The text is JSON that cannot be read (the message gives a position, never text).
+    #[error("not valid JSON: {0}")]
+    Json(String),
+    /// The text is YAML that cannot be read.
+    #[error("not valid YAML: {0}")]
+    Yaml(String),
+    /// The text is a form of configuration the importer recognises but does not convert,
+    /// or a recognised form without what it needs.
+    #[error("{0}")]
+    UnsupportedForm(String),
     /// The TOML could not be written (a bug: every model value is representable).
     #[error("cannot write the converted config as TOML: {0}")]
     Write(String),
 }
 
 const HEADER: &str = "\
-# Converted from a MirrorMaker 2 properties file by `strait config import-mm2`.
 # Every effective value is written out; review it, then check it with
 # `strait config validate -c <this file>`. MM2 defaults that change what is written
 # (sync.group_offsets = false, topics.replication_factor = 2) are kept as MM2 had them.
@@ -130,24 +140,49 @@ pub fn import_mm2(properties_text: &str) -> Result<(String, Vec<UnmappedKey>), I
     import_mm2_with(properties_text, &ImportOptions::default())
 }
 
-/// [`import_mm2`] with the choices of `options`.
+/// [`import_mm2`] with the choices of `options`. Besides `mm2.properties`, `text` may be
+/// Kafka Connect REST JSON of the MirrorMaker 2 connectors or a Strimzi
+/// `KafkaMirrorMaker2` resource (YAML); each is rewritten as the equivalent properties.
 pub fn import_mm2_with(
-    properties_text: &str,
+    text: &str,
     options: &ImportOptions,
 ) -> Result<(String, Vec<UnmappedKey>), ImportError> {
-    let (entries, overridden) = properties::parse_with_overrides(properties_text)?;
-    let mut props = Props::new(entries);
+    let form = forms::detect(text)?;
+    let rewritten = match form {
+        forms::Form::Properties => {
+            let (entries, overridden) = properties::parse_with_overrides(text)?;
+            forms::Rewritten {
+                entries,
+                overridden,
+                ..forms::Rewritten::new()
+            }
+        }
+        forms::Form::ConnectJson => forms::json::rewrite(text)?,
+        forms::Form::Strimzi => forms::strimzi::rewrite(text)?,
+    };
+    let mut props = Props::new(rewritten.entries);
     props.policy_choice = options.policy;
-    for o in overridden {
+    props.comments.extend(rewritten.comments);
+    for o in rewritten.overridden {
+        let reason = if form == forms::Form::Properties {
+            format!(
+                "given again on line {}: the last entry wins, as in Java's Properties, so this one is ignored",
+                o.winner
+            )
+        } else {
+            "set again with another value by a later connector or section; the MirrorSourceConnector's \
+             (else the last) value is used"
+                .to_owned()
+        };
         props.unmapped.push(UnmappedKey {
             key: o.key,
             value: String::new(),
             line: o.line,
-            reason: format!(
-                "given again on line {}: the last entry wins, as in Java's Properties, so this one is ignored",
-                o.winner
-            ),
+            reason,
         });
+    }
+    for (key, reason) in rewritten.notes {
+        props.note(&key, "", &reason);
     }
     props.check_refusals()?;
     let aliases = props
@@ -156,7 +191,7 @@ pub fn import_mm2_with(
         .unwrap_or_default();
     // An alias becomes a TOML table name, where `${` would read as a substitution.
     if aliases.is_empty() || aliases.iter().any(|a| a.contains("${")) {
-        return Err(ImportError::NoClusters);
+        return Err(forms::mirror_maker_1(&props.map).unwrap_or(ImportError::NoClusters));
     }
 
     props.aliases.clone_from(&aliases);
@@ -198,7 +233,11 @@ pub fn import_mm2_with(
     for u in &mut unmapped {
         u.reason = placeholders::resolve(&u.reason);
     }
-    Ok((format!("{HEADER}{comments}\n{body}"), unmapped))
+    let header = format!(
+        "# Converted from {} by `strait config import-mm2`.\n{HEADER}",
+        form.describe()
+    );
+    Ok((format!("{header}{comments}\n{body}"), unmapped))
 }
 
 /// The properties, with a record of which were used.

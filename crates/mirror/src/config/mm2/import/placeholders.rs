@@ -35,6 +35,22 @@ pub(super) enum Source {
         /// The file in it.
         file: String,
     },
+    /// A key of a Kubernetes Secret, as Strimzi passes credentials
+    /// (`${k8s-secret:<secret>:<key>}`, written by the Strimzi form).
+    KubernetesSecret {
+        /// The Secret's name.
+        secret: String,
+        /// The key in it.
+        key: String,
+    },
+    /// A file made of keys of a Kubernetes Secret (certificates, private keys:
+    /// `${k8s-secret-file:<secret>:<key>[+<key>…]}`); the variable holds its path.
+    KubernetesSecretFile {
+        /// The Secret's name.
+        secret: String,
+        /// Its keys, concatenated into the file.
+        keys: Vec<String>,
+    },
     /// Another config provider, which only the MM2 worker could resolve.
     Provider {
         /// The provider's name in `config.providers`.
@@ -61,23 +77,51 @@ impl Reference {
         self.source == Source::Env
     }
 
-    /// How to set the variable, for the list of variables to export; never a value.
+    /// Where the variable's value comes from and how to set it (for the list of variables
+    /// to export, after the variable's name); never a value.
     pub fn how_to_export(&self) -> String {
         let var = &self.var;
         match &self.source {
-            Source::Env => format!("{var} (from the environment, as for MM2)"),
+            Source::Env => "from the environment, as for MM2".to_owned(),
             Source::File { path, key } => format!(
-                "{var} (from `${{file:{path}:{key}}}`): export {var}=\"$(sed -n 's/^{k}[[:space:]]*[=:][[:space:]]*//p' {p})\"",
+                "from `${{file:{path}:{key}}}`: export {var}=\"$(sed -n 's/^{k}[[:space:]]*[=:][[:space:]]*//p' {p})\"",
                 k = sed_key(key),
                 p = sh(path)
             ),
             Source::Directory { path, file } => format!(
-                "{var} (from `${{directory:{path}:{file}}}`): export {var}=\"$(cat {})\"",
+                "from `${{directory:{path}:{file}}}`: export {var}=\"$(cat {})\"",
                 sh(&format!("{}/{file}", path.trim_end_matches('/')))
             ),
+            Source::KubernetesSecret { secret, key } => format!(
+                "key `{key}` of Kubernetes Secret `{secret}`: export {var}=\"$(kubectl get secret {secret} \
+                 -o jsonpath='{{.data.{}}}' | base64 -d)\"",
+                jsonpath_key(key)
+            ),
+            Source::KubernetesSecretFile { secret, keys } => {
+                let file = format!("/etc/strait/{secret}-{}", keys.join("-"));
+                let steps: Vec<String> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| {
+                        format!(
+                            "kubectl get secret {secret} -o jsonpath='{{.data.{}}}' | base64 -d {} {file}",
+                            jsonpath_key(k),
+                            if i == 0 { ">" } else { ">>" }
+                        )
+                    })
+                    .collect();
+                format!(
+                    "a file of key(s) {} of Kubernetes Secret `{secret}`: {}; export {var}={file}",
+                    keys.iter()
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(" + "),
+                    steps.join("; ")
+                )
+            }
             Source::Provider { name, path, key } => format!(
-                "{var} (from config provider `{name}`, path `{path}`, key `{key}`): Strait has no config \
-                 providers; export the value the provider returns"
+                "from config provider `{name}` (path `{path}`, key `{key}`): Strait has no config \
+                 providers; export {var} with the value the provider returns"
             ),
         }
     }
@@ -144,6 +188,24 @@ fn reference(inner: &str) -> Option<Reference> {
             path: path.to_owned(),
             file: key.to_owned(),
         },
+        "k8s-secret" => {
+            return Some(Reference {
+                var: var_name(&format!("{path}_{key}")),
+                source: Source::KubernetesSecret {
+                    secret: path.to_owned(),
+                    key: key.to_owned(),
+                },
+            });
+        }
+        "k8s-secret-file" => {
+            return Some(Reference {
+                var: var_name(&format!("{path}_{}_file", key.replace('+', "_"))),
+                source: Source::KubernetesSecretFile {
+                    secret: path.to_owned(),
+                    keys: key.split('+').map(str::to_owned).collect(),
+                },
+            });
+        }
         _ => Source::Provider {
             name: provider.to_owned(),
             path: path.to_owned(),
@@ -186,6 +248,11 @@ pub(super) fn resolve(text: &str) -> String {
     text.replace(OPEN, "${").replace(CLOSE, "}")
 }
 
+/// A Secret key in a kubectl JSONPath (`ca.crt` → `ca\.crt`).
+fn jsonpath_key(key: &str) -> String {
+    key.replace('.', "\\.")
+}
+
 /// A key as a `sed` basic regex.
 fn sed_key(key: &str) -> String {
     key.chars()
@@ -224,5 +291,15 @@ mod tests {
         assert_eq!(convert("${a.b}"), Err(Unconvertible));
         assert_eq!(convert("${:x}"), Err(Unconvertible));
         assert_eq!(var_name("1-x"), "VAR_1_X");
+        let (t, r) = conv("${k8s-secret:mm2-user:password}");
+        assert_eq!(t, "${MM2_USER_PASSWORD}");
+        assert!(r[0].how_to_export().contains("kubectl get secret mm2-user"));
+        let (t, r) = conv("${k8s-secret-file:src-ca:ca.crt}");
+        assert_eq!(t, "${SRC_CA_CA_CRT_FILE}");
+        assert!(
+            r[0].how_to_export().contains("{.data.ca\\.crt}"),
+            "{}",
+            r[0].how_to_export()
+        );
     }
 }
