@@ -278,3 +278,37 @@ fn secrets_in_json_and_yaml_never_reach_the_output() {
         }
     }
 }
+
+proptest::proptest! {
+    /// Whatever JSON or KafkaMirrorMaker2 YAML comes in, the importer does not panic, and
+    /// what it writes always parses as a Strait config file.
+    #[test]
+    fn any_json_or_yaml_imports_without_panicking(
+        keys in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just("connector.class".to_owned()),
+                "(source|target)\\.cluster\\.(alias|bootstrap\\.servers|security\\.protocol)",
+                "(topics|groups|replication\\.policy\\.(class|separator)|tasks\\.max|[a-z.]{1,10})",
+            ],
+            0..8,
+        ),
+        values in proptest::collection::vec("[ -~]{0,12}", 8),
+        yaml in "[ -~\n]{0,80}",
+    ) {
+        let config: serde_json::Map<String, serde_json::Value> = keys
+            .iter()
+            .zip(&values)
+            .map(|(k, v)| {
+                let v = if k == "connector.class" { "MirrorSourceConnector" } else { v.as_str() };
+                (k.clone(), serde_json::Value::String(v.to_owned()))
+            })
+            .collect();
+        let json = serde_json::json!([{"name": "x", "config": config}]).to_string();
+        let yaml = format!("apiVersion: kafka.strimzi.io/v1beta2\nkind: KafkaMirrorMaker2\nspec:\n{yaml}");
+        for text in [json, yaml] {
+            if let Ok((toml, _)) = import_mm2(&text) {
+                proptest::prop_assert!(parse_str(&toml, "t", &|_| Some("x".to_owned())).is_ok(), "{text}\n---\n{toml}");
+            }
+        }
+    }
+}
