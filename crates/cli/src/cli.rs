@@ -171,6 +171,17 @@ pub enum ConfigCommand {
         /// (`<source alias><separator><topic>`). Without it such a file is refused.
         #[arg(long, value_name = "POLICY")]
         policy: Option<PolicyArg>,
+        /// MirrorMaker 1: FILE is its `--consumer.config`, this its `--producer.config`.
+        #[arg(long, value_name = "PRODUCER_PROPERTIES", requires = "include")]
+        producer_config: Option<PathBuf>,
+        /// MirrorMaker 1: its `--include` (or `--whitelist`) topic regex.
+        #[arg(
+            long,
+            visible_alias = "whitelist",
+            value_name = "REGEX",
+            requires = "producer_config"
+        )]
+        include: Option<String>,
     },
     /// Load and validate a config file; print every problem, or a summary.
     Validate {

@@ -5,25 +5,38 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use strait_mirror::config::mm2::{ImportOptions, import_mm2_with};
+use strait_mirror::config::mm2::{ImportOptions, MirrorMaker1, import_mm2_with};
 use strait_mirror::config::model::NamingPolicy;
 
 use crate::cli::PolicyArg;
 use strait_mirror::config::{Config, ConfigError, load, load_str};
 
 /// Converts an MM2 properties file; exit 0 when converted, even if some keys were not.
+///
+/// `mirror_maker_1` is a MirrorMaker 1 setup's producer config and topic regex; `file` is
+/// then its consumer config.
 pub fn import_mm2_cmd(
     file: &Path,
     output: Option<&Path>,
     policy: Option<PolicyArg>,
+    mirror_maker_1: Option<(&Path, &str)>,
 ) -> anyhow::Result<ExitCode> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mirror_maker_1 = match mirror_maker_1 {
+        Some((producer, include)) => Some(MirrorMaker1 {
+            producer: std::fs::read_to_string(producer)
+                .with_context(|| format!("cannot read {}", producer.display()))?,
+            include: include.to_owned(),
+        }),
+        None => None,
+    };
     let options = ImportOptions {
         policy: policy.map(|p| match p {
             PolicyArg::Identity => NamingPolicy::Identity,
             PolicyArg::Prefix => NamingPolicy::Prefix,
         }),
+        mirror_maker_1,
     };
     let (toml, unmapped) = import_mm2_with(&text, &options)
         .with_context(|| format!("cannot convert {}", file.display()))?;

@@ -56,8 +56,15 @@ fn main() -> ExitCode {
                     file,
                     output,
                     policy,
+                    producer_config,
+                    include,
                 },
-        } => config_cmd::import_mm2_cmd(file, output.as_deref(), *policy),
+        } => config_cmd::import_mm2_cmd(
+            file,
+            output.as_deref(),
+            *policy,
+            producer_config.as_deref().zip(include.as_deref()),
+        ),
         Command::Config {
             command: ConfigCommand::Validate { config },
         } => config_cmd::validate_cmd(&config.path),

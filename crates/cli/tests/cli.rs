@@ -189,6 +189,57 @@ fn import_mm2_reads_connect_json_and_strimzi_yaml() {
 }
 
 #[test]
+fn import_mm2_converts_a_mirror_maker_1_pair_with_its_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let consumer = write(
+        dir.path(),
+        "consumer.properties",
+        "bootstrap.servers=src:9092\ngroup.id=mm1\n",
+    );
+    let producer = write(
+        dir.path(),
+        "producer.properties",
+        "bootstrap.servers=dst:9092\nacks=all\n",
+    );
+    let out = strait(&["config", "import-mm2", consumer.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--producer-config"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = strait(&[
+        "config",
+        "import-mm2",
+        consumer.to_str().unwrap(),
+        "--producer-config",
+        producer.to_str().unwrap(),
+        "--whitelist",
+        "orders.*",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("include = [\"orders.*\"]") && stdout.contains("policy = \"identity\""),
+        "{stdout}"
+    );
+    assert!(
+        !text(&out.stderr).contains("needs editing"),
+        "{}",
+        text(&out.stderr)
+    );
+    // One flag without the other is refused by the parser.
+    let out = strait(&[
+        "config",
+        "import-mm2",
+        consumer.to_str().unwrap(),
+        "--include",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn validate_good_config_prints_a_summary() {
     let out = strait(&["config", "validate", "-c", &examples("strait.toml")]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

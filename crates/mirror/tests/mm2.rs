@@ -484,6 +484,7 @@ fn a_custom_replication_policy_fails_unless_policy_is_chosen() {
     ] {
         let options = ImportOptions {
             policy: Some(policy),
+            ..ImportOptions::default()
         };
         let (toml, unmapped) = import_mm2_with(&text, &options).unwrap();
         let f = &load_imported(&toml).flows[0];

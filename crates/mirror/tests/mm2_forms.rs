@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use strait_mirror::config::mm2::{ImportError, UnmappedKey, import_mm2};
+use strait_mirror::config::mm2::{
+    ImportError, ImportOptions, MirrorMaker1, UnmappedKey, import_mm2, import_mm2_with,
+};
 use strait_mirror::config::model::{ConfigFile, NamingPolicy};
 use strait_mirror::config::{TopicDecision, load_str, parse_str};
 
@@ -310,5 +312,99 @@ proptest::proptest! {
                 proptest::prop_assert!(parse_str(&toml, "t", &|_| Some("x".to_owned())).is_ok(), "{text}\n---\n{toml}");
             }
         }
+    }
+}
+
+fn mm1(include: &str) -> ImportOptions {
+    ImportOptions {
+        mirror_maker_1: Some(MirrorMaker1 {
+            producer: data("mm1-producer.properties"),
+            include: include.to_owned(),
+        }),
+        ..ImportOptions::default()
+    }
+}
+
+#[test]
+fn a_mirror_maker_1_pair_becomes_one_identity_flow_of_records_only() {
+    let (toml, unmapped) =
+        import_mm2_with(&data("mm1-consumer.properties"), &mm1("orders.*,payments")).unwrap();
+    assert!(
+        toml.starts_with("# Converted from a MirrorMaker 1"),
+        "{toml}"
+    );
+    let cfg = load_str(&toml, "imported.toml", &|_| Some("pw".to_owned()))
+        .unwrap_or_else(|e| panic!("{e}\n{toml}"));
+    let source = &cfg.clusters["source"];
+    assert_eq!(
+        source.bootstrap_servers,
+        ["kafka-1.onprem.example:9092", "kafka-2.onprem.example:9092"]
+    );
+    assert_eq!(source.client_id, "mm1-onprem");
+    assert_eq!(
+        cfg.clusters["target"].bootstrap_servers,
+        ["kafka-1.new.example:9092"]
+    );
+    let f = &cfg.flows[0];
+    assert!(f.enabled);
+    assert_eq!(
+        f.topic_decision("orders.eu"),
+        TopicDecision::Replicate {
+            target_topic: "orders.eu".into()
+        }
+    );
+    assert!(matches!(
+        f.topic_decision("payments"),
+        TopicDecision::Replicate { .. }
+    ));
+    assert_eq!(f.topic_decision("audit"), TopicDecision::Filtered);
+    assert!(!f.sync.heartbeats && !f.sync.checkpoints && !f.sync.group_offsets);
+    assert!(!f.sync.topic_configs && !f.sync.topic_acls);
+    assert_eq!(
+        f.replication_factor, None,
+        "the broker's default, as auto-created topics had"
+    );
+    assert!(reason(&unmapped, "group.id").contains("does not read its committed offsets"));
+    // Three consumer and four producer tuning keys, one entry each.
+    assert!(
+        reason(&unmapped, "source.consumer.*").starts_with("3 keys"),
+        "{unmapped:#?}"
+    );
+    assert!(reason(&unmapped, "source.consumer.*").contains("per-client"));
+    assert!(reason(&unmapped, "target.producer.*").contains("producer tuning"));
+    // The consumer's password went to a variable, not into the TOML or the list.
+    assert!(!format!("{toml}{unmapped:?}").contains("mm1-consumer-pw"));
+}
+
+#[test]
+fn a_mirror_maker_1_file_without_its_other_parts_says_what_to_add() {
+    let e = import_mm2(&data("mm1-consumer.properties")).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("MirrorMaker 1 consumer.properties")
+            && msg.contains("--producer-config")
+            && msg.contains("--include"),
+        "{msg}"
+    );
+    let e = import_mm2_with("clusters = a, b\n", &mm1(".*")).unwrap_err();
+    assert!(e.to_string().contains("it is an MM2 file"), "{e}");
+}
+
+#[test]
+fn keys_of_the_other_file_are_all_listed() {
+    // The producer file's keys have no line in the consumer file: none may hide another.
+    let options = ImportOptions {
+        mirror_maker_1: Some(MirrorMaker1 {
+            producer: "bootstrap.servers=b:1\nacks=all\nlinger.ms=5\n".to_owned(),
+            include: ".*".to_owned(),
+        }),
+        ..ImportOptions::default()
+    };
+    let (_, unmapped) = import_mm2_with("bootstrap.servers=a:1\n", &options).unwrap();
+    for key in ["target.producer.acks", "target.producer.linger.ms"] {
+        assert!(
+            reason(&unmapped, key).contains("producer tuning"),
+            "{key}: {unmapped:#?}"
+        );
     }
 }

@@ -121,6 +121,19 @@ pub struct ImportOptions {
     /// The naming policy for flows whose `replication.policy.class` is a custom class
     /// (`--policy`); without it such a file is refused.
     pub policy: Option<NamingPolicy>,
+    /// Read the text as a MirrorMaker 1 consumer config, with this producer config and
+    /// topic regex (`--producer-config`, `--include`).
+    pub mirror_maker_1: Option<MirrorMaker1>,
+}
+
+/// The other two parts of a MirrorMaker 1 setup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorMaker1 {
+    /// The text of its `--producer.config` file.
+    pub producer: String,
+    /// Its `--include` (or `--whitelist`) regex; commas separate alternatives, as in
+    /// MirrorMaker 1's whitelist.
+    pub include: String,
 }
 
 /// Topic, group and config filter keys: a value that cannot be converted fails the import.
@@ -147,9 +160,15 @@ pub fn import_mm2_with(
     text: &str,
     options: &ImportOptions,
 ) -> Result<(String, Vec<UnmappedKey>), ImportError> {
-    let form = forms::detect(text)?;
-    let rewritten = match form {
-        forms::Form::Properties => {
+    let form = match options.mirror_maker_1 {
+        Some(_) => forms::Form::MirrorMaker1,
+        None => forms::detect(text)?,
+    };
+    let rewritten = match (form, &options.mirror_maker_1) {
+        (forms::Form::MirrorMaker1, Some(mm1)) => {
+            forms::mm1::rewrite(text, &mm1.producer, &mm1.include)?
+        }
+        (forms::Form::Properties | forms::Form::MirrorMaker1, _) => {
             let (entries, overridden) = properties::parse_with_overrides(text)?;
             forms::Rewritten {
                 entries,
@@ -157,8 +176,8 @@ pub fn import_mm2_with(
                 ..forms::Rewritten::new()
             }
         }
-        forms::Form::ConnectJson => forms::json::rewrite(text)?,
-        forms::Form::Strimzi => forms::strimzi::rewrite(text)?,
+        (forms::Form::ConnectJson, _) => forms::json::rewrite(text)?,
+        (forms::Form::Strimzi, _) => forms::strimzi::rewrite(text)?,
     };
     let mut props = Props::new(rewritten.entries);
     props.policy_choice = options.policy;
@@ -582,20 +601,23 @@ impl Props {
     /// Every key not used, with its reason, in file order; [`COLLAPSE_AT`] or more of one
     /// prefix (`A.consumer.*`, `producer.*`) with one reason become one entry.
     fn finish(mut self) -> Vec<UnmappedKey> {
-        let mut reasons: BTreeMap<usize, UnmappedKey> = BTreeMap::new();
-        let mut groups: BTreeMap<(String, &'static str), Vec<usize>> = BTreeMap::new();
-        for key in &self.order {
+        // Keyed by (line, position in the file): lines repeat (0 for keys of another
+        // file or with no line in a rewritten form).
+        let mut reasons: BTreeMap<(usize, usize), UnmappedKey> = BTreeMap::new();
+        let mut groups: BTreeMap<(String, &'static str), Vec<(usize, usize)>> = BTreeMap::new();
+        for (at, key) in self.order.iter().enumerate() {
             if self.used.contains(key) {
                 continue;
             }
             let p = &self.map[key];
             let why = reason(key);
+            let slot = (p.line, at);
             groups
                 .entry((self.family(key), why))
                 .or_default()
-                .push(p.line);
+                .push(slot);
             reasons.insert(
-                p.line,
+                slot,
                 UnmappedKey {
                     key: key.clone(),
                     value: shown(key, self.as_written(p)),
@@ -604,21 +626,30 @@ impl Props {
                 },
             );
         }
-        for ((family, why), lines) in groups {
-            if lines.len() < COLLAPSE_AT {
+        for ((family, why), slots) in groups {
+            if slots.len() < COLLAPSE_AT {
                 continue;
             }
-            for line in &lines {
-                reasons.remove(line);
+            for slot in &slots {
+                reasons.remove(slot);
             }
-            let listed: Vec<String> = lines.iter().map(usize::to_string).collect();
+            let lines: Vec<String> = slots
+                .iter()
+                .filter(|(line, _)| *line > 0)
+                .map(|(line, _)| line.to_string())
+                .collect();
+            let listed = if lines.is_empty() {
+                String::new()
+            } else {
+                format!(" (lines {})", lines.join(", "))
+            };
             reasons.insert(
-                lines[0],
+                slots[0],
                 UnmappedKey {
                     key: format!("{family}*"),
                     value: String::new(),
-                    line: lines[0],
-                    reason: format!("{} keys (lines {}): {why}", lines.len(), listed.join(", ")),
+                    line: slots[0].0,
+                    reason: format!("{} keys{listed}: {why}", slots.len()),
                 },
             );
         }

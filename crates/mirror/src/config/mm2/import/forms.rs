@@ -13,6 +13,7 @@ use super::super::properties::{Overridden, Property};
 use super::ImportError;
 
 pub(super) mod json;
+pub(super) mod mm1;
 pub(super) mod strimzi;
 
 /// What a text to import is.
@@ -24,6 +25,9 @@ pub(super) enum Form {
     ConnectJson,
     /// A Strimzi `KafkaMirrorMaker2` resource.
     Strimzi,
+    /// A MirrorMaker 1 consumer config, with the producer config and topic regex given
+    /// as options.
+    MirrorMaker1,
 }
 
 impl Form {
@@ -33,6 +37,7 @@ impl Form {
             Self::Properties => "a MirrorMaker 2 properties file",
             Self::ConnectJson => "Kafka Connect REST JSON of MirrorMaker 2 connectors",
             Self::Strimzi => "a Strimzi KafkaMirrorMaker2 resource",
+            Self::MirrorMaker1 => "a MirrorMaker 1 consumer.properties + producer.properties pair",
         }
     }
 }
@@ -212,9 +217,7 @@ pub(super) fn mirror_maker_1(props: &HashMap<String, Property>) -> Option<Import
     };
     Some(ImportError::UnsupportedForm(format!(
         "this looks like a MirrorMaker 1 {half}, not an MM2 file (no `clusters = A, B`); \
-         import-mm2 does not convert MirrorMaker 1: write a Strait config by hand with one \
-         `[clusters]` table per side and a `[[flows]]` table whose `topics.include` is the \
-         `--include`/`--whitelist` regex and `naming.policy = \"identity\"` (MirrorMaker 1 kept \
-         topic names)"
+         to convert a MirrorMaker 1 setup, give its consumer config as the file, with \
+         `--producer-config <producer.properties>` and `--include '<the --include/--whitelist regex>'`"
     )))
 }
