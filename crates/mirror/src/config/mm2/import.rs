@@ -6,21 +6,22 @@
 //! so the imported flow behaves like the MM2 one. Every key it cannot carry over is
 //! returned as an [`UnmappedKey`] with the reason.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use super::properties::{self, PropertiesError, Property};
-use crate::config::cluster::{ClusterSpec, split_list};
+use crate::config::cluster::split_list;
 use crate::config::model::ConfigFile;
 use crate::config::naming::NamingPolicy;
-use crate::config::security::{SecurityProtocol, SecuritySpec};
 
+mod cluster;
 mod flow;
 mod forms;
+mod jaas;
 mod placeholders;
 mod reasons;
 mod security;
 use crate::config::units::HumanDuration;
-use reasons::{reason, shown};
+use reasons::shown;
 
 /// An MM2 key that is not (fully) represented in the generated TOML.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -464,67 +465,6 @@ impl Props {
         });
     }
 
-    fn cluster(&mut self, alias: &str) -> ClusterSpec {
-        let key = |k: &str| format!("{alias}.{k}");
-        let mut spec = ClusterSpec {
-            bootstrap_servers: Vec::new(),
-            client_id: crate::config::defaults::CLIENT_ID.to_owned(),
-            request_timeout: crate::config::defaults::REQUEST_TIMEOUT,
-            connect_timeout: crate::config::defaults::CONNECT_TIMEOUT,
-            metadata_refresh_interval: crate::config::defaults::METADATA_REFRESH_INTERVAL,
-            security: SecuritySpec::default(),
-        };
-        match self.take(&key("bootstrap.servers")) {
-            Some(v) if !v.is_empty() => {
-                spec.bootstrap_servers = split_list(&v).iter().map(|s| literal(s)).collect()
-            }
-            _ => {
-                let var = env_name(alias, "BOOTSTRAP_SERVERS");
-                spec.bootstrap_servers =
-                    vec![self.env_placeholder(alias, "BOOTSTRAP_SERVERS", "bootstrap servers")];
-                self.note(
-                    &key("bootstrap.servers"),
-                    "",
-                    &format!("missing: the TOML reads it from the environment variable {var}"),
-                );
-            }
-        }
-        if let Some(v) = self.take(&key("client.id")) {
-            spec.client_id = literal(&v);
-        }
-        for (mm2, slot) in [
-            ("request.timeout.ms", &mut spec.request_timeout),
-            (
-                "socket.connection.setup.timeout.ms",
-                &mut spec.connect_timeout,
-            ),
-            ("metadata.max.age.ms", &mut spec.metadata_refresh_interval),
-        ] {
-            if let Some(d) = self.millis(&key(mm2)) {
-                *slot = d;
-            }
-        }
-        if let Some((k, v)) = self.cluster_value(alias, "security.protocol") {
-            let v = if v.contains(placeholders::OPEN) {
-                self.unmapped(&k, TYPED_REFERENCE);
-                String::new()
-            } else {
-                v
-            };
-            match v.to_ascii_uppercase().as_str() {
-                "PLAINTEXT" => {}
-                "SSL" => spec.security.protocol = SecurityProtocol::Ssl,
-                "SASL_PLAINTEXT" => spec.security.protocol = SecurityProtocol::SaslPlaintext,
-                "SASL_SSL" => spec.security.protocol = SecurityProtocol::SaslSsl,
-                "" => {}
-                _ => self.unmapped(&k, "unknown security protocol; PLAINTEXT was used"),
-            }
-        }
-        spec.security.tls = self.tls(alias, spec.security.protocol);
-        spec.security.sasl = self.sasl(alias, spec.security.protocol);
-        spec
-    }
-
     /// Ordered pairs that have any `A->B.*` key, in order of first appearance.
     fn flow_pairs(&mut self, aliases: &[String]) -> Vec<(String, String)> {
         let mut pairs: Vec<(String, String)> = Vec::new();
@@ -583,95 +523,6 @@ impl Props {
                 None
             }
         }
-    }
-
-    /// The prefix `key` is grouped under: `A->B.` or `A.` (a known alias) and the next
-    /// segment, else the first segment (`producer.`); the whole key when it has no more.
-    fn family(&self, key: &str) -> String {
-        let parts: Vec<&str> = key.split('.').collect();
-        let first = parts[0];
-        let scoped = first.contains("->") || self.aliases.iter().any(|a| a == first);
-        let take = if scoped { 2 } else { 1 };
-        if parts.len() <= take {
-            return format!("{key}.");
-        }
-        format!("{}.", parts[..take].join("."))
-    }
-
-    /// Every key not used, with its reason, in file order; [`COLLAPSE_AT`] or more of one
-    /// prefix (`A.consumer.*`, `producer.*`) with one reason become one entry.
-    fn finish(mut self) -> Vec<UnmappedKey> {
-        // Keyed by (line, position in the file): lines repeat (0 for keys of another
-        // file or with no line in a rewritten form).
-        let mut reasons: BTreeMap<(usize, usize), UnmappedKey> = BTreeMap::new();
-        let mut groups: BTreeMap<(String, &'static str), Vec<(usize, usize)>> = BTreeMap::new();
-        for (at, key) in self.order.iter().enumerate() {
-            if self.used.contains(key) {
-                continue;
-            }
-            let p = &self.map[key];
-            let why = reason(key);
-            let slot = (p.line, at);
-            groups
-                .entry((self.family(key), why))
-                .or_default()
-                .push(slot);
-            reasons.insert(
-                slot,
-                UnmappedKey {
-                    key: key.clone(),
-                    value: shown(key, self.as_written(p)),
-                    line: p.line,
-                    reason: why.to_owned(),
-                },
-            );
-        }
-        for ((family, why), slots) in groups {
-            if slots.len() < COLLAPSE_AT {
-                continue;
-            }
-            for slot in &slots {
-                reasons.remove(slot);
-            }
-            let lines: Vec<String> = slots
-                .iter()
-                .filter(|(line, _)| *line > 0)
-                .map(|(line, _)| line.to_string())
-                .collect();
-            let listed = if lines.is_empty() {
-                String::new()
-            } else {
-                format!(" (lines {})", lines.join(", "))
-            };
-            reasons.insert(
-                slots[0],
-                UnmappedKey {
-                    key: format!("{family}*"),
-                    value: String::new(),
-                    line: slots[0].0,
-                    reason: format!("{} keys{listed}: {why}", slots.len()),
-                },
-            );
-        }
-        self.unmapped.extend(reasons.into_values());
-        self.unmapped.sort_by_key(|u| (u.line == 0, u.line));
-        if !self.env.is_empty() {
-            let vars: Vec<String> = self
-                .env
-                .iter()
-                .map(|(var, holds)| format!("{var} ({holds})"))
-                .collect();
-            self.unmapped.push(UnmappedKey {
-                key: "environment".to_owned(),
-                value: String::new(),
-                line: 0,
-                reason: format!(
-                    "the TOML reads these variables; export them before `strait config validate` or a run: {}",
-                    vars.join(", ")
-                ),
-            });
-        }
-        self.unmapped
     }
 }
 

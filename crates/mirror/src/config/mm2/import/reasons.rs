@@ -1,6 +1,100 @@
-//! Why an MM2 key has no Strait equivalent, and which values are never shown.
+//! Why an MM2 key has no Strait equivalent, which values are never shown, and the list of
+//! unconverted keys as the importer returns it.
 
-use super::security;
+use std::collections::BTreeMap;
+
+use super::{COLLAPSE_AT, Props, UnmappedKey, security};
+
+impl Props {
+    /// The prefix `key` is grouped under: `A->B.` or `A.` (a known alias) and the next
+    /// segment, else the first segment (`producer.`); the whole key when it has no more.
+    fn family(&self, key: &str) -> String {
+        let parts: Vec<&str> = key.split('.').collect();
+        let first = parts[0];
+        let scoped = first.contains("->") || self.aliases.iter().any(|a| a == first);
+        let take = if scoped { 2 } else { 1 };
+        if parts.len() <= take {
+            return format!("{key}.");
+        }
+        format!("{}.", parts[..take].join("."))
+    }
+
+    /// Every key not used, with its reason, in file order; [`COLLAPSE_AT`] or more of one
+    /// prefix (`A.consumer.*`, `producer.*`) with one reason become one entry.
+    pub(super) fn finish(mut self) -> Vec<UnmappedKey> {
+        // Keyed by (line, position in the file): lines repeat (0 for keys of another
+        // file or with no line in a rewritten form).
+        let mut reasons: BTreeMap<(usize, usize), UnmappedKey> = BTreeMap::new();
+        let mut groups: BTreeMap<(String, &'static str), Vec<(usize, usize)>> = BTreeMap::new();
+        for (at, key) in self.order.iter().enumerate() {
+            if self.used.contains(key) {
+                continue;
+            }
+            let p = &self.map[key];
+            let why = reason(key);
+            let slot = (p.line, at);
+            groups
+                .entry((self.family(key), why))
+                .or_default()
+                .push(slot);
+            reasons.insert(
+                slot,
+                UnmappedKey {
+                    key: key.clone(),
+                    value: shown(key, self.as_written(p)),
+                    line: p.line,
+                    reason: why.to_owned(),
+                },
+            );
+        }
+        for ((family, why), slots) in groups {
+            if slots.len() < COLLAPSE_AT {
+                continue;
+            }
+            for slot in &slots {
+                reasons.remove(slot);
+            }
+            let lines: Vec<String> = slots
+                .iter()
+                .filter(|(line, _)| *line > 0)
+                .map(|(line, _)| line.to_string())
+                .collect();
+            let listed = if lines.is_empty() {
+                String::new()
+            } else {
+                format!(" (lines {})", lines.join(", "))
+            };
+            reasons.insert(
+                slots[0],
+                UnmappedKey {
+                    key: format!("{family}*"),
+                    value: String::new(),
+                    line: slots[0].0,
+                    reason: format!("{} keys{listed}: {why}", slots.len()),
+                },
+            );
+        }
+        self.unmapped.extend(reasons.into_values());
+        self.unmapped.sort_by_key(|u| (u.line == 0, u.line));
+        if !self.env.is_empty() {
+            let vars: Vec<String> = self
+                .env
+                .iter()
+                .map(|(var, holds)| format!("{var} ({holds})"))
+                .collect();
+            self.unmapped.push(UnmappedKey {
+                key: "environment".to_owned(),
+                value: String::new(),
+                line: 0,
+                reason: format!(
+                    "the TOML reads these variables; export them before `strait config validate` or a run: {}",
+                    vars.join(", ")
+                ),
+            });
+        }
+        self.unmapped
+    }
+}
 
 /// Client-override prefixes of a cluster (`A.consumer.*`) or of every cluster.
 const CLIENTS: [&str; 3] = ["consumer.", "producer.", "admin."];
