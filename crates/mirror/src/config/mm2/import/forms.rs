@@ -176,13 +176,19 @@ impl Rewritten {
     }
 }
 
-/// The 1-based line of the first `"key"` (JSON) or `key:` (YAML) in `text`, else 0.
+/// The 1-based line of `"key"` (JSON) or `key:` (YAML) in `text` when it occurs on one
+/// line only; 0 when it is absent or repeated (several connectors or clusters set it), so
+/// a reported line is never another entry's.
 pub(super) fn line_of(text: &str, key: &str) -> usize {
     let quoted = format!("\"{key}\"");
     let yaml = format!("{key}:");
-    text.lines()
-        .position(|l| l.contains(&quoted) || l.trim_start().starts_with(&yaml))
-        .map_or(0, |i| i + 1)
+    let mut found = text.lines().enumerate().filter(|(_, l)| {
+        l.contains(&quoted) || l.trim_start().trim_start_matches("- ").starts_with(&yaml)
+    });
+    match (found.next(), found.next()) {
+        (Some((i, _)), None) => i + 1,
+        _ => 0,
+    }
 }
 
 /// A properties file without `clusters` that is one half of a MirrorMaker 1 pair (the
@@ -220,4 +226,19 @@ pub(super) fn mirror_maker_1(props: &HashMap<String, Property>) -> Option<Import
          to convert a MirrorMaker 1 setup, give its consumer config as the file, with \
          `--producer-config <producer.properties>` and `--include '<the --include/--whitelist regex>'`"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_is_given_only_for_a_key_written_once() {
+        let yaml = "clusters:\n  - alias: a\n    bootstrapServers: a:1\n  - alias: b\n    bootstrapServers: b:1\n    tls: {}\n";
+        assert_eq!(line_of(yaml, "tls"), 6);
+        assert_eq!(line_of(yaml, "bootstrapServers"), 0, "two clusters set it");
+        assert_eq!(line_of(yaml, "alias"), 0);
+        assert_eq!(line_of("{\n \"topics\": \"x\"\n}", "topics"), 2);
+        assert_eq!(line_of("{}", "topics"), 0);
+    }
 }
