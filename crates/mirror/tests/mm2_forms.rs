@@ -408,3 +408,51 @@ fn keys_of_the_other_file_are_all_listed() {
         );
     }
 }
+
+#[test]
+fn strimzi_v1_target_and_inline_mirror_sources_are_read() {
+    // Strimzi's v1 API: the target cluster in `spec.target`, each source inside its mirror.
+    let yaml = "\
+apiVersion: kafka.strimzi.io/v1
+kind: KafkaMirrorMaker2
+metadata:
+  name: to-dc2
+spec:
+  target:
+    alias: dc2
+    bootstrapServers: dc2-kafka-bootstrap:9092
+  mirrors:
+    - source:
+        alias: dc1
+        bootstrapServers: dc1-kafka-bootstrap:9092
+      sourceConnector:
+        config:
+          replication.factor: 3
+      topicsPattern: \"orders.*\"
+";
+    let (toml, unmapped) = import_mm2(yaml).unwrap();
+    let cfg = load_str(&toml, "imported.toml", &|_| None).unwrap_or_else(|e| panic!("{e}\n{toml}"));
+    assert_eq!(
+        cfg.clusters["dc2"].bootstrap_servers,
+        ["dc2-kafka-bootstrap:9092"]
+    );
+    assert_eq!(
+        cfg.clusters["dc1"].bootstrap_servers,
+        ["dc1-kafka-bootstrap:9092"]
+    );
+    let f = &cfg.flows[0];
+    assert_eq!(
+        (f.source.as_str(), f.target.as_str(), f.enabled),
+        ("dc1", "dc2", true)
+    );
+    assert_eq!(
+        f.topic_decision("orders.eu"),
+        TopicDecision::Replicate {
+            target_topic: "dc1.orders.eu".into()
+        }
+    );
+    assert!(
+        reason(&unmapped, "dc1->dc2.emit.heartbeats.enabled")
+            .contains("no MirrorHeartbeatConnector")
+    );
+}
