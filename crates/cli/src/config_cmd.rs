@@ -70,7 +70,9 @@ pub fn import_mm2_cmd(
             } else {
                 format!(" = {}", u.value)
             };
-            writeln!(err, "  {at}: {}{value}\n      {}", u.key, u.reason)?;
+            // A reason of several lines (the variables to export) stays indented.
+            let reason = u.reason.replace('\n', "\n      ");
+            writeln!(err, "  {at}: {}{value}\n      {reason}", u.key)?;
         }
     }
     // Check the result as `config validate` would, with every variable set, so the user

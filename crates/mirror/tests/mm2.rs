@@ -563,7 +563,7 @@ fn config_provider_references_become_variables_with_the_export_command() {
         "${ONPREM_BOOTSTRAP}",
         "${BOOTSTRAP}",
         "${MM2_TOPICS}",
-        "${CLOUD_CA_PEM}",
+        "${CLOUD_CLIENT_ID}",
     ] {
         assert!(toml.contains(var), "{var}: {toml}");
     }
@@ -574,22 +574,18 @@ fn config_provider_references_become_variables_with_the_export_command() {
         "{env}"
     );
     assert!(
-        env.contains("export CLOUD_CA_PEM=\"$(cat '/opt/mm2/certs/cloud-ca.pem')\""),
+        env.contains("export CLOUD_CLIENT_ID=\"$(cat '/opt/mm2/ids/cloud-client-id')\""),
         "{env}"
     );
     // Parsed with the variables set (validation would also read the CA file).
     let file = parse_str(&toml, "imported.toml", &|v| match v {
         "MM2_TOPICS" => Some("orders".to_owned()),
-        "CLOUD_CA_PEM" => Some("/etc/strait/ca.pem".to_owned()),
+        "CLOUD_CLIENT_ID" => Some("mm2-cloud".to_owned()),
         _ => Some("h:9092".to_owned()),
     })
     .unwrap_or_else(|e| panic!("{e}\n{toml}"));
     assert_eq!(file.clusters["onprem"].bootstrap_servers, ["h:9092"]);
-    let tls = file.clusters["cloud"].security.tls.as_ref().unwrap();
-    assert_eq!(
-        tls.ca_file.as_deref(),
-        Some(std::path::Path::new("/etc/strait/ca.pem"))
-    );
+    assert_eq!(file.clusters["cloud"].client_id, "mm2-cloud");
     assert_eq!(file.flows[0].topics.include, ["orders"]);
 }
 

@@ -86,9 +86,10 @@ impl Props {
                 key: "environment".to_owned(),
                 value: String::new(),
                 line: 0,
+                // One variable a line: export commands are long.
                 reason: format!(
-                    "the TOML reads these variables; export them before `strait config validate` or a run: {}",
-                    vars.join(", ")
+                    "the TOML reads these variables; export them before `strait config validate` or a run:\n- {}",
+                    vars.join("\n- ")
                 ),
             });
         }
