@@ -205,16 +205,33 @@ fn parse_time(text: &str) -> Result<i64, String> {
 /// `strait config ...`.
 #[derive(Subcommand, Debug)]
 pub enum ConfigCommand {
-    /// Convert a MirrorMaker 2 properties file into a Strait TOML config.
+    /// Convert a MirrorMaker 2 configuration into a Strait TOML config.
     ///
-    /// Prints the TOML (or writes it to OUT), then lists on stderr every MM2 key that
-    /// could not be converted, with the reason.
+    /// Reads mm2.properties, Kafka Connect REST JSON of the MirrorMaker 2 connectors, or a
+    /// Strimzi KafkaMirrorMaker2 resource (YAML). Prints the TOML (or writes it to OUT),
+    /// then lists on stderr every MM2 key that could not be converted, with the reason.
     ImportMm2 {
-        /// The mm2.properties file.
+        /// The mm2.properties, Connect JSON or KafkaMirrorMaker2 YAML file.
         file: PathBuf,
         /// Write the TOML here instead of stdout.
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
+        /// Target topic naming for flows whose `replication.policy.class` is a custom
+        /// class, which cannot be loaded: `identity` (the source names) or `prefix`
+        /// (`<source alias><separator><topic>`). Without it such a file is refused.
+        #[arg(long, value_name = "POLICY")]
+        policy: Option<PolicyArg>,
+        /// MirrorMaker 1: FILE is its `--consumer.config`, this its `--producer.config`.
+        #[arg(long, value_name = "PRODUCER_PROPERTIES", requires = "include")]
+        producer_config: Option<PathBuf>,
+        /// MirrorMaker 1: its `--include` (or `--whitelist`) topic regex.
+        #[arg(
+            long,
+            visible_alias = "whitelist",
+            value_name = "REGEX",
+            requires = "producer_config"
+        )]
+        include: Option<String>,
     },
     /// Load and validate a config file; print every problem, or a summary.
     Validate {
@@ -225,6 +242,15 @@ pub enum ConfigCommand {
         #[arg(long)]
         offline: bool,
     },
+}
+
+/// `--policy` of `config import-mm2`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyArg {
+    /// Target topics keep the source names.
+    Identity,
+    /// Target topics are `<source alias><separator><topic>`.
+    Prefix,
 }
 
 /// `-c FILE`.

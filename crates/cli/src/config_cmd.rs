@@ -6,17 +6,42 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use strait_mirror::config::load::OFFLINE_PLACEHOLDER;
-use strait_mirror::config::mm2::import_mm2;
+use strait_mirror::config::mm2::{ImportOptions, MirrorMaker1, import_mm2_with};
+use strait_mirror::config::model::NamingPolicy;
 use strait_mirror::config::{Config, ConfigError, load, load_offline, load_str};
 
+use crate::cli::PolicyArg;
 use crate::exit::Exit;
 
 /// Converts an MM2 properties file; exit 0 when converted, even if some keys were not.
-pub fn import_mm2_cmd(file: &Path, output: Option<&Path>) -> anyhow::Result<ExitCode> {
+///
+/// `mirror_maker_1` is a MirrorMaker 1 setup's producer config and topic regex; `file` is
+/// then its consumer config.
+pub fn import_mm2_cmd(
+    file: &Path,
+    output: Option<&Path>,
+    policy: Option<PolicyArg>,
+    mirror_maker_1: Option<(&Path, &str)>,
+) -> anyhow::Result<ExitCode> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let (toml, unmapped) =
-        import_mm2(&text).with_context(|| format!("cannot convert {}", file.display()))?;
+    let mirror_maker_1 = match mirror_maker_1 {
+        Some((producer, include)) => Some(MirrorMaker1 {
+            producer: std::fs::read_to_string(producer)
+                .with_context(|| format!("cannot read {}", producer.display()))?,
+            include: include.to_owned(),
+        }),
+        None => None,
+    };
+    let options = ImportOptions {
+        policy: policy.map(|p| match p {
+            PolicyArg::Identity => NamingPolicy::Identity,
+            PolicyArg::Prefix => NamingPolicy::Prefix,
+        }),
+        mirror_maker_1,
+    };
+    let (toml, unmapped) = import_mm2_with(&text, &options)
+        .with_context(|| format!("cannot convert {}", file.display()))?;
     match output {
         Some(out) => {
             std::fs::write(out, &toml).with_context(|| format!("cannot write {}", out.display()))?
@@ -47,7 +72,9 @@ pub fn import_mm2_cmd(file: &Path, output: Option<&Path>) -> anyhow::Result<Exit
             } else {
                 format!(" = {}", u.value)
             };
-            writeln!(err, "  {at}: {}{value}\n      {}", u.key, u.reason)?;
+            // A reason of several lines (the variables to export) stays indented.
+            let reason = u.reason.replace('\n', "\n      ");
+            writeln!(err, "  {at}: {}{value}\n      {reason}", u.key)?;
         }
     }
     // Check the result as `config validate` would, with every variable set, so the user
@@ -57,7 +84,8 @@ pub fn import_mm2_cmd(file: &Path, output: Option<&Path>) -> anyhow::Result<Exit
     }) {
         writeln!(
             err,
-            "strait: the converted config needs editing before it validates:"
+            "strait: the converted config needs editing before it validates (for this check every \
+             ${{VAR}} was set to `placeholder:9092`, so files named by a variable cannot be read):"
         )?;
         for line in e.to_string().lines() {
             writeln!(err, "  {line}")?;

@@ -52,8 +52,20 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Config {
-            command: ConfigCommand::ImportMm2 { file, output },
-        } => config_cmd::import_mm2_cmd(file, output.as_deref()),
+            command:
+                ConfigCommand::ImportMm2 {
+                    file,
+                    output,
+                    policy,
+                    producer_config,
+                    include,
+                },
+        } => config_cmd::import_mm2_cmd(
+            file,
+            output.as_deref(),
+            *policy,
+            producer_config.as_deref().zip(include.as_deref()),
+        ),
         Command::Config {
             command: ConfigCommand::Validate { config, offline },
         } => config_cmd::validate_cmd(&config.path, *offline),

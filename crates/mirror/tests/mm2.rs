@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use strait_mirror::config::mm2::{ImportError, import_mm2};
+use strait_mirror::config::mm2::{
+    ImportError, ImportOptions, UnmappedKey, import_mm2, import_mm2_with,
+};
 use strait_mirror::config::model::{NamingPolicy, StartPosition};
 use strait_mirror::config::{Config, TopicDecision, load_str, parse_str};
 
@@ -217,11 +219,10 @@ fn missing_bootstrap_servers_come_from_the_environment() {
 }
 
 #[test]
-fn custom_classes_and_config_providers_are_unmapped() {
+fn config_providers_become_variables_and_custom_classes_are_unmapped() {
     let text = "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n\
-        replication.policy.class = com.example.MyPolicy\n\
-        b.ssl.keystore.password = ${file:/etc/secrets.properties:ks}\n\
-        topics = literal$${not-a-var}\n";
+        topic.filter.class = com.example.MyFilter\n\
+        b.ssl.keystore.password = ${file:/etc/secrets.properties:ks}\n";
     let (toml, unmapped) = import_mm2(text).unwrap();
     let reason = |k: &str| {
         unmapped
@@ -230,9 +231,8 @@ fn custom_classes_and_config_providers_are_unmapped() {
             .map(|u| u.reason.clone())
             .unwrap_or_default()
     };
-    assert!(reason("replication.policy.class").contains("custom replication policies"));
-    assert!(reason("b.ssl.keystore.password").contains("config provider"));
-    assert!(reason("topics").contains("config provider"));
+    assert!(reason("topic.filter.class").contains("custom filter classes"));
+    assert!(reason("b.ssl.keystore.password").contains("ignored"));
     load_imported(&toml);
 }
 
@@ -320,4 +320,417 @@ fn exactly_once_source_support_and_the_transaction_boundary_interval_map_to_deli
     .unwrap();
     assert!(unmapped.is_empty(), "{unmapped:?}");
     assert!(load_imported(&toml).flows[0].delivery.exactly_once());
+}
+
+/// Three clusters and two enabled flows, with the keys the rules below are about.
+const PAIR: &str =
+    "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n";
+
+fn reason_of(unmapped: &[UnmappedKey], key: &str) -> String {
+    unmapped
+        .iter()
+        .filter(|u| u.key == key)
+        .map(|u| u.reason.clone())
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+#[test]
+fn a_templated_topics_value_fails_the_import_instead_of_replicating_everything() {
+    for (key, value) in [
+        ("a->b.topics", "${file:/etc/mm2/filters.properties:topics}"),
+        ("topics", "orders, ${vault:kv/mm2:topics}"),
+        (
+            "topics.exclude",
+            "${file:/etc/mm2/filters.properties:exclude}",
+        ),
+        ("topics.blacklist", "${a.b}"),
+        ("a->b.groups", "${directory:/etc/mm2:groups}"),
+        ("groups.exclude", "${file:/x:y}"),
+        ("groups.blacklist", "${file:/x:y}"),
+    ] {
+        let text = format!("{PAIR}{key} = {value}\n");
+        match import_mm2(&text) {
+            Err(e @ ImportError::TemplatedFilter { .. }) => {
+                let msg = e.to_string();
+                assert!(msg.contains(&format!("`{key}`")), "{msg}");
+                assert!(msg.contains("line 5"), "{msg}");
+            }
+            other => panic!("{key}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn an_environment_variable_in_topics_is_carried_over() {
+    let text = format!("{PAIR}topics = ${{env:MM2_TOPICS}}, audit\ngroups = ${{MM2_GROUPS}}\n");
+    let (toml, unmapped) = import_mm2(&text).unwrap();
+    assert!(toml.contains("\"${MM2_TOPICS}\""), "{toml}");
+    assert!(toml.contains("\"${MM2_GROUPS}\""), "{toml}");
+    let env = reason_of(&unmapped, "environment");
+    assert!(
+        env.contains("MM2_TOPICS") && env.contains("MM2_GROUPS"),
+        "{env}"
+    );
+    let cfg = load_str(&toml, "imported.toml", &|v| {
+        (v == "MM2_TOPICS")
+            .then(|| "orders".to_owned())
+            .or(Some("g".to_owned()))
+    })
+    .unwrap();
+    let f = &cfg.flows[0];
+    assert!(matches!(
+        f.topic_decision("orders"),
+        TopicDecision::Replicate { .. }
+    ));
+    assert!(matches!(
+        f.topic_decision("audit"),
+        TopicDecision::Replicate { .. }
+    ));
+    assert_eq!(f.topic_decision("payments"), TopicDecision::Filtered);
+}
+
+#[test]
+fn internal_topics_stay_excluded_whatever_topics_exclude_says() {
+    let (toml, _) = import_mm2(&format!("{PAIR}topics.exclude = scratch.*\n")).unwrap();
+    let cfg = load_imported(&toml);
+    let f = &cfg.flows[0];
+    for internal in [
+        "__consumer_offsets",
+        "__transaction_state",
+        ".hidden",
+        "connect-offsets.internal",
+        "connect-status-internal",
+        "mm2-offsets.a.internal",
+        "a.checkpoints.internal",
+        "mm2-offset-syncs.b.internal",
+        "scratch-1",
+    ] {
+        // `mm2-offset-syncs.b.internal` also reads as coming from b (a cycle).
+        let d = f.topic_decision(internal);
+        assert!(
+            !matches!(d, TopicDecision::Replicate { .. }),
+            "{internal}: {d:?}"
+        );
+    }
+    assert_eq!(f.topic_decision(".hidden"), TopicDecision::Filtered);
+    assert!(matches!(
+        f.topic_decision("orders"),
+        TopicDecision::Replicate { .. }
+    ));
+    // Without `topics.exclude`, MM2's default list plus the internal ones.
+    let (toml, _) = import_mm2(PAIR).unwrap();
+    let f = &load_imported(&toml).flows[0];
+    assert_eq!(f.topic_decision(".hidden"), TopicDecision::Filtered);
+    assert_eq!(f.topic_decision("x.replica"), TopicDecision::Filtered);
+}
+
+#[test]
+fn the_identity_hack_maps_to_identity_naming() {
+    // MM2 before 3.0: no IdentityReplicationPolicy, so an empty separator and alias.
+    let text = format!("{PAIR}replication.policy.separator =\nsource.cluster.alias =\n");
+    let (toml, unmapped) = import_mm2(&text).unwrap();
+    let f = &load_imported(&toml).flows[0];
+    assert_eq!(f.policy.kind(), NamingPolicy::Identity);
+    assert_eq!(f.policy.remote_topic("orders"), "orders");
+    assert!(reason_of(&unmapped, "replication.policy.separator").contains("identity"));
+    // Strimzi's own identity policy class with `replication.policy.separator: ""`.
+    let text = format!(
+        "{PAIR}a->b.replication.policy.class = io.strimzi.kafka.connect.mirror.IdentityReplicationPolicy\n\
+         a->b.replication.policy.separator =\n"
+    );
+    let (toml, _) = import_mm2(&text).unwrap();
+    let f = &load_imported(&toml).flows[0];
+    assert_eq!(f.policy.remote_topic("orders"), "orders");
+}
+
+#[test]
+fn a_source_cluster_alias_names_the_replicas() {
+    let (toml, _) = import_mm2(&format!("{PAIR}source.cluster.alias = dc1\n")).unwrap();
+    let f = &load_imported(&toml).flows[0];
+    assert_eq!(f.policy.remote_topic("orders"), "dc1.orders");
+    let text = format!(
+        "{PAIR}a->b.source.cluster.alias = primary\na->b.replication.policy.separator = _\n"
+    );
+    let (toml, _) = import_mm2(&text).unwrap();
+    assert!(toml.contains("alias = \"primary\""), "{toml}");
+    let f = &load_imported(&toml).flows[0];
+    assert_eq!(f.policy.remote_topic("orders"), "primary_orders");
+    // The alias equal to the cluster key is the default, not written.
+    let (toml, _) = import_mm2(&format!("{PAIR}source.cluster.alias = a\n")).unwrap();
+    assert!(!toml.contains("alias ="), "{toml}");
+}
+
+#[test]
+fn a_custom_replication_policy_fails_unless_policy_is_chosen() {
+    let text = format!(
+        "{PAIR}replication.policy.separator = -\nreplication.policy.class = com.example.MyPolicy\n"
+    );
+    let e = import_mm2(&text).unwrap_err();
+    assert!(matches!(e, ImportError::CustomPolicy { .. }));
+    let msg = e.to_string();
+    for part in [
+        "com.example.MyPolicy",
+        "--policy identity",
+        "--policy prefix",
+        "separator \"-\"",
+        "line 6",
+    ] {
+        assert!(msg.contains(part), "{part}: {msg}");
+    }
+    for (policy, named) in [
+        (NamingPolicy::Identity, "orders"),
+        (NamingPolicy::Prefix, "a-orders"),
+    ] {
+        let options = ImportOptions {
+            policy: Some(policy),
+            ..ImportOptions::default()
+        };
+        let (toml, unmapped) = import_mm2_with(&text, &options).unwrap();
+        let f = &load_imported(&toml).flows[0];
+        assert_eq!(f.policy.remote_topic("orders"), named);
+        assert!(reason_of(&unmapped, "replication.policy.class").contains("--policy"));
+    }
+    // MM2's own two, by simple or qualified name, need no choice.
+    for class in [
+        "DefaultReplicationPolicy",
+        "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
+        "IdentityReplicationPolicy",
+        "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+    ] {
+        import_mm2(&format!("{PAIR}replication.policy.class = {class}\n")).unwrap();
+    }
+}
+
+#[test]
+fn refresh_topics_disabled_is_refused_with_the_reason() {
+    for key in ["refresh.topics.enabled", "a->b.refresh.topics.enabled"] {
+        let e = import_mm2(&format!("{PAIR}{key} = false\n")).unwrap_err();
+        assert!(matches!(e, ImportError::RefreshDisabled { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(key) && msg.contains("always discovers new topics"),
+            "{msg}"
+        );
+    }
+    import_mm2(&format!("{PAIR}refresh.topics.enabled = true\n")).unwrap();
+}
+
+#[test]
+fn a_duplicate_key_is_reported_with_both_lines_and_the_winner() {
+    let text = format!("{PAIR}topics = orders\ntasks.max = 4\ntopics = payments\n");
+    let (toml, unmapped) = import_mm2(&text).unwrap();
+    let dup: Vec<&UnmappedKey> = unmapped.iter().filter(|u| u.key == "topics").collect();
+    assert_eq!(dup.len(), 1, "{unmapped:?}");
+    assert_eq!(dup[0].line, 5);
+    assert!(
+        dup[0].reason.contains("line 7") && dup[0].reason.contains("last entry wins"),
+        "{}",
+        dup[0].reason
+    );
+    let f = &load_imported(&toml).flows[0];
+    assert!(matches!(
+        f.topic_decision("payments"),
+        TopicDecision::Replicate { .. }
+    ));
+    assert_eq!(f.topic_decision("orders"), TopicDecision::Filtered);
+}
+
+#[test]
+fn naming_fixture_with_aliases_and_internal_excludes_validates() {
+    let (toml, unmapped) = import_mm2(&data("tests/data/mm2-naming.properties")).unwrap();
+    let cfg = load_imported(&toml);
+    let [primary, legacy] = &cfg.flows[..] else {
+        panic!("{toml}")
+    };
+    assert_eq!(primary.policy.remote_topic("orders"), "dc1.orders");
+    assert_eq!(
+        primary.topic_decision("__consumer_offsets"),
+        TopicDecision::Filtered
+    );
+    assert_eq!(primary.topic_decision("tmp-1"), TopicDecision::Filtered);
+    assert_eq!(legacy.policy.remote_topic("orders"), "orders");
+    assert!(
+        reason_of(&unmapped, "primary.bootstrap.servers").contains("line 4"),
+        "{unmapped:#?}"
+    );
+}
+
+#[test]
+fn config_provider_references_become_variables_with_the_export_command() {
+    let (toml, unmapped) = import_mm2(&data("tests/data/mm2-providers.properties")).unwrap();
+    for var in [
+        "${ONPREM_BOOTSTRAP}",
+        "${BOOTSTRAP}",
+        "${MM2_TOPICS}",
+        "${CLOUD_CLIENT_ID}",
+    ] {
+        assert!(toml.contains(var), "{var}: {toml}");
+    }
+    let env = reason_of(&unmapped, "environment");
+    assert!(
+        env.contains("BOOTSTRAP (from `${file:/opt/mm2/secrets/cloud.properties:bootstrap}`: export BOOTSTRAP=")
+            && env.contains("'/opt/mm2/secrets/cloud.properties'"),
+        "{env}"
+    );
+    assert!(
+        env.contains("export CLOUD_CLIENT_ID=\"$(cat '/opt/mm2/ids/cloud-client-id')\""),
+        "{env}"
+    );
+    // Parsed with the variables set (validation would also read the CA file).
+    let file = parse_str(&toml, "imported.toml", &|v| match v {
+        "MM2_TOPICS" => Some("orders".to_owned()),
+        "CLOUD_CLIENT_ID" => Some("mm2-cloud".to_owned()),
+        _ => Some("h:9092".to_owned()),
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{toml}"));
+    assert_eq!(file.clusters["onprem"].bootstrap_servers, ["h:9092"]);
+    assert_eq!(file.clusters["cloud"].client_id, "mm2-cloud");
+    assert_eq!(file.flows[0].topics.include, ["orders"]);
+}
+
+#[test]
+fn a_jaas_line_keeps_its_literal_parts_and_only_the_templated_part_becomes_a_variable() {
+    let (toml, unmapped) = import_mm2(&data("tests/data/mm2-providers.properties")).unwrap();
+    assert!(toml.contains("username = \"mirror-maker\""), "{toml}");
+    assert!(toml.contains("password = \"${SASL_PASSWORD}\""), "{toml}");
+    assert!(!toml.contains("CLOUD_SASL_PASSWORD"), "{toml}");
+    assert!(reason_of(&unmapped, "environment").contains("sasl\\.password"));
+    let text = format!(
+        "{PAIR}b.security.protocol = SASL_PLAINTEXT\nb.sasl.mechanism = PLAIN\n\
+         b.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
+         username=\"${{env:MM2_USER}}\" password=\"pre-${{env:MM2_PW}}\";\n"
+    );
+    let (toml, _) = import_mm2(&text).unwrap();
+    assert!(toml.contains("username = \"${MM2_USER}\""), "{toml}");
+    // Literal text around a secret's reference is secret too: not copied.
+    assert!(
+        toml.contains("password = \"${B_SASL_PASSWORD}\"") && !toml.contains("pre-"),
+        "{toml}"
+    );
+}
+
+#[test]
+fn a_templated_value_is_never_silently_dropped() {
+    let (_, unmapped) = import_mm2(&data("tests/data/mm2-providers.properties")).unwrap();
+    assert!(
+        reason_of(&unmapped, "onprem.client.id").contains("neither `${NAME}`"),
+        "{unmapped:#?}"
+    );
+    let tasks = unmapped.iter().find(|u| u.key == "tasks.max").unwrap();
+    assert!(tasks.reason.contains("Connect tasks"), "{tasks:?}");
+    assert_eq!(tasks.value, "${env:MM2_TASKS}", "shown as written");
+    let (_, unmapped) = import_mm2(&format!(
+        "{PAIR}a->b.emit.heartbeats.enabled = ${{env:HB}}\n"
+    ))
+    .unwrap();
+    assert!(
+        reason_of(&unmapped, "a->b.emit.heartbeats.enabled")
+            .contains("cannot stand for a number, a boolean"),
+        "{unmapped:#?}"
+    );
+}
+
+#[test]
+fn two_different_secrets_with_one_key_name_get_two_variables() {
+    let text = format!(
+        "{PAIR}a.security.protocol = SASL_SSL\nb.security.protocol = SASL_SSL\nsasl.mechanism = PLAIN\n\
+         a.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"${{file:/s/a.properties:password}}\";\n\
+         b.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"${{file:/s/b.properties:password}}\";\n"
+    );
+    let (toml, _) = import_mm2(&text).unwrap();
+    assert!(
+        toml.contains("\"${PASSWORD}\"") && toml.contains("\"${PASSWORD_2}\""),
+        "{toml}"
+    );
+}
+
+fn dedicated_msk() -> Vec<UnmappedKey> {
+    let (toml, unmapped) = import_mm2(&data("tests/data/mm2-dedicated-msk.properties")).unwrap();
+    parse_str(&toml, "imported.toml", &|_| Some("eu-west-1".to_owned()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    unmapped
+}
+
+#[test]
+fn connect_worker_settings_are_named_as_such() {
+    let unmapped = dedicated_msk();
+    // Four `msk.*.storage.*` keys with one reason: one entry.
+    let storage = unmapped
+        .iter()
+        .find(|u| u.key == "msk.offset.*")
+        .map(|u| &u.reason);
+    let config = reason_of(&unmapped, "msk.config.storage.topic");
+    let group = reason_of(&unmapped, "msk.group.id");
+    let converter = reason_of(&unmapped, "key.converter");
+    for r in [config.as_str(), group.as_str(), converter.as_str()] {
+        assert!(
+            r.contains("Kafka Connect worker setting"),
+            "{r}: {unmapped:#?}"
+        );
+    }
+    assert!(
+        storage.is_none_or(|r| r.contains("Kafka Connect worker")),
+        "{unmapped:#?}"
+    );
+    assert!(reason_of(&unmapped, "tasks.max").contains("no Connect tasks"));
+}
+
+#[test]
+fn client_overrides_are_named_as_settings_strait_makes_itself() {
+    let unmapped = dedicated_msk();
+    let overrides = unmapped
+        .iter()
+        .find(|u| u.key == "producer.*")
+        .map(|u| u.reason.clone());
+    assert!(
+        overrides
+            .as_deref()
+            .is_some_and(|r| r.contains("3 keys") && r.contains("client override")),
+        "{unmapped:#?}"
+    );
+    assert!(
+        reason_of(&unmapped, "onprem->msk.producer.acks").contains("producer tuning"),
+        "{unmapped:#?}"
+    );
+    assert!(reason_of(&unmapped, "msk.producer.buffer.memory").contains("producer tuning"));
+}
+
+#[test]
+fn per_prefix_noise_is_collapsed_into_one_entry() {
+    let unmapped = dedicated_msk();
+    let consumer: Vec<&UnmappedKey> = unmapped
+        .iter()
+        .filter(|u| u.key.starts_with("onprem.consumer"))
+        .collect();
+    assert_eq!(consumer.len(), 1, "{consumer:#?}");
+    assert_eq!(consumer[0].key, "onprem.consumer.*");
+    assert!(
+        consumer[0]
+            .reason
+            .starts_with("5 keys (lines 31, 32, 33, 34, 35): per-client"),
+        "{}",
+        consumer[0].reason
+    );
+    // Below the threshold, keys stay listed one by one.
+    let text = format!("{PAIR}a.consumer.max.poll.records = 5\na.consumer.fetch.min.bytes = 1\n");
+    let (_, unmapped) = import_mm2(&text).unwrap();
+    assert_eq!(
+        unmapped
+            .iter()
+            .filter(|u| u.key.starts_with("a.consumer."))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn the_msk_iam_callback_handler_is_named_msk_iam() {
+    let unmapped = dedicated_msk();
+    let handler = reason_of(&unmapped, "msk.sasl.client.callback.handler.class");
+    assert!(
+        handler.contains("AWS MSK IAM") && handler.contains("aws-msk-iam"),
+        "{handler}"
+    );
+    assert!(!handler.contains("custom"), "{handler}");
 }

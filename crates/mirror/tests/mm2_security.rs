@@ -497,3 +497,159 @@ fn no_secret_appears_anywhere_in_the_output() {
     assert!(!format!("{unmapped:?}").contains("SECRET-X"));
     assert!(reason(&unmapped, "a.sasl.jaas.config").contains("not a JAAS line"));
 }
+
+/// Secret-bearing keys a real MM2 file can carry: Kafka client TLS and SASL, Connect
+/// converters and Schema Registry, config provider parameters, REST listener TLS, cloud
+/// credentials.
+const SECRET_CATALOGUE: &[&str] = &[
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "ssl.truststore.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.certificates",
+    "sasl.jaas.config",
+    "sasl.oauthbearer.client.credentials.client.secret",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+    "basic.auth.user.info",
+    "schema.registry.basic.auth.user.info",
+    "value.converter.basic.auth.user.info",
+    "key.converter.schema.registry.basic.auth.user.info",
+    "value.converter.schema.registry.ssl.keystore.password",
+    "bearer.auth.token",
+    "bearer.auth.client.secret",
+    "confluent.api.key",
+    "confluent.api.secret",
+    "aws.access.key.id",
+    "aws.secret.access.key",
+    "aws.session.token",
+    "config.providers.vault.param.vault.token",
+    "config.providers.aws.param.aws.secret.access.key",
+    "listeners.https.ssl.keystore.password",
+    "listeners.https.ssl.key.password",
+    "rest.ssl.truststore.password",
+    "some.vendor.apikey",
+    "some.vendor.client.credential",
+];
+
+/// Every prefix MM2 reads a key under.
+const SECRET_PREFIXES: &[&str] = &[
+    "",
+    "a.",
+    "b.",
+    "a.consumer.",
+    "a.producer.",
+    "b.admin.",
+    "a->b.",
+    "a->b.producer.",
+    "a->b.consumer.",
+    "producer.override.",
+    "consumer.",
+];
+
+/// The catalogue under every prefix, each value a marker `S3CR3T-<n>` in one of the
+/// shapes a secret comes in; returns the properties and the markers.
+fn secret_catalogue() -> (String, Vec<String>) {
+    let mut text = String::from(
+        "a.security.protocol = SASL_SSL\na.sasl.mechanism = PLAIN\n\
+         b.security.protocol = SSL\nb.ssl.keystore.type = PEM\nb.ssl.keystore.location = /ks.pem\n",
+    );
+    let mut markers = Vec::new();
+    for prefix in SECRET_PREFIXES {
+        for key in SECRET_CATALOGUE {
+            let marker = format!("S3CR3T-{}", markers.len());
+            let value = match markers.len() % 5 {
+                0 => marker.clone(),
+                1 => format!("user:{marker}"),
+                2 => format!(
+                    "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"{marker}\";"
+                ),
+                3 => format!("-----BEGIN PRIVATE KEY----- {marker} -----END PRIVATE KEY-----"),
+                _ => format!("Mod required password=\"{marker}"),
+            };
+            text.push_str(&format!("{prefix}{key} = {value}\n"));
+            markers.push(marker);
+        }
+    }
+    (text, markers)
+}
+
+/// The markers found in `text` (`S3CR3T-1` not matching inside `S3CR3T-10`).
+fn leaked<'m>(text: &str, markers: &'m [String]) -> Vec<&'m String> {
+    markers
+        .iter()
+        .filter(|m| {
+            text.match_indices(m.as_str())
+                .any(|(at, _)| !text[at + m.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_secret_key_catalogue_never_reaches_messages_errors_or_the_toml() {
+    let (text, markers) = secret_catalogue();
+    let result = import_mm2(&props(&text)).unwrap();
+    let (toml, unmapped) = &result;
+    let everything = format!(
+        "{toml}\n{result:?}\n{}",
+        unmapped
+            .iter()
+            .map(|u| format!("{} = {}: {}", u.key, u.value, u.reason))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // The keys were read and reported: the test is not passing on an empty output.
+    assert!(
+        everything.contains("ssl.keystore.certificate.chain"),
+        "{everything}"
+    );
+    assert!(unmapped.len() > 20, "{unmapped:#?}");
+    let found = leaked(&everything, &markers);
+    assert!(
+        found.is_empty(),
+        "{} of {} leaked, e.g. {:?}",
+        found.len(),
+        markers.len(),
+        found.first()
+    );
+
+    // The import refused after reading every key: the error says nothing of them.
+    for refusal in [
+        "topics = ${file:/etc/mm2/f.properties:topics}\n",
+        "replication.policy.class = com.example.Policy\n",
+        "refresh.topics.enabled = false\n",
+    ] {
+        let Err(e) = import_mm2(&props(&format!("{text}{refusal}"))) else {
+            panic!("{refusal}: accepted");
+        };
+        let shown = format!("{e}\n{e:?}");
+        assert!(leaked(&shown, &markers).is_empty(), "{shown}");
+    }
+}
+
+#[test]
+fn key_named_values_are_redacted_unless_known_plain() {
+    let (_, unmapped, _) = import(
+        "x.custom.signing.key.id = S3CR3T-K\nkey.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n\
+         odd.setting = com.sun.security.auth.module.Krb5LoginModule required keyTab=\"/k\";\n",
+    );
+    let value = |k: &str| {
+        unmapped
+            .iter()
+            .find(|u| u.key == k)
+            .map(|u| u.value.clone())
+    };
+    assert_eq!(
+        value("x.custom.signing.key.id").as_deref(),
+        Some("<redacted>")
+    );
+    assert_eq!(
+        value("key.converter").as_deref(),
+        Some("org.apache.kafka.connect.converters.ByteArrayConverter")
+    );
+    assert_eq!(
+        value("odd.setting").as_deref(),
+        Some("<redacted>"),
+        "a JAAS line under any key"
+    );
+}

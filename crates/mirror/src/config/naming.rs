@@ -23,6 +23,10 @@ pub struct NamingSpec {
     pub policy: NamingPolicy,
     /// Between the source alias and the topic name (MM2's `replication.policy.separator`).
     pub separator: String,
+    /// The name written before the separator with `prefix` (MM2's `source.cluster.alias`);
+    /// unset, the source cluster's key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
     /// Exact source topic names replicated under another name (applied before the
     /// policy): `rename = { "orders" = "orders-v2" }`.
     pub rename: BTreeMap<String, String>,
@@ -33,6 +37,7 @@ impl Default for NamingSpec {
         Self {
             policy: NamingPolicy::default(),
             separator: d::SEPARATOR.to_owned(),
+            alias: None,
             rename: BTreeMap::new(),
         }
     }
@@ -181,6 +186,20 @@ pub fn resolve(
 ) -> Option<ReplicationPolicy> {
     let before = problems.len();
     let sep_at = at.key("separator");
+    if let Some(alias) = &spec.alias
+        && !is_topic_name(alias)
+    {
+        problems.push(
+            Problem::new(at.key("alias"), format!("invalid alias \"{alias}\""))
+                .expected("1 to 249 of `.`, `_`, `-`, letters or digits"),
+        );
+    }
+    let what = if spec.alias.is_some() {
+        "alias"
+    } else {
+        "source cluster name"
+    };
+    let source = spec.alias.as_deref().unwrap_or(source);
     if spec.separator.is_empty() || !is_topic_chars(&spec.separator) {
         problems.push(
             Problem::new(
@@ -194,11 +213,11 @@ pub fn resolve(
             Problem::new(
                 sep_at,
                 format!(
-                    "source cluster name \"{source}\" contains the separator \"{}\", so the origin of prefixed topics would be ambiguous",
+                    "{what} \"{source}\" contains the separator \"{}\", so the origin of prefixed topics would be ambiguous",
                     spec.separator
                 ),
             )
-            .expected("a separator that does not occur in the cluster name"),
+            .expected("a separator that does not occur in the source alias (the cluster name unless `alias` is set)"),
         );
     }
     let policy = ReplicationPolicy::new(spec.policy, spec.separator.clone(), source);
@@ -320,6 +339,25 @@ mod tests {
         let i = ReplicationPolicy::new(NamingPolicy::Identity, ".", "us").with_renames(renames);
         assert_eq!(i.remote_topic("orders"), "orders-v2");
         assert_eq!(i.remote_topic("heartbeats"), "us.heartbeats");
+    }
+
+    #[test]
+    fn an_alias_other_than_the_cluster_key_names_the_replicas() {
+        let spec = NamingSpec {
+            alias: Some("dc1".to_owned()),
+            ..NamingSpec::default()
+        };
+        let mut problems = Vec::new();
+        let p = resolve(&spec, "us-east", &KeyPath::root(), &mut problems);
+        assert!(problems.is_empty());
+        let p = p.unwrap();
+        assert_eq!(p.remote_topic("orders"), "dc1.orders");
+        let bad = NamingSpec {
+            alias: Some(String::new()),
+            ..NamingSpec::default()
+        };
+        assert!(resolve(&bad, "us-east", &KeyPath::root(), &mut problems).is_none());
+        assert!(problems[0].to_string().contains("alias"), "{}", problems[0]);
     }
 
     #[test]

@@ -6,19 +6,22 @@
 //! so the imported flow behaves like the MM2 one. Every key it cannot carry over is
 //! returned as an [`UnmappedKey`] with the reason.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use super::properties::{self, PropertiesError, Property};
-use crate::config::cluster::{ClusterSpec, split_list};
-use crate::config::flow::FlowSpec;
+use crate::config::cluster::split_list;
 use crate::config::model::ConfigFile;
 use crate::config::naming::NamingPolicy;
-use crate::config::security::{SecurityProtocol, SecuritySpec};
-use crate::config::topics::StartPosition;
 
+mod cluster;
+mod flow;
+mod forms;
+mod jaas;
+mod placeholders;
+mod reasons;
 mod security;
-use crate::config::delivery::{DeliverySpec, Guarantee};
 use crate::config::units::HumanDuration;
+use reasons::shown;
 
 /// An MM2 key that is not (fully) represented in the generated TOML.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,13 +47,64 @@ pub enum ImportError {
         "no `clusters = A, B` key: this does not look like an MM2 (connect-mirror-maker) properties file"
     )]
     NoClusters,
+    /// A topic, group or config filter holds a `${…}` reference the importer cannot carry
+    /// over; dropping it would widen what is replicated.
+    #[error(
+        "line {line}: `{key}` holds a `${{…}}` reference other than `${{NAME}}` or `${{env:NAME}}`; \
+         the importer cannot know what it selects, and leaving it out would replicate every topic \
+         (or sync every group or config): write the list out, or use `${{NAME}}` / `${{env:NAME}}`"
+    )]
+    TemplatedFilter {
+        /// The MM2 key.
+        key: String,
+        /// 1-based line.
+        line: usize,
+    },
+    /// A `replication.policy.class` other than MM2's two, and no `--policy` choice.
+    #[error(
+        "line {line}: `{key}` is the custom replication policy {class}, which Strait cannot load; \
+         choose how target topics are named: `--policy identity` (the source topic names) or \
+         `--policy prefix` (`<source alias>{separator}<topic>`, separator \"{separator}\")"
+    )]
+    CustomPolicy {
+        /// The MM2 key.
+        key: String,
+        /// 1-based line.
+        line: usize,
+        /// The class, as written.
+        class: String,
+        /// The separator the flow would use with `prefix`.
+        separator: String,
+    },
+    /// `refresh.topics.enabled = false`: Strait always discovers new topics.
+    #[error(
+        "line {line}: `{key}` = false: MM2 then replicates only the topics that exist when it starts, \
+         but Strait always discovers new topics (every `intervals.topic_refresh`, at most 1 day) and has \
+         no switch to turn that off, so the import would replicate more than MM2 does: list the topics \
+         to replicate in `topics` (names, not patterns) and remove this key"
+    )]
+    RefreshDisabled {
+        /// The MM2 key.
+        key: String,
+        /// 1-based line.
+        line: usize,
+    },
+    /// The text is JSON that cannot be read (the message gives a position, never text).
+    #[error("not valid JSON: {0}")]
+    Json(String),
+    /// The text is YAML that cannot be read.
+    #[error("not valid YAML: {0}")]
+    Yaml(String),
+    /// The text is a form of configuration the importer recognises but does not convert,
+    /// or a recognised form without what it needs.
+    #[error("{0}")]
+    UnsupportedForm(String),
     /// The TOML could not be written (a bug: every model value is representable).
     #[error("cannot write the converted config as TOML: {0}")]
     Write(String),
 }
 
 const HEADER: &str = "\
-# Converted from a MirrorMaker 2 properties file by `strait config import-mm2`.
 # Every effective value is written out; review it, then check it with
 # `strait config validate -c <this file>`. MM2 defaults that change what is written
 # (sync.group_offsets = false, topics.replication_factor = 2) are kept as MM2 had them.
@@ -62,24 +116,112 @@ const IDENTITY_POLICY: &str = "IdentityReplicationPolicy";
 /// MM2's `replication.factor` default (Strait's is the broker default, -1).
 const MM2_REPLICATION_FACTOR: i64 = 2;
 
+/// Choices the properties file cannot make.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// The naming policy for flows whose `replication.policy.class` is a custom class
+    /// (`--policy`); without it such a file is refused.
+    pub policy: Option<NamingPolicy>,
+    /// Read the text as a MirrorMaker 1 consumer config, with this producer config and
+    /// topic regex (`--producer-config`, `--include`).
+    pub mirror_maker_1: Option<MirrorMaker1>,
+}
+
+/// The other two parts of a MirrorMaker 1 setup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorMaker1 {
+    /// The text of its `--producer.config` file.
+    pub producer: String,
+    /// Its `--include` (or `--whitelist`) regex; commas separate alternatives, as in
+    /// MirrorMaker 1's whitelist.
+    pub include: String,
+}
+
+/// Topic, group and config filter keys: a value that cannot be converted fails the import.
+const FILTER_KEYS: [&str; 8] = [
+    "topics",
+    "topics.exclude",
+    "topics.blacklist",
+    "groups",
+    "groups.exclude",
+    "groups.blacklist",
+    "config.properties.exclude",
+    "config.properties.blacklist",
+];
+
 /// Converts MM2 properties text into Strait TOML, plus the keys it could not map.
 pub fn import_mm2(properties_text: &str) -> Result<(String, Vec<UnmappedKey>), ImportError> {
-    let mut props = Props::new(properties::parse(properties_text)?);
+    import_mm2_with(properties_text, &ImportOptions::default())
+}
+
+/// [`import_mm2`] with the choices of `options`. Besides `mm2.properties`, `text` may be
+/// Kafka Connect REST JSON of the MirrorMaker 2 connectors or a Strimzi
+/// `KafkaMirrorMaker2` resource (YAML); each is rewritten as the equivalent properties.
+pub fn import_mm2_with(
+    text: &str,
+    options: &ImportOptions,
+) -> Result<(String, Vec<UnmappedKey>), ImportError> {
+    let form = match options.mirror_maker_1 {
+        Some(_) => forms::Form::MirrorMaker1,
+        None => forms::detect(text)?,
+    };
+    let rewritten = match (form, &options.mirror_maker_1) {
+        (forms::Form::MirrorMaker1, Some(mm1)) => {
+            forms::mm1::rewrite(text, &mm1.producer, &mm1.include)?
+        }
+        (forms::Form::Properties | forms::Form::MirrorMaker1, _) => {
+            let (entries, overridden) = properties::parse_with_overrides(text)?;
+            forms::Rewritten {
+                entries,
+                overridden,
+                ..forms::Rewritten::new()
+            }
+        }
+        (forms::Form::ConnectJson, _) => forms::json::rewrite(text)?,
+        (forms::Form::Strimzi, _) => forms::strimzi::rewrite(text)?,
+    };
+    let mut props = Props::new(rewritten.entries);
+    props.policy_choice = options.policy;
+    props.comments.extend(rewritten.comments);
+    for o in rewritten.overridden {
+        let reason = if form == forms::Form::Properties {
+            format!(
+                "given again on line {}: the last entry wins, as in Java's Properties, so this one is ignored",
+                o.winner
+            )
+        } else {
+            "set again with another value by a later connector or section; the MirrorSourceConnector's \
+             (else the last) value is used"
+                .to_owned()
+        };
+        props.unmapped.push(UnmappedKey {
+            key: o.key,
+            value: String::new(),
+            line: o.line,
+            reason,
+        });
+    }
+    for (key, reason) in rewritten.notes {
+        props.note(&key, "", &reason);
+    }
+    props.check_refusals()?;
     let aliases = props
-        .take("clusters")
-        .map(|v| split_list(&v))
+        .typed(&["clusters".to_owned()])
+        .map(|(_, v)| split_list(&v))
         .unwrap_or_default();
-    if aliases.is_empty() {
-        return Err(ImportError::NoClusters);
+    // An alias becomes a TOML table name, where `${` would read as a substitution.
+    if aliases.is_empty() || aliases.iter().any(|a| a.contains("${")) {
+        return Err(forms::mirror_maker_1(&props.map).unwrap_or(ImportError::NoClusters));
     }
 
+    props.aliases.clone_from(&aliases);
     let mut file = ConfigFile::default();
     for alias in &aliases {
         let cluster = props.cluster(alias);
         file.clusters.insert(alias.clone(), cluster);
     }
     for (source, target) in props.flow_pairs(&aliases) {
-        let flow = props.flow(&source, &target);
+        let flow = props.flow(&source, &target)?;
         file.flows.push(flow);
     }
     if file.flows.is_empty() {
@@ -95,14 +237,27 @@ pub fn import_mm2(properties_text: &str) -> Result<(String, Vec<UnmappedKey>), I
     for section in ["engine", "metrics", "logging"] {
         table.remove(section);
     }
-    let body = toml::to_string_pretty(&table).map_err(|e| ImportError::Write(e.to_string()))?;
+    let body = placeholders::resolve(
+        &toml::to_string_pretty(&table).map_err(|e| ImportError::Write(e.to_string()))?,
+    );
     let comments: String = props
         .comments
         .iter()
         // A value with a newline escape must not end the comment.
-        .map(|c| format!("#\n# {}\n", c.replace(|ch: char| ch.is_control(), " ")))
+        .map(|c| {
+            let c = placeholders::resolve(c);
+            format!("#\n# {}\n", c.replace(|ch: char| ch.is_control(), " "))
+        })
         .collect();
-    Ok((format!("{HEADER}{comments}\n{body}"), props.finish()))
+    let mut unmapped = props.finish();
+    for u in &mut unmapped {
+        u.reason = placeholders::resolve(&u.reason);
+    }
+    let header = format!(
+        "# Converted from {} by `strait config import-mm2`.\n{HEADER}",
+        form.describe()
+    );
+    Ok((format!("{header}{comments}\n{body}"), unmapped))
 }
 
 /// The properties, with a record of which were used.
@@ -115,7 +270,24 @@ struct Props {
     env: Vec<(String, String)>,
     /// Lines for the TOML's header comment (no secrets: paths and names only).
     comments: Vec<String>,
+    /// The `${…}` references of each converted value (keys absent: none).
+    refs: HashMap<String, Vec<placeholders::Reference>>,
+    /// Keys whose value has a `${…}` the importer cannot read.
+    unconvertible: HashSet<String>,
+    /// The values as written, of keys whose value was converted (shown in messages).
+    written: HashMap<String, String>,
+    /// `--policy`: the naming of flows with a custom replication policy class.
+    policy_choice: Option<NamingPolicy>,
+    /// The cluster aliases (`clusters`), to group unused keys by cluster.
+    aliases: Vec<String>,
 }
+
+/// This many unused keys of one prefix with one reason are listed as one entry.
+const COLLAPSE_AT: usize = 3;
+
+/// Why a `${…}` reference cannot stand where a typed value is needed.
+const TYPED_REFERENCE: &str = "a `${…}` reference cannot stand for a number, a boolean or a choice \
+     in the TOML (the importer has to know the value): write the value; the default was used";
 
 impl Props {
     fn new(entries: Vec<Property>) -> Self {
@@ -126,19 +298,42 @@ impl Props {
             unmapped: Vec::new(),
             env: Vec::new(),
             comments: Vec::new(),
+            refs: HashMap::new(),
+            unconvertible: HashSet::new(),
+            written: HashMap::new(),
+            policy_choice: None,
+            aliases: Vec::new(),
         };
-        for p in entries {
-            // MM2 config providers (`${file:/path:key}`) cannot be resolved here.
-            if p.value.contains("${") {
-                props.used.insert(p.key.clone());
-                props.unmapped.push(UnmappedKey {
-                    reason: "uses a config provider reference (`${provider:path:key}`), which Strait does not have; \
-                             write `${ENV_VAR}` in the TOML instead"
-                        .to_owned(),
-                    value: shown(&p.key, &p.value),
-                    key: p.key.clone(),
-                    line: p.line,
-                });
+        // Which source each variable name stands for, so two different sources never
+        // share one variable.
+        let mut vars: HashMap<String, placeholders::Source> = HashMap::new();
+        for mut p in entries {
+            match placeholders::convert(&p.value) {
+                Ok(None) => {}
+                Ok(Some((mut text, mut refs))) => {
+                    for r in &mut refs {
+                        let mut var = r.var.clone();
+                        let mut n = 1;
+                        while vars.get(&var).is_some_and(|s| *s != r.source) {
+                            n += 1;
+                            var = format!("{}_{n}", r.var);
+                        }
+                        if var != r.var {
+                            let sentinel = |v: &str| {
+                                format!("{}{v}{}", placeholders::OPEN, placeholders::CLOSE)
+                            };
+                            text = text.replacen(&sentinel(&r.var), &sentinel(&var), 1);
+                            r.var = var.clone();
+                        }
+                        vars.insert(var, r.source.clone());
+                    }
+                    let written = std::mem::replace(&mut p.value, text);
+                    props.written.insert(p.key.clone(), written);
+                    props.refs.insert(p.key.clone(), refs);
+                }
+                Err(placeholders::Unconvertible) => {
+                    props.unconvertible.insert(p.key.clone());
+                }
             }
             props.order.push(p.key.clone());
             props.map.insert(p.key.clone(), p);
@@ -146,33 +341,84 @@ impl Props {
         props
     }
 
-    /// The value of `key`, marking it used.
+    /// The value of `p` as the file has it (before `${…}` conversion).
+    fn as_written<'p>(&'p self, p: &'p Property) -> &'p str {
+        self.written.get(&p.key).map_or(&p.value, String::as_str)
+    }
+
+    /// Refuses what cannot be imported without replicating more than MM2 does: a filter
+    /// whose `${…}` is not an environment variable, and `refresh.topics.enabled = false`.
+    fn check_refusals(&self) -> Result<(), ImportError> {
+        for key in &self.order {
+            let p = &self.map[key];
+            let suffix = flow_suffix(key);
+            let filter = FILTER_KEYS.contains(&suffix);
+            let env_only = self
+                .refs
+                .get(key)
+                .is_none_or(|refs| refs.iter().all(placeholders::Reference::is_env));
+            if filter && (self.unconvertible.contains(key) || !env_only) {
+                return Err(ImportError::TemplatedFilter {
+                    key: key.clone(),
+                    line: p.line,
+                });
+            }
+            if suffix == "refresh.topics.enabled" && p.value.trim().eq_ignore_ascii_case("false") {
+                return Err(ImportError::RefreshDisabled {
+                    key: key.clone(),
+                    line: p.line,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of `key`, marking it used; its `${…}` references are listed among the
+    /// variables to export.
     fn take(&mut self, key: &str) -> Option<String> {
-        if self.is_provider(key) {
+        let p = self.map.get(key)?;
+        let value = p.value.trim().to_owned();
+        if self.unconvertible.contains(key) {
+            self.unmapped(
+                key,
+                "holds a `${…}` that is neither `${NAME}` nor a config provider reference \
+                 (`${provider:[path:]key}`), so it was not converted: write the value, or `${NAME}`",
+            );
             return None;
         }
-        let p = self.map.get(key)?;
         self.used.insert(key.to_owned());
-        Some(p.value.trim().to_owned())
+        for r in self.refs.get(key).cloned().unwrap_or_default() {
+            if !self.env.iter().any(|(v, _)| *v == r.var) {
+                self.env.push((r.var.clone(), r.how_to_export()));
+            }
+        }
+        Some(value)
     }
 
     /// The first of `keys` that is set (marking only that one used).
     fn first(&mut self, keys: &[String]) -> Option<(String, String)> {
         keys.iter()
-            .find(|k| self.map.contains_key(k.as_str()) && !self.is_provider(k))
+            .find(|k| self.map.contains_key(k.as_str()))
             .cloned()
             .and_then(|k| self.take(&k).map(|v| (k, v)))
     }
 
-    fn is_provider(&self, key: &str) -> bool {
-        self.map.get(key).is_some_and(|p| p.value.contains("${"))
+    /// [`Self::first`] for a value the importer must read (a number, a boolean, a
+    /// choice): a `${…}` reference there is reported, and `None` returned.
+    fn typed(&mut self, keys: &[String]) -> Option<(String, String)> {
+        let (k, v) = self.first(keys)?;
+        if v.contains(placeholders::OPEN) {
+            self.unmapped(&k, TYPED_REFERENCE);
+            return None;
+        }
+        Some((k, v))
     }
 
     /// `A.<k>`, else the global `<k>` (MM2 applies unprefixed client keys to every
     /// cluster). A set global key counts as used once a cluster has consulted it.
     fn cluster_value(&mut self, alias: &str, k: &str) -> Option<(String, String)> {
         let found = self.first(&[format!("{alias}.{k}"), k.to_owned()]);
-        if self.map.contains_key(k) && !self.is_provider(k) {
+        if self.map.contains_key(k) && !self.unconvertible.contains(k) {
             self.used.insert(k.to_owned());
         }
         found
@@ -199,10 +445,9 @@ impl Props {
         {
             return;
         }
-        let (value, line) = self
-            .map
-            .get(key)
-            .map_or((String::new(), 0), |p| (shown(key, &p.value), p.line));
+        let (value, line) = self.map.get(key).map_or((String::new(), 0), |p| {
+            (shown(key, self.as_written(p)), p.line)
+        });
         self.unmapped.push(UnmappedKey {
             key: key.to_owned(),
             value,
@@ -218,60 +463,6 @@ impl Props {
             line: 0,
             reason: reason.to_owned(),
         });
-    }
-
-    fn cluster(&mut self, alias: &str) -> ClusterSpec {
-        let key = |k: &str| format!("{alias}.{k}");
-        let mut spec = ClusterSpec {
-            bootstrap_servers: Vec::new(),
-            client_id: crate::config::defaults::CLIENT_ID.to_owned(),
-            request_timeout: crate::config::defaults::REQUEST_TIMEOUT,
-            connect_timeout: crate::config::defaults::CONNECT_TIMEOUT,
-            metadata_refresh_interval: crate::config::defaults::METADATA_REFRESH_INTERVAL,
-            security: SecuritySpec::default(),
-        };
-        match self.take(&key("bootstrap.servers")) {
-            Some(v) if !v.is_empty() => {
-                spec.bootstrap_servers = split_list(&v).iter().map(|s| literal(s)).collect()
-            }
-            _ => {
-                let var = env_name(alias, "BOOTSTRAP_SERVERS");
-                spec.bootstrap_servers =
-                    vec![self.env_placeholder(alias, "BOOTSTRAP_SERVERS", "bootstrap servers")];
-                self.note(
-                    &key("bootstrap.servers"),
-                    "",
-                    &format!("missing: the TOML reads it from the environment variable {var}"),
-                );
-            }
-        }
-        if let Some(v) = self.take(&key("client.id")) {
-            spec.client_id = literal(&v);
-        }
-        for (mm2, slot) in [
-            ("request.timeout.ms", &mut spec.request_timeout),
-            (
-                "socket.connection.setup.timeout.ms",
-                &mut spec.connect_timeout,
-            ),
-            ("metadata.max.age.ms", &mut spec.metadata_refresh_interval),
-        ] {
-            if let Some(d) = self.millis(&key(mm2)) {
-                *slot = d;
-            }
-        }
-        if let Some((k, v)) = self.cluster_value(alias, "security.protocol") {
-            match v.to_ascii_uppercase().as_str() {
-                "PLAINTEXT" => {}
-                "SSL" => spec.security.protocol = SecurityProtocol::Ssl,
-                "SASL_PLAINTEXT" => spec.security.protocol = SecurityProtocol::SaslPlaintext,
-                "SASL_SSL" => spec.security.protocol = SecurityProtocol::SaslSsl,
-                _ => self.unmapped(&k, "unknown security protocol; PLAINTEXT was used"),
-            }
-        }
-        spec.security.tls = self.tls(alias, spec.security.protocol);
-        spec.security.sasl = self.sasl(alias, spec.security.protocol);
-        spec
     }
 
     /// Ordered pairs that have any `A->B.*` key, in order of first appearance.
@@ -294,179 +485,8 @@ impl Props {
         pairs
     }
 
-    fn flow(&mut self, source: &str, target: &str) -> FlowSpec {
-        let mut flow = FlowSpec {
-            name: None,
-            source: source.to_owned(),
-            target: target.to_owned(),
-            enabled: false,
-            state_topic: None,
-            topics: Default::default(),
-            naming: Default::default(),
-            groups: Default::default(),
-            topic_configs: Default::default(),
-            sync: Default::default(),
-            intervals: Default::default(),
-            delivery: Default::default(),
-            scale_out: None,
-        };
-        let fk = |k: &str| vec![format!("{source}->{target}.{k}"), k.to_owned()];
-        // MM2 default: a flow is off unless enabled.
-        if let Some(b) = self.boolean(&fk("enabled")) {
-            flow.enabled = b;
-        }
-        if let Some((_, v)) = self.first(&fk("topics")) {
-            flow.topics.include = regex_list(&v);
-        }
-        // `topics.blacklist` is the pre-3.0 name of `topics.exclude`; the new name wins.
-        let exclude = [fk("topics.exclude"), fk("topics.blacklist")].concat();
-        if let Some((_, v)) = self.first(&exclude) {
-            flow.topics.exclude = regex_list(&v);
-        }
-        if let Some((_, v)) = self.first(&fk("groups")) {
-            flow.groups.include = regex_list(&v);
-        }
-        if let Some((_, v)) = self.first(&[fk("groups.exclude"), fk("groups.blacklist")].concat()) {
-            flow.groups.exclude = regex_list(&v);
-        }
-        if let Some((_, v)) = self.first(
-            &[
-                fk("config.properties.exclude"),
-                fk("config.properties.blacklist"),
-            ]
-            .concat(),
-        ) {
-            flow.topic_configs.exclude = regex_list(&v);
-        }
-        if let Some((k, v)) = self.first(&fk("replication.policy.class")) {
-            let class = v.rsplit('.').next().unwrap_or(&v);
-            match class {
-                DEFAULT_POLICY => flow.naming.policy = NamingPolicy::Prefix,
-                IDENTITY_POLICY => flow.naming.policy = NamingPolicy::Identity,
-                _ => self.unmapped(
-                    &k,
-                    "custom replication policies cannot be loaded; only DefaultReplicationPolicy (naming.policy = \"prefix\") \
-                     and IdentityReplicationPolicy (\"identity\") are supported; prefix was used",
-                ),
-            }
-        }
-        if let Some((_, v)) = self.first(&fk("replication.policy.separator")) {
-            flow.naming.separator = literal(&v);
-        }
-        flow.topics.replication_factor = MM2_REPLICATION_FACTOR;
-        if let Some((k, v)) = self.first(&fk("replication.factor")) {
-            match v.parse::<i64>() {
-                Ok(rf) => flow.topics.replication_factor = rf,
-                Err(_) => self.unmapped(&k, "not an integer; MM2's default 2 was used"),
-            }
-        }
-        if let Some((k, v)) = self.first(&[
-            format!("{source}->{target}.consumer.auto.offset.reset"),
-            format!("{source}.consumer.auto.offset.reset"),
-            "consumer.auto.offset.reset".to_owned(),
-        ]) {
-            match v.to_ascii_lowercase().as_str() {
-                "earliest" => flow.topics.start_position = StartPosition::Earliest,
-                "latest" => flow.topics.start_position = StartPosition::Latest,
-                _ => self.unmapped(
-                    &k,
-                    "only earliest and latest have an equivalent (`topics.start_position`)",
-                ),
-            }
-        }
-
-        flow.sync.topic_configs = self
-            .boolean(&fk("sync.topic.configs.enabled"))
-            .unwrap_or(true);
-        // MM2's default is false; Strait's is true. Keep MM2's behaviour.
-        flow.sync.group_offsets = self
-            .boolean(&fk("sync.group.offsets.enabled"))
-            .unwrap_or(false);
-        flow.sync.heartbeats = self.boolean(&fk("emit.heartbeats.enabled")).unwrap_or(true);
-        flow.sync.checkpoints = self
-            .boolean(&fk("emit.checkpoints.enabled"))
-            .unwrap_or(true);
-        flow.sync.topic_acls = self.boolean(&fk("sync.topic.acls.enabled")).unwrap_or(true);
-
-        let iv = &mut flow.intervals;
-        for (mm2, slot) in [
-            ("refresh.topics.interval.seconds", &mut iv.topic_refresh),
-            (
-                "sync.topic.configs.interval.seconds",
-                &mut iv.topic_config_sync,
-            ),
-            ("emit.checkpoints.interval.seconds", &mut iv.checkpoint),
-            ("sync.topic.acls.interval.seconds", &mut iv.topic_acl_sync),
-            ("emit.heartbeats.interval.seconds", &mut iv.heartbeat),
-        ] {
-            if let Some(d) = self.seconds(&fk(mm2)) {
-                *slot = d;
-            }
-        }
-        // Strait discovers groups and syncs their offsets in one pass: the shorter MM2 cadence.
-        let group_syncs = [
-            self.seconds(&fk("sync.group.offsets.interval.seconds")),
-            self.seconds(&fk("refresh.groups.interval.seconds")),
-        ];
-        if let Some(d) = group_syncs.into_iter().flatten().min() {
-            iv.group_sync = d;
-        }
-        self.delivery(&mut flow.delivery, &fk, target);
-        flow
-    }
-
-    /// `exactly.once.source.support` (the worker's switch: `enabled` turns exactly-once
-    /// on; `preparing` and `disabled` keep at-least-once), `transaction.boundary`
-    /// (`poll` and `interval` both commit on Strait's interval; `connector` has no
-    /// equivalent), `transaction.boundary.interval.ms`, and the producer's
-    /// `transaction.timeout.ms`.
-    fn delivery(&mut self, d: &mut DeliverySpec, fk: &dyn Fn(&str) -> Vec<String>, target: &str) {
-        // Also the target cluster's worker setting (`B.exactly.once.source.support`).
-        let mut support = fk("exactly.once.source.support");
-        support.insert(1, format!("{target}.exactly.once.source.support"));
-        if let Some((k, v)) = self.first(&support) {
-            match v.to_ascii_lowercase().as_str() {
-                "enabled" => d.guarantee = Guarantee::ExactlyOnce,
-                "preparing" | "disabled" => d.guarantee = Guarantee::AtLeastOnce,
-                _ => self.unmapped(
-                    &k,
-                    "not enabled, preparing or disabled; at-least-once was used",
-                ),
-            }
-        }
-        if let Some((k, v)) = self.first(&fk("transaction.boundary")) {
-            match v.to_ascii_lowercase().as_str() {
-                "poll" | "interval" => {}
-                _ => self.unmapped(
-                    &k,
-                    "only poll and interval have an equivalent: Strait commits every \
-                     `delivery.transaction_interval`",
-                ),
-            }
-        }
-        for (key, slot) in [
-            (
-                "transaction.boundary.interval.ms",
-                &mut d.transaction_interval,
-            ),
-            (
-                "producer.transaction.timeout.ms",
-                &mut d.transaction_timeout,
-            ),
-        ] {
-            let mut keys = fk(key);
-            keys.insert(1, format!("{target}.{key}"));
-            let found = keys.into_iter().find(|k| self.map.contains_key(k.as_str()));
-            if let Some(k) = found
-                && let Some(v) = self.millis(&k)
-            {
-                *slot = v;
-            }
-        }
-    }
-
     fn boolean(&mut self, keys: &[String]) -> Option<bool> {
-        let (k, v) = self.first(keys)?;
+        let (k, v) = self.typed(keys)?;
         match v.to_ascii_lowercase().as_str() {
             "true" => Some(true),
             "false" => Some(false),
@@ -478,7 +498,7 @@ impl Props {
     }
 
     fn seconds(&mut self, keys: &[String]) -> Option<HumanDuration> {
-        let (k, v) = self.first(keys)?;
+        let (k, v) = self.typed(keys)?;
         match v.parse::<u64>() {
             Ok(s) => Some(HumanDuration::secs(s)),
             Err(_) => {
@@ -492,7 +512,7 @@ impl Props {
     }
 
     fn millis(&mut self, key: &str) -> Option<HumanDuration> {
-        let v = self.take(key)?;
+        let (_, v) = self.typed(&[key.to_owned()])?;
         match v.parse::<u64>() {
             Ok(ms) => Some(HumanDuration::millis(ms)),
             Err(_) => {
@@ -504,160 +524,13 @@ impl Props {
             }
         }
     }
-
-    /// Every key not used, with its reason, in file order.
-    fn finish(mut self) -> Vec<UnmappedKey> {
-        let mut reasons: BTreeMap<usize, UnmappedKey> = BTreeMap::new();
-        for key in &self.order {
-            if self.used.contains(key) {
-                continue;
-            }
-            let p = &self.map[key];
-            reasons.insert(
-                p.line,
-                UnmappedKey {
-                    key: key.clone(),
-                    value: shown(key, &p.value),
-                    line: p.line,
-                    reason: reason(key).to_owned(),
-                },
-            );
-        }
-        self.unmapped.extend(reasons.into_values());
-        self.unmapped.sort_by_key(|u| (u.line == 0, u.line));
-        if !self.env.is_empty() {
-            let vars: Vec<String> = self
-                .env
-                .iter()
-                .map(|(var, holds)| format!("{var} ({holds})"))
-                .collect();
-            self.unmapped.push(UnmappedKey {
-                key: "environment".to_owned(),
-                value: String::new(),
-                line: 0,
-                reason: format!(
-                    "the TOML reads these variables; export them before `strait config validate` or a run: {}",
-                    vars.join(", ")
-                ),
-            });
-        }
-        self.unmapped
-    }
 }
 
-/// Why an MM2 key has no Strait equivalent. `key` may carry an `A.` or `A->B.` prefix.
-fn reason(key: &str) -> &'static str {
-    let suffix = key
-        .split_once("->")
+/// `key` without an `A->B.` flow prefix.
+fn flow_suffix(key: &str) -> &str {
+    key.split_once("->")
         .and_then(|(_, rest)| rest.split_once('.'))
-        .map_or(key, |(_, k)| k);
-    // Connector-level keys match on the whole suffix; cluster-level ones after `A.`.
-    let cluster_suffix = suffix.split_once('.').map_or(suffix, |(_, k)| k);
-    match suffix {
-        "tasks.max" => {
-            return "Strait has no Connect tasks: one process pipelines every partition of a flow, and more \
-                    processes share a flow's partitions with `[flows.scale_out]` (a Kafka group on the target)";
-        }
-        "offset-syncs.topic.location"
-        | "offset-syncs.topic.replication.factor"
-        | "emit.offset-syncs.enabled"
-        | "offset.lag.max" => {
-            return "Strait keeps exact offset maps in its state topic on the target (`state_topic`); there is no \
-                    offset-syncs topic and no sync spacing";
-        }
-        "heartbeats.topic.replication.factor" | "checkpoints.topic.replication.factor" => {
-            return "Strait creates its own topics with the flow's `topics.replication_factor`";
-        }
-        "refresh.topics.enabled" | "refresh.groups.enabled" => {
-            return "Strait always discovers new topics and groups; tune `intervals.topic_refresh` / `intervals.group_sync`";
-        }
-        "heartbeats.replication.enabled" => {
-            return "heartbeats topics are replicated whenever `sync.heartbeats` is on";
-        }
-        "topic.filter.class" | "group.filter.class" | "config.property.filter.class" => {
-            return "custom filter classes cannot be loaded; use the include/exclude regex lists";
-        }
-        "replication.policy.internal.topic.separator.enabled" => {
-            return "Strait's own topics have fixed names (`state_topic`, `heartbeats`)";
-        }
-        "use.defaults.from" => {
-            return "topic configs are copied from the source; excluded ones keep the target's defaults";
-        }
-        "exactly.once.support" => {
-            return "a connector's request for exactly-once; the worker's \
-                    `exactly.once.source.support` decides (`delivery.guarantee`)";
-        }
-        "consumer.poll.timeout.ms" | "admin.timeout.ms" => {
-            return "Strait's client uses each cluster's `request_timeout`";
-        }
-        "forwarding.admin.class" => return "custom admin classes cannot be loaded",
-        "replication.factor" | "topics" | "groups" => return "no flow uses it",
-        _ => {}
-    }
-    let connect = [
-        "offset.storage.",
-        "config.storage.",
-        "status.storage.",
-        "key.converter",
-        "value.converter",
-        "header.converter",
-        "rest.",
-        "listeners",
-    ];
-    if suffix == "dedicated.mode.enable.internal.rest"
-        || suffix == "offset.flush.interval.ms"
-        || suffix == "group.id"
-        || connect.iter().any(|p| suffix.starts_with(p))
-    {
-        return "a Kafka Connect worker setting; Strait does not run on Kafka Connect";
-    }
-    if suffix.starts_with("config.providers") {
-        return "config providers are not supported; use `${ENV_VAR}` substitution in the TOML";
-    }
-    if let Some(r) = security::reason(suffix, cluster_suffix) {
-        return r;
-    }
-    if cluster_suffix.starts_with("producer.") {
-        return "the forwarder sends source batches as they are (compression included); producer tuning does not apply";
-    }
-    if cluster_suffix.starts_with("consumer.") || cluster_suffix.starts_with("admin.") {
-        return "per-client Kafka properties are not configurable; see `[engine]` for fetch tuning";
-    }
-    "not a MirrorMaker 2 key that Strait knows"
-}
-
-/// Values of secret-looking keys are never echoed: passwords, JAAS lines, secrets, tokens,
-/// credentials, private keys and inline certificates, API and access keys, and anything
-/// about authentication
-/// (Schema Registry's `basic.auth.user.info` is `user:password`).
-fn shown(key: &str, value: &str) -> String {
-    let k = key.to_ascii_lowercase();
-    if [
-        "password",
-        "jaas",
-        "secret",
-        "token",
-        "credential",
-        "private",
-        // Inline PEM (KIP-651): long, and a chain's file may carry its key too.
-        "certificate",
-        "auth",
-        "user.info",
-        "userinfo",
-        "api.key",
-        "apikey",
-        "access.key",
-    ]
-    .iter()
-    .any(|s| k.contains(s))
-        // `ssl.keystore.key` (inline PEM key, KIP-651) and the like.
-        || k.ends_with(".key")
-        || value.contains("PRIVATE KEY")
-    {
-        "<redacted>".to_owned()
-    } else {
-        value.trim().to_owned()
-    }
+        .map_or(key, |(_, k)| k)
 }
 
 /// An MM2 comma-separated regex list.
@@ -694,48 +567,6 @@ fn env_name(alias: &str, what: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reasons_cover_prefixed_keys() {
-        assert!(reason("tasks.max").contains("Connect tasks"));
-        assert!(reason("a->b.tasks.max").contains("Connect tasks"));
-        assert!(reason("a.ssl.cipher.suites").contains("TLS"));
-        assert!(reason("ssl.truststore.location").contains("no cluster"));
-        assert!(reason("a.sasl.kerberos.service.name").contains("Kerberos"));
-        assert!(reason("a.consumer.ssl.keystore.location").contains("one security setting"));
-        assert!(reason("consumer.sasl.jaas.config").contains("one security setting"));
-        assert!(reason("b.producer.compression.type").contains("compression"));
-        assert!(reason("offset.storage.topic").contains("Kafka Connect"));
-        assert!(reason("something.else").contains("not a MirrorMaker 2 key"));
-    }
-
-    #[test]
-    fn secrets_are_redacted() {
-        assert_eq!(shown("a.ssl.key.password", "hunter2"), "<redacted>");
-        assert_eq!(
-            shown("value.converter.basic.auth.user.info", "KEY:SuperSecret123"),
-            "<redacted>"
-        );
-        assert_eq!(
-            shown(
-                "value.converter.schema.registry.basic.auth.user.info",
-                "k:s"
-            ),
-            "<redacted>"
-        );
-        assert_eq!(shown("a.confluent.api.key", "ABC"), "<redacted>");
-        assert_eq!(shown("a.sasl.jaas.config", "x"), "<redacted>");
-        assert_eq!(shown("a.ssl.keystore.key", "x"), "<redacted>");
-        assert_eq!(
-            shown(
-                "a.ssl.keystore.certificate.chain",
-                "-----BEGIN PRIVATE KEY-----"
-            ),
-            "<redacted>"
-        );
-        assert_eq!(shown("a.ssl.truststore.certificates", "MIIB"), "<redacted>");
-        assert_eq!(shown("tasks.max", " 4 "), "4");
-    }
 
     #[test]
     fn env_names() {

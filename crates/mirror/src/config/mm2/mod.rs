@@ -4,4 +4,6 @@
 pub mod import;
 pub mod properties;
 
-pub use import::{ImportError, UnmappedKey, import_mm2};
+pub use import::{
+    ImportError, ImportOptions, MirrorMaker1, UnmappedKey, import_mm2, import_mm2_with,
+};

@@ -24,10 +24,30 @@ pub struct PropertiesError {
     pub line: usize,
 }
 
+/// A key given more than once: the earlier entry is overridden by the later one, as
+/// `java.util.Properties` does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overridden {
+    /// The repeated key.
+    pub key: String,
+    /// 1-based line of the entry that lost.
+    pub line: usize,
+    /// 1-based line of the entry that won (the last one).
+    pub winner: usize,
+}
+
 /// Parses properties text into entries in file order; a repeated key keeps only its last
 /// entry (at the position of that last entry).
 pub fn parse(text: &str) -> Result<Vec<Property>, PropertiesError> {
+    parse_with_overrides(text).map(|(entries, _)| entries)
+}
+
+/// [`parse`], also returning every entry a later one of the same key replaced.
+pub fn parse_with_overrides(
+    text: &str,
+) -> Result<(Vec<Property>, Vec<Overridden>), PropertiesError> {
     let mut out: Vec<Property> = Vec::new();
+    let mut overridden: Vec<Overridden> = Vec::new();
     let lines: Vec<&str> = text
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
@@ -54,10 +74,23 @@ pub fn parse(text: &str) -> Result<Vec<Property>, PropertiesError> {
         let line = start + 1;
         let key = unescape(key).ok_or(PropertiesError { line })?;
         let value = unescape(value).ok_or(PropertiesError { line })?;
-        out.retain(|p| p.key != key);
+        if let Some(old) = out.iter().position(|p| p.key == key) {
+            let old = out.remove(old);
+            overridden.push(Overridden {
+                key: key.clone(),
+                line: old.line,
+                winner: line,
+            });
+        }
         out.push(Property { key, value, line });
     }
-    Ok(out)
+    // A key given three times: each loser names the final winner.
+    for o in &mut overridden {
+        if let Some(p) = out.iter().find(|p| p.key == o.key) {
+            o.winner = p.line;
+        }
+    }
+    Ok((out, overridden))
 }
 
 fn ends_with_odd_backslashes(s: &str) -> bool {

@@ -7,7 +7,8 @@
 
 use std::path::PathBuf;
 
-use super::{Props, literal};
+use super::jaas::parse_jaas;
+use super::{Props, literal, placeholders};
 use crate::config::security::{SaslMechanism, SaslSpec, SecurityProtocol, TlsSpec};
 
 const INLINE_PEM: &str = "inline PEM: write it to a file and set ca_file/cert_file/key_file";
@@ -40,10 +41,11 @@ const TLS_KEYS: [&str; 11] = [
     "ssl.key.password",
     "ssl.endpoint.identification.algorithm",
 ];
-const SASL_KEYS: [&str; 4] = [
+const SASL_KEYS: [&str; 5] = [
     "sasl.mechanism",
     "sasl.jaas.config",
     "sasl.login.callback.handler.class",
+    "sasl.client.callback.handler.class",
     "sasl.oauthbearer.token.endpoint.url",
 ];
 
@@ -221,6 +223,8 @@ impl Props {
         let mech = self.cluster_value(alias, "sasl.mechanism");
         let jaas = self.cluster_value(alias, "sasl.jaas.config");
         let handler = self.cluster_value(alias, "sasl.login.callback.handler.class");
+        // MSK's docs set `software.amazon.msk.auth.iam.IAMClientCallbackHandler` here.
+        let client_handler = self.cluster_value(alias, "sasl.client.callback.handler.class");
         let url = self.cluster_value(alias, "sasl.oauthbearer.token.endpoint.url");
         let mech_key = mech
             .as_ref()
@@ -233,7 +237,7 @@ impl Props {
             Some(Ok(j)) => j.module.clone(),
             _ => String::new(),
         };
-        let present: Vec<String> = [&mech, &jaas, &handler, &url]
+        let present: Vec<String> = [&mech, &jaas, &handler, &client_handler, &url]
             .into_iter()
             .flatten()
             .map(|(k, _)| k.clone())
@@ -241,9 +245,10 @@ impl Props {
 
         let msk = mech_name == "AWS_MSK_IAM"
             || module.starts_with(MSK_PACKAGE)
-            || handler
-                .as_ref()
-                .is_some_and(|(_, h)| h.starts_with(MSK_PACKAGE));
+            || [&handler, &client_handler]
+                .into_iter()
+                .flatten()
+                .any(|(_, h)| h.starts_with(MSK_PACKAGE));
         if msk {
             for k in &present {
                 self.unmapped(k, MSK_IAM);
@@ -292,6 +297,13 @@ impl Props {
                     "custom login callback handlers cannot be loaded; Strait has its own login for each mechanism",
                 );
             }
+        }
+        if let Some((k, _)) = &client_handler {
+            self.unmapped(
+                k,
+                "custom SASL client callback handlers cannot be loaded; Strait has its own login for \
+                 PLAIN, SCRAM-SHA-256/512, OAUTHBEARER and AWS MSK IAM",
+            );
         }
         if let Some((k, _)) = url
             .as_ref()
@@ -372,7 +384,13 @@ impl Props {
                     spec.token_endpoint_url = Some(literal(u));
                     spec.client_id = client_id.map(literal);
                     spec.scope = scope.map(literal);
-                    if has_secret {
+                    if let Some(reference) = jaas.option("clientSecret").and_then(whole_reference) {
+                        spec.client_secret = Some(reference.to_owned());
+                        remarks.push(
+                            "client id imported; the client secret is the variable its `${…}` reference became"
+                                .to_owned(),
+                        );
+                    } else if has_secret {
                         spec.client_secret = Some(self.env_placeholder(
                             alias,
                             "SASL_CLIENT_SECRET",
@@ -401,11 +419,19 @@ impl Props {
                 Some(u) => spec.username = Some(literal(u)),
                 None => remarks.push("no username=\"...\" option found".to_owned()),
             }
-            spec.password = Some(self.env_placeholder(alias, "SASL_PASSWORD", "SASL password"));
-            remarks.push(format!(
-                "username imported; the password is read from the environment variable {}",
-                super::env_name(alias, "SASL_PASSWORD")
-            ));
+            if let Some(reference) = jaas.option("password").and_then(whole_reference) {
+                spec.password = Some(reference.to_owned());
+                remarks.push(
+                    "username imported; the password is the variable its `${…}` reference became"
+                        .to_owned(),
+                );
+            } else {
+                spec.password = Some(self.env_placeholder(alias, "SASL_PASSWORD", "SASL password"));
+                remarks.push(format!(
+                    "username imported; the password is read from the environment variable {}",
+                    super::env_name(alias, "SASL_PASSWORD")
+                ));
+            }
         }
         if !unknown.is_empty() {
             remarks.push(format!("JAAS options not imported: {}", unknown.join(", ")));
@@ -469,6 +495,15 @@ pub(super) fn reason(suffix: &str, cluster_suffix: &str) -> Option<&'static str>
     })
 }
 
+/// A JAAS option value that is one `${…}` reference and nothing else (a secret with
+/// literal parts around a reference is not copied: the literal part is secret too).
+fn whole_reference(value: &str) -> Option<&str> {
+    let inner = value
+        .strip_prefix(placeholders::OPEN)?
+        .strip_suffix(placeholders::CLOSE)?;
+    (!inner.contains([placeholders::OPEN, placeholders::CLOSE])).then_some(value)
+}
+
 /// For a store at `location` of type `kind`: the `keytool` step turning a JKS store into
 /// the PKCS#12 file `p12` (text to put after "convert it with"; empty for a PKCS#12
 /// store), and the PKCS#12 file for openssl to read, quoted for the shell.
@@ -513,173 +548,9 @@ fn file_stem(alias: &str) -> String {
         .collect()
 }
 
-/// One JAAS login module entry: `<class> <flag> name="value" ...;`.
-#[derive(PartialEq, Eq)]
-pub(super) struct Jaas {
-    module: String,
-    options: Vec<(String, String)>,
-    /// Another module follows the first (Kafka clients take one).
-    more_modules: bool,
-}
-
-impl Jaas {
-    fn option(&self, name: &str) -> Option<&str> {
-        self.options
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Parses a `sasl.jaas.config` value as Kafka's `JaasConfig` does (words, `"..."` strings
-/// with backslash escapes, `//` and `/* */` comments). Errors never quote the text: it
-/// holds passwords.
-pub(super) fn parse_jaas(text: &str) -> Result<Jaas, &'static str> {
-    #[derive(PartialEq)]
-    enum Tok {
-        Word(String),
-        Eq,
-        Semi,
-    }
-    let mut toks = Vec::new();
-    let mut chars = text.chars().peekable();
-    while let Some(&c) = chars.peek() {
-        match c {
-            c if c.is_whitespace() => {
-                chars.next();
-            }
-            '=' => {
-                chars.next();
-                toks.push(Tok::Eq);
-            }
-            ';' => {
-                chars.next();
-                toks.push(Tok::Semi);
-            }
-            '"' | '\'' => {
-                let quote = c;
-                chars.next();
-                let mut s = String::new();
-                loop {
-                    match chars.next() {
-                        None => return Err("unterminated quoted string"),
-                        Some(q) if q == quote => break,
-                        Some('\\') => match chars.next() {
-                            Some('n') => s.push('\n'),
-                            Some('t') => s.push('\t'),
-                            Some('r') => s.push('\r'),
-                            Some(e) => s.push(e),
-                            None => return Err("unterminated quoted string"),
-                        },
-                        Some(ch) => s.push(ch),
-                    }
-                }
-                toks.push(Tok::Word(s));
-            }
-            '/' => {
-                chars.next();
-                match chars.peek() {
-                    Some('/') => {
-                        for ch in chars.by_ref() {
-                            if ch == '\n' {
-                                break;
-                            }
-                        }
-                    }
-                    Some('*') => {
-                        chars.next();
-                        let mut prev = ' ';
-                        loop {
-                            match chars.next() {
-                                None => return Err("unterminated comment"),
-                                Some('/') if prev == '*' => break,
-                                Some(ch) => prev = ch,
-                            }
-                        }
-                    }
-                    _ => return Err("stray `/`"),
-                }
-            }
-            _ => {
-                let mut s = String::new();
-                while let Some(&ch) = chars.peek() {
-                    if ch.is_whitespace() || "=;\"'".contains(ch) {
-                        break;
-                    }
-                    s.push(ch);
-                    chars.next();
-                }
-                toks.push(Tok::Word(s));
-            }
-        }
-    }
-    let mut it = toks.into_iter();
-    let Some(Tok::Word(module)) = it.next() else {
-        return Err("no login module class");
-    };
-    match it.next() {
-        Some(Tok::Word(flag))
-            if ["required", "requisite", "sufficient", "optional"]
-                .contains(&flag.to_ascii_lowercase().as_str()) => {}
-        _ => return Err("no control flag (`required`) after the login module"),
-    }
-    let mut options = Vec::new();
-    loop {
-        match it.next() {
-            Some(Tok::Semi) => break,
-            Some(Tok::Word(name)) => {
-                if it.next() != Some(Tok::Eq) {
-                    return Err("an option without `=`");
-                }
-                let Some(Tok::Word(value)) = it.next() else {
-                    return Err("an option without a value");
-                };
-                options.push((name, value));
-            }
-            _ => return Err("no `;` at the end of the login module"),
-        }
-    }
-    Ok(Jaas {
-        module,
-        options,
-        more_modules: it.next().is_some(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn jaas_lines() {
-        let j = parse_jaas(
-            r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="mm2" password="s3\"cret";"#,
-        )
-        .ok()
-        .unwrap();
-        assert_eq!(j.module, SCRAM_MODULE);
-        assert_eq!(j.option("username"), Some("mm2"));
-        assert_eq!(j.option("password"), Some("s3\"cret"));
-        assert!(!j.more_modules);
-        let j = parse_jaas(
-            "x.OAuthBearerLoginModule REQUIRED /* c */ clientId=abc\n scope='a b' extension_logicalCluster=\"lkc-1\" ;",
-        )
-        .ok()
-        .unwrap();
-        assert_eq!(j.option("clientId"), Some("abc"));
-        assert_eq!(j.option("scope"), Some("a b"));
-        assert_eq!(j.option("extension_logicalCluster"), Some("lkc-1"));
-        for bad in [
-            "",
-            "Mod",
-            "Mod required",
-            "Mod required a=;",
-            "Mod required a=\"x;",
-            "Mod nope;",
-        ] {
-            assert!(parse_jaas(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn shell_quoting_and_stems() {

@@ -1,0 +1,175 @@
+//! Kafka's `sasl.jaas.config` syntax: one login module entry and its options.
+
+/// One JAAS login module entry: `<class> <flag> name="value" ...;`.
+#[derive(PartialEq, Eq)]
+pub(super) struct Jaas {
+    /// The login module class.
+    pub module: String,
+    /// Its `name="value"` options, in order.
+    pub options: Vec<(String, String)>,
+    /// Another module follows the first (Kafka clients take one).
+    pub more_modules: bool,
+}
+
+impl Jaas {
+    /// The value of option `name`.
+    pub fn option(&self, name: &str) -> Option<&str> {
+        self.options
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Parses a `sasl.jaas.config` value as Kafka's `JaasConfig` does (words, `"..."` strings
+/// with backslash escapes, `//` and `/* */` comments). Errors never quote the text: it
+/// holds passwords.
+pub(super) fn parse_jaas(text: &str) -> Result<Jaas, &'static str> {
+    #[derive(PartialEq)]
+    enum Tok {
+        Word(String),
+        Eq,
+        Semi,
+    }
+    let mut toks = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        match c {
+            c if c.is_whitespace() => {
+                chars.next();
+            }
+            '=' => {
+                chars.next();
+                toks.push(Tok::Eq);
+            }
+            ';' => {
+                chars.next();
+                toks.push(Tok::Semi);
+            }
+            '"' | '\'' => {
+                let quote = c;
+                chars.next();
+                let mut s = String::new();
+                loop {
+                    match chars.next() {
+                        None => return Err("unterminated quoted string"),
+                        Some(q) if q == quote => break,
+                        Some('\\') => match chars.next() {
+                            Some('n') => s.push('\n'),
+                            Some('t') => s.push('\t'),
+                            Some('r') => s.push('\r'),
+                            Some(e) => s.push(e),
+                            None => return Err("unterminated quoted string"),
+                        },
+                        Some(ch) => s.push(ch),
+                    }
+                }
+                toks.push(Tok::Word(s));
+            }
+            '/' => {
+                chars.next();
+                match chars.peek() {
+                    Some('/') => {
+                        for ch in chars.by_ref() {
+                            if ch == '\n' {
+                                break;
+                            }
+                        }
+                    }
+                    Some('*') => {
+                        chars.next();
+                        let mut prev = ' ';
+                        loop {
+                            match chars.next() {
+                                None => return Err("unterminated comment"),
+                                Some('/') if prev == '*' => break,
+                                Some(ch) => prev = ch,
+                            }
+                        }
+                    }
+                    _ => return Err("stray `/`"),
+                }
+            }
+            _ => {
+                let mut s = String::new();
+                while let Some(&ch) = chars.peek() {
+                    if ch.is_whitespace() || "=;\"'".contains(ch) {
+                        break;
+                    }
+                    s.push(ch);
+                    chars.next();
+                }
+                toks.push(Tok::Word(s));
+            }
+        }
+    }
+    let mut it = toks.into_iter();
+    let Some(Tok::Word(module)) = it.next() else {
+        return Err("no login module class");
+    };
+    match it.next() {
+        Some(Tok::Word(flag))
+            if ["required", "requisite", "sufficient", "optional"]
+                .contains(&flag.to_ascii_lowercase().as_str()) => {}
+        _ => return Err("no control flag (`required`) after the login module"),
+    }
+    let mut options = Vec::new();
+    loop {
+        match it.next() {
+            Some(Tok::Semi) => break,
+            Some(Tok::Word(name)) => {
+                if it.next() != Some(Tok::Eq) {
+                    return Err("an option without `=`");
+                }
+                let Some(Tok::Word(value)) = it.next() else {
+                    return Err("an option without a value");
+                };
+                options.push((name, value));
+            }
+            _ => return Err("no `;` at the end of the login module"),
+        }
+    }
+    Ok(Jaas {
+        module,
+        options,
+        more_modules: it.next().is_some(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+
+    #[test]
+    fn jaas_lines() {
+        let j = parse_jaas(
+            r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="mm2" password="s3\"cret";"#,
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(j.module, SCRAM_MODULE);
+        assert_eq!(j.option("username"), Some("mm2"));
+        assert_eq!(j.option("password"), Some("s3\"cret"));
+        assert!(!j.more_modules);
+        let j = parse_jaas(
+            "x.OAuthBearerLoginModule REQUIRED /* c */ clientId=abc\n scope='a b' extension_logicalCluster=\"lkc-1\" ;",
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(j.option("clientId"), Some("abc"));
+        assert_eq!(j.option("scope"), Some("a b"));
+        assert_eq!(j.option("extension_logicalCluster"), Some("lkc-1"));
+        for bad in [
+            "",
+            "Mod",
+            "Mod required",
+            "Mod required a=;",
+            "Mod required a=\"x;",
+            "Mod nope;",
+        ] {
+            assert!(parse_jaas(bad).is_err(), "{bad}");
+        }
+    }
+}
