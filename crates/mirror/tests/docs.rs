@@ -301,7 +301,7 @@ fn examples_strait_toml_shows_every_key_with_its_real_default_and_loads() {
 
     // Each commented-out value is the default, unless its line says it is not: put it in
     // the minimal config, parse it, and compare with the default as serialized.
-    let default = toml::Value::try_from(defaults()).unwrap();
+    let default = default_value();
     let mut compared = 0;
     let mut wrong = Vec::new();
     for (table, key, value, line) in &shown {
@@ -312,25 +312,8 @@ fn examples_strait_toml_shows_every_key_with_its_real_default_and_loads() {
             // No default (an optional key): the example must say it is an example.
             continue;
         };
-        let header = match table.as_str() {
-            "flows" => String::new(),
-            t => format!("[{}]", t.replace("<name>", "primary")),
-        };
-        let snippet = if header.is_empty() {
-            MINIMAL.replace(
-                "target = \"dr\"\n",
-                &format!("target = \"dr\"\n{key} = {value}\n"),
-            )
-        } else if MINIMAL.contains(&format!("{header}\n")) {
-            MINIMAL.replace(
-                &format!("{header}\n"),
-                &format!("{header}\n{key} = {value}\n"),
-            )
-        } else {
-            format!("{MINIMAL}{header}\n{key} = {value}\n")
-        };
-        let parsed = match parse_str(&snippet, "example-line.toml", &no_env) {
-            Ok(p) => toml::Value::try_from(p).unwrap(),
+        let parsed = match with_value(table, key, value) {
+            Ok(p) => p,
             Err(e) => {
                 wrong.push(format!("{line}\n    does not parse: {e}"));
                 continue;
@@ -350,6 +333,138 @@ fn examples_strait_toml_shows_every_key_with_its_real_default_and_loads() {
     assert!(
         wrong.is_empty(),
         "examples/strait.toml states wrong defaults: {wrong:#?}"
+    );
+}
+
+/// The minimal config with `table.key = value` added, parsed and serialized again (so
+/// that `"5m"` and `"300s"` compare equal).
+fn with_value(table: &str, key: &str, value: &str) -> Result<toml::Value, String> {
+    let header = match table {
+        "flows" => String::new(),
+        t => format!("[{}]", t.replace("<name>", "primary")),
+    };
+    let snippet = if header.is_empty() {
+        MINIMAL.replace(
+            "target = \"dr\"\n",
+            &format!("target = \"dr\"\n{key} = {value}\n"),
+        )
+    } else if MINIMAL.contains(&format!("{header}\n")) {
+        MINIMAL.replace(
+            &format!("{header}\n"),
+            &format!("{header}\n{key} = {value}\n"),
+        )
+    } else {
+        format!("{MINIMAL}{header}\n{key} = {value}\n")
+    };
+    let parsed = parse_str(&snippet, "value.toml", &no_env).map_err(|e| e.to_string())?;
+    Ok(to_value(&parsed))
+}
+
+/// Defaults the model leaves unset and the resolution fills in (`security.rs`), as the
+/// docs write them.
+const RESOLVED_DEFAULTS: &[(&str, &str, &str)] = &[(
+    "clusters.<name>.security.tls",
+    "handshake_timeout",
+    "\"10s\"",
+)];
+
+/// The defaults as TOML, `[flows.delivery]` included (its serialization skips it when
+/// it is all defaults).
+fn default_value() -> toml::Value {
+    to_value(&defaults())
+}
+
+/// `file` as TOML, `[flows.delivery]` always included.
+fn to_value(d: &ConfigFile) -> toml::Value {
+    let mut v = toml::Value::try_from(d).unwrap();
+    let delivery = toml::Value::try_from(&d.flows[0].delivery).unwrap();
+    v["flows"][0]
+        .as_table_mut()
+        .unwrap()
+        .insert("delivery".into(), delivery);
+    v
+}
+
+#[test]
+fn configuration_md_states_the_real_defaults() {
+    let doc = read("docs/configuration.md");
+    let default = default_value();
+    let heading = regex::Regex::new(r"`\[\[?([a-z_.<>]+)\]\]?`").unwrap();
+    let mut table = String::new();
+    let mut default_column = None;
+    let mut compared = 0;
+    let mut wrong = Vec::new();
+    for line in doc.lines() {
+        if line.starts_with("### ") || (line.starts_with('`') && line.contains("` — ")) {
+            if let Some(c) = heading.captures(line) {
+                table = c[1].to_owned();
+            }
+            default_column = None;
+            continue;
+        }
+        if !line.starts_with('|') {
+            continue;
+        }
+        // `\|` inside a cell is not a column separator.
+        let line = line.replace("\\|", "\u{0}");
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.get(1) == Some(&"key") {
+            default_column = cells.iter().position(|c| *c == "default");
+            continue;
+        }
+        let (Some(col), Some(key)) = (default_column, cells.get(1)) else {
+            continue;
+        };
+        let Some(key) = key.strip_prefix('`').and_then(|k| k.strip_suffix('`')) else {
+            continue;
+        };
+        if !key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            continue;
+        }
+        let cell = cells.get(col).copied().unwrap_or("");
+        // Only a default written as one code span is a value (`"30s"`, `true`, `[".*"]`,
+        // or a comma-separated list of regexes).
+        let value =
+            if cell.starts_with('`') && cell.ends_with('`') && cell.matches('`').count() == 2 {
+                cell.trim_matches('`').to_owned()
+            } else if cell.starts_with('`') && cell.ends_with('`') && key == "exclude" {
+                let items: Vec<String> = cell
+                    .split(", ")
+                    .map(|i| format!("'{}'", i.trim_matches('`')))
+                    .collect();
+                format!("[{}]", items.join(", "))
+            } else {
+                continue;
+            };
+        if value.contains('<') {
+            continue;
+        }
+        let Some(want) = lookup(&default, &table, key) else {
+            if !RESOLVED_DEFAULTS.contains(&(table.as_str(), key, value.as_str())) {
+                wrong.push(format!(
+                    "[{table}] {key}: documented default {value}, the model has none"
+                ));
+            }
+            continue;
+        };
+        let got = with_value(&table, key, &value)
+            .or_else(|_| with_value(&table, key, &value.replace('"', "'")));
+        compared += 1;
+        match got {
+            Ok(v) if lookup(&v, &table, key) == Some(want) => {}
+            Ok(_) => wrong.push(format!(
+                "[{table}] {key}: documented default {value}, the code's is {want}"
+            )),
+            Err(e) => wrong.push(format!(
+                "[{table}] {key}: documented default {value} does not parse: {e}"
+            )),
+        }
+    }
+    println!("{compared} defaults in docs/configuration.md compared with the model");
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert!(
+        compared > 50,
+        "only {compared} documented defaults compared"
     );
 }
 
