@@ -102,8 +102,8 @@ fn everything() -> ConfigFile {
         naming,
         groups: f.groups.clone(),
         topic_configs: f.topic_configs.clone(),
-        sync: f.sync.clone(),
-        intervals: f.intervals.clone(),
+        sync: f.sync,
+        intervals: f.intervals,
         delivery: DeliverySpec {
             guarantee: f.delivery.guarantee,
             transaction_interval: f.delivery.transaction_interval,
@@ -134,7 +134,7 @@ fn everything() -> ConfigFile {
     ConfigFile {
         clusters: BTreeMap::from([("primary".to_owned(), cluster)]),
         flows: vec![flow],
-        engine: d.engine.clone(),
+        engine: d.engine,
         metrics,
         logging: d.logging.clone(),
     }
