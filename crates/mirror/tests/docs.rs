@@ -478,8 +478,8 @@ const METRIC_DOCS: &[&str] = &[
     "deploy/kubernetes/servicemonitor.yaml",
 ];
 
-/// Every family in the registry with the label names its samples carry.
-fn registry() -> BTreeMap<String, BTreeSet<String>> {
+/// Every family in the registry: its type and the label names its samples carry.
+fn registry() -> BTreeMap<String, (String, BTreeSet<String>)> {
     let m = Metrics::new();
     let p = m.partition("f", "t", 0);
     p.acked(1, 10, 0.1);
@@ -545,9 +545,12 @@ fn registry() -> BTreeMap<String, BTreeSet<String>> {
     // Counters are registered without `_total`; their samples and the docs carry it.
     families
         .into_iter()
-        .map(|(name, labels)| match kinds[&name].as_str() {
-            "counter" => (format!("{name}_total"), labels),
-            _ => (name, labels),
+        .map(|(name, labels)| {
+            let kind = kinds[&name].clone();
+            match kind.as_str() {
+                "counter" => (format!("{name}_total"), (kind, labels)),
+                _ => (name, (kind, labels)),
+            }
         })
         .collect()
 }
@@ -579,7 +582,7 @@ fn every_metric_the_docs_name_exists_with_its_labels() {
                 {
                     continue;
                 }
-                let Some(have) = families.get(metric) else {
+                let Some((kind, have)) = families.get(metric) else {
                     wrong.push(format!("{doc}: {metric} is not a metric"));
                     continue;
                 };
@@ -591,6 +594,9 @@ fn every_metric_the_docs_name_exists_with_its_labels() {
                 // The metrics table of operations.md: `| name | type | labels | … |`.
                 if line.starts_with("| `strait_") {
                     let cells: Vec<&str> = line.split('|').collect();
+                    if cells.get(2).map(|c| c.trim()) != Some(kind.as_str()) {
+                        wrong.push(format!("{doc}: {metric} is a {kind}, not a{}", cells[2]));
+                    }
                     if let Some(cell) = cells.get(3) {
                         let plain: String = cell.split('(').next().unwrap_or("").to_owned();
                         named.extend(
