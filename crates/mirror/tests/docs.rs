@@ -641,3 +641,48 @@ fn every_metric_the_docs_name_exists_with_its_labels() {
     assert!(labels_checked > 60, "only {labels_checked} labels checked");
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// Every ```toml block of the README and the guides parses with Strait's loader: no
+/// unknown key, no wrongly typed value (each `${VAR}` set to a dummy value). A block that
+/// shows only a cluster's sub-table gets the cluster's `bootstrap_servers` added.
+#[test]
+fn every_toml_block_in_the_docs_parses() {
+    let dummy = |_: &str| Some("x".to_owned());
+    let table = regex::Regex::new(r"(?m)^\[clusters\.([A-Za-z0-9_-]+)").unwrap();
+    let mut parsed = 0;
+    let mut wrong = Vec::new();
+    for doc in METRIC_DOCS.iter().filter(|d| d.ends_with(".md")) {
+        let text = read(doc);
+        let mut block: Option<String> = None;
+        for line in text.lines() {
+            match (&mut block, line.trim_start()) {
+                (None, l) if l.starts_with("```toml") => block = Some(String::new()),
+                (Some(b), l) if l.starts_with("```") => {
+                    let mut toml = b.clone();
+                    if !toml.contains("bootstrap_servers") {
+                        let names: BTreeSet<String> =
+                            table.captures_iter(b).map(|c| c[1].to_owned()).collect();
+                        for name in names {
+                            toml = format!(
+                                "[clusters.{name}]\nbootstrap_servers = \"x:9092\"\n{toml}"
+                            );
+                        }
+                    }
+                    parsed += 1;
+                    if let Err(e) = parse_str(&toml, doc, &dummy) {
+                        wrong.push(format!("{doc}: a toml block does not parse: {e}\n{b}"));
+                    }
+                    block = None;
+                }
+                (Some(b), _) => {
+                    b.push_str(line);
+                    b.push('\n');
+                }
+                (None, _) => {}
+            }
+        }
+    }
+    println!("{parsed} toml blocks parsed");
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert!(parsed >= 7, "only {parsed} toml blocks found");
+}
