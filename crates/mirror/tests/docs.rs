@@ -686,3 +686,24 @@ fn every_toml_block_in_the_docs_parses() {
     assert!(wrong.is_empty(), "{wrong:#?}");
     assert!(parsed >= 7, "only {parsed} toml blocks found");
 }
+
+/// The Kubernetes config validates with the variables its header's check command sets,
+/// and that command sets every variable the file reads.
+#[test]
+fn the_kubernetes_config_validates_with_its_documented_check_command() {
+    let text = read("deploy/kubernetes/strait.toml");
+    let var = regex::Regex::new(r"([A-Z][A-Z0-9_]*)=\S+").unwrap();
+    let header: String = text
+        .lines()
+        .take_while(|l| l.starts_with('#') || l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let set: BTreeMap<String, String> = var
+        .captures_iter(&header)
+        .map(|c| (c[1].to_owned(), "x:9092".to_owned()))
+        .collect();
+    let env = |name: &str| set.get(name).cloned();
+    if let Err(e) = load_str(&text, "deploy/kubernetes/strait.toml", &env) {
+        panic!("the check command in deploy/kubernetes/strait.toml's header fails:\n{e}");
+    }
+}
