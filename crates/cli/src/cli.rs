@@ -51,7 +51,8 @@ pub enum Command {
         #[command(flatten)]
         config: ConfigArg,
     },
-    /// Show which topics and groups each flow would replicate, and the target names.
+    /// Show what each flow would do on the target: topics to create, alter or grow (with
+    /// their target names) and topic ACLs to create or delete; nothing is changed.
     Plan {
         #[command(flatten)]
         config: ConfigArg,

@@ -558,7 +558,7 @@ fn sasl(at: KeyPath, spec: &SaslSpec, tls: bool, problems: &mut Vec<Problem>) ->
                         at.key("mechanism"),
                         "mechanism aws-msk-iam needs a strait built with --features msk-iam",
                     )
-                    .expected("`cargo build --release --features msk-iam`, or another mechanism"),
+                    .expected("`cargo build --release -p strait --features msk-iam`, or another mechanism"),
                 );
             }
             let region = required(problems, "region", &spec.region);
