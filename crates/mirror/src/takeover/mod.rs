@@ -239,8 +239,8 @@ async fn offset_syncs(source: &Client, flow: &Flow, topic: &str) -> BTreeMap<i32
     };
     let mut read_so_far = 0usize;
     for (p, b) in bounds {
-        let mut consumer = PartitionConsumer::new(source.clone(), &name, p, b.log_start)
-            .with_options(opts);
+        let mut consumer =
+            PartitionConsumer::new(source.clone(), &name, p, b.log_start).with_options(opts);
         while consumer.position() < b.end && read_so_far < MAX_SYNC_RECORDS {
             let Ok(records) = consumer.poll().await else {
                 tracing::warn!(flow = %flow.name, topic = %name, partition = p,
