@@ -7,7 +7,7 @@
 //! | 1 | failed (anything not below) |
 //! | 2 | a command line or config that cannot be right |
 //! | 3 | a cluster unreachable, or authentication, TLS or authorization failed |
-//! | 4 | refused by a safety rule (a switch-over or replay the rules do not allow) |
+//! | 4 | refused by a safety rule (a switch-over or replay the rules do not allow, a takeover that cannot be proven) |
 //! | 5 | not yet replicated (failover: replication has not reached the group's position) |
 //!
 //! Errors are classified by what their chain holds ([`of_error`]); refusals are said by
@@ -68,6 +68,7 @@ fn of_mirror(e: &MirrorError) -> Option<Exit> {
     match e {
         MirrorError::Unreachable { .. } => Some(Exit::Unreachable),
         MirrorError::Config { .. } => Some(Exit::Usage),
+        MirrorError::Refused { .. } => Some(Exit::Refused),
         MirrorError::Kafka { source, .. } => of_client(source),
         _ => None,
     }

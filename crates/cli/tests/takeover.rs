@@ -188,7 +188,7 @@ fn a_target_that_is_not_a_copy_of_the_source_is_refused_by_partition_and_left_al
     let dir = tempfile::tempdir().expect("temp dir");
     let cfg = config(dir.path(), &src, &dst, "refunds");
     let out = strait(&["run", "--once", "-c", cfg.to_str().expect("utf-8 path")]);
-    assert!(!out.status.success(), "{}", output_text(&out));
+    assert_eq!(out.status.code(), Some(4), "refused: {}", output_text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("takeover of refunds-1") && stderr.contains("matches no source record"),
@@ -223,7 +223,7 @@ fn a_target_still_being_written_is_refused_as_mm2_still_running() {
     let out = strait(&["run", "--once", "-c", cfg.to_str().expect("utf-8 path")]);
     writing.store(false, Ordering::Relaxed);
     writer.join().expect("writer");
-    assert!(!out.status.success(), "{}", output_text(&out));
+    assert_eq!(out.status.code(), Some(4), "refused: {}", output_text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("takeover of audits-0") && stderr.contains("still running"),

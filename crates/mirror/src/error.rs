@@ -173,6 +173,15 @@ pub enum MirrorError {
         /// What is wrong and which setting to change.
         message: String,
     },
+    /// A safety rule refused to go on (a takeover from MirrorMaker 2 that cannot be
+    /// proven): nothing was written, and retrying does not help, so it stops the flow.
+    #[error("{ctx}refused: {message}")]
+    Refused {
+        /// Where.
+        ctx: Box<Context>,
+        /// What was refused and why.
+        message: String,
+    },
     /// Exactly-once: another process initialised the flow's `transactional.id`; this one
     /// must stop for good (starting again would fence its successor).
     #[error("{ctx}{message}")]
@@ -244,6 +253,14 @@ impl MirrorError {
         }
     }
 
+    /// A safety rule refused to go on; the message says which and why.
+    pub fn refused(message: impl Into<String>) -> Self {
+        MirrorError::Refused {
+            ctx: Box::default(),
+            message: message.into(),
+        }
+    }
+
     /// Exactly-once: the flow's `transactional.id` was taken by another process.
     pub fn fenced(message: impl Into<String>) -> Self {
         MirrorError::Fenced {
@@ -270,6 +287,7 @@ impl MirrorError {
             | MirrorError::Incident { ctx, .. }
             | MirrorError::State { ctx, .. }
             | MirrorError::Config { ctx, .. }
+            | MirrorError::Refused { ctx, .. }
             | MirrorError::Fenced { ctx, .. }
             | MirrorError::Other { ctx, .. } => Some(ctx.as_ref()),
             MirrorError::MetricsListen { .. } => None,
@@ -285,6 +303,7 @@ impl MirrorError {
             | MirrorError::Incident { ctx, .. }
             | MirrorError::State { ctx, .. }
             | MirrorError::Config { ctx, .. }
+            | MirrorError::Refused { ctx, .. }
             | MirrorError::Fenced { ctx, .. }
             | MirrorError::Other { ctx, .. } => Some(ctx.as_mut()),
             MirrorError::MetricsListen { .. } => None,
@@ -332,14 +351,14 @@ impl MirrorError {
     }
 
     /// Whether this error stops its flow instead of restarting the partition it happened
-    /// in: an incident under policy `fail` (the operator asked to stop) or a configuration
-    /// that cannot work. Everything else — network trouble, a delivery timeout, a corrupt
+    /// in: an incident under policy `fail` (the operator asked to stop), a configuration
+    /// that cannot work, or a refusal by a safety rule. Everything else — network trouble, a delivery timeout, a corrupt
     /// fetch, a failed state write — is retried by restarting the partition from its
     /// recovered state (`supervisor`).
     pub fn stops_flow(&self) -> bool {
         matches!(
             self,
-            MirrorError::Incident { .. } | MirrorError::Config { .. }
+            MirrorError::Incident { .. } | MirrorError::Config { .. } | MirrorError::Refused { .. }
         )
     }
 

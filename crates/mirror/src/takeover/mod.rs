@@ -63,7 +63,7 @@ pub async fn starts(
     new: &BTreeMap<i32, (Bounds, Bounds)>,
 ) -> Result<BTreeMap<i32, Start>, MirrorError> {
     let refuse = |p: i32, why: Unproven| {
-        MirrorError::config(format!(
+        MirrorError::refused(format!(
             "takeover of {}-{p} (target {}-{p}): {why}",
             t.source_topic, t.target_topic
         ))
