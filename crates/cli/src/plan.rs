@@ -1,8 +1,10 @@
 //! `strait plan -c FILE`: a dry run of topic sync. For each enabled flow, what would be
 //! created or changed on the target and why, and which source topics are skipped and why.
 //! Also the topic ACLs `sync.topic_acls` would create, and those Strait created that
-//! `sync.delete_topic_acls` would delete (or keeps, and why). Reads both clusters and the
-//! flow's state topic; writes nothing. `--json` prints the same as one JSON document.
+//! `sync.delete_topic_acls` would delete (or keeps, and why). With `start_position =
+//! "takeover"`, where each partition would continue after MirrorMaker 2, and how that was
+//! proven (or why it cannot be). Reads both clusters and the flow's state topic; writes
+//! nothing. `--json` prints the same as one JSON document.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -14,7 +16,10 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 use strait_client::Client;
 use strait_mirror::acls::{self, AclError, AclPlan};
+use strait_mirror::config::model::StartPosition;
 use strait_mirror::config::{Cluster, Config, Flow, load};
+use strait_mirror::takeover::decide::{Hint, Proof};
+use strait_mirror::takeover::{self, Planned};
 use strait_mirror::topics::{TopicPlan, current_plan};
 
 /// Runs `strait plan` (`json`: one JSON document instead of text).
@@ -26,11 +31,19 @@ pub fn plan_cmd(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
             let (source, target) = clients(&config, flow).await?;
             let (plan, _) = current_plan(flow, &source, &target, true).await?;
             let acls = acl_plan(flow, &source, &target).await?;
+            let takeover = takeover_plan(flow, &source, &target, &plan).await?;
             if json {
-                flows.push(plan_json(flow, &plan, &acls));
+                let mut v = plan_json(flow, &plan, &acls);
+                if let Some(t) = &takeover {
+                    v["takeover"] = takeover_json(t);
+                }
+                flows.push(v);
             } else {
                 print!("{}", render(flow, &plan));
                 print!("{}", render_acls(&acls));
+                if let Some(t) = &takeover {
+                    print!("{}", render_takeover(t));
+                }
             }
         }
         if json {
@@ -38,6 +51,104 @@ pub fn plan_cmd(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// With `start_position = "takeover"`: where each partition of an existing target topic
+/// would start (`strait_mirror::takeover`, read-only).
+async fn takeover_plan(
+    flow: &Flow,
+    source: &Client,
+    target: &Client,
+    plan: &TopicPlan,
+) -> anyhow::Result<Option<Vec<Planned>>> {
+    if flow.start_position != StartPosition::Takeover {
+        return Ok(None);
+    }
+    let existing: Vec<(String, String, i32)> = plan
+        .replicate
+        .iter()
+        .filter_map(|r| {
+            let n = r.target_partitions?.min(r.source_partitions);
+            Some((r.source_topic.clone(), r.target_topic.clone(), n))
+        })
+        .collect();
+    Ok(Some(takeover::plan(source, target, flow, &existing).await?))
+}
+
+fn render_takeover(planned: &[Planned]) -> String {
+    let mut out = String::new();
+    for p in planned {
+        let at = format!("{}-{} -> {}", p.topic, p.partition, p.target_topic);
+        let line = match (&p.outcome, p.resumes) {
+            (_, true) => "resumes from its saved map (no takeover)".to_owned(),
+            (None, false) => "! bounds not reported; run `strait check`".to_owned(),
+            (Some(Ok(s)), _) => match &s.proof {
+                Proof::EmptyTarget => format!(
+                    "starts at source offset {} (the target partition was never written)",
+                    s.source_next
+                ),
+                Proof::Content {
+                    target_offset,
+                    source_offset,
+                    compared,
+                    hint,
+                } => format!(
+                    "continues at source offset {}: target offset {target_offset} is source \
+                     offset {source_offset}, {compared} record(s) compared, found from {}",
+                    s.source_next,
+                    hint_words(hint)
+                ),
+            },
+            (Some(Err(why)), _) => format!("! refused: {why}"),
+        };
+        let _ = writeln!(out, "  takeover {at}: {line}");
+    }
+    out
+}
+
+fn hint_words(hint: &Hint) -> String {
+    match hint {
+        Hint::OffsetSync(o) => format!("MM2's offset sync (source offset {o})"),
+        Hint::Timestamp(o) => format!("the record's timestamp (source offset {o})"),
+    }
+}
+
+fn takeover_json(planned: &[Planned]) -> Value {
+    let rows: Vec<Value> = planned
+        .iter()
+        .map(|p| {
+            let outcome = match (&p.outcome, p.resumes) {
+                (_, true) => json!({ "resumes": true }),
+                (None, false) => json!({ "unknown": true }),
+                (Some(Ok(s)), _) => match &s.proof {
+                    Proof::EmptyTarget => {
+                        json!({ "source_next": s.source_next, "proof": "empty_target" })
+                    }
+                    Proof::Content {
+                        target_offset,
+                        source_offset,
+                        compared,
+                        hint,
+                    } => json!({
+                        "source_next": s.source_next,
+                        "proof": "content",
+                        "target_offset": target_offset,
+                        "source_offset": source_offset,
+                        "compared": compared,
+                        "hint": hint_words(hint),
+                    }),
+                },
+                (Some(Err(why)), _) => json!({ "refused": why.to_string() }),
+            };
+            json!({
+                "topic": p.topic,
+                "target_topic": p.target_topic,
+                "partition": p.partition,
+                "outcome": outcome,
+            })
+        })
+        .collect();
+    Value::Array(rows)
 }
 
 /// The ACL part of a flow's plan.

@@ -141,6 +141,19 @@ fn takes_over(topic: &str, syncs: bool) {
     let dir = tempfile::tempdir().expect("temp dir");
     let cfg = config(dir.path(), &src, &dst, topic);
     let cfg = cfg.to_str().expect("utf-8 path");
+    // `strait plan` shows where each partition would continue, and how that was proven.
+    let plan = strait(&["plan", "-c", cfg]);
+    assert!(plan.status.success(), "{}", output_text(&plan));
+    let shown = String::from_utf8_lossy(&plan.stdout);
+    for p in 0..PARTITIONS {
+        assert!(
+            shown.contains(&format!(
+                "takeover {topic}-{p} -> src.{topic}: continues at source offset {COPIED}"
+            )),
+            "{}",
+            output_text(&plan)
+        );
+    }
     let out = strait(&["run", "--once", "-c", cfg]);
     assert!(out.status.success(), "{}", output_text(&out));
     let target = format!("src.{topic}");
@@ -187,6 +200,14 @@ fn a_target_that_is_not_a_copy_of_the_source_is_refused_by_partition_and_left_al
     let before = target_values(&dst, "src.refunds");
     let dir = tempfile::tempdir().expect("temp dir");
     let cfg = config(dir.path(), &src, &dst, "refunds");
+    let plan = strait(&["plan", "-c", cfg.to_str().expect("utf-8 path")]);
+    let shown = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        shown.contains("takeover refunds-1 -> src.refunds: ! refused")
+            && shown.contains("takeover refunds-0 -> src.refunds: continues at source offset"),
+        "{}",
+        output_text(&plan)
+    );
     let out = strait(&["run", "--once", "-c", cfg.to_str().expect("utf-8 path")]);
     assert_eq!(out.status.code(), Some(4), "refused: {}", output_text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -62,15 +62,39 @@ pub async fn starts(
     t: &ReplicatedTopic,
     new: &BTreeMap<i32, (Bounds, Bounds)>,
 ) -> Result<BTreeMap<i32, Start>, MirrorError> {
-    let refuse = |p: i32, why: Unproven| {
-        MirrorError::refused(format!(
-            "takeover of {}-{p} (target {}-{p}): {why}",
-            t.source_topic, t.target_topic
-        ))
-        .flow(&flow.name)
-        .topic(&t.source_topic)
-        .partition(p)
-    };
+    let mut out = BTreeMap::new();
+    for (p, found) in evaluate(source, target, flow, t, new).await? {
+        match found {
+            Ok(start) => {
+                tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
+                    source_next = start.source_next, proof = ?start.proof,
+                    "takeover: replication continues after the last record MM2 copied");
+                out.insert(p, start);
+            }
+            Err(why) => {
+                return Err(MirrorError::refused(format!(
+                    "takeover of {}-{p} (target {}-{p}): {why}",
+                    t.source_topic, t.target_topic
+                ))
+                .flow(&flow.name)
+                .topic(&t.source_topic)
+                .partition(p));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Rules 1 to 3 for every partition of `new`: its start, or why it cannot be proven
+/// (`strait plan` shows both; [`starts`] refuses at the first that cannot). Errors are
+/// the clusters' (a failed read), not refusals.
+pub async fn evaluate(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    t: &ReplicatedTopic,
+    new: &BTreeMap<i32, (Bounds, Bounds)>,
+) -> Result<BTreeMap<i32, Result<Start, Unproven>>, MirrorError> {
     let mut out = BTreeMap::new();
     let written: Vec<i32> = new
         .iter()
@@ -79,13 +103,11 @@ pub async fn starts(
         .collect();
     for (p, (src, dst)) in new {
         if dst.end <= 0 {
-            out.insert(
-                *p,
-                Start {
-                    source_next: src.log_start,
-                    proof: Proof::EmptyTarget,
-                },
-            );
+            let start = Start {
+                source_next: src.log_start,
+                proof: Proof::EmptyTarget,
+            };
+            out.insert(*p, Ok(start));
         }
     }
     if written.is_empty() {
@@ -101,23 +123,17 @@ pub async fn starts(
     )
     .await
     .map_err(|e| MirrorError::kafka("takeover: target bounds", e).cluster(&flow.target))?;
-    for p in &written {
-        let before = new.get(p).map_or(0, |(_, dst)| dst.end);
-        let now = after.get(p).map_or(before, |b| b.end);
-        decide::quiet(before, now).map_err(|why| refuse(*p, why))?;
-    }
     let syncs = offset_syncs(source, flow, &t.source_topic).await;
     for p in written {
         let Some((src, dst)) = new.get(&p) else {
             continue;
         };
-        let start = partition_start(source, target, t, p, *src, *dst, syncs.get(&p))
-            .await?
-            .map_err(|why| refuse(p, why))?;
-        tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
-            source_next = start.source_next, proof = ?start.proof,
-            "takeover: replication continues after the last record MM2 copied");
-        out.insert(p, start);
+        let now = after.get(&p).map_or(dst.end, |b| b.end);
+        let found = match decide::quiet(dst.end, now) {
+            Err(why) => Err(why),
+            Ok(()) => partition_start(source, target, t, p, *src, *dst, syncs.get(&p)).await?,
+        };
+        out.insert(p, found);
     }
     Ok(out)
 }
@@ -266,4 +282,69 @@ async fn offset_syncs(source: &Client, flow: &Flow, topic: &str) -> BTreeMap<i32
         }
     }
     out
+}
+
+/// One partition in `strait plan`'s takeover section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    /// Source topic.
+    pub topic: String,
+    /// Target topic.
+    pub target_topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// It has saved state: it resumes from its map, no takeover.
+    pub resumes: bool,
+    /// Where it would start, or why it cannot be proven; `None` when it resumes, or a
+    /// side did not report the partition's bounds.
+    pub outcome: Option<Result<Start, Unproven>>,
+}
+
+/// What `start_position = "takeover"` would do now for every partition of `replicate`
+/// (source topic, target topic, partitions on both sides): read-only, the same rules as a
+/// run (with rule 1's watch).
+pub async fn plan(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    replicate: &[(String, String, i32)],
+) -> Result<Vec<Planned>, MirrorError> {
+    let saved = crate::state::load_maps(target, flow).await?;
+    let mut out = Vec::new();
+    for (topic, target_topic, partitions) in replicate {
+        let parts: Vec<i32> = (0..*partitions).collect();
+        let src = probe::bounds(source, topic, &parts, IsolationLevel::ReadCommitted)
+            .await
+            .map_err(|e| MirrorError::kafka("takeover plan: source bounds", e).topic(topic))?;
+        let dst = probe::bounds(
+            target,
+            target_topic,
+            &parts,
+            IsolationLevel::ReadUncommitted,
+        )
+        .await
+        .map_err(|e| MirrorError::kafka("takeover plan: target bounds", e).topic(target_topic))?;
+        let new: BTreeMap<i32, (Bounds, Bounds)> = parts
+            .iter()
+            .filter(|p| saved.reader(topic, **p).is_none())
+            .filter_map(|p| Some((*p, (*src.get(p)?, *dst.get(p)?))))
+            .collect();
+        let t = ReplicatedTopic {
+            source_topic: topic.clone(),
+            target_topic: target_topic.clone(),
+            topic_id: uuid::Uuid::nil(),
+            partitions: *partitions,
+        };
+        let mut found = evaluate(source, target, flow, &t, &new).await?;
+        for p in parts {
+            out.push(Planned {
+                topic: topic.clone(),
+                target_topic: target_topic.clone(),
+                partition: p,
+                resumes: saved.reader(topic, p).is_some(),
+                outcome: found.remove(&p),
+            });
+        }
+    }
+    Ok(out)
 }
