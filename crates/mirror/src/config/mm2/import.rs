@@ -545,16 +545,7 @@ fn literal(v: &str) -> String {
 
 /// `A`, `BOOTSTRAP_SERVERS` → `A_BOOTSTRAP_SERVERS` (non-alphanumerics become `_`).
 fn env_name(alias: &str, what: &str) -> String {
-    let alias: String = alias
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let alias = placeholders::upper_snake(alias);
     // A variable name must not start with a digit.
     let lead = if alias.starts_with(|c: char| c.is_ascii_digit()) {
         "CLUSTER_"

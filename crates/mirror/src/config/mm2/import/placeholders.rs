@@ -225,10 +225,9 @@ fn is_var_name(s: &str) -> bool {
         && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// `sasl.password` → `SASL_PASSWORD`; `1st-key` → `VAR_1ST_KEY`.
-pub(super) fn var_name(key: &str) -> String {
-    let mut v: String = key
-        .chars()
+/// `us-east.1` → `US_EAST_1`: upper case, every other character `_`.
+pub(super) fn upper_snake(s: &str) -> String {
+    s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() {
                 c.to_ascii_uppercase()
@@ -236,7 +235,12 @@ pub(super) fn var_name(key: &str) -> String {
                 '_'
             }
         })
-        .collect();
+        .collect()
+}
+
+/// `sasl.password` → `SASL_PASSWORD`; `1st-key` → `VAR_1ST_KEY`.
+pub(super) fn var_name(key: &str) -> String {
+    let mut v = upper_snake(key);
     if v.is_empty() || v.starts_with(|c: char| c.is_ascii_digit()) {
         v.insert_str(0, "VAR_");
     }
