@@ -1,7 +1,8 @@
 //! Taking over from a real MirrorMaker 2 on Apache Kafka (`start_position = "takeover"`,
-//! docs/migrating-from-mm2.md): MM2 in dedicated mode replicates an lz4 topic written by a
-//! transactional producer that also aborts, and syncs a consumer group's offsets; MM2 is
-//! stopped; more is written; `strait run --once` takes over. librdkafka then finds every
+//! docs/migrating-from-mm2.md): MM2 in dedicated mode replicates an lz4 topic written by
+//! transactional producers that also abort, under load the whole time, and syncs a
+//! consumer group's offsets; MM2 is stopped; more is written; `strait run` takes over
+//! while the load goes on. librdkafka then finds every
 //! committed source record on the target exactly once, in order (nothing MM2 copied is
 //! copied again, nothing after it is missed); the group offsets MM2 wrote on the target are
 //! kept; and `strait failover` of a group positioned after the takeover commits the exact
@@ -9,6 +10,8 @@
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use strait_kafka_scenarios::kafka::total;
@@ -50,6 +53,25 @@ fn produce(src: &str, label: &str, n: usize, transaction: Transaction) -> u64 {
         Transaction::Abort => 0,
         _ => records.len() as u64,
     }
+}
+
+/// A producer writing the whole time until `stop`: rounds of 10 lz4 records per
+/// partition in a committed transaction, every fourth round followed by an aborted one of
+/// 3. Returns the committed records it wrote.
+fn load(src: String, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut committed = 0;
+        let mut round = 0;
+        while !stop.load(Ordering::Relaxed) {
+            committed += produce(&src, &format!("load{round}"), 10, Transaction::Commit);
+            if round % 4 == 3 {
+                produce(&src, &format!("load{round}x"), 3, Transaction::Abort);
+            }
+            round += 1;
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        committed
+    })
 }
 
 /// A group's committed offsets on `bootstrap`, by partition of `topic`.
@@ -110,7 +132,8 @@ fn strait(args: &[&str]) -> Output {
 }
 
 #[test]
-fn strait_takes_over_from_a_stopped_mm2_without_copying_twice_and_groups_resume_exactly() {
+fn strait_takes_over_from_a_stopped_mm2_under_load_without_copying_twice_and_groups_resume_exactly()
+{
     let (source, target) = Kafka::pair();
     let (src, dst) = (source.bootstrap(), target.bootstrap());
     rdkafka::create_topic(&src, TOPIC, PARTITIONS, &[]).expect("topic");
@@ -126,8 +149,11 @@ fn strait_takes_over_from_a_stopped_mm2_without_copying_twice_and_groups_resume_
     let mut properties = mm2::dedicated_properties("src", &src, "dst", &dst, TOPIC);
     properties.push_str("src.consumer.isolation.level = read_committed\n");
     let mut mm2 = Mm2::start(&properties, Duration::from_secs(120)).expect("start MM2");
+    // Under load from here until Strait has taken over.
+    let stop_load = Arc::new(AtomicBool::new(false));
+    let loader = load(src.clone(), Arc::clone(&stop_load));
     wait::until(
-        "MM2 to copy every committed record",
+        "MM2 to copy the records written before it started",
         Duration::from_secs(120),
         || total(&dst, TARGET_TOPIC, PARTITIONS) as u64 >= produced,
         || mm2.log_tail(40),
@@ -143,7 +169,7 @@ fn strait_takes_over_from_a_stopped_mm2_without_copying_twice_and_groups_resume_
     let by_mm2 = total(&dst, TARGET_TOPIC, PARTITIONS);
     let group_by_mm2 = committed(&dst, GROUP_BEFORE, TARGET_TOPIC);
 
-    // Written while nothing replicates.
+    // Written while nothing replicates (and the load goes on).
     produced += produce(&src, "d", 30, Transaction::Commit);
     produced += produce(&src, "e", 5, Transaction::Abort);
     produced += produce(&src, "f", 30, Transaction::Commit);
@@ -161,7 +187,32 @@ fn strait_takes_over_from_a_stopped_mm2_without_copying_twice_and_groups_resume_
     let cfg_path = dir.path().join("strait.toml");
     std::fs::write(&cfg_path, cfg).expect("write config");
     let log = dir.path().join("strait.log");
-    let status = process::once(&cfg_path, &log, Duration::from_secs(120));
+    let mut strait_run = process::start(&cfg_path, &log);
+    wait::until(
+        "Strait to take over",
+        Duration::from_secs(60),
+        || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| {
+                    l.contains("takeover: replication continues") && l.contains("topic=orders")
+                })
+                .count()
+                == PARTITIONS as usize
+        },
+        || log_tail(&log),
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    stop_load.store(true, Ordering::Relaxed);
+    produced += loader.join().expect("load");
+    wait::until(
+        "Strait to copy every committed record",
+        Duration::from_secs(120),
+        || total(&dst, TARGET_TOPIC, PARTITIONS) as u64 >= produced,
+        || log_tail(&log),
+    );
+    let status = process::stop(&mut strait_run, Duration::from_secs(30));
     assert!(status.success(), "{}", log_tail(&log));
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     // MM2's `heartbeats` topic (replicated by both) is taken over too.
