@@ -61,6 +61,7 @@ impl FlowRun {
         births: &mut Vec<(Key, PartitionState)>,
         pipelines: &mut Vec<Pipeline>,
     ) -> Result<(), MirrorError> {
+        let watch = self.takeover_watch(topics).await?;
         for t in topics {
             let mut t = t.clone();
             t.topic_id = self.refreshed_id(&t.source_topic, t.topic_id);
@@ -76,7 +77,9 @@ impl FlowRun {
             if new.is_empty() {
                 continue;
             }
-            let (b, p) = self.start_partitions(t, &new).await?;
+            let (b, p) = self
+                .start_partitions_watched(t, &new, watch.as_ref())
+                .await?;
             births.extend(b);
             pipelines.extend(p);
         }
@@ -108,10 +111,49 @@ impl FlowRun {
         }
     }
 
+    /// With `start_position = "takeover"`: the watch of every partition of `topics` that
+    /// may be taken over (not running, ours to start, no saved state), made once for the
+    /// whole start (`crate::takeover`, rule 1). `None` otherwise.
+    async fn takeover_watch(
+        &self,
+        topics: &[ReplicatedTopic],
+    ) -> Result<Option<crate::takeover::Watch>, MirrorError> {
+        if self.flow.start_position != StartPosition::Takeover {
+            return Ok(None);
+        }
+        let todo: Vec<(ReplicatedTopic, Vec<i32>)> = topics
+            .iter()
+            .map(|t| {
+                let new = (0..t.partitions)
+                    .map(|p| (t.source_topic.clone(), p))
+                    .filter(|k| {
+                        !self.running.contains_key(k)
+                            && self.may_start(k)
+                            && !self.saved.contains_key(k)
+                    })
+                    .map(|(_, p)| p)
+                    .collect();
+                (t.clone(), new)
+            })
+            .collect();
+        let watch = crate::takeover::watch(&self.source, &self.target, &self.flow, &todo).await?;
+        Ok(Some(watch))
+    }
+
     pub(super) async fn start_partitions(
         &mut self,
         t: &ReplicatedTopic,
         partitions: &[i32],
+    ) -> Result<(Vec<(Key, PartitionState)>, Vec<Pipeline>), MirrorError> {
+        self.start_partitions_watched(t, partitions, None).await
+    }
+
+    /// [`FlowRun::start_partitions`] with the takeover watch of this start, if any.
+    async fn start_partitions_watched(
+        &mut self,
+        t: &ReplicatedTopic,
+        partitions: &[i32],
+        watch: Option<&crate::takeover::Watch>,
     ) -> Result<(Vec<(Key, PartitionState)>, Vec<Pipeline>), MirrorError> {
         let flow = &self.flow;
         let mut pipelines: Vec<Pipeline> = Vec::new();
@@ -142,7 +184,7 @@ impl FlowRun {
         let max_batch_bytes =
             crate::datapath::probe::max_message_bytes(&self.target, &t.target_topic).await;
         let chosen = match self.flow.start_position {
-            StartPosition::Takeover => self.offsets_by_takeover(t, &src, &dst).await?,
+            StartPosition::Takeover => self.offsets_by_takeover(t, &src, &dst, watch).await?,
             _ => self.offsets_by_time(t, &src).await?,
         };
         let mut births = Vec::new();
@@ -335,6 +377,7 @@ impl FlowRun {
         t: &ReplicatedTopic,
         src: &BTreeMap<i32, Bounds>,
         dst: &BTreeMap<i32, Bounds>,
+        watch: Option<&crate::takeover::Watch>,
     ) -> Result<BTreeMap<i32, i64>, MirrorError> {
         let new: BTreeMap<i32, (Bounds, Bounds)> = src
             .iter()
@@ -344,8 +387,36 @@ impl FlowRun {
         if new.is_empty() {
             return Ok(BTreeMap::new());
         }
+        // Started outside a topic refresh (a restart found no saved state): watched now,
+        // and the target ends read again after the watch.
+        let own;
+        let mut new = new;
+        let watch = match watch {
+            Some(w) => w,
+            None => {
+                let parts: Vec<i32> = new.keys().copied().collect();
+                let todo = [(t.clone(), parts.clone())];
+                own = crate::takeover::watch(&self.source, &self.target, &self.flow, &todo).await?;
+                let after = bounds(
+                    &self.target,
+                    &t.target_topic,
+                    &parts,
+                    IsolationLevel::ReadUncommitted,
+                )
+                .await
+                .map_err(|e| {
+                    MirrorError::kafka("takeover: target bounds", e).topic(&t.target_topic)
+                })?;
+                for (p, (_, d)) in new.iter_mut() {
+                    if let Some(a) = after.get(p) {
+                        *d = *a;
+                    }
+                }
+                &own
+            }
+        };
         let starts =
-            crate::takeover::starts(&self.source, &self.target, &self.flow, t, &new).await?;
+            crate::takeover::starts(&self.source, &self.target, &self.flow, t, &new, watch).await?;
         Ok(starts
             .into_iter()
             .map(|(p, s)| (p, s.source_next))

@@ -23,7 +23,7 @@
 
 pub mod decide;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use strait_client::{Client, ConsumedRecord, FetchOptions, IsolationLevel, PartitionConsumer};
@@ -53,17 +53,74 @@ pub fn offset_syncs_topic(flow: &Flow) -> String {
     format!("mm2-offset-syncs.{}.internal", flow.target)
 }
 
-/// Per partition of `new` (source and target bounds, none with saved state): where
-/// replication starts, proven; or the error naming the first partition that cannot be.
+/// What a flow's start gathers once for every partition it may take over: the target
+/// ends before the watch (rule 1: one [`QUIET`] wait for all of them, not one per topic)
+/// and MM2's offset syncs (rule 2: the topic read once).
+#[derive(Debug, Default)]
+pub struct Watch {
+    /// Target end per (source topic, partition), read before the wait.
+    before: BTreeMap<(String, i32), i64>,
+    /// The newest offset syncs per source topic and partition.
+    syncs: BTreeMap<String, BTreeMap<i32, VecDeque<OffsetSync>>>,
+}
+
+/// Offset syncs kept per partition: the newest (the target's last record is MM2's newest).
+const KEEP_SYNCS: usize = 64;
+
+/// Rule 1's first half for `topics` (each with the partitions that may be taken over):
+/// reads their target ends, waits [`QUIET`] once when any was written, and reads MM2's
+/// offset syncs for them.
+pub async fn watch(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    topics: &[(ReplicatedTopic, Vec<i32>)],
+) -> Result<Watch, MirrorError> {
+    let mut w = Watch::default();
+    for (t, partitions) in topics {
+        if partitions.is_empty() {
+            continue;
+        }
+        let ends = probe::bounds(
+            target,
+            &t.target_topic,
+            partitions,
+            IsolationLevel::ReadUncommitted,
+        )
+        .await
+        .map_err(|e| {
+            MirrorError::kafka("takeover: target bounds", e)
+                .cluster(&flow.target)
+                .topic(&t.target_topic)
+        })?;
+        for (p, b) in ends {
+            w.before.insert((t.source_topic.clone(), p), b.end);
+        }
+    }
+    if w.before.values().any(|end| *end > 0) {
+        tokio::time::sleep(QUIET).await;
+        let names: BTreeSet<&str> = topics
+            .iter()
+            .map(|(t, _)| t.source_topic.as_str())
+            .collect();
+        w.syncs = offset_syncs(source, flow, &names).await;
+    }
+    Ok(w)
+}
+
+/// Per partition of `new` (source and target bounds read after `watch`, none with saved
+/// state): where replication starts, proven; or the error naming the first partition
+/// that cannot be.
 pub async fn starts(
     source: &Client,
     target: &Client,
     flow: &Flow,
     t: &ReplicatedTopic,
     new: &BTreeMap<i32, (Bounds, Bounds)>,
+    watch: &Watch,
 ) -> Result<BTreeMap<i32, Start>, MirrorError> {
     let mut out = BTreeMap::new();
-    for (p, found) in evaluate(source, target, flow, t, new).await? {
+    for (p, found) in evaluate(source, target, t, new, watch).await? {
         match found {
             Ok(start) => {
                 tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
@@ -86,54 +143,35 @@ pub async fn starts(
 }
 
 /// Rules 1 to 3 for every partition of `new`: its start, or why it cannot be proven
-/// (`strait plan` shows both; [`starts`] refuses at the first that cannot). Errors are
-/// the clusters' (a failed read), not refusals.
+/// (`strait plan` shows both; [`starts`] refuses at the first that cannot). A written
+/// partition `watch` did not see is refused as unwatched. Errors are the clusters' (a
+/// failed read), not refusals.
 pub async fn evaluate(
     source: &Client,
     target: &Client,
-    flow: &Flow,
     t: &ReplicatedTopic,
     new: &BTreeMap<i32, (Bounds, Bounds)>,
+    watch: &Watch,
 ) -> Result<BTreeMap<i32, Result<Start, Unproven>>, MirrorError> {
     let mut out = BTreeMap::new();
-    let written: Vec<i32> = new
-        .iter()
-        .filter(|(_, (_, dst))| dst.end > 0)
-        .map(|(p, _)| *p)
-        .collect();
     for (p, (src, dst)) in new {
-        if dst.end <= 0 {
-            let start = Start {
+        let found = if dst.end <= 0 {
+            Ok(Start {
                 source_next: src.log_start,
                 proof: Proof::EmptyTarget,
-            };
-            out.insert(*p, Ok(start));
-        }
-    }
-    if written.is_empty() {
-        return Ok(out);
-    }
-    // Rule 1.
-    tokio::time::sleep(QUIET).await;
-    let after = probe::bounds(
-        target,
-        &t.target_topic,
-        &written,
-        IsolationLevel::ReadUncommitted,
-    )
-    .await
-    .map_err(|e| MirrorError::kafka("takeover: target bounds", e).cluster(&flow.target))?;
-    let syncs = offset_syncs(source, flow, &t.source_topic).await;
-    for p in written {
-        let Some((src, dst)) = new.get(&p) else {
-            continue;
+            })
+        } else {
+            let before = watch.before.get(&(t.source_topic.clone(), *p)).copied();
+            // Not watched: a partition that appeared after the watch; it counts as moving.
+            match decide::quiet(before.unwrap_or(-1), dst.end) {
+                Err(why) => Err(why),
+                Ok(()) => {
+                    let syncs = watch.syncs.get(&t.source_topic).and_then(|s| s.get(p));
+                    partition_start(source, target, t, *p, *src, *dst, syncs).await?
+                }
+            }
         };
-        let now = after.get(&p).map_or(dst.end, |b| b.end);
-        let found = match decide::quiet(dst.end, now) {
-            Err(why) => Err(why),
-            Ok(()) => partition_start(source, target, t, p, *src, *dst, syncs.get(&p)).await?,
-        };
-        out.insert(p, found);
+        out.insert(*p, found);
     }
     Ok(out)
 }
@@ -146,7 +184,7 @@ async fn partition_start(
     p: i32,
     src: Bounds,
     dst: Bounds,
-    syncs: Option<&Vec<OffsetSync>>,
+    syncs: Option<&VecDeque<OffsetSync>>,
 ) -> Result<Result<Start, Unproven>, MirrorError> {
     let kafka = |what: &str, cluster: &str, e| {
         MirrorError::kafka(format!("takeover: {what}"), e)
@@ -162,7 +200,10 @@ async fn partition_start(
     let Some(last) = tail.last() else {
         return Ok(Err(Unproven::NothingToCompare { end: dst.end }));
     };
-    let hint = match syncs.and_then(|s| decide::candidate_from_syncs(last.offset, s)) {
+    let syncs: Vec<OffsetSync> = syncs
+        .map(|s| s.iter().copied().collect())
+        .unwrap_or_default();
+    let hint = match decide::candidate_from_syncs(last.offset, &syncs) {
         Some(c) => Hint::OffsetSync(c),
         None => {
             let one = BTreeMap::from([(p, src)]);
@@ -231,11 +272,16 @@ async fn read(
     Ok(out)
 }
 
-/// MM2's offset syncs of `topic`, per partition; empty when the topic is not there or
-/// cannot be read (the timestamp hint is used instead: a hint only points the search).
-async fn offset_syncs(source: &Client, flow: &Flow, topic: &str) -> BTreeMap<i32, Vec<OffsetSync>> {
+/// MM2's newest offset syncs of the `topics`, per topic and partition; empty when the
+/// syncs topic is not there or cannot be read (the timestamp hint is used instead: a hint
+/// only points the search).
+async fn offset_syncs(
+    source: &Client,
+    flow: &Flow,
+    topics: &BTreeSet<&str>,
+) -> BTreeMap<String, BTreeMap<i32, VecDeque<OffsetSync>>> {
     let name = offset_syncs_topic(flow);
-    let mut out: BTreeMap<i32, Vec<OffsetSync>> = BTreeMap::new();
+    let mut out: BTreeMap<String, BTreeMap<i32, VecDeque<OffsetSync>>> = BTreeMap::new();
     let Ok(meta) = source.metadata(Some(&[name.as_str()])).await else {
         return out;
     };
@@ -272,7 +318,13 @@ async fn offset_syncs(source: &Client, flow: &Flow, topic: &str) -> BTreeMap<i32
                     continue;
                 };
                 match decide::decode_offset_sync(k, v) {
-                    Ok((t, part, sync)) if t == topic => out.entry(part).or_default().push(sync),
+                    Ok((t, part, sync)) if topics.contains(t.as_str()) => {
+                        let kept = out.entry(t).or_default().entry(part).or_default();
+                        if kept.len() == KEEP_SYNCS {
+                            kept.pop_front();
+                        }
+                        kept.push_back(sync);
+                    }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(flow = %flow.name, topic = %name,
                         offset = r.offset, error = %e,
@@ -310,38 +362,50 @@ pub async fn plan(
     replicate: &[(String, String, i32)],
 ) -> Result<Vec<Planned>, MirrorError> {
     let saved = crate::state::load_maps(target, flow).await?;
-    let mut out = Vec::new();
+    let mut topics = Vec::new();
+    let mut bounds = Vec::new();
     for (topic, target_topic, partitions) in replicate {
         let parts: Vec<i32> = (0..*partitions).collect();
-        let src = probe::bounds(source, topic, &parts, IsolationLevel::ReadCommitted)
-            .await
-            .map_err(|e| MirrorError::kafka("takeover plan: source bounds", e).topic(topic))?;
-        let dst = probe::bounds(
-            target,
-            target_topic,
-            &parts,
-            IsolationLevel::ReadUncommitted,
-        )
-        .await
-        .map_err(|e| MirrorError::kafka("takeover plan: target bounds", e).topic(target_topic))?;
-        let new: BTreeMap<i32, (Bounds, Bounds)> = parts
-            .iter()
-            .filter(|p| saved.reader(topic, **p).is_none())
-            .filter_map(|p| Some((*p, (*src.get(p)?, *dst.get(p)?))))
-            .collect();
         let t = ReplicatedTopic {
             source_topic: topic.clone(),
             target_topic: target_topic.clone(),
             topic_id: uuid::Uuid::nil(),
             partitions: *partitions,
         };
-        let mut found = evaluate(source, target, flow, &t, &new).await?;
-        for p in parts {
+        let new: Vec<i32> = parts
+            .iter()
+            .copied()
+            .filter(|p| saved.reader(topic, *p).is_none())
+            .collect();
+        topics.push((t, new));
+    }
+    let watched = watch(source, target, flow, &topics).await?;
+    for (t, new) in &topics {
+        let src = probe::bounds(source, &t.source_topic, new, IsolationLevel::ReadCommitted)
+            .await
+            .map_err(|e| MirrorError::kafka("takeover plan: source bounds", e))?;
+        let dst = probe::bounds(
+            target,
+            &t.target_topic,
+            new,
+            IsolationLevel::ReadUncommitted,
+        )
+        .await
+        .map_err(|e| MirrorError::kafka("takeover plan: target bounds", e))?;
+        let new: BTreeMap<i32, (Bounds, Bounds)> = new
+            .iter()
+            .filter_map(|p| Some((*p, (*src.get(p)?, *dst.get(p)?))))
+            .collect();
+        bounds.push(evaluate(source, target, t, &new, &watched).await?);
+    }
+    let mut out = Vec::new();
+    for ((t, _), mut found) in topics.iter().zip(bounds) {
+        for p in 0..t.partitions {
             out.push(Planned {
-                topic: topic.clone(),
-                target_topic: target_topic.clone(),
+                topic: t.source_topic.clone(),
+                target_topic: t.target_topic.clone(),
                 partition: p,
-                resumes: saved.reader(topic, p).is_some(),
+                resumes: saved.reader(&t.source_topic, p).is_some(),
                 outcome: found.remove(&p),
             });
         }
