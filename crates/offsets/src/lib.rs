@@ -50,7 +50,7 @@
 //! | `update` | [`Update`] vocabulary, the journal, [`Delta`] |
 //! | `checkpoint` | [`Checkpoint`]s out of the journal, delta replay |
 //! | `encoding` | versioned, checksummed varint encodings |
-//! | `shared` | [`Registry`], [`MapWriter`], [`MapReader`] |
+//! | `registry` | [`Registry`], [`MapWriter`], [`MapReader`] |
 //! | `error` | error types |
 
 mod checkpoint;
@@ -59,8 +59,8 @@ mod encoding;
 mod error;
 pub mod frame;
 mod map;
+mod registry;
 mod run;
-mod shared;
 mod side;
 mod translate;
 mod truncate;
@@ -74,8 +74,8 @@ pub use encoding::VERSION as ENCODING_VERSION;
 pub use encoding::snapshot::MAX_SNAPSHOT_ENTRIES;
 pub use error::{MapError, RegistryError, ReplayError};
 pub use map::{DEFAULT_RUN_BUDGET, MIN_RUN_BUDGET, MapStats, OffsetMap};
+pub use registry::{MapReader, MapWriter, Registry};
 pub use run::Run;
-pub use shared::{MapReader, MapWriter, Registry};
 pub use side::{MAX_OFFSET, Side};
 pub use translate::Translation;
 pub use update::{Delta, MAX_PENDING_UPDATES, Update};
