@@ -354,7 +354,7 @@ impl MirrorError {
     /// in: an incident under policy `fail` (the operator asked to stop), a configuration
     /// that cannot work, or a refusal by a safety rule. Everything else — network trouble, a delivery timeout, a corrupt
     /// fetch, a failed state write — is retried by restarting the partition from its
-    /// recovered state (`supervisor`).
+    /// recovered state (`restarts`).
     pub fn stops_flow(&self) -> bool {
         matches!(
             self,

@@ -5,7 +5,7 @@
 //! start.
 //!
 //! The flow's loop supervises its partitions: a failed partition is restarted in-process
-//! from its recovered state after a backoff ([`crate::supervisor`]), a partition whose
+//! from its recovered state after a backoff ([`crate::restarts`]), a partition whose
 //! source topic was deleted is stopped and forgotten, and only an error that
 //! [`MirrorError::stops_flow`] stops the flow. In exactly-once mode a failed partition
 //! abandons the open transaction and the whole flow restarts from its last commit instead.
@@ -57,8 +57,8 @@ use crate::datapath::partition::{Progress, SharedMap};
 use crate::datapath::sink::Sink;
 use crate::error::MirrorError;
 use crate::metrics::{FlowState, Metrics, PartitionMetrics};
+use crate::restarts::Restarts;
 use crate::state::{self, PartitionState, SavedState, StateWriter};
-use crate::supervisor::Restarts;
 use crate::topics::ReplicatedTopic;
 
 /// Record sets a fetcher may queue per partition ahead of its pipeline.

@@ -7,7 +7,7 @@
 //! - [`scale`]: scale-out's pure rules (protocol, assignment, topology, sole writer).
 //! - `pruned`: a list that forgets entries that died.
 //! - [`incident`]: incident kind × policy → what to do, and the messages (pure).
-//! - [`supervisor`]: when a failed partition restarts (pure).
+//! - [`restarts`]: when a failed partition restarts (pure).
 //! - [`connect`]: clients with a deadline.
 //! - [`metrics`]: the Prometheus registry, flow health, the `/metrics` + `/health` endpoint.
 //! - [`datapath`]: fetch, plan, produce, record: one partition's replication.
@@ -40,10 +40,10 @@ pub mod incident;
 pub mod metrics;
 mod pruned;
 pub mod replay;
+pub mod restarts;
 pub mod runbook;
 pub mod scale;
 pub mod state;
-pub mod supervisor;
 pub mod takeover;
 pub mod topics;
 

@@ -36,9 +36,9 @@ use crate::config::Flow;
 use crate::datapath::commit::Gate;
 use crate::error::MirrorError;
 use crate::metrics::{FlowState, Metrics};
+use crate::restarts::Restarts;
 use crate::state::delta::{self, SNAPSHOT_EVERY};
 use crate::state::{DeltaSeqs, PartitionState, codec};
-use crate::supervisor::Restarts;
 
 /// Largest batch of state records in a transaction.
 const STATE_BATCH_BYTES: usize = 1024 * 1024;
@@ -326,8 +326,8 @@ impl FlowRun {
 /// Runs an exactly-once flow, starting it again from its committed state after an error
 /// that does not stop it for good (a fenced producer — another process took the flow's
 /// `transactional.id` — and configuration errors and `fail` incidents do), with the
-/// supervisor's backoff (reset once a run stayed up [`crate::supervisor::HEALTHY_AFTER`];
-/// `--once` gives up after [`crate::supervisor::ONCE_RESTART_LIMIT`] restarts). While it
+/// restart backoff (reset once a run stayed up [`crate::restarts::HEALTHY_AFTER`];
+/// `--once` gives up after [`crate::restarts::ONCE_RESTART_LIMIT`] restarts). While it
 /// waits, the flow's state names the error (`/health` answers 503).
 pub(super) async fn run_restarting<F, Fut, T>(
     flow: &Flow,
@@ -343,7 +343,7 @@ where
 {
     let mut restarts = Restarts::new(Instant::now());
     if once {
-        restarts = restarts.with_limit(crate::supervisor::ONCE_RESTART_LIMIT);
+        restarts = restarts.with_limit(crate::restarts::ONCE_RESTART_LIMIT);
     }
     loop {
         restarts.started(Instant::now());
@@ -359,8 +359,8 @@ where
         // transactional id. No answer counts as another failed attempt.
         loop {
             let (delay, attempt) = match restarts.failed(Instant::now(), &e) {
-                crate::supervisor::Verdict::Restart { delay, attempt } => (delay, attempt),
-                crate::supervisor::Verdict::StopFlow => return Err(e),
+                crate::restarts::Verdict::Restart { delay, attempt } => (delay, attempt),
+                crate::restarts::Verdict::StopFlow => return Err(e),
             };
             tracing::warn!(flow = %flow.name, error = %e, attempt,
                 "the flow's transaction failed; restarting the flow from its last commit in \

@@ -1,5 +1,5 @@
 //! The flow's loop: it answers a stop at once, restarts failed partitions (the decisions
-//! are [`crate::supervisor::Restarts`]'s), applies topic refreshes (new partitions, deleted
+//! are [`crate::restarts::Restarts`]'s), applies topic refreshes (new partitions, deleted
 //! source topics) and hands state checkpoints to their writer task. Anything that waits on
 //! a cluster here — a restart reading the target's bounds, a new partition's birth state —
 //! is cut short by a stop.
@@ -15,8 +15,8 @@ use super::{FlowRun, Key, flatten, interruptible, until_true};
 use crate::clock::now_ms;
 use crate::control::{Checkpoint, Control, Refreshed, interval};
 use crate::error::MirrorError;
+use crate::restarts::{Restarts, Verdict, deleted_topics};
 use crate::state::PartitionState;
-use crate::supervisor::{Restarts, Verdict, deleted_topics};
 
 /// How often `--once` checks whether every partition reached its end.
 const ONCE_POLL: Duration = Duration::from_millis(20);
@@ -155,7 +155,7 @@ impl FlowRun {
             // The first failure (see `FlowRun::spawn`).
             let r = Restarts::new(now);
             if once {
-                r.with_limit(crate::supervisor::ONCE_RESTART_LIMIT)
+                r.with_limit(crate::restarts::ONCE_RESTART_LIMIT)
             } else {
                 r
             }
@@ -169,7 +169,7 @@ impl FlowRun {
             Verdict::StopFlow => {
                 tracing::error!(flow = %self.flow.name, error = %e,
                     "partition failed again after {} restarts in a row; --once gives up: \
-                     stopping the flow", crate::supervisor::ONCE_RESTART_LIMIT);
+                     stopping the flow", crate::restarts::ONCE_RESTART_LIMIT);
                 return Err(e);
             }
             Verdict::Restart { delay, attempt } => (delay, attempt),

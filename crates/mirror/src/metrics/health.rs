@@ -214,7 +214,7 @@ impl Metrics {
                 f,
                 now,
                 std::time::Duration::from_millis(after),
-                crate::supervisor::HEALTHY_AFTER,
+                crate::restarts::HEALTHY_AFTER,
             ) {
                 bad.push(line);
             }

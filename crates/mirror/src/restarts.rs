@@ -3,7 +3,7 @@
 //!
 //! Rules (the tests are named after them):
 //!
-//! - an error that [`MirrorError::stops_flow`] — an incident under policy `fail`, or a
+//! - an error that [`MirrorError::stops_flow`] — an incident under policy `fail`, a refusal, or a
 //!   configuration that cannot work — stops the flow; anything else restarts the partition
 //!   in-process from its recovered state;
 //! - restarts back off exponentially with jitter ([`strait_client::backoff::Backoff`]):
