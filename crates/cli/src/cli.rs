@@ -50,6 +50,9 @@ pub enum Command {
     Check {
         #[command(flatten)]
         config: ConfigArg,
+        /// Print JSON instead of text (an error too: `{"error": …, "exit": …}` on stdout).
+        #[arg(long)]
+        json: bool,
     },
     /// Show what each flow would do on the target: topics to create, alter or grow (with
     /// their target names) and topic ACLs to create or delete; nothing is changed.
@@ -109,6 +112,9 @@ pub enum OffsetsCommand {
         /// prints) instead of the flows' maps.
         #[arg(long, value_name = "ID")]
         replay: Option<String>,
+        /// Print JSON instead of text (an error too: `{"error": …, "exit": …}` on stdout).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -242,6 +248,9 @@ pub enum ConfigCommand {
         /// the TLS and token CA files are not opened (a lint for CI, without the secrets).
         #[arg(long)]
         offline: bool,
+        /// Print JSON instead of text (an error too: `{"error": …, "exit": …}` on stdout).
+        #[arg(long)]
+        json: bool,
     },
 }
 

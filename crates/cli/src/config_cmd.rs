@@ -96,14 +96,27 @@ pub fn import_mm2_cmd(
 
 /// Validates a config file: a summary and exit 0, or every problem and exit 2
 /// ([`Exit::Usage`]). `offline`: without the environment's secrets or the files it names
-/// ([`load_offline`]).
-pub fn validate_cmd(path: &Path, offline: bool) -> anyhow::Result<ExitCode> {
+/// ([`load_offline`]). `json`: the same as one JSON document on stdout.
+pub fn validate_cmd(path: &Path, offline: bool, json: bool) -> anyhow::Result<ExitCode> {
     let loaded = if offline {
         load_offline(path)
     } else {
         load(path)
     };
+    let file = path.display().to_string();
     match loaded {
+        Ok(config) if json => {
+            let flows: Vec<&str> = config.flows.iter().map(|f| f.name.as_str()).collect();
+            let clusters: Vec<&str> = config.clusters.keys().map(String::as_str).collect();
+            println!(
+                "{}",
+                serde_json::json!({
+                    "file": file, "valid": true, "offline": offline,
+                    "clusters": clusters, "flows": flows, "problems": [],
+                })
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(config) => {
             print!("{}", summary(path, &config));
             if offline {
@@ -112,6 +125,33 @@ pub fn validate_cmd(path: &Path, offline: bool) -> anyhow::Result<ExitCode> {
                 );
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if json => {
+            let problems: Vec<serde_json::Value> = match &e {
+                ConfigError::Read { .. } => {
+                    vec![serde_json::json!({ "key": "", "line": null, "message": e.to_string() })]
+                }
+                _ => e
+                    .problems()
+                    .iter()
+                    .map(|p| {
+                        serde_json::json!({
+                            "key": p.path.to_string(),
+                            "line": p.line,
+                            "message": p.message,
+                            "expected": p.expected,
+                            "suggestion": p.suggestion,
+                        })
+                    })
+                    .collect(),
+            };
+            println!(
+                "{}",
+                serde_json::json!({
+                    "file": file, "valid": false, "offline": offline, "problems": problems,
+                })
+            );
+            Ok(Exit::Usage.into())
         }
         Err(e @ ConfigError::Read { .. }) => {
             eprintln!("strait: {e}");

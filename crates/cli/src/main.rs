@@ -67,10 +67,15 @@ fn main() -> ExitCode {
             producer_config.as_deref().zip(include.as_deref()),
         ),
         Command::Config {
-            command: ConfigCommand::Validate { config, offline },
-        } => config_cmd::validate_cmd(&config.path, *offline),
+            command:
+                ConfigCommand::Validate {
+                    config,
+                    offline,
+                    json,
+                },
+        } => config_cmd::validate_cmd(&config.path, *offline, *json),
         Command::Plan { config, json } => plan::plan_cmd(&config.path, *json),
-        Command::Check { config } => check::check_cmd(&config.path),
+        Command::Check { config, json } => check::check_cmd(&config.path, *json),
         Command::Status { config, json } => status::status_cmd(&config.path, *json),
         Command::Failover(args) => {
             runbook::switch_cmd(strait_mirror::runbook::Direction::Failover, args)
@@ -86,10 +91,13 @@ fn main() -> ExitCode {
                     group,
                     topic,
                     replay,
+                    json,
                 },
         } => match replay {
-            Some(id) => offsets::translate_replay_cmd(&config.path, group, topic.as_deref(), id),
-            None => offsets::translate_cmd(&config.path, group, topic.as_deref()),
+            Some(id) => {
+                offsets::translate_replay_cmd(&config.path, group, topic.as_deref(), id, *json)
+            }
+            None => offsets::translate_cmd(&config.path, group, topic.as_deref(), *json),
         },
         // Handled above, before logging is set up.
         Command::Run { .. } => Ok(ExitCode::SUCCESS),
@@ -97,6 +105,35 @@ fn main() -> ExitCode {
     result.unwrap_or_else(|e| {
         // `{:#}` prints the context chain on one line, without a backtrace or Debug dump.
         eprintln!("strait: {e:#}");
-        exit::of_error(&e).into()
+        let code = exit::of_error(&e);
+        if wants_json(&cli.command) {
+            println!(
+                "{}",
+                serde_json::json!({ "error": format!("{e:#}"), "exit": code as u8 })
+            );
+        }
+        code.into()
     })
+}
+
+/// Whether the command was asked for JSON (`--json`): its error is then JSON on stdout too.
+fn wants_json(command: &Command) -> bool {
+    match command {
+        Command::Plan { json, .. }
+        | Command::Status { json, .. }
+        | Command::Check { json, .. }
+        | Command::Offsets {
+            command: OffsetsCommand::Translate { json, .. },
+        }
+        | Command::Config {
+            command: ConfigCommand::Validate { json, .. },
+        } => *json,
+        Command::Failover(a) | Command::Failback(a) => a.json,
+        Command::Replay(a) => a.json,
+        Command::Bench(a) => a.json,
+        Command::Run { .. }
+        | Command::Config {
+            command: ConfigCommand::ImportMm2 { .. },
+        } => false,
+    }
 }

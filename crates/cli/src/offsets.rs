@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
+use serde_json::{Value, json};
 use strait_mirror::config::{TopicDecision, load};
 use strait_mirror::replay;
 use strait_mirror::state::load_maps;
@@ -32,9 +33,15 @@ struct Row {
 }
 
 /// Runs `strait offsets translate`.
-pub fn translate_cmd(path: &Path, group: &str, topic: Option<&str>) -> anyhow::Result<ExitCode> {
+pub fn translate_cmd(
+    path: &Path,
+    group: &str,
+    topic: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let config = load(path)?;
     runtime()?.block_on(async {
+        let mut tables = Vec::new();
         for flow in config.enabled_flows() {
             let (source, target) = clients(&config, flow).await?;
             let committed = source.offset_fetch(group, None).await?;
@@ -66,7 +73,14 @@ pub fn translate_cmd(path: &Path, group: &str, topic: Option<&str>) -> anyhow::R
                 "flow {} ({} -> {}), group {group}",
                 flow.name, flow.source, flow.target
             );
-            print!("{}", render(&title, &rows));
+            if json {
+                tables.push(table_json(&title, &rows));
+            } else {
+                print!("{}", render(&title, &rows));
+            }
+        }
+        if json {
+            println!("{}", json!({ "group": group, "tables": tables }));
         }
         Ok(ExitCode::SUCCESS)
     })
@@ -78,6 +92,7 @@ pub fn translate_replay_cmd(
     group: &str,
     topic: Option<&str>,
     id: &str,
+    json: bool,
 ) -> anyhow::Result<ExitCode> {
     let config = load(path)?;
     runtime()?.block_on(async {
@@ -128,7 +143,15 @@ pub fn translate_replay_cmd(
                 spec.source_topic,
                 spec.target_topic
             );
-            print!("{}", render(&title, &rows));
+            if json {
+                let table = table_json(&title, &rows);
+                println!(
+                    "{}",
+                    json!({ "group": group, "replay": id, "tables": [table] })
+                );
+            } else {
+                print!("{}", render(&title, &rows));
+            }
             return Ok(ExitCode::SUCCESS);
         }
         anyhow::bail!("no replay {id} in the state topic of any enabled flow")
@@ -211,6 +234,25 @@ fn precision(t: Option<Translation>) -> String {
             )
         }
     }
+}
+
+/// A table as JSON: the same facts as [`render`], `null` where the text shows `-`.
+fn table_json(title: &str, rows: &[Row]) -> Value {
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "topic": r.topic,
+                "partition": r.partition,
+                "source": r.source,
+                "target_topic": r.target_topic,
+                "translated": r.translated,
+                "target_committed": r.target_committed,
+                "precision": r.precision,
+            })
+        })
+        .collect();
+    json!({ "title": title, "rows": rows })
 }
 
 fn render(title: &str, rows: &[Row]) -> String {

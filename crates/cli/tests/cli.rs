@@ -906,3 +906,77 @@ fn bench_refuses_a_cluster_with_other_topics_unless_told_yes() {
     let out = bench("strait-bench-guard-2", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+/// `--json` gives one JSON document on stdout for every command that reports, and an
+/// error as `{"error", "exit"}` there too, with the documented exit code.
+#[test]
+fn json_reports_and_errors_are_json_on_stdout_with_their_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let parse = |out: &Output| -> serde_json::Value {
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("not JSON ({e}): {}{}", text(&out.stdout), text(&out.stderr))
+        })
+    };
+    // A valid config, and one with problems.
+    let ok = strait(&[
+        "config",
+        "validate",
+        "--json",
+        "-c",
+        &examples("strait.toml"),
+    ]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let v = parse(&ok);
+    assert_eq!(v["valid"], true);
+    assert!(v["flows"].as_array().is_some_and(|f| !f.is_empty()), "{v}");
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        "[clusters.a]\nbootstrap_server = \"a:1\"\n",
+    );
+    let out = strait(&["config", "validate", "--json", "-c", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let v = parse(&out);
+    assert_eq!(v["valid"], false);
+    let problems = v["problems"].as_array().expect("problems");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p["key"] == "clusters.a.bootstrap_server" && p["line"] == 2),
+        "{v}"
+    );
+    // Nothing listens: check reports each failed check; the others report the error.
+    let cfg = cluster_config(dir.path(), "127.0.0.1:1", "127.0.0.1:1");
+    let cfg = cfg.to_str().unwrap();
+    let out = strait(&["check", "--json", "-c", cfg]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let v = parse(&out);
+    assert!(v["failed"].as_u64().is_some_and(|n| n > 0), "{v}");
+    assert!(
+        v["checks"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["status"] == "failed")),
+        "{v}"
+    );
+    for args in [
+        &["plan", "--json", "-c", cfg][..],
+        &["status", "--json", "-c", cfg],
+        &["offsets", "translate", "--json", "-c", cfg, "--group", "g"],
+    ] {
+        let out = strait(args);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let v = parse(&out);
+        assert_eq!(v["exit"], 3, "{args:?}: {v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("127.0.0.1:1")),
+            "{args:?}: {v}"
+        );
+    }
+}

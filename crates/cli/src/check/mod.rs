@@ -71,6 +71,10 @@ pub(crate) struct Report {
     failed: usize,
     warned: usize,
     lines: Vec<String>,
+    /// `--json`: lines are kept for the document instead of printed.
+    json: bool,
+    /// The lines "printed" so far in `--json` mode.
+    kept: Vec<String>,
 }
 
 impl Report {
@@ -94,9 +98,30 @@ impl Report {
 
     /// Prints the lines gathered so far.
     fn print(&mut self) {
+        if self.json {
+            self.kept.append(&mut self.lines);
+            return;
+        }
         for l in self.lines.drain(..) {
             println!("{l}");
         }
+    }
+
+    /// The lines as JSON: each with its status (`ok`, `failed`, `limitation`, or `info`
+    /// for a heading), the text without its mark.
+    fn json_lines(&self) -> Vec<serde_json::Value> {
+        self.kept
+            .iter()
+            .chain(&self.lines)
+            .map(|l| {
+                let t = l.trim_start();
+                let (status, text) = [("✓ ", "ok"), ("✗ ", "failed"), ("! ", "limitation")]
+                    .iter()
+                    .find_map(|(mark, s)| t.strip_prefix(mark).map(|rest| (*s, rest)))
+                    .unwrap_or(("info", t));
+                serde_json::json!({ "status": status, "text": text })
+            })
+            .collect()
     }
 
     /// Takes `other`'s counts and lines after this one's.
@@ -107,32 +132,53 @@ impl Report {
     }
 }
 
-/// Runs `strait check`.
-pub fn check_cmd(path: &Path) -> anyhow::Result<ExitCode> {
+/// Runs `strait check` (`json`: one JSON document instead of text).
+pub fn check_cmd(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let config = match load(path) {
         Ok(c) => c,
         Err(e) => {
-            println!("✗ config {}: invalid", path.display());
+            if json {
+                let doc = serde_json::json!({
+                    "config": path.display().to_string(), "valid": false,
+                    "error": e.to_string(), "checks": [],
+                });
+                println!("{doc}");
+            } else {
+                println!("✗ config {}: invalid", path.display());
+            }
             eprintln!("{e}");
             return Ok(Exit::Usage.into());
         }
     };
-    println!(
-        "✓ config {}: valid ({} clusters, {} enabled flows)",
-        path.display(),
-        config.clusters.len(),
-        config.enabled_flows().count()
-    );
-    let mut report = Report::default();
+    if !json {
+        println!(
+            "✓ config {}: valid ({} clusters, {} enabled flows)",
+            path.display(),
+            config.clusters.len(),
+            config.enabled_flows().count()
+        );
+    }
+    let mut report = Report {
+        json,
+        ..Report::default()
+    };
     let started = std::time::Instant::now();
     runtime()?.block_on(check_all(&config, &mut report));
-    report.print();
-    println!(
-        "{} check(s) failed, {} limitation(s), in {:.1} s",
-        report.failed,
-        report.warned,
-        started.elapsed().as_secs_f64()
-    );
+    let seconds = started.elapsed().as_secs_f64();
+    if json {
+        let doc = serde_json::json!({
+            "config": path.display().to_string(), "valid": true,
+            "checks": report.json_lines(), "failed": report.failed,
+            "limitations": report.warned, "seconds": seconds,
+        });
+        println!("{doc}");
+    } else {
+        report.print();
+        println!(
+            "{} check(s) failed, {} limitation(s), in {seconds:.1} s",
+            report.failed, report.warned,
+        );
+    }
     // Every check is of reaching a cluster: connecting, TLS, SASL, authorization.
     Ok(if report.failed == 0 {
         ExitCode::SUCCESS
