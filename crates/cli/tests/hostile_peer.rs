@@ -1,6 +1,6 @@
 //! `strait check` against a hostile peer (issue 12, item 5): a 7-byte ApiVersions answer with
 //! a compact array length of 2^31 used to abort the process (exit 134, "memory allocation of
-//! 68719476736 bytes failed"); now the check fails cleanly with exit 1 and names the API.
+//! 68719476736 bytes failed"); now the check fails cleanly with exit 3 (a check failed) and names the API.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -49,7 +49,7 @@ fn hostile_peer() -> String {
 }
 
 #[test]
-fn check_against_a_hostile_peer_exits_1_with_a_clear_message() {
+fn check_against_a_hostile_peer_exits_3_with_a_clear_message() {
     let addr = hostile_peer();
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("hostile.toml");
@@ -75,7 +75,7 @@ fn check_against_a_hostile_peer_exits_1_with_a_clear_message() {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("{all}");
-    assert_eq!(out.status.code(), Some(1), "not an abort (134): {all}");
+    assert_eq!(out.status.code(), Some(3), "not an abort (134), but a check that failed: {all}");
     assert!(started.elapsed() < Duration::from_secs(20), "{all}");
     assert!(!all.contains("memory allocation"), "{all}");
     assert!(all.contains("✗ reachable"), "{all}");

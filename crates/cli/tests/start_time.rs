@@ -85,7 +85,7 @@ fn an_invalid_start_position_is_a_config_error() {
     std::fs::write(&path, cfg).expect("config");
     let out = strait(&["config", "validate", "-c", path.to_str().expect("utf-8")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("invalid start position \"yesterday\"") && stderr.contains("RFC 3339"),
         "{stderr}"
