@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use strait_client::{Client, ClientConfig, IsolationLevel};
 use strait_mirror::datapath::probe::bounds;
 use strait_testkit::kafka::{KafkaCluster, KafkaOptions};
+use strait_testkit::rdkafka::Isolation;
 use strait_testkit::verify;
 use testcontainers_modules::kafka::apache::{self, KAFKA_PORT};
 use testcontainers_modules::testcontainers::runners::SyncRunner;
@@ -205,21 +206,20 @@ pub fn wait_caught_up(
     );
 }
 
-/// Reads `src_topic` (expecting `produced` records, which it must hold) and
-/// `target_topic` with librdkafka and compares them per partition
-/// ([`strait_testkit::verify`]).
+/// Reads `src_topic` (which must hold `produced` records) and `target_topic` with
+/// librdkafka, each partition to its high watermark however many records that is
+/// ([`verify::read_to_end`], the one target reader: a duplicate anywhere is read), and
+/// compares them per partition ([`strait_testkit::verify`]).
 pub fn compare(
     (src, src_topic): (&str, &str),
     (dst, target_topic): (&str, &str),
-    partitions: i32,
+    _partitions: i32,
     produced: u64,
 ) -> verify::Report {
-    let idle = Duration::from_secs(5);
-    let want = verify::read_partitions(src, src_topic, Some(produced as usize), idle)
-        .expect("read the source");
-    let on_target = total(dst, target_topic, partitions) as usize;
-    let got =
-        verify::read_partitions(dst, target_topic, Some(on_target), idle).expect("read the target");
+    let want =
+        verify::read_to_end(src, src_topic, Isolation::ReadUncommitted).expect("read the source");
+    let got = verify::read_to_end(dst, target_topic, Isolation::ReadUncommitted)
+        .expect("read the target");
     let report = verify::check(&want, &got);
     assert_eq!(
         report.total().source as u64,

@@ -75,7 +75,11 @@ fn check_against_a_hostile_peer_exits_3_with_a_clear_message() {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("{all}");
-    assert_eq!(out.status.code(), Some(3), "not an abort (134), but a check that failed: {all}");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "not an abort (134), but a check that failed: {all}"
+    );
     assert!(started.elapsed() < Duration::from_secs(20), "{all}");
     assert!(!all.contains("memory allocation"), "{all}");
     assert!(all.contains("✗ reachable"), "{all}");
