@@ -476,6 +476,7 @@ const METRIC_DOCS: &[&str] = &[
     "docs/compatibility.md",
     "docs/offset-translation.md",
     "deploy/kubernetes/servicemonitor.yaml",
+    "deploy/prometheus/alerts.yaml",
 ];
 
 /// Every family in the registry: its type and the label names its samples carry.
@@ -706,4 +707,36 @@ fn the_kubernetes_config_validates_with_its_documented_check_command() {
     if let Err(e) = load_str(&text, "deploy/kubernetes/strait.toml", &env) {
         panic!("the check command in deploy/kubernetes/strait.toml's header fails:\n{e}");
     }
+}
+
+/// deploy/prometheus/alerts.yaml is a Prometheus rules file: groups of rules, each with
+/// an alert name, an expression on Strait's metrics (checked against the registry by
+/// `every_metric_the_docs_name_exists_with_its_labels`), a severity and a summary.
+#[test]
+fn the_alert_rules_are_a_prometheus_rules_file() {
+    let text = read("deploy/prometheus/alerts.yaml");
+    let doc: serde_norway::Value = serde_norway::from_str(&text).expect("YAML");
+    let groups = doc["groups"].as_sequence().expect("groups");
+    let mut alerts = BTreeSet::new();
+    for g in groups {
+        assert!(g["name"].as_str().is_some(), "a group without a name");
+        for r in g["rules"].as_sequence().expect("rules") {
+            let name = r["alert"].as_str().expect("alert name");
+            let expr = r["expr"].as_str().expect("expr");
+            assert!(expr.contains("strait_"), "{name}: {expr}");
+            assert!(
+                ["critical", "warning"].contains(&r["labels"]["severity"].as_str().unwrap_or("")),
+                "{name}: severity"
+            );
+            assert!(
+                r["annotations"]["summary"].as_str().is_some(),
+                "{name}: summary"
+            );
+            if let Some(f) = r["for"].as_str() {
+                assert!(humantime::parse_duration(f).is_ok(), "{name}: for {f}");
+            }
+            assert!(alerts.insert(name.to_owned()), "{name} twice");
+        }
+    }
+    assert!(alerts.len() >= 5, "{alerts:?}");
 }
