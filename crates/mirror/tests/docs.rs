@@ -477,6 +477,7 @@ const METRIC_DOCS: &[&str] = &[
     "docs/offset-translation.md",
     "deploy/kubernetes/servicemonitor.yaml",
     "deploy/prometheus/alerts.yaml",
+    "deploy/grafana/strait.json",
 ];
 
 /// Every family in the registry: its type and the label names its samples carry.
@@ -583,6 +584,15 @@ fn every_metric_the_docs_name_exists_with_its_labels() {
                 {
                     continue;
                 }
+                // A histogram's series: `_bucket`, `_sum`, `_count` of its family.
+                let metric = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|s| {
+                        metric.strip_suffix(s).filter(|base| {
+                            families.get(*base).is_some_and(|(k, _)| k == "histogram")
+                        })
+                    })
+                    .unwrap_or(metric);
                 let Some((kind, have)) = families.get(metric) else {
                     wrong.push(format!("{doc}: {metric} is not a metric"));
                     continue;
@@ -739,4 +749,24 @@ fn the_alert_rules_are_a_prometheus_rules_file() {
         }
     }
     assert!(alerts.len() >= 5, "{alerts:?}");
+}
+
+/// deploy/grafana/strait.json is a Grafana dashboard: JSON with a title and panels, each
+/// querying Strait's metrics (names and labels checked against the registry by
+/// `every_metric_the_docs_name_exists_with_its_labels`).
+#[test]
+fn the_grafana_dashboard_is_a_dashboard_of_strait_s_metrics() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&read("deploy/grafana/strait.json")).expect("JSON");
+    assert!(doc["title"].as_str().is_some());
+    let panels = doc["panels"].as_array().expect("panels");
+    assert!(panels.len() >= 10, "{} panels", panels.len());
+    for p in panels {
+        let targets = p["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "{}", p["title"]);
+        for t in targets {
+            let expr = t["expr"].as_str().expect("expr");
+            assert!(expr.contains("strait_"), "{}: {expr}", p["title"]);
+        }
+    }
 }
