@@ -6,15 +6,21 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-const DOCS: &[&str] = &[
-    "README.md",
-    "docs/operations.md",
-    "docs/configuration.md",
-    "docs/compatibility.md",
-    "docs/offset-translation.md",
-    "examples/strait.toml",
-    "deploy/kubernetes/strait.toml",
-];
+/// The README, every guide in docs/, and the configs that show commands.
+fn docs() -> Vec<String> {
+    let mut guides: Vec<String> = std::fs::read_dir(repo("docs"))
+        .expect("docs/")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    guides.sort();
+    let mut all = vec!["README.md".to_owned()];
+    all.extend(guides);
+    all.extend(["examples/strait.toml", "deploy/kubernetes/strait.toml"].map(str::to_owned));
+    all
+}
 
 fn repo(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -128,7 +134,7 @@ fn every_documented_command_line_parses() {
     let mut checked = 0;
     let mut skipped = Vec::new();
     let mut wrong = Vec::new();
-    for doc in DOCS {
+    for doc in &docs() {
         let text = std::fs::read_to_string(repo(doc)).unwrap_or_else(|e| panic!("{doc}: {e}"));
         for line in command_lines(&text) {
             let Some(mut args) = args(&line) else {

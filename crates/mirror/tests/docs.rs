@@ -468,17 +468,29 @@ fn configuration_md_states_the_real_defaults() {
     );
 }
 
-/// Docs a user reads, and the metric names (with their labels) they mention.
-const METRIC_DOCS: &[&str] = &[
-    "README.md",
-    "docs/operations.md",
-    "docs/configuration.md",
-    "docs/compatibility.md",
-    "docs/offset-translation.md",
-    "deploy/kubernetes/servicemonitor.yaml",
-    "deploy/prometheus/alerts.yaml",
-    "deploy/grafana/strait.json",
-];
+/// Docs a user reads: the README and every guide in docs/, then the deploy files that
+/// name metrics (alert rules, dashboard, ServiceMonitor).
+fn user_docs() -> Vec<String> {
+    let mut docs = vec!["README.md".to_owned()];
+    let mut guides: Vec<String> = std::fs::read_dir(repo("docs"))
+        .expect("docs/")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    guides.sort();
+    docs.extend(guides);
+    docs.extend(
+        [
+            "deploy/kubernetes/servicemonitor.yaml",
+            "deploy/prometheus/alerts.yaml",
+            "deploy/grafana/strait.json",
+        ]
+        .map(str::to_owned),
+    );
+    docs
+}
 
 /// Every family in the registry: its type and the label names its samples carry.
 fn registry() -> BTreeMap<String, (String, BTreeSet<String>)> {
@@ -565,7 +577,7 @@ fn every_metric_the_docs_name_exists_with_its_labels() {
     let mut checked = BTreeSet::new();
     let mut labels_checked = 0;
     let mut wrong = Vec::new();
-    for doc in METRIC_DOCS {
+    for doc in &user_docs() {
         let text = read(doc);
         for line in text.lines() {
             for m in name.find_iter(line) {
@@ -662,7 +674,7 @@ fn every_toml_block_in_the_docs_parses() {
     let table = regex::Regex::new(r"(?m)^\[clusters\.([A-Za-z0-9_-]+)").unwrap();
     let mut parsed = 0;
     let mut wrong = Vec::new();
-    for doc in METRIC_DOCS.iter().filter(|d| d.ends_with(".md")) {
+    for doc in user_docs().iter().filter(|d| d.ends_with(".md")) {
         let text = read(doc);
         let mut block: Option<String> = None;
         for line in text.lines() {
