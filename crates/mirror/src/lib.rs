@@ -17,6 +17,8 @@
 //! - [`runbook`]: `strait failover` / `failback`, planned and with the source gone.
 //! - [`replay`]: `strait replay`, a time range of a topic copied once.
 //! - [`groups`]: consumer-group offset translation, MM2 checkpoints, reverse sync.
+//! - [`takeover`]: starting after the last record MirrorMaker 2 copied, proven by content.
+//! - [`verify`]: `strait verify`, the read-only parity check of a flow and its groups.
 //! - `control`: a flow's periodic jobs as tasks.
 //! - [`flow`]: one flow's lifecycle in its delivery mode.
 //! - [`engine`]: [`Engine`] runs every flow, continuously or `--once` ([`RunSummary`]).
@@ -46,6 +48,7 @@ pub mod scale;
 pub mod state;
 pub mod takeover;
 pub mod topics;
+pub mod verify;
 
 pub use engine::{Engine, RunSummary};
 pub use error::MirrorError;

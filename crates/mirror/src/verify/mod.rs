@@ -1,0 +1,659 @@
+//! `strait verify`: the parity check. For every partition a flow replicates, it reads the
+//! offset map from the flow's state topic, reads both logs over the offsets the map covers
+//! (read_committed, as a consumer sees them) and compares them record by record; for every
+//! consumer group the flow syncs, it judges the group's target commit against the
+//! translation of its source position and proves it by the records there. Read-only: it
+//! writes nothing to either cluster.
+//!
+//! Folder map:
+//! - [`compare`]: the pure rules for one partition (spans of the map, findings by offset);
+//! - [`judge`]: the pure verdicts (group positions, outcomes) and the bandwidth pace;
+//! - this file: the reads that feed them, partitions in parallel ([`Options::parallel`])
+//!   under one bandwidth limit ([`Options::bytes_per_sec`]), or a sample of each
+//!   partition ([`Options::sample`]) for huge topics.
+
+pub mod compare;
+pub mod judge;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use strait_client::{Client, FetchOptions, IsolationLevel, PartitionConsumer};
+use strait_offsets::{OffsetMap, Registry, Side};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use self::compare::{Compared, Comparer, Content, Finding, Seen, Spans, Tally};
+use self::judge::{GroupVerdict, Outcome, Pace, Step};
+use crate::config::{Flow, TopicDecision};
+use crate::datapath::probe::{self, Bounds};
+use crate::error::MirrorError;
+
+/// Windows a sampled partition is read in ([`compare::sample`]).
+const SAMPLE_WINDOWS: u64 = 8;
+/// Bytes one fetch asks for.
+const FETCH_BYTES: i32 = 4 << 20;
+/// Polls in a row that move nothing before a read gives up (a broker that answers
+/// nothing where its high watermark says there are records).
+const STUCK_POLLS: u32 = 50;
+
+/// What to verify and how hard to read.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Only this source topic.
+    pub topic: Option<String>,
+    /// These consumer groups (empty: every group the flow syncs, when it syncs offsets).
+    pub groups: Vec<String>,
+    /// Compare at most this many records per partition, in windows spread over its range.
+    pub sample: Option<u64>,
+    /// Partitions read at once (at least 1).
+    pub parallel: usize,
+    /// Bytes per second read from both clusters together (`None`: unbounded).
+    pub bytes_per_sec: Option<u64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            topic: None,
+            groups: Vec::new(),
+            sample: None,
+            parallel: 4,
+            bytes_per_sec: None,
+        }
+    }
+}
+
+/// One side of a partition: its bounds now and the replicated end the map records.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SideReport {
+    /// First offset in the log.
+    pub log_start: i64,
+    /// The end a read_committed consumer reaches (last stable offset).
+    pub end: i64,
+    /// The map's replicated end on this side (`None`: no map).
+    pub replicated: Option<u64>,
+}
+
+/// One partition's comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionReport {
+    /// Source topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Target topic.
+    pub target_topic: String,
+    /// The source side.
+    pub source: SideReport,
+    /// The target side.
+    pub target: SideReport,
+    /// Source offsets compared (`None`: nothing to compare).
+    pub compared_source: Option<Range<u64>>,
+    /// Target offsets compared.
+    pub compared_target: Option<Range<u64>>,
+    /// Whether only a sample was compared.
+    pub sampled: bool,
+    /// Source records past the replicated end (`None`: never replicated).
+    pub lag: Option<u64>,
+    /// Target records past the map's end: written, not yet recorded in the state topic.
+    pub unrecorded: u64,
+    /// Records of coarse history not compared because retention removed part of it.
+    pub skipped: u64,
+    /// The counts.
+    pub tally: Tally,
+    /// The differences, by offset (the first [`compare::MAX_NAMED`]).
+    pub findings: Vec<Finding>,
+    /// SHA-256 (first 16 bytes, hex) of the source records compared, in order.
+    pub source_digest: String,
+    /// The same over the target records compared; equal when the ranges match.
+    pub target_digest: String,
+    /// Something the reader should know (a target shorter than its map, compaction not
+    /// known).
+    pub notes: Vec<String>,
+    /// The partition's outcome.
+    pub outcome: Outcome,
+}
+
+/// One group's position on one partition.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupPosition {
+    /// The group.
+    pub group: String,
+    /// Source topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Target topic.
+    pub target_topic: String,
+    /// The group's committed position on the source.
+    pub source_offset: i64,
+    /// The verdict ([`judge`]).
+    #[serde(flatten)]
+    pub verdict: GroupVerdict,
+}
+
+/// One flow's verification.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowReport {
+    /// The flow.
+    pub flow: String,
+    /// Source cluster.
+    pub source: String,
+    /// Target cluster.
+    pub target: String,
+    /// Per partition.
+    pub partitions: Vec<PartitionReport>,
+    /// Per group and partition; `None` when the flow syncs no group offsets and none was
+    /// asked for.
+    pub groups: Option<Vec<GroupPosition>>,
+    /// The flow's outcome: the worst of its partitions and group positions.
+    pub outcome: Outcome,
+}
+
+/// Verifies `flow`: every partition it replicates (of [`Options::topic`]) and the group
+/// positions it syncs. Errors are failed reads; differences are in the report.
+pub async fn verify_flow(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    opts: &Options,
+) -> Result<FlowReport, MirrorError> {
+    let ctx = |e: MirrorError| e.flow(&flow.name);
+    let maps = crate::state::load_maps(target, flow).await.map_err(ctx)?;
+    let meta = source
+        .metadata(None)
+        .await
+        .map_err(|e| ctx(MirrorError::kafka("listing source topics", e).cluster(&flow.source)))?;
+    let mut topics: BTreeMap<String, (String, Vec<i32>)> = BTreeMap::new();
+    for t in meta.topics.values() {
+        if t.is_internal || opts.topic.as_ref().is_some_and(|x| *x != t.name) {
+            continue;
+        }
+        if let TopicDecision::Replicate { target_topic } = flow.topic_decision(&t.name) {
+            topics.insert(
+                t.name.clone(),
+                (target_topic, t.partitions.keys().copied().collect()),
+            );
+        }
+    }
+    if let Some(t) = &opts.topic
+        && !topics.contains_key(t)
+    {
+        return Err(ctx(MirrorError::config(format!(
+            "topic {t} is not on {} or not replicated by this flow",
+            flow.source
+        ))));
+    }
+    let pace = opts
+        .bytes_per_sec
+        .map(|r| Arc::new(Mutex::new(Pace::new(r, Instant::now()))));
+    let permits = Arc::new(Semaphore::new(opts.parallel.max(1)));
+    let mut tasks = JoinSet::new();
+    for (topic, (target_topic, partitions)) in &topics {
+        let work = Work::gather(source, target, topic, target_topic, partitions, &maps).await;
+        for job in work.map_err(ctx)? {
+            let (source, target) = (source.clone(), target.clone());
+            let (pace, permits, sample) = (pace.clone(), permits.clone(), opts.sample);
+            tasks.spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                job.run(&source, &target, sample, pace).await
+            });
+        }
+    }
+    let mut partitions = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        let report = done
+            .map_err(|e| ctx(MirrorError::other(format!("a verify task failed: {e}"))))?
+            .map_err(ctx)?;
+        partitions.push(report);
+    }
+    partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    let groups = if flow.sync.group_offsets || !opts.groups.is_empty() {
+        Some(
+            group_positions(source, target, flow, &maps, &topics, opts)
+                .await
+                .map_err(ctx)?,
+        )
+    } else {
+        None
+    };
+    let outcome = partitions
+        .iter()
+        .map(|p| p.outcome)
+        .chain(groups.iter().flatten().map(|g| g.verdict.outcome()))
+        .max()
+        .unwrap_or(Outcome::Matches);
+    Ok(FlowReport {
+        flow: flow.name.clone(),
+        source: flow.source.clone(),
+        target: flow.target.clone(),
+        partitions,
+        groups,
+        outcome,
+    })
+}
+
+/// One partition to compare, with everything read before its records.
+struct Work {
+    topic: String,
+    target_topic: String,
+    partition: i32,
+    source: Bounds,
+    target: Bounds,
+    map: Option<OffsetMap>,
+    compacted: Option<bool>,
+}
+
+impl Work {
+    /// The partitions of one topic: bounds on both sides, the maps, the cleanup policy.
+    async fn gather(
+        source: &Client,
+        target: &Client,
+        topic: &str,
+        target_topic: &str,
+        partitions: &[i32],
+        maps: &Registry,
+    ) -> Result<Vec<Work>, MirrorError> {
+        let committed = IsolationLevel::ReadCommitted;
+        let src = probe::bounds(source, topic, partitions, committed)
+            .await
+            .map_err(|e| MirrorError::kafka("source bounds", e).topic(topic))?;
+        let dst = probe::bounds(target, target_topic, partitions, committed)
+            .await
+            .map_err(|e| MirrorError::kafka("target bounds", e).topic(target_topic))?;
+        let compacted = compacted(source, topic).await;
+        let mut out = Vec::new();
+        for p in partitions {
+            let (Some(s), Some(t)) = (src.get(p), dst.get(p)) else {
+                continue;
+            };
+            out.push(Work {
+                topic: topic.to_owned(),
+                target_topic: target_topic.to_owned(),
+                partition: *p,
+                source: *s,
+                target: *t,
+                map: maps.reader(topic, *p).map(|r| r.read(OffsetMap::clone)),
+                compacted,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Reads and compares the partition.
+    async fn run(
+        self,
+        source: &Client,
+        target: &Client,
+        sample: Option<u64>,
+        pace: Option<Arc<Mutex<Pace>>>,
+    ) -> Result<PartitionReport, MirrorError> {
+        let at = |e: strait_client::Error, what: &str| {
+            MirrorError::kafka(format!("reading the {what}"), e)
+                .topic(&self.topic)
+                .partition(self.partition)
+        };
+        let offset = |o: i64| u64::try_from(o).unwrap_or(0);
+        let side = |b: Bounds, map: Option<&OffsetMap>, s: Side| SideReport {
+            log_start: b.log_start,
+            end: b.end,
+            replicated: map.map(|m| m.next(s)),
+        };
+        let mut report = PartitionReport {
+            topic: self.topic.clone(),
+            partition: self.partition,
+            target_topic: self.target_topic.clone(),
+            source: side(self.source, self.map.as_ref(), Side::Source),
+            target: side(self.target, self.map.as_ref(), Side::Target),
+            compared_source: None,
+            compared_target: None,
+            sampled: false,
+            lag: None,
+            unrecorded: 0,
+            skipped: 0,
+            tally: Tally::default(),
+            findings: Vec::new(),
+            source_digest: String::new(),
+            target_digest: String::new(),
+            notes: Vec::new(),
+            outcome: Outcome::NotYetReplicated,
+        };
+        let Some(map) = &self.map else {
+            report.notes.push("never replicated: no offset map".into());
+            return Ok(report);
+        };
+        let (source_next, target_next) = (map.next(Side::Source), map.next(Side::Target));
+        report.lag = Some(offset(self.source.end).saturating_sub(source_next));
+        report.unrecorded = offset(self.target.end).saturating_sub(target_next);
+        if offset(self.target.end) < target_next {
+            report.notes.push(format!(
+                "the target ends at {}, before {target_next}, where the map says records were \
+                 written: records it acknowledged are gone",
+                self.target.end
+            ));
+        }
+        if offset(self.source.end) < source_next {
+            report.notes.push(format!(
+                "the source ends at {}, before {source_next}, where replication had read: the \
+                 source lost records",
+                self.source.end
+            ));
+        }
+        let compacted = self.compacted.unwrap_or_else(|| {
+            report.notes.push(
+                "the source topic's cleanup.policy could not be read: compared as not compacted"
+                    .into(),
+            );
+            false
+        });
+        let all = compare::spans(
+            map,
+            [offset(self.source.log_start), offset(self.target.log_start)],
+        );
+        let spans: Spans = match sample {
+            Some(n) => {
+                let s = compare::sample(&all, n, SAMPLE_WINDOWS);
+                report.sampled = s != all;
+                s
+            }
+            None => all,
+        };
+        report.skipped = spans.skipped;
+        if !spans.spans.is_empty() {
+            report.compared_source = Some(spans.source_range());
+            report.compared_target = Some(spans.target_range());
+        }
+        let mut src = Reader::new(source, &self.topic, self.partition, self.source.end, &pace);
+        let mut dst = Reader::new(
+            target,
+            &self.target_topic,
+            self.partition,
+            self.target.end,
+            &pace,
+        );
+        let mut cmp = Comparer::new(compacted);
+        for span in &spans.spans {
+            if let compare::Span::Coarse { .. } = span {
+                let (s, t) = (span.source(), span.target());
+                let mut a = s.start;
+                let mut b = t.start;
+                while a < s.end || b < t.end {
+                    let (ae, be) = (
+                        (a + compare::WINDOW).min(s.end),
+                        (b + compare::WINDOW).min(t.end),
+                    );
+                    let x = src.range(a..ae).await.map_err(|e| at(e, "source"))?;
+                    let y = dst.range(b..be).await.map_err(|e| at(e, "target"))?;
+                    cmp.coarse(&x, &y);
+                    (a, b) = (ae, be);
+                }
+                cmp.coarse_done(span);
+            } else {
+                let x = src
+                    .range(span.source())
+                    .await
+                    .map_err(|e| at(e, "source"))?;
+                let y = dst
+                    .range(span.target())
+                    .await
+                    .map_err(|e| at(e, "target"))?;
+                cmp.span(span, &x, &y);
+            }
+        }
+        if compacted && !report.sampled {
+            let x = src
+                .range(source_next..offset(self.source.end))
+                .await
+                .map_err(|e| at(e, "source"))?;
+            cmp.later(Side::Source, &x);
+            let y = dst
+                .range(target_next..offset(self.target.end))
+                .await
+                .map_err(|e| at(e, "target"))?;
+            cmp.later(Side::Target, &y);
+        }
+        let Compared {
+            tally,
+            findings,
+            source_digest,
+            target_digest,
+        } = cmp.finish();
+        let clean = tally.clean() && report.skipped == 0 && report.notes.is_empty();
+        report.outcome = judge::partition_outcome(clean, report.lag);
+        report.tally = tally;
+        report.findings = findings;
+        report.source_digest = source_digest;
+        report.target_digest = target_digest;
+        Ok(report)
+    }
+}
+
+/// Whether `topic`'s `cleanup.policy` includes `compact` (`None`: it could not be read).
+async fn compacted(source: &Client, topic: &str) -> Option<bool> {
+    let configs = source
+        .describe_configs(
+            strait_client::ResourceType::Topic,
+            &[topic],
+            Some(&["cleanup.policy"]),
+        )
+        .await
+        .ok()?;
+    let policy = configs
+        .iter()
+        .flat_map(|c| &c.entries)
+        .find(|e| e.name == "cleanup.policy")
+        .and_then(|e| e.value.clone())
+        .unwrap_or_default();
+    Some(policy.split(',').any(|p| p.trim() == "compact"))
+}
+
+/// Reads one partition range after range, in offset order, keeping what a fetch returned
+/// past the range for the next.
+struct Reader {
+    client: Client,
+    topic: String,
+    partition: i32,
+    end: u64,
+    consumer: Option<PartitionConsumer>,
+    carry: VecDeque<Seen>,
+    pace: Option<Arc<Mutex<Pace>>>,
+}
+
+impl Reader {
+    fn new(
+        client: &Client,
+        topic: &str,
+        partition: i32,
+        end: i64,
+        pace: &Option<Arc<Mutex<Pace>>>,
+    ) -> Self {
+        Reader {
+            client: client.clone(),
+            topic: topic.to_owned(),
+            partition,
+            end: u64::try_from(end).unwrap_or(0),
+            consumer: None,
+            carry: VecDeque::new(),
+            pace: pace.clone(),
+        }
+    }
+
+    /// The records at offsets `r` (up to the end read before the comparison).
+    async fn range(&mut self, r: Range<u64>) -> Result<Vec<Seen>, strait_client::Error> {
+        while self.carry.front().is_some_and(|s| s.offset < r.start) {
+            self.carry.pop_front();
+        }
+        let to = r.end.min(self.end);
+        let behind = |c: &PartitionConsumer| u64::try_from(c.position()).unwrap_or(0) < r.start;
+        if self.consumer.is_none()
+            || (self.carry.is_empty() && self.consumer.as_ref().is_some_and(behind))
+        {
+            let opts = FetchOptions {
+                max_wait: Duration::from_millis(100),
+                max_bytes: FETCH_BYTES,
+                isolation: IsolationLevel::ReadCommitted,
+                ..FetchOptions::default()
+            };
+            let start = i64::try_from(r.start).unwrap_or(i64::MAX);
+            self.consumer = Some(
+                PartitionConsumer::new(self.client.clone(), &self.topic, self.partition, start)
+                    .with_options(opts),
+            );
+        }
+        let Some(consumer) = self.consumer.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut stuck = 0;
+        while u64::try_from(consumer.position()).unwrap_or(0) < to {
+            let before = consumer.position();
+            let records = consumer.poll().await?;
+            let bytes: usize = records
+                .iter()
+                .map(|r| {
+                    r.key.as_ref().map_or(0, |k| k.len())
+                        + r.value.as_ref().map_or(0, |v| v.len())
+                        + r.headers
+                            .iter()
+                            .map(|(n, v)| n.len() + v.as_ref().map_or(0, |v| v.len()))
+                            .sum::<usize>()
+                })
+                .sum();
+            for rec in &records {
+                if let Ok(offset) = u64::try_from(rec.offset) {
+                    self.carry.push_back(Seen {
+                        offset,
+                        content: Content::of(rec),
+                    });
+                }
+            }
+            if let Some(p) = &self.pace {
+                let wait = p
+                    .lock()
+                    .map(|mut p| p.take(Instant::now(), bytes as u64))
+                    .unwrap_or_default();
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
+            }
+            if consumer.position() == before && records.is_empty() {
+                stuck += 1;
+                if stuck >= STUCK_POLLS {
+                    return Err(strait_client::Error::new(strait_client::ErrorKind::Timeout)
+                        .topic(&self.topic)
+                        .partition(self.partition)
+                        .message(format!(
+                            "no record past offset {before} after {STUCK_POLLS} fetches, \
+                             below the end {to} read before"
+                        )));
+                }
+            } else {
+                stuck = 0;
+            }
+        }
+        let mut out = Vec::new();
+        while self.carry.front().is_some_and(|s| s.offset < r.end) {
+            if let Some(s) = self.carry.pop_front() {
+                out.push(s);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The positions of the groups `opts` names, or of every group the flow syncs, on the
+/// partitions of `topics` (source topic → target topic and partitions).
+async fn group_positions(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    maps: &Registry,
+    topics: &BTreeMap<String, (String, Vec<i32>)>,
+    opts: &Options,
+) -> Result<Vec<GroupPosition>, MirrorError> {
+    let groups: Vec<String> = if opts.groups.is_empty() {
+        source
+            .list_groups()
+            .await
+            .map_err(|e| MirrorError::kafka("listing groups", e).cluster(&flow.source))?
+            .into_iter()
+            .map(|g| g.group_id)
+            .filter(|g| flow.syncs_group(g))
+            .collect()
+    } else {
+        opts.groups.clone()
+    };
+    let mut out = Vec::new();
+    for group in groups {
+        let fetch = |c: &Client, cluster: &str| {
+            let (c, cluster, group) = (c.clone(), cluster.to_owned(), group.clone());
+            async move {
+                c.offset_fetch(&group, None).await.map_err(|e| {
+                    MirrorError::kafka(format!("group {group}: committed offsets"), e)
+                        .cluster(cluster)
+                })
+            }
+        };
+        let committed = fetch(source, &flow.source).await?;
+        let on_target: BTreeMap<(String, i32), i64> = fetch(target, &flow.target)
+            .await?
+            .into_iter()
+            .filter(|c| c.offset >= 0)
+            .map(|c| ((c.topic, c.partition), c.offset))
+            .collect();
+        for c in committed.into_iter().filter(|c| c.offset >= 0) {
+            let Some((target_topic, _)) = topics.get(&c.topic) else {
+                continue;
+            };
+            let translation = maps
+                .reader(&c.topic, c.partition)
+                .map(|r| r.translate(u64::try_from(c.offset).unwrap_or(0)));
+            let committed_there = on_target.get(&(target_topic.clone(), c.partition)).copied();
+            let verdict = match judge::judge(translation, committed_there) {
+                Step::Done(v) => v,
+                Step::Prove { target: t } => {
+                    let read = |client: &Client, topic: &str, at: i64, cluster: &str| {
+                        let (client, topic, cluster) =
+                            (client.clone(), topic.to_owned(), cluster.to_owned());
+                        let p = c.partition;
+                        async move {
+                            probe::first_record_at(&client, &topic, p, at)
+                                .await
+                                .map(|r| {
+                                    r.map(|r| {
+                                        (u64::try_from(r.offset).unwrap_or(0), Content::of(&r))
+                                    })
+                                })
+                                .map_err(|e| {
+                                    MirrorError::kafka("reading a group's record", e)
+                                        .cluster(cluster)
+                                        .topic(topic)
+                                        .partition(p)
+                                })
+                        }
+                    };
+                    let s = read(source, &c.topic, c.offset, &flow.source).await?;
+                    let at = i64::try_from(t).unwrap_or(i64::MAX);
+                    let d = read(target, target_topic, at, &flow.target).await?;
+                    judge::prove(t, s, d)
+                }
+            };
+            out.push(GroupPosition {
+                group: group.clone(),
+                topic: c.topic,
+                partition: c.partition,
+                target_topic: target_topic.clone(),
+                source_offset: c.offset,
+                verdict,
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.group, &a.topic, a.partition).cmp(&(&b.group, &b.topic, b.partition)));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;
