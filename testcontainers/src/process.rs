@@ -64,3 +64,26 @@ pub fn stop(s: &mut Strait, deadline: Duration) -> ExitStatus {
         ),
     }
 }
+
+/// Runs `strait verify -c config --json ARGS` (read-only; it ends by itself) and returns
+/// its exit code and stdout (the JSON report), the test failing with its output when it
+/// prints nothing.
+pub fn verify(config: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(strait_binary())
+        .arg("verify")
+        .arg("-c")
+        .arg(config)
+        .arg("--json")
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run strait verify");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        !stdout.trim().is_empty(),
+        "strait verify printed nothing (exit {:?}):\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), stdout)
+}

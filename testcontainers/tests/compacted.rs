@@ -3,7 +3,8 @@
 //! 500 ms at a dirty ratio of 0.01, until librdkafka sees gaps in the source's offsets and
 //! the cleaner has settled. `strait run --once` then replicates it: the target holds exactly
 //! the surviving records, in order, and a group committed inside a gap on the source is
-//! translated to the next surviving record on the target.
+//! translated to the next surviving record on the target. `strait verify` agrees: every
+//! record the map pairs matches, and the group's target position is proven by its record.
 
 use std::time::{Duration, Instant};
 
@@ -170,5 +171,27 @@ enabled = false
         "committed at source offset {gap}, a gap: the target's next record must be the next \
          survivor (source offset {})",
         offs[next_survivor]
+    );
+
+    // The parity check finds the same: the copy matches and the group is proven.
+    let (code, out) = process::verify(&config, &[]);
+    let report: serde_json::Value = serde_json::from_str(&out).expect("verify's JSON");
+    assert_eq!(code, Some(0), "strait verify: {report:#}");
+    let partition = &report["flows"][0]["partitions"][0];
+    assert_eq!(
+        partition["tally"]["matched"].as_u64(),
+        Some(survivors.len() as u64),
+        "{report:#}"
+    );
+    let group = &report["flows"][0]["groups"][0];
+    assert_eq!(
+        (group["group"].as_str(), group["verdict"].as_str()),
+        (Some("g-gap"), Some("proven")),
+        "{report:#}"
+    );
+    assert_eq!(
+        group["record"].as_i64(),
+        Some(offs[next_survivor]),
+        "the record both sides resume at: {report:#}"
     );
 }

@@ -80,6 +80,12 @@ pub enum Command {
     /// Copy a time range of one source topic once to the target, with an offset map of
     /// its own (a dry run unless --execute).
     Replay(ReplayArgs),
+    /// Check that the target holds what the source holds: per partition, the records the
+    /// offset map covers compared by content (gaps, duplicates and changes named by
+    /// offset), and per consumer group, its target position proven by the record there.
+    /// Read-only. Exits 0 when everything matches, 5 when nothing differs but replication
+    /// has not caught up, 1 when something differs.
+    Verify(VerifyArgs),
     /// Consumer-group offset tools.
     Offsets {
         #[command(subcommand)]
@@ -164,6 +170,36 @@ pub struct SwitchArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s",
           value_parser = crate::bench::args::parse_duration)]
     pub wait: std::time::Duration,
+}
+
+/// `strait verify`.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// Only this flow (default: every enabled flow).
+    #[arg(long, value_name = "NAME")]
+    pub flow: Option<String>,
+    /// Only this source topic.
+    #[arg(long, value_name = "T")]
+    pub topic: Option<String>,
+    /// Only this consumer group (repeat for more; default: every group the flow syncs,
+    /// when it syncs group offsets).
+    #[arg(long, value_name = "G")]
+    pub group: Vec<String>,
+    /// Compare at most N records per partition, in windows spread over it (for huge
+    /// topics; default: every record).
+    #[arg(long, value_name = "N")]
+    pub sample: Option<u64>,
+    /// Partitions read at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub parallel: usize,
+    /// Bytes per second read from both clusters together, in MiB (0: no limit).
+    #[arg(long, value_name = "MIB", default_value_t = 50)]
+    pub max_rate: u64,
+    /// Print JSON instead of a table (an error too: `{"error": …, "exit": …}` on stdout).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `strait replay`.

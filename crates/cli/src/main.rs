@@ -3,7 +3,8 @@
 //! Layout: [`cli`] defines the command line; [`config_cmd`] implements the config tools,
 //! which need only `strait_mirror::config`; [`logging`] sets up tracing; [`run_cmd`] runs
 //! the engine; [`check`], [`plan`], [`status`] and [`offsets`] inspect the clusters and the
-//! flows' state topics; [`runbook`] moves consumer groups between clusters; [`replay`] copies
+//! flows' state topics; [`runbook`] moves consumer groups between clusters; [`verify`]
+//! compares the two clusters; [`replay`] copies
 //! a time range of a topic once; [`bench`] measures replication.
 
 mod bench;
@@ -20,6 +21,7 @@ mod runbook;
 mod runtime;
 mod status;
 mod status_group;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
             runbook::switch_cmd(strait_mirror::runbook::Direction::Failback, args)
         }
         Command::Replay(args) => replay::replay_cmd(args),
+        Command::Verify(args) => verify::verify_cmd(args),
         Command::Offsets {
             command:
                 OffsetsCommand::Translate {
@@ -130,6 +133,7 @@ fn wants_json(command: &Command) -> bool {
         } => *json,
         Command::Failover(a) | Command::Failback(a) => a.json,
         Command::Replay(a) => a.json,
+        Command::Verify(a) => a.json,
         Command::Bench(a) => a.json,
         Command::Run { .. }
         | Command::Config {
