@@ -3,7 +3,7 @@
 //! checkpoint) and started again on the same config and state topic. Once the target has
 //! caught up, librdkafka (checking every batch's CRC) proves per partition: nothing lost,
 //! source order kept, nothing foreign, and duplicates within the documented bound of
-//! `max_in_flight_per_partition` batches (docs/operations.md, "Delivery guarantees").
+//! `max_in_flight_per_partition` batches (docs/operations.md, "Stopping and restarting").
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-//! Exactly-once replication (`delivery.guarantee = "exactly_once"`, docs/operations.md
-//! "Delivery guarantees") against Apache Kafka's own transaction coordinator, the real
+//! Exactly-once replication (`delivery.guarantee = "exactly_once"`, docs/replication.md
+//! "Exactly-once") against Apache Kafka's own transaction coordinator, the real
 //! `strait` binary between two clusters and a producer writing numbered records the whole
 //! time. The judge is librdkafka reading the target with `isolation.level=read_committed`
 //! (Kafka sends real aborted-transaction lists and last stable offsets, so no marker

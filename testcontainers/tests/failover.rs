@@ -1,5 +1,5 @@
-//! `strait failover` and `strait failback` against Apache Kafka (docs/operations.md,
-//! "Consumer-group failover runbook"). The source topic holds plain batches, a committed
+//! `strait failover` and `strait failback` against Apache Kafka (docs/replication.md,
+//! "Failover and failback: the rules"). The source topic holds plain batches, a committed
 //! transaction and an aborted one: Kafka keeps the aborted records and both markers in
 //! the log, so the source offsets have a gap of one marker after the committed
 //! transaction and of eleven offsets (ten aborted records and the ABORT marker) after the

@@ -11,8 +11,8 @@
 //!
 //! Each ends with librdkafka reading both sides (every batch's CRC checked): per partition
 //! nothing lost, source order kept, nothing foreign, duplicates within the documented
-//! bound of `max_in_flight_per_partition` batches (docs/operations.md, "Delivery
-//! guarantees"), as testcontainers/tests/crash.rs computes it.
+//! bound of `max_in_flight_per_partition` batches (docs/operations.md, "Stopping
+//! and restarting"), as testcontainers/tests/crash.rs computes it.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! `strait replay` against Apache Kafka (docs/operations.md, "Replay a time range"): a
+//! `strait replay` against Apache Kafka (docs/replication.md, "Replay a time range"): a
 //! source topic whose records carry explicit CreateTime timestamps, keys, values and
 //! headers, produced by librdkafka in small batches so the range's first and last batch
 //! must be cut. librdkafka reads the target as the independent reader and commits the

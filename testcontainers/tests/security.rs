@@ -1,7 +1,7 @@
 //! Security through Apache Kafka's own listeners: `strait run --once` replicating from
 //! SASL_SSL (SCRAM-SHA-256, SCRAM-SHA-512) to mutual TLS and to SASL_PLAINTEXT (PLAIN),
 //! with Kafka's StandardAuthorizer on both clusters and Strait's principals given exactly
-//! the ACLs docs/operations.md ("Commands", `strait check`) says it needs; `strait check`
+//! the ACLs docs/security.md ("Permissions") says it needs; `strait check`
 //! passing on a good config and naming the failure (wrong password, no client certificate,
 //! a principal without ACLs) with a non-zero exit; the password in no output and no log.
 //! librdkafka reads both sides (over the PLAINTEXT listener, a super user) at the end.
@@ -49,7 +49,7 @@ fn clusters() -> &'static Clusters {
             let b = s.spawn(|| Kafka::start_with(options()));
             (a.join().expect("source"), b.join().expect("target"))
         });
-        // The ACLs docs/operations.md lists, nothing more. Source: Describe, Read,
+        // The ACLs docs/security.md lists, nothing more. Source: Describe, Read,
         // DescribeConfigs on the topics; Describe on the groups.
         let principal = format!("User:{USER}");
         for topic in ["sec-a", "sec-b", "sec-check"] {

@@ -6,7 +6,7 @@
 //! one thread, so a wake-up is a local queue push, never a cross-thread notification. A
 //! multi-thread runtime with one worker would put the spawned tasks on its worker and the
 //! `block_on` future on the calling thread; measured on the forwarding path it costs
-//! ~10 % more engine CPU per batch (docs/benchmarks.md, "Round 5"). With more threads the
+//! ~10 % more engine CPU per batch (docs/benchmarks-history.md, "Round 5"). With more threads the
 //! engine runs on a multi-thread runtime of that many workers.
 //!
 //! Blocking work (`spawn_blocking`, the `/metrics` rendering) has its own pool either way.

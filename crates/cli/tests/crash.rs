@@ -1,5 +1,5 @@
-//! Crash and stop tests of the real `strait` binary (docs/operations.md, "Delivery
-//! guarantees"): two Tansu brokers, a producer writing numbered records to a
+//! Crash and stop tests of the real `strait` binary (docs/operations.md, "Stopping
+//! and restarting"): two Tansu brokers, a producer writing numbered records to a
 //! multi-partition source topic the whole time, and `strait run` killed mid-stream.
 //!
 //! - kill -9, restart: nothing lost, per-partition order kept, duplicates within

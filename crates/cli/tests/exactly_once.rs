@@ -1,5 +1,5 @@
-//! Exactly-once replication (`delivery.guarantee = "exactly_once"`, docs/operations.md
-//! "Delivery guarantees") of the real `strait` binary between two Tansu brokers, with a
+//! Exactly-once replication (`delivery.guarantee = "exactly_once"`, docs/replication.md
+//! "Exactly-once") of the real `strait` binary between two Tansu brokers, with a
 //! producer writing numbered records the whole time:
 //!
 //! - kill -9 at random moments, many times, then a drain: every source record is on the

@@ -1,5 +1,5 @@
-//! `strait failover` and `strait failback`, end to end (docs/operations.md, "Consumer-group
-//! failover runbook"): two Tansu brokers, a source topic with plain batches and a
+//! `strait failover` and `strait failback`, end to end (docs/replication.md, "Failover
+//! and failback: the rules"): two Tansu brokers, a source topic with plain batches and a
 //! committed transaction (its marker leaves a gap in the source offsets), replicated with
 //! `strait run --once`. A group's positions are committed and read back with librdkafka,
 //! which also reads the records they point at on both sides.

@@ -1,4 +1,4 @@
-//! The fault suite, network faults (issue 12 item 6; docs/operations.md "Fault suite"):
+//! The fault suite, network faults (issue 12 item 6; docs/evidence.md "Fault suite"):
 //! `strait run` replicates a source a librdkafka producer writes the whole time, while a
 //! testkit `FaultProxy` in front of the source or the target stalls (connections open, no
 //! bytes moving), aborts every connection with a TCP RST, or damages record bytes in
@@ -249,7 +249,7 @@ fn corrupted_fetch_responses_are_caught_by_crc_and_never_forwarded() {
          partition restarts {restarts}"
     );
     // Each damaged response is caught by the CRC check, named in the log, and restarts its
-    // partition in-process (docs/operations.md, the fault-suite table).
+    // partition in-process (docs/evidence.md, the fault-suite table).
     assert!(
         crc_lines >= frames as usize,
         "a CRC line per damaged response ({crc_lines} for {frames}):\n{}",

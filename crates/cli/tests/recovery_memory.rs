@@ -1,4 +1,4 @@
-//! Memory of a restart's recovery (issue 29; docs/operations.md, "Delivery guarantees"):
+//! Memory of a restart's recovery (issue 29; docs/operations.md, "Stopping and restarting"):
 //! a partition whose target holds 64 MiB written past its saved map (a large
 //! `intervals.checkpoint` and a kill -9) restarts, reads that tail back chunk by chunk as
 //! its comparison with the source needs it, and matches all of it. The restarted

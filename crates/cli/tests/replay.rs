@@ -1,4 +1,4 @@
-//! `strait replay`, end to end (docs/operations.md, "Replay a time range"): two Tansu
+//! `strait replay`, end to end (docs/replication.md, "Replay a time range"): two Tansu
 //! brokers, a source topic of three partitions whose records carry explicit CreateTime
 //! timestamps, keys, values and headers, produced by librdkafka in batches of four so the
 //! range's first and last batch must be cut. librdkafka reads the target as the

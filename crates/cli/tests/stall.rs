@@ -127,7 +127,7 @@ fn batched() -> ProduceOptions {
 
 /// Per partition, source and target read to their ends: nothing lost, order kept,
 /// nothing foreign, and at most one in-flight window of duplicates per `events` (a stall
-/// or stop that can leave requests unanswered): docs/operations.md, "Delivery guarantees".
+/// or stop that can leave requests unanswered): docs/operations.md, "Stopping and restarting".
 fn assert_copy(brokers: &Brokers, events: usize, log: &str) -> strait_testkit::verify::Report {
     use strait_testkit::verify::{check, read_to_end};
     let source = read_to_end(

@@ -614,7 +614,7 @@ fn every_metric_the_docs_name_exists_with_its_labels() {
                     .captures_iter(braces)
                     .map(|c| c[1].to_owned())
                     .collect();
-                // The metrics table of operations.md: `| name | type | labels | … |`.
+                // The metrics table of monitoring.md: `| name | type | labels | … |`.
                 if line.starts_with("| `strait_") {
                     let cells: Vec<&str> = line.split('|').collect();
                     if cells.get(2).map(|c| c.trim()) != Some(kind.as_str()) {
@@ -645,11 +645,11 @@ fn every_metric_the_docs_name_exists_with_its_labels() {
             }
         }
     }
-    // And the other way: every family of the registry is described in operations.md.
-    let operations = read("docs/operations.md");
+    // And the other way: every family of the registry is described in monitoring.md.
+    let monitoring = read("docs/monitoring.md");
     for family in families.keys() {
-        if !operations.contains(&format!("`{family}`")) {
-            wrong.push(format!("docs/operations.md does not describe {family}"));
+        if !monitoring.contains(&format!("`{family}`")) {
+            wrong.push(format!("docs/monitoring.md does not describe {family}"));
         }
     }
     println!(

@@ -10,7 +10,7 @@
 //! both sides to their ends (`strait_testkit::verify`): per partition nothing lost, nothing
 //! foreign, source order kept, and duplicates within the documented bound (one in-flight
 //! window, `max_in_flight_per_partition` batches of at most [`BATCH_RECORDS`] records, per
-//! event that can leave requests unanswered: docs/operations.md, "Delivery guarantees").
+//! event that can leave requests unanswered: docs/operations.md, "Stopping and restarting").
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

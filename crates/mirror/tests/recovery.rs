@@ -1,5 +1,5 @@
 //! Content-checked recovery, end to end on two Tansu brokers with librdkafka reading both
-//! sides (docs/operations.md, "Delivery guarantees"): records found on the target past the
+//! sides (docs/operations.md, "Stopping and restarting"): records found on the target past the
 //! last state write are recorded only when they are the source's records, one by one; a
 //! target that holds other records past the state is an incident, never absorbed — the
 //! count-based rule this replaces skipped as many source records as it found, silently.

@@ -1,4 +1,4 @@
-//! What the fault-suite tests share (docs/operations.md "Fault suite"): two Tansu brokers
+//! What the fault-suite tests share (docs/evidence.md "Fault suite"): two Tansu brokers
 //! each behind a testkit `FaultProxy` they advertise (so every connection `strait run`
 //! makes goes through a proxy; librdkafka's connections, by their client id, are spared
 //! the faults), a

@@ -6,7 +6,7 @@
 //! jobs (topic sync, group sync, checkpoints, heartbeats, state writes) call one plain
 //! method per event (`metrics.topic_created(flow)`).
 //!
-//! Every metric is prefixed `strait_`; the list with meanings is in docs/operations.md
+//! Every metric is prefixed `strait_`; the list with meanings is in docs/monitoring.md
 //! ("Metrics"). Label sets: data-path metrics carry `flow`, `topic` (source name) and
 //! `partition`; the latency histogram carries `flow` and `topic` only (a histogram per
 //! partition would multiply the series by 17). Health is per flow: [`FlowState`].
