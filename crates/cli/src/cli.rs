@@ -70,6 +70,12 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Refresh every DURATION (default 5s) until interrupted, with how much of the
+        /// source has been copied and how fast (a topic's initial copy, for one); one
+        /// JSON document per refresh with --json.
+        #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "5s",
+              value_parser = crate::bench::args::parse_duration)]
+        watch: Option<std::time::Duration>,
     },
     /// Move a consumer group from a flow's source to its target: commit the exact
     /// translation of its source positions on the target (a dry run unless --execute).

@@ -15,6 +15,7 @@ mod exit;
 mod logging;
 mod offsets;
 mod plan;
+mod progress;
 mod replay;
 mod run_cmd;
 mod runbook;
@@ -78,7 +79,11 @@ fn main() -> ExitCode {
         } => config_cmd::validate_cmd(&config.path, *offline, *json),
         Command::Plan { config, json } => plan::plan_cmd(&config.path, *json),
         Command::Check { config, json } => check::check_cmd(&config.path, *json),
-        Command::Status { config, json } => status::status_cmd(&config.path, *json),
+        Command::Status {
+            config,
+            json,
+            watch,
+        } => status::status_cmd(&config.path, *json, *watch),
         Command::Failover(args) => {
             runbook::switch_cmd(strait_mirror::runbook::Direction::Failover, args)
         }

@@ -12,17 +12,20 @@
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
 use strait_client::ProducerConfig;
 use strait_mirror::config::{Config, Flow, TopicDecision, load};
+use strait_mirror::progress::Progress;
 use strait_mirror::replay::{self, Method, PartitionPlan, Prepared, RunDecision, Spec, Summary};
 
 use crate::cli::ReplayArgs;
 use crate::exit::Exit;
 use crate::plan::{clients, runtime};
+use crate::progress::{Bar, Unit};
 
 /// Runs `strait replay`.
 pub fn replay_cmd(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -48,11 +51,22 @@ pub fn replay_cmd(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("flow {}", flow.name))?;
         let refused = matches!(prepared.decision, RunDecision::AlreadyDone { .. });
         let summary = if args.execute && !refused {
-            Some(
-                replay::execute(&source, &target, flow, &prepared, producer_config)
-                    .await
-                    .with_context(|| format!("replay {} on flow {}", prepared.id, flow.name))?,
+            let progress = Arc::new(Progress::default());
+            let bar = {
+                let p = progress.clone();
+                Bar::start("copying", Unit::Offsets, move || p.get())
+            };
+            let copied = replay::execute(
+                &source,
+                &target,
+                flow,
+                &prepared,
+                producer_config,
+                &progress,
             )
+            .await;
+            bar.finish();
+            Some(copied.with_context(|| format!("replay {} on flow {}", prepared.id, flow.name))?)
         } else {
             None
         };

@@ -1,6 +1,5 @@
 //! `strait run -c FILE [--once]`.
 
-use std::io::IsTerminal as _;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -14,6 +13,7 @@ use strait_mirror::metrics::http::MetricsServer;
 use crate::cli::LogFormat;
 use crate::exit::{self, Exit};
 use crate::logging;
+use crate::progress::{Bar, Unit};
 
 /// Loads the config, starts logging and the metrics endpoint, and replicates until
 /// SIGTERM/SIGINT (or, with `once`, until caught up). Exit 0 after a graceful stop; 1
@@ -72,15 +72,13 @@ async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
         Ok(exit::of_mirror_error(&e).into())
     };
     if once {
-        let bar = std::io::stderr()
-            .is_terminal()
-            .then(|| tokio::spawn(progress(engine.metrics().clone())));
+        let metrics = engine.metrics().clone();
+        let bar = Bar::start("replicating", Unit::Records, move || {
+            let (done, left) = progress_counts(&metrics);
+            (done, done + left)
+        });
         let result = engine.run_once().await;
-        if let Some(bar) = bar {
-            bar.abort();
-            // Let the aborted task drop its bar (which clears it) before printing.
-            let _ = bar.await;
-        }
+        bar.finish();
         match result {
             Ok(summary) => println!("{summary}"),
             Err(e) => return failed(e),
@@ -136,34 +134,4 @@ fn progress_counts(metrics: &Metrics) -> (u64, u64) {
         }
     }
     (done as u64, left as u64)
-}
-
-/// Draws a progress bar on stderr (records replicated of records to replicate) until
-/// aborted; the bar is cleared when the task is dropped.
-async fn progress(metrics: Metrics) {
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} replicating [{bar:40}] {pos}/{len} records ({per_sec}, eta {eta})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    let _clear = ClearOnDrop(bar.clone());
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    loop {
-        tick.tick().await;
-        let (done, left) = progress_counts(&metrics);
-        bar.set_length(done + left);
-        bar.set_position(done);
-    }
-}
-
-/// Clears a progress bar when dropped (the task drawing it is aborted, not finished).
-struct ClearOnDrop(indicatif::ProgressBar);
-
-impl Drop for ClearOnDrop {
-    fn drop(&mut self) {
-        self.0.finish_and_clear();
-    }
 }

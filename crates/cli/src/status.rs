@@ -4,18 +4,20 @@
 //! topic), the lag in records and the translation coverage (exact from which source offset,
 //! how many runs). With `[flows.scale_out]`, also the flow's group: its members, their
 //! hosts, generation, and which partitions each owns with its lag (`status_group`).
-//! Reads both clusters; writes nothing.
+//! `--watch` refreshes it until interrupted, with how much of the sources is copied and
+//! how fast (a topic's initial copy, say). Reads both clusters; writes nothing.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::IsTerminal as _;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use serde::Serialize;
 use strait_client::{Client, FetchOptions, FetchPosition, IsolationLevel};
-use strait_mirror::config::{Flow, TopicDecision, load};
+use strait_mirror::config::{Config, Flow, TopicDecision, load};
 use strait_mirror::state::load_maps;
 
 use crate::plan::{clients, runtime};
@@ -57,30 +59,83 @@ struct FlowStatus {
     group: Option<crate::status_group::GroupStatus>,
 }
 
-/// Runs `strait status`.
-pub fn status_cmd(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
+/// Runs `strait status`, once or (`watch`) every interval until interrupted.
+pub fn status_cmd(path: &Path, json: bool, watch: Option<Duration>) -> anyhow::Result<ExitCode> {
     let config = load(path)?;
     runtime()?.block_on(async {
-        let mut all = Vec::new();
-        for flow in config.enabled_flows() {
-            let (source, target) = clients(&config, flow).await?;
-            let limit = config
-                .cluster(&flow.source)
-                .map(|c| c.request_timeout * 3)
-                .unwrap_or(Duration::from_secs(30));
-            let status = tokio::time::timeout(limit, flow_status(flow, &source, &target))
-                .await
-                .with_context(|| format!("flow {}: no answer within {limit:?}", flow.name))??;
-            if !json {
-                print!("{}", render(&status));
+        let mut before: Option<(Instant, i64)> = None;
+        loop {
+            let all = statuses(&config).await?;
+            let Some(every) = watch else {
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&all)?);
+                } else {
+                    for s in &all {
+                        print!("{}", render(s));
+                    }
+                }
+                return Ok(ExitCode::SUCCESS);
+            };
+            let copied: i64 = all.iter().map(|s| s.source_records - s.lag).sum();
+            let now = Instant::now();
+            let rate = before.map(|(t, c)| (copied - c) as f64 / (now - t).as_secs_f64());
+            before = Some((now, copied));
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "flows": all, "copied": copied, "records_per_sec": rate })
+                );
+            } else {
+                let mut out = String::new();
+                if std::io::stdout().is_terminal() {
+                    // Redraw in place on a terminal; a pipe gets one report after another.
+                    out.push_str("\x1b[2J\x1b[H");
+                }
+                for s in &all {
+                    out.push_str(&render(s));
+                }
+                out.push_str(&watched(&all, copied, rate, every));
+                print!("{out}");
             }
-            all.push(status);
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            }
         }
-        if json {
-            println!("{}", serde_json::to_string_pretty(&all)?);
-        }
-        Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Every enabled flow's status.
+async fn statuses(config: &Config) -> anyhow::Result<Vec<FlowStatus>> {
+    let mut all = Vec::new();
+    for flow in config.enabled_flows() {
+        let (source, target) = clients(config, flow).await?;
+        let limit = config
+            .cluster(&flow.source)
+            .map(|c| c.request_timeout * 3)
+            .unwrap_or(Duration::from_secs(30));
+        let status = tokio::time::timeout(limit, flow_status(flow, &source, &target))
+            .await
+            .with_context(|| format!("flow {}: no answer within {limit:?}", flow.name))??;
+        all.push(status);
+    }
+    Ok(all)
+}
+
+/// The watch's summary line: how much of the sources is copied, and how fast since the
+/// last refresh.
+fn watched(all: &[FlowStatus], copied: i64, rate: Option<f64>, every: Duration) -> String {
+    let total: i64 = all.iter().map(|s| s.source_records).sum();
+    let pct = if total > 0 {
+        format!(" ({}%)", copied.saturating_mul(100) / total)
+    } else {
+        String::new()
+    };
+    let rate = rate.map_or_else(String::new, |r| format!(", {r:.0} records/s"));
+    format!(
+        "copied {copied} of {total} source records{pct}{rate}; refreshing every {every:?} \
+         (Ctrl-C stops)\n"
+    )
 }
 
 async fn flow_status(flow: &Flow, source: &Client, target: &Client) -> anyhow::Result<FlowStatus> {

@@ -5,9 +5,11 @@
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use strait_mirror::config::load;
+use strait_mirror::progress::Progress;
 use strait_mirror::verify::compare::Finding;
 use strait_mirror::verify::judge::{GroupVerdict, Outcome};
 use strait_mirror::verify::{FlowReport, GroupPosition, Options, PartitionReport, verify_flow};
@@ -15,6 +17,7 @@ use strait_mirror::verify::{FlowReport, GroupPosition, Options, PartitionReport,
 use crate::cli::VerifyArgs;
 use crate::exit::Exit;
 use crate::plan::clients;
+use crate::progress::{Bar, Unit};
 
 /// Runs `strait verify`.
 pub fn verify_cmd(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -37,6 +40,7 @@ pub fn verify_cmd(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         sample: args.sample,
         parallel: args.parallel.max(1),
         bytes_per_sec: (args.max_rate > 0).then(|| args.max_rate.saturating_mul(1 << 20)),
+        progress: None,
     };
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -51,7 +55,22 @@ pub fn verify_cmd(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         let mut reports = Vec::new();
         for flow in flows {
             let (source, target) = clients(&config, flow).await?;
-            let report = verify_flow(&source, &target, flow, &opts).await?;
+            let progress = Arc::new(Progress::default());
+            let bar = {
+                let p = progress.clone();
+                Bar::start(
+                    &format!("verifying flow {}", flow.name),
+                    Unit::Offsets,
+                    move || p.get(),
+                )
+            };
+            let opts = Options {
+                progress: Some(progress),
+                ..opts.clone()
+            };
+            let report = verify_flow(&source, &target, flow, &opts).await;
+            bar.finish();
+            let report = report?;
             if !args.json {
                 print!("{}", render(&report));
             }

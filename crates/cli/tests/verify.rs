@@ -139,6 +139,40 @@ fn plant(src: &str, dst: &str, cfg: &Path) {
     });
 }
 
+/// The first `n` summary lines of `strait status --watch 200ms` (stdout a pipe: one report
+/// after another); the process is killed after them, and on any failure.
+fn watch_status(cfg: &Path, n: usize) -> Vec<String> {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strait"))
+        .args([
+            "status",
+            "-c",
+            cfg.to_str().expect("utf-8"),
+            "--watch",
+            "200ms",
+        ])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("strait status --watch");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stdout = child.stdout.take().expect("stdout");
+    let _guard = Kill(child);
+    BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .filter(|l| l.starts_with("copied "))
+        .take(n)
+        .collect()
+}
+
 #[test]
 fn a_copy_strait_made_matches_and_every_planted_fault_is_named_by_offset() {
     let cluster = TansuCluster::start(2).expect("tansu");
@@ -155,6 +189,15 @@ fn a_copy_strait_made_matches_and_every_planted_fault_is_named_by_offset() {
     rdkafka::commit_group_offsets(&src, "wrong", "orders", &[(0, 60)]).expect("wrong");
     let out = strait(&["run", "--once", "-c", cfg.to_str().expect("utf-8")]);
     assert!(out.status.success(), "run --once\n{}", output_text(&out));
+
+    // `status --watch` sees the whole copy, refresh after refresh, until it is stopped.
+    let watched = watch_status(&cfg, 2);
+    assert!(
+        watched
+            .iter()
+            .all(|l| l.starts_with("copied 500 of 500 source records (100%)")),
+        "{watched:?}"
+    );
 
     // The copy Strait made, and the group it synced.
     let (code, report) = verify(&cfg, &["--topic", "orders", "--group", "billing"]);

@@ -9,6 +9,7 @@
 //! - [`incident`]: incident kind × policy → what to do, and the messages (pure).
 //! - [`restarts`]: when a failed partition restarts (pure).
 //! - [`connect`]: clients with a deadline.
+//! - [`progress`]: counters of long work a display reads.
 //! - [`metrics`]: the Prometheus registry, flow health, the `/metrics` + `/health` endpoint.
 //! - [`datapath`]: fetch, plan, produce, record: one partition's replication.
 //! - [`topics`]: topic discovery, creation, config sync and growth on the target.
@@ -40,6 +41,7 @@ pub mod groups;
 pub mod heartbeat;
 pub mod incident;
 pub mod metrics;
+pub mod progress;
 mod pruned;
 pub mod replay;
 pub mod restarts;

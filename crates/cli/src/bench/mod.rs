@@ -7,7 +7,6 @@
 //! - [`measure`]: getrusage (process and per-thread), sampled RSS, VmHWM.
 //! - [`verify`]: per-partition count + checksum of source and target.
 //! - [`report`]: the text table and the JSON object.
-//! - [`progress`]: a stderr progress line when stderr is a terminal.
 //!
 //! Exit status: 0 when verification passed (and, live, nothing was missing), 1 otherwise
 //! (the report is printed either way).
@@ -17,18 +16,19 @@ pub mod guard;
 pub mod live;
 pub mod load;
 pub mod measure;
-pub mod progress;
 pub mod replicate;
 pub mod report;
 pub mod verify;
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use strait_client::Client;
 
+use crate::progress::{Bar, Unit};
 pub use args::BenchArgs;
 use args::Mode;
 use report::{BrokerCpu, Cpu, LiveReport, LoadReport, MemoryReport, ReplicationReport, Report};
@@ -163,11 +163,12 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         }
         Mode::Drain | Mode::Load => {
             let progress = Arc::new(load::Progress::default());
-            let display = progress::Display::start(
-                "loading",
-                Some(progress.clone()),
-                Some(args.total as f64 / 1048576.0),
-            );
+            let display = {
+                let (p, total) = (progress.clone(), args.total);
+                Bar::start("loading", Unit::Bytes, move || {
+                    (p.bytes.load(Ordering::Relaxed), total)
+                })
+            };
             let stats = rt.block_on(load::drain_load(
                 &source,
                 &topic,
@@ -195,8 +196,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
                 // The loaded topic is left for another process (`strait run --once`).
                 report.ok = true;
             } else {
-                let display =
-                    progress::Display::start("replicating (Engine::run_once)", None, None);
+                let display = Bar::start("replicating (Engine::run_once)", Unit::Time, || (0, 0));
                 let brokers_before = args.broker_pids.map(broker_cpu);
                 let (summary, cost) = replicate::run_once(config)?;
                 let brokers_after = args.broker_pids.map(broker_cpu);
@@ -230,7 +230,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
                         summary.produce_requests(),
                     ));
                 }
-                let display = progress::Display::start("verifying", None, None);
+                let display = Bar::start("verifying", Unit::Time, || (0, 0));
                 let v = verify_copy();
                 display.finish();
                 report.ok = v.ok;
@@ -242,8 +242,12 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             let sampler = measure::RssSampler::start(Duration::from_millis(10));
             let engine = replicate::LiveEngine::start(config)?;
             let progress = Arc::new(load::Progress::default());
-            let display =
-                progress::Display::start("live (producing)", Some(progress.clone()), None);
+            let display = {
+                let p = progress.clone();
+                Bar::start("live (producing)", Unit::Bytes, move || {
+                    (p.bytes.load(Ordering::Relaxed), 0)
+                })
+            };
             let params = live::LiveParams {
                 topic: topic.clone(),
                 target_topic: target_topic.clone(),

@@ -24,6 +24,7 @@ use crate::datapath::probe;
 use crate::datapath::recovery::{Decision, Recovery};
 use crate::datapath::tail;
 use crate::error::MirrorError;
+use crate::progress::Progress;
 use crate::state::replay::{encode_replay_key, encode_replay_value};
 use crate::state::{ReplayKey, ReplayState, ReplayStatus, StateWriter};
 
@@ -78,6 +79,7 @@ pub async fn execute(
     flow: &Flow,
     prepared: &Prepared,
     producer_config: ProducerConfig,
+    progress: &Progress,
 ) -> Result<Summary, MirrorError> {
     let ctx = |e: MirrorError| e.flow(&flow.name);
     let run = match prepared.decision {
@@ -126,7 +128,13 @@ pub async fn execute(
         .await
         .map_err(|e| ctx(MirrorError::kafka("InitProducerId", e).cluster(&flow.target)))?;
     let max_batch_bytes = crate::datapath::probe::max_message_bytes(target, topic).await;
+    for j in &jobs {
+        let (start, end) = (j.plan.start.max(0) as u64, j.plan.end.max(0) as u64);
+        progress.add_total(end.saturating_sub(start));
+        progress.add_done(j.map.next(Side::Source).clamp(start, end) - start);
+    }
     let copier = Copier {
+        progress,
         source,
         producer: &producer,
         prepared,
@@ -310,6 +318,8 @@ enum Pending {
 }
 
 struct Copier<'a> {
+    /// Source offsets copied (or found there) of those to copy.
+    progress: &'a Progress,
     source: &'a Client,
     producer: &'a IdempotentProducer,
     prepared: &'a Prepared,
@@ -519,6 +529,7 @@ impl Copier<'_> {
                 return Ok(());
             };
             let map_err = MirrorError::offset_map;
+            let before = map.next(Side::Source);
             match item {
                 Pending::Skip(next) => {
                     if next as u64 > map.next(Side::Source) {
@@ -545,6 +556,8 @@ impl Copier<'_> {
                     record_at(map, &meta, base).map_err(map_err)?;
                 }
             }
+            self.progress
+                .add_done(map.next(Side::Source).saturating_sub(before));
         }
     }
 }

@@ -31,6 +31,7 @@ use self::judge::{GroupVerdict, Outcome, Pace, Step};
 use crate::config::{Flow, TopicDecision};
 use crate::datapath::probe::{self, Bounds};
 use crate::error::MirrorError;
+use crate::progress::Progress;
 
 /// Windows a sampled partition is read in ([`compare::sample`]).
 const SAMPLE_WINDOWS: u64 = 8;
@@ -53,6 +54,8 @@ pub struct Options {
     pub parallel: usize,
     /// Bytes per second read from both clusters together (`None`: unbounded).
     pub bytes_per_sec: Option<u64>,
+    /// Offsets to read on both sides, and read so far (for a progress display).
+    pub progress: Option<Arc<Progress>>,
 }
 
 impl Default for Options {
@@ -63,6 +66,7 @@ impl Default for Options {
             sample: None,
             parallel: 4,
             bytes_per_sec: None,
+            progress: None,
         }
     }
 }
@@ -198,9 +202,10 @@ pub async fn verify_flow(
         for job in work.map_err(ctx)? {
             let (source, target) = (source.clone(), target.clone());
             let (pace, permits, sample) = (pace.clone(), permits.clone(), opts.sample);
+            let progress = opts.progress.clone();
             tasks.spawn(async move {
                 let _permit = permits.acquire_owned().await;
-                job.run(&source, &target, sample, pace).await
+                job.run(&source, &target, sample, pace, progress).await
             });
         }
     }
@@ -291,6 +296,7 @@ impl Work {
         target: &Client,
         sample: Option<u64>,
         pace: Option<Arc<Mutex<Pace>>>,
+        progress: Option<Arc<Progress>>,
     ) -> Result<PartitionReport, MirrorError> {
         let at = |e: strait_client::Error, what: &str| {
             MirrorError::kafka(format!("reading the {what}"), e)
@@ -375,8 +381,23 @@ impl Work {
             self.target.end,
             &pace,
         );
+        let width = |r: Range<u64>| r.end.saturating_sub(r.start);
+        let count = |n: u64, total: bool| {
+            if let Some(p) = &progress {
+                if total { p.add_total(n) } else { p.add_done(n) }
+            }
+        };
+        count(
+            spans
+                .spans
+                .iter()
+                .map(|s| width(s.source()) + width(s.target()))
+                .sum(),
+            true,
+        );
         let mut cmp = Comparer::new(compacted);
         for span in &spans.spans {
+            count(width(span.source()) + width(span.target()), false);
             if let compare::Span::Coarse { .. } = span {
                 let (s, t) = (span.source(), span.target());
                 let mut a = s.start;
