@@ -8,6 +8,7 @@
 //! | [`budget`] | the in-flight memory budget fetchers wait on, with each partition's account |
 //! | [`quota`] | pure: a partition's quota of the budget; the process-wide limit of held bytes |
 //! | [`probe`] | partition bounds from the Fetch high watermark (not ListOffsets latest) |
+//! | [`range`] | a partition's records read range after range, for checks that compare logs |
 //! | [`fetcher`] | per-broker fetchers with fetch sessions, and the leader [`fetcher::Router`] |
 //! | [`inbox`] | a partition's bounded queue from its fetcher, and its stop signal |
 //! | [`topic_id`] | pure: whether a feed's source topic is still the topic of its id (a re-created topic is never read at the old position) |
@@ -31,6 +32,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod probe;
 pub mod quota;
+pub mod range;
 pub mod recovery;
 pub mod sink;
 pub mod stability;

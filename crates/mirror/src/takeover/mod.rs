@@ -31,6 +31,7 @@ use strait_client::{Client, ConsumedRecord, FetchOptions, IsolationLevel, Partit
 use self::decide::{Hint, OffsetSync, Proof, Start, Unproven};
 use crate::config::Flow;
 use crate::datapath::probe::{self, Bounds};
+use crate::datapath::range::RangeReader;
 use crate::error::MirrorError;
 use crate::topics::ReplicatedTopic;
 
@@ -248,28 +249,11 @@ async fn read(
         max_bytes: FETCH_BYTES,
         ..FetchOptions::default()
     };
-    let mut consumer =
-        PartitionConsumer::new(client.clone(), topic, partition, from).with_options(opts);
+    let mut reader = RangeReader::new(client, topic, partition, to, opts);
     if committed {
-        consumer = consumer.resolving_markers();
+        reader = reader.resolving_markers();
     }
-    let mut out = Vec::new();
-    let mut empty = 0;
-    while consumer.position() < to && empty < 20 {
-        let records = consumer.poll().await?;
-        if records.is_empty() {
-            empty += 1;
-        }
-        out.extend(
-            records
-                .into_iter()
-                .filter(|r| r.offset >= from && r.offset < to),
-        );
-        if consumer.high_watermark() >= 0 && consumer.position() >= consumer.high_watermark() {
-            break;
-        }
-    }
-    Ok(out)
+    reader.range(from..to).await
 }
 
 /// MM2's newest offset syncs of the `topics`, per topic and partition; empty when the

@@ -15,13 +15,13 @@
 pub mod compare;
 pub mod judge;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use strait_client::{Client, FetchOptions, IsolationLevel, PartitionConsumer};
+use strait_client::{Client, FetchOptions, IsolationLevel};
 use strait_offsets::{OffsetMap, Registry, Side};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -30,6 +30,7 @@ use self::compare::{Compared, Comparer, Content, Finding, Seen, Spans, Tally};
 use self::judge::{GroupVerdict, Outcome, Pace, Step};
 use crate::config::{Flow, TopicDecision};
 use crate::datapath::probe::{self, Bounds};
+use crate::datapath::range::RangeReader;
 use crate::error::MirrorError;
 use crate::progress::Progress;
 
@@ -37,9 +38,6 @@ use crate::progress::Progress;
 const SAMPLE_WINDOWS: u64 = 8;
 /// Bytes one fetch asks for.
 const FETCH_BYTES: i32 = 4 << 20;
-/// Polls in a row that move nothing before a read gives up (a broker that answers
-/// nothing where its high watermark says there are records).
-const STUCK_POLLS: u32 = 50;
 
 /// What to verify and how hard to read.
 #[derive(Debug, Clone)]
@@ -472,17 +470,8 @@ async fn compacted(source: &Client, topic: &str) -> Option<bool> {
     Some(policy.split(',').any(|p| p.trim() == "compact"))
 }
 
-/// Reads one partition range after range, in offset order, keeping what a fetch returned
-/// past the range for the next.
-struct Reader {
-    client: Client,
-    topic: String,
-    partition: i32,
-    end: u64,
-    consumer: Option<PartitionConsumer>,
-    carry: VecDeque<Seen>,
-    pace: Option<Arc<Mutex<Pace>>>,
-}
+/// One side of a partition, read range after range as [`Seen`] records.
+struct Reader(RangeReader);
 
 impl Reader {
     fn new(
@@ -492,96 +481,36 @@ impl Reader {
         end: i64,
         pace: &Option<Arc<Mutex<Pace>>>,
     ) -> Self {
-        Reader {
-            client: client.clone(),
-            topic: topic.to_owned(),
-            partition,
-            end: u64::try_from(end).unwrap_or(0),
-            consumer: None,
-            carry: VecDeque::new(),
-            pace: pace.clone(),
+        let opts = FetchOptions {
+            max_wait: Duration::from_millis(100),
+            max_bytes: FETCH_BYTES,
+            isolation: IsolationLevel::ReadCommitted,
+            ..FetchOptions::default()
+        };
+        let mut reader = RangeReader::new(client, topic, partition, end, opts);
+        if let Some(pace) = pace.clone() {
+            reader = reader.paced(Box::new(move |bytes| {
+                pace.lock()
+                    .map(|mut p| p.take(Instant::now(), bytes))
+                    .unwrap_or_default()
+            }));
         }
+        Reader(reader)
     }
 
-    /// The records at offsets `r` (up to the end read before the comparison).
+    /// The records at offsets `r`.
     async fn range(&mut self, r: Range<u64>) -> Result<Vec<Seen>, strait_client::Error> {
-        while self.carry.front().is_some_and(|s| s.offset < r.start) {
-            self.carry.pop_front();
-        }
-        let to = r.end.min(self.end);
-        let behind = |c: &PartitionConsumer| u64::try_from(c.position()).unwrap_or(0) < r.start;
-        if self.consumer.is_none()
-            || (self.carry.is_empty() && self.consumer.as_ref().is_some_and(behind))
-        {
-            let opts = FetchOptions {
-                max_wait: Duration::from_millis(100),
-                max_bytes: FETCH_BYTES,
-                isolation: IsolationLevel::ReadCommitted,
-                ..FetchOptions::default()
-            };
-            let start = i64::try_from(r.start).unwrap_or(i64::MAX);
-            self.consumer = Some(
-                PartitionConsumer::new(self.client.clone(), &self.topic, self.partition, start)
-                    .with_options(opts),
-            );
-        }
-        let Some(consumer) = self.consumer.as_mut() else {
-            return Ok(Vec::new());
-        };
-        let mut stuck = 0;
-        while u64::try_from(consumer.position()).unwrap_or(0) < to {
-            let before = consumer.position();
-            let records = consumer.poll().await?;
-            let bytes: usize = records
-                .iter()
-                .map(|r| {
-                    r.key.as_ref().map_or(0, |k| k.len())
-                        + r.value.as_ref().map_or(0, |v| v.len())
-                        + r.headers
-                            .iter()
-                            .map(|(n, v)| n.len() + v.as_ref().map_or(0, |v| v.len()))
-                            .sum::<usize>()
+        let at = |o: u64| i64::try_from(o).unwrap_or(i64::MAX);
+        let records = self.0.range(at(r.start)..at(r.end)).await?;
+        Ok(records
+            .iter()
+            .filter_map(|rec| {
+                Some(Seen {
+                    offset: u64::try_from(rec.offset).ok()?,
+                    content: Content::of(rec),
                 })
-                .sum();
-            for rec in &records {
-                if let Ok(offset) = u64::try_from(rec.offset) {
-                    self.carry.push_back(Seen {
-                        offset,
-                        content: Content::of(rec),
-                    });
-                }
-            }
-            if let Some(p) = &self.pace {
-                let wait = p
-                    .lock()
-                    .map(|mut p| p.take(Instant::now(), bytes as u64))
-                    .unwrap_or_default();
-                if !wait.is_zero() {
-                    tokio::time::sleep(wait).await;
-                }
-            }
-            if consumer.position() == before && records.is_empty() {
-                stuck += 1;
-                if stuck >= STUCK_POLLS {
-                    return Err(strait_client::Error::new(strait_client::ErrorKind::Timeout)
-                        .topic(&self.topic)
-                        .partition(self.partition)
-                        .message(format!(
-                            "no record past offset {before} after {STUCK_POLLS} fetches, \
-                             below the end {to} read before"
-                        )));
-                }
-            } else {
-                stuck = 0;
-            }
-        }
-        let mut out = Vec::new();
-        while self.carry.front().is_some_and(|s| s.offset < r.end) {
-            if let Some(s) = self.carry.pop_front() {
-                out.push(s);
-            }
-        }
-        Ok(out)
+            })
+            .collect())
     }
 }
 
