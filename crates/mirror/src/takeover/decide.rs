@@ -107,6 +107,17 @@ pub enum Unproven {
         /// The end read after the quiet period.
         after: i64,
     },
+    /// The target partition was not there (or empty) when the target was watched, and
+    /// holds records now (rule 1: something wrote it since).
+    #[error(
+        "the target partition was empty or absent when Strait watched the target and holds \
+         records up to offset {after} now: MirrorMaker 2 (or another writer) is still \
+         running; stop it, then start again"
+    )]
+    Unwatched {
+        /// Its end now.
+        after: i64,
+    },
     /// The target was written, but none of its records is left to compare.
     #[error(
         "the target partition ends at offset {end} but holds no record to compare (deleted \
@@ -210,12 +221,13 @@ fn in_order_before(wanted: &[ConsumedRecord], within: &[ConsumedRecord]) -> bool
     wanted.iter().all(|w| it.any(|r| same(r, w)))
 }
 
-/// Rule 1: whether the target's end stayed put while watched.
-pub fn quiet(before: i64, after: i64) -> Result<(), Unproven> {
-    if before == after {
-        Ok(())
-    } else {
-        Err(Unproven::StillWritten { before, after })
+/// Rule 1: whether the target's end stayed put while watched (`before`: `None` when the
+/// partition was not watched, as one that appeared after the watch).
+pub fn quiet(before: Option<i64>, after: i64) -> Result<(), Unproven> {
+    match before {
+        Some(b) if b == after => Ok(()),
+        Some(before) => Err(Unproven::StillWritten { before, after }),
+        None => Err(Unproven::Unwatched { after }),
     }
 }
 
@@ -363,13 +375,18 @@ mod tests {
 
     #[test]
     fn rule_1_a_target_that_moves_is_still_written() {
-        assert_eq!(quiet(10, 10), Ok(()));
+        assert_eq!(quiet(Some(10), 10), Ok(()));
         assert_eq!(
-            quiet(10, 12),
+            quiet(Some(10), 12),
             Err(Unproven::StillWritten {
                 before: 10,
                 after: 12
             })
         );
+    }
+
+    #[test]
+    fn rule_1_a_written_partition_the_watch_did_not_see_is_unwatched_not_grown_from_minus_one() {
+        assert_eq!(quiet(None, 12), Err(Unproven::Unwatched { after: 12 }));
     }
 }

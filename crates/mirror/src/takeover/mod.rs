@@ -164,7 +164,7 @@ pub async fn evaluate(
         } else {
             let before = watch.before.get(&(t.source_topic.clone(), *p)).copied();
             // Not watched: a partition that appeared after the watch; it counts as moving.
-            match decide::quiet(before.unwrap_or(-1), dst.end) {
+            match decide::quiet(before, dst.end) {
                 Err(why) => Err(why),
                 Ok(()) => {
                     let syncs = watch.syncs.get(&t.source_topic).and_then(|s| s.get(p));
