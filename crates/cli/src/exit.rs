@@ -16,7 +16,7 @@
 use std::process::ExitCode;
 
 use strait_mirror::config::ConfigError;
-use strait_mirror::error::MirrorError;
+use strait_mirror::error::{ErrorKind, MirrorError};
 
 /// One of the documented exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,11 +65,11 @@ pub fn of_mirror_error(e: &MirrorError) -> Exit {
 }
 
 fn of_mirror(e: &MirrorError) -> Option<Exit> {
-    match e {
-        MirrorError::Unreachable { .. } => Some(Exit::Unreachable),
-        MirrorError::Config { .. } => Some(Exit::Usage),
-        MirrorError::Refused { .. } => Some(Exit::Refused),
-        MirrorError::Kafka { source, .. } => of_client(source),
+    match e.kind() {
+        ErrorKind::Unreachable { .. } => Some(Exit::Unreachable),
+        ErrorKind::Config { .. } => Some(Exit::Usage),
+        ErrorKind::Refused { .. } => Some(Exit::Refused),
+        ErrorKind::Kafka { source, .. } => of_client(source),
         _ => None,
     }
 }
@@ -98,14 +98,11 @@ mod tests {
 
     #[test]
     fn an_unreachable_cluster_is_told_apart_from_a_failure() {
-        let unreachable = MirrorError::Unreachable {
-            ctx: Box::default(),
-            addresses: "127.0.0.1:1".into(),
-            after: std::time::Duration::from_secs(3),
-            source: strait_client::Error::from(std::io::Error::from(
-                std::io::ErrorKind::ConnectionRefused,
-            )),
-        };
+        let unreachable = MirrorError::unreachable(
+            "127.0.0.1:1",
+            std::time::Duration::from_secs(3),
+            strait_client::Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)),
+        );
         assert_eq!(
             of_error(&anyhow::Error::new(unreachable)),
             Exit::Unreachable

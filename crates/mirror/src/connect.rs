@@ -24,14 +24,13 @@ pub fn client_config(cluster: &Cluster) -> ClientConfig {
 pub async fn connect(cluster: &Cluster, flow: &str) -> Result<Client, MirrorError> {
     let addresses = cluster.bootstrap_servers.join(",");
     let refused = |source: strait_client::Error| {
-        MirrorError::Kafka {
-            ctx: Default::default(),
-            what: format!(
+        MirrorError::kafka(
+            format!(
                 "connecting to {addresses} ({})",
                 cluster.security.protocol_name()
             ),
             source,
-        }
+        )
         .flow(flow)
         .cluster(&cluster.name)
     };
@@ -39,12 +38,8 @@ pub async fn connect(cluster: &Cluster, flow: &str) -> Result<Client, MirrorErro
     let cfg = client_config(cluster).with_security(security);
     let deadline = cluster.connect_timeout + cluster.request_timeout + Duration::from_secs(1);
     let started = std::time::Instant::now();
-    let unreachable = |source| MirrorError::Unreachable {
-        ctx: Default::default(),
-        addresses: addresses.clone(),
-        after: started.elapsed(),
-        source,
-    };
+    let unreachable =
+        |source| MirrorError::unreachable(addresses.clone(), started.elapsed(), source);
     match tokio::time::timeout(deadline, Client::connect(cfg)).await {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(e)) if e.is_auth_failure() => return Err(refused(e)),

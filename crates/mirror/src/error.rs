@@ -1,8 +1,10 @@
 //! The engine's one error type, [`MirrorError`], carrying where it happened: flow, cluster,
 //! topic, partition.
 //!
-//! Build an error with a constructor ([`MirrorError::kafka`], [`MirrorError::incident`],
-//! …) and add context with the chainable setters ([`MirrorError::flow`],
+//! It has the client's shape: opaque, with a kind ([`MirrorError::kind`], matched by
+//! callers that decide on it) and a context. Build an error with a constructor
+//! ([`MirrorError::kafka`], [`MirrorError::incident`], …) and add context with the
+//! chainable setters ([`MirrorError::flow`],
 //! [`MirrorError::cluster`], [`MirrorError::topic`], [`MirrorError::partition`]). The
 //! message reads `flow f, cluster c, topic t, partition p: what: cause`.
 
@@ -88,16 +90,24 @@ impl fmt::Display for IncidentKind {
     }
 }
 
-/// Everything that can go wrong in the engine.
+/// Everything that can go wrong in the engine: what went wrong ([`ErrorKind`]) and where
+/// ([`Context`]), behind one pointer (a result holding it stays small in every task).
+pub struct MirrorError(Box<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    ctx: Context,
+    kind: ErrorKind,
+}
+
+/// What went wrong.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum MirrorError {
+pub enum ErrorKind {
     /// No broker of a cluster answered: every address refused, or none answered within the
     /// deadline.
-    #[error("{ctx}cannot connect to {addresses} (gave up after {:.1} s): {source}", .after.as_secs_f64())]
+    #[error("cannot connect to {addresses} (gave up after {:.1} s): {source}", .after.as_secs_f64())]
     Unreachable {
-        /// Where.
-        ctx: Box<Context>,
         /// The bootstrap addresses tried.
         addresses: String,
         /// How long it tried.
@@ -107,10 +117,8 @@ pub enum MirrorError {
         source: strait_client::Error,
     },
     /// A Kafka call failed.
-    #[error("{ctx}{what}: {source}")]
+    #[error("{what}: {source}")]
     Kafka {
-        /// Where.
-        ctx: Box<Context>,
         /// What we were doing ("fetch", "create topic", …).
         what: String,
         /// The client's error.
@@ -118,10 +126,8 @@ pub enum MirrorError {
         source: strait_client::Error,
     },
     /// Fetched bytes could not be split, parsed or re-encoded.
-    #[error("{ctx}{what}: {source}")]
+    #[error("{what}: {source}")]
     Records {
-        /// Where.
-        ctx: Box<Context>,
         /// What we were doing.
         what: String,
         /// The records crate's error.
@@ -129,29 +135,23 @@ pub enum MirrorError {
         source: strait_records::Error,
     },
     /// An offset map refused an update (a bug or a corrupted state).
-    #[error("{ctx}offset map: {source}")]
+    #[error("offset map: {source}")]
     OffsetMap {
-        /// Where.
-        ctx: Box<Context>,
         /// The offsets crate's error.
         #[source]
         source: strait_offsets::MapError,
     },
     /// Source truncation, topic re-creation, … under policy `fail`.
-    #[error("{ctx}{kind}: {message}")]
+    #[error("{kind}: {message}")]
     Incident {
-        /// Where.
-        ctx: Box<Context>,
         /// Which incident.
         kind: IncidentKind,
         /// What was observed and what the operator can do.
         message: String,
     },
     /// The state topic is missing, unreadable or corrupt.
-    #[error("{ctx}state: {message}")]
+    #[error("state: {message}")]
     State {
-        /// Where.
-        ctx: Box<Context>,
         /// What is wrong.
         message: String,
     },
@@ -166,216 +166,225 @@ pub enum MirrorError {
     },
     /// The configuration cannot work (a limit too small for the data, …): retrying does
     /// not help, so it stops the flow (see [`MirrorError::stops_flow`]).
-    #[error("{ctx}configuration: {message}")]
+    #[error("configuration: {message}")]
     Config {
-        /// Where.
-        ctx: Box<Context>,
         /// What is wrong and which setting to change.
         message: String,
     },
     /// A safety rule refused to go on (a takeover from MirrorMaker 2 that cannot be
     /// proven): nothing was written, and retrying does not help, so it stops the flow.
-    #[error("{ctx}refused: {message}")]
+    #[error("refused: {message}")]
     Refused {
-        /// Where.
-        ctx: Box<Context>,
         /// What was refused and why.
         message: String,
     },
     /// Exactly-once: another process initialised the flow's `transactional.id`; this one
     /// must stop for good (starting again would fence its successor).
-    #[error("{ctx}{message}")]
+    #[error("{message}")]
     Fenced {
-        /// Where.
-        ctx: Box<Context>,
         /// What happened.
         message: String,
     },
     /// Anything else, with a message.
-    #[error("{ctx}{message}")]
+    #[error("{message}")]
     Other {
-        /// Where.
-        ctx: Box<Context>,
         /// What is wrong.
         message: String,
     },
 }
 
+impl fmt::Debug for MirrorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MirrorError")
+            .field("ctx", &self.0.ctx)
+            .field("kind", &self.0.kind)
+            .finish()
+    }
+}
+
+/// `flow f, cluster c, topic t, partition p: what: cause`.
+impl fmt::Display for MirrorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.0.ctx, self.0.kind)
+    }
+}
+
+/// The source is the kind's: the client's, records', offsets' or socket error.
+impl std::error::Error for MirrorError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.0.kind)
+    }
+}
+
+impl From<ErrorKind> for MirrorError {
+    fn from(kind: ErrorKind) -> Self {
+        MirrorError(Box::new(Inner {
+            ctx: Context::default(),
+            kind,
+        }))
+    }
+}
+
 impl MirrorError {
     /// A failed Kafka call: `what` says what we were doing.
     pub fn kafka(what: impl Into<String>, source: strait_client::Error) -> Self {
-        MirrorError::Kafka {
-            ctx: Box::default(),
+        ErrorKind::Kafka {
             what: what.into(),
             source,
         }
+        .into()
+    }
+
+    /// No broker of a cluster answered at `addresses` within `after`.
+    pub fn unreachable(
+        addresses: impl Into<String>,
+        after: Duration,
+        source: strait_client::Error,
+    ) -> Self {
+        ErrorKind::Unreachable {
+            addresses: addresses.into(),
+            after,
+            source,
+        }
+        .into()
     }
 
     /// Bad fetched bytes.
     pub fn records(what: impl Into<String>, source: strait_records::Error) -> Self {
-        MirrorError::Records {
-            ctx: Box::default(),
+        ErrorKind::Records {
             what: what.into(),
             source,
         }
+        .into()
     }
 
     /// A refused offset-map update.
     pub fn offset_map(source: strait_offsets::MapError) -> Self {
-        MirrorError::OffsetMap {
-            ctx: Box::default(),
-            source,
-        }
+        ErrorKind::OffsetMap { source }.into()
     }
 
     /// An incident under policy `fail`.
     pub fn incident(kind: IncidentKind, message: impl Into<String>) -> Self {
-        MirrorError::Incident {
-            ctx: Box::default(),
+        ErrorKind::Incident {
             kind,
             message: message.into(),
         }
+        .into()
     }
 
     /// A state-topic problem.
     pub fn state(message: impl Into<String>) -> Self {
-        MirrorError::State {
-            ctx: Box::default(),
+        ErrorKind::State {
             message: message.into(),
         }
+        .into()
+    }
+
+    /// The `/metrics` endpoint cannot listen on `addr`.
+    pub fn metrics_listen(addr: SocketAddr, source: std::io::Error) -> Self {
+        ErrorKind::MetricsListen { addr, source }.into()
     }
 
     /// A configuration that cannot work; the message names the setting to change.
     pub fn config(message: impl Into<String>) -> Self {
-        MirrorError::Config {
-            ctx: Box::default(),
+        ErrorKind::Config {
             message: message.into(),
         }
+        .into()
     }
 
     /// A safety rule refused to go on; the message says which and why.
     pub fn refused(message: impl Into<String>) -> Self {
-        MirrorError::Refused {
-            ctx: Box::default(),
+        ErrorKind::Refused {
             message: message.into(),
         }
+        .into()
     }
 
     /// Exactly-once: the flow's `transactional.id` was taken by another process.
     pub fn fenced(message: impl Into<String>) -> Self {
-        MirrorError::Fenced {
-            ctx: Box::default(),
+        ErrorKind::Fenced {
             message: message.into(),
         }
+        .into()
     }
 
     /// Anything else.
     pub fn other(message: impl Into<String>) -> Self {
-        MirrorError::Other {
-            ctx: Box::default(),
+        ErrorKind::Other {
             message: message.into(),
         }
+        .into()
     }
 
-    /// The context, if this kind carries one.
-    pub fn context(&self) -> Option<&Context> {
-        match self {
-            MirrorError::Unreachable { ctx, .. }
-            | MirrorError::Kafka { ctx, .. }
-            | MirrorError::Records { ctx, .. }
-            | MirrorError::OffsetMap { ctx, .. }
-            | MirrorError::Incident { ctx, .. }
-            | MirrorError::State { ctx, .. }
-            | MirrorError::Config { ctx, .. }
-            | MirrorError::Refused { ctx, .. }
-            | MirrorError::Fenced { ctx, .. }
-            | MirrorError::Other { ctx, .. } => Some(ctx.as_ref()),
-            MirrorError::MetricsListen { .. } => None,
-        }
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0.kind
     }
 
-    fn context_mut(&mut self) -> Option<&mut Context> {
-        match self {
-            MirrorError::Unreachable { ctx, .. }
-            | MirrorError::Kafka { ctx, .. }
-            | MirrorError::Records { ctx, .. }
-            | MirrorError::OffsetMap { ctx, .. }
-            | MirrorError::Incident { ctx, .. }
-            | MirrorError::State { ctx, .. }
-            | MirrorError::Config { ctx, .. }
-            | MirrorError::Refused { ctx, .. }
-            | MirrorError::Fenced { ctx, .. }
-            | MirrorError::Other { ctx, .. } => Some(ctx.as_mut()),
-            MirrorError::MetricsListen { .. } => None,
-        }
+    /// Where it went wrong (every field optional).
+    pub fn context(&self) -> &Context {
+        &self.0.ctx
     }
 
     /// Sets the flow (kept if already set: the innermost context wins).
     pub fn flow(mut self, flow: impl Into<String>) -> Self {
-        if let Some(c) = self.context_mut() {
-            c.flow.get_or_insert_with(|| flow.into());
-        }
+        self.0.ctx.flow.get_or_insert_with(|| flow.into());
         self
     }
 
     /// Sets the cluster (kept if already set).
     pub fn cluster(mut self, cluster: impl Into<String>) -> Self {
-        if let Some(c) = self.context_mut() {
-            c.cluster.get_or_insert_with(|| cluster.into());
-        }
+        self.0.ctx.cluster.get_or_insert_with(|| cluster.into());
         self
     }
 
     /// Sets the topic (kept if already set).
     pub fn topic(mut self, topic: impl Into<String>) -> Self {
-        if let Some(c) = self.context_mut() {
-            c.topic.get_or_insert_with(|| topic.into());
-        }
+        self.0.ctx.topic.get_or_insert_with(|| topic.into());
         self
     }
 
     /// Sets the partition (kept if already set).
     pub fn partition(mut self, partition: i32) -> Self {
-        if let Some(c) = self.context_mut() {
-            c.partition.get_or_insert(partition);
-        }
+        self.0.ctx.partition.get_or_insert(partition);
         self
     }
 
     /// The incident kind, when this is an incident.
     pub fn incident_kind(&self) -> Option<IncidentKind> {
-        match self {
-            MirrorError::Incident { kind, .. } => Some(*kind),
+        match self.kind() {
+            ErrorKind::Incident { kind, .. } => Some(*kind),
             _ => None,
         }
     }
 
     /// Whether this error stops its flow instead of restarting the partition it happened
     /// in: an incident under policy `fail` (the operator asked to stop), a configuration
-    /// that cannot work, or a refusal by a safety rule. Everything else — network trouble, a delivery timeout, a corrupt
-    /// fetch, a failed state write — is retried by restarting the partition from its
-    /// recovered state (`restarts`).
+    /// that cannot work, or a refusal by a safety rule. Everything else — network trouble,
+    /// a delivery timeout, a corrupt fetch, a failed state write — is retried by
+    /// restarting the partition from its recovered state (`restarts`).
     pub fn stops_flow(&self) -> bool {
         matches!(
-            self,
-            MirrorError::Incident { .. } | MirrorError::Config { .. } | MirrorError::Refused { .. }
+            self.kind(),
+            ErrorKind::Incident { .. } | ErrorKind::Config { .. } | ErrorKind::Refused { .. }
         )
     }
 
     /// Whether another producer took the flow's `transactional.id` (exactly-once): the
     /// flow must stop for good, never start again and fence its successor.
     pub fn is_fenced(&self) -> bool {
-        match self {
-            MirrorError::Fenced { .. } => true,
-            MirrorError::Kafka { source, .. } => source.is_fenced(),
+        match self.kind() {
+            ErrorKind::Fenced { .. } => true,
+            ErrorKind::Kafka { source, .. } => source.is_fenced(),
             _ => false,
         }
     }
 
     /// Whether retrying the operation may succeed (network trouble, leader moves, …).
     pub fn is_retriable(&self) -> bool {
-        match self {
-            MirrorError::Kafka { source, .. } | MirrorError::Unreachable { source, .. } => {
+        match self.kind() {
+            ErrorKind::Kafka { source, .. } | ErrorKind::Unreachable { source, .. } => {
                 source.is_retriable()
             }
             _ => false,
@@ -407,6 +416,23 @@ mod tests {
         let e = MirrorError::other("boom").topic("inner").topic("outer");
         assert_eq!(e.to_string(), "topic inner: boom");
         assert_eq!(MirrorError::state("corrupt").to_string(), "state: corrupt");
+    }
+
+    #[test]
+    fn the_source_chain_skips_the_kind_and_names_the_cause_once() {
+        let cause =
+            strait_client::Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let e = MirrorError::kafka("fetch", cause).topic("orders");
+        let source = std::error::Error::source(&e).map(ToString::to_string);
+        assert_eq!(
+            source,
+            Some(e.to_string().replacen("topic orders: fetch: ", "", 1))
+        );
+        assert!(matches!(e.kind(), ErrorKind::Kafka { .. }));
+        assert_eq!(
+            std::mem::size_of::<MirrorError>(),
+            std::mem::size_of::<usize>()
+        );
     }
 
     #[test]

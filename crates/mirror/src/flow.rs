@@ -186,10 +186,9 @@ struct FlowRun {
     /// The ids source topics were re-created away from.
     retired: recreation::Retired,
     fetch_stop: watch::Sender<bool>,
-    /// Running pipelines; each ends with its partition and result. The error is boxed: a
-    /// task's cell holds its future or its output, and an unboxed 72-byte error made the
-    /// output the larger, one more 128-byte step of every partition's task cell.
-    tasks: JoinSet<(Key, Result<(), Box<MirrorError>>)>,
+    /// Running pipelines; each ends with its partition and result (the error is one
+    /// pointer, so the output never makes a task's cell larger than its future).
+    tasks: JoinSet<(Key, Result<(), MirrorError>)>,
     /// Every partition replicated (also those waiting for a restart), with its map.
     running: BTreeMap<Key, Running>,
     /// The topics of the last refresh, by source name.
@@ -350,10 +349,9 @@ async fn until_true(flag: &mut watch::Receiver<bool>) {
 /// A pipeline task's partition and result; a task that panicked or was cancelled is an
 /// error of the flow.
 fn flatten(
-    r: Result<(Key, Result<(), Box<MirrorError>>), tokio::task::JoinError>,
+    r: Result<(Key, Result<(), MirrorError>), tokio::task::JoinError>,
 ) -> Result<(Key, Result<(), MirrorError>), MirrorError> {
-    r.map(|(key, result)| (key, result.map_err(|e| *e)))
-        .map_err(|e| MirrorError::other(format!("partition task failed: {e}")))
+    r.map_err(|e| MirrorError::other(format!("partition task failed: {e}")))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //!     map that are not the source's → `on_target_mismatch`.
 //! - Every incident is counted (`strait_incidents_total{kind}`) whatever the policy: the
 //!   caller counts [`Incident::kind`] before acting on the [`Verdict`].
-//! - `fail` → [`Verdict::Fail`]: a [`MirrorError::Incident`] saying what happened, that
+//! - `fail` → [`Verdict::Fail`]: a [`MirrorError::incident`] saying what happened, that
 //!   the policy `fail` stopped it, and what setting the key to `"skip"` would do instead.
 //! - `skip` → [`Verdict::Skip`]: the log line says what happened, which key chose `skip`
 //!   and what skipping does; the caller then does exactly that.

@@ -92,8 +92,7 @@ impl FlowRun {
     /// attempt), so 10,000 healthy partitions do not keep 10,000 of them.
     pub(super) fn spawn(&mut self, pipelines: Vec<Pipeline>) {
         for (key, pipeline) in pipelines {
-            self.tasks
-                .spawn(async move { (key, pipeline.await.map_err(Box::new)) });
+            self.tasks.spawn(async move { (key, pipeline.await) });
         }
     }
 

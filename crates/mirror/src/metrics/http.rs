@@ -73,7 +73,7 @@ impl MetricsServer {
     ) -> Result<Self, MirrorError> {
         let endpoint = endpoint.into();
         let addr = endpoint.listen;
-        let listen_err = |source| MirrorError::MetricsListen { addr, source };
+        let listen_err = |source| MirrorError::metrics_listen(addr, source);
         let acceptor = match &endpoint.tls {
             Some(files) => Some(tls::acceptor(files).map_err(listen_err)?),
             None => None,
