@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use strait_offsets::{Precision, Translation};
 
-use super::compare::Content;
+use super::content::Content;
 
 /// One group's position on one partition, judged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -6,14 +6,20 @@
 //! writes nothing to either cluster.
 //!
 //! Folder map:
-//! - [`compare`]: the pure rules for one partition (spans of the map, findings by offset);
+//! - [`content`]: a record's content as compared (a digest per field);
+//! - [`spans`]: the map cut into the pieces compared (pure);
+//! - [`compare`]: the pure rules for one partition (findings by offset);
 //! - [`judge`]: the pure verdicts (group positions, outcomes) and the bandwidth pace;
+//! - `groups.rs`: each group position read, translated and proven;
 //! - this file: the reads that feed them, partitions in parallel ([`Options::parallel`])
 //!   under one bandwidth limit ([`Options::bytes_per_sec`]), or a sample of each
 //!   partition ([`Options::sample`]) for huge topics.
 
 pub mod compare;
+pub mod content;
+mod groups;
 pub mod judge;
+pub mod spans;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -26,8 +32,10 @@ use strait_offsets::{OffsetMap, Registry, Side};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use self::compare::{Compared, Comparer, Content, Finding, Seen, Spans, Tally};
-use self::judge::{GroupVerdict, Outcome, Pace, Step};
+use self::compare::{Compared, Comparer, Finding, Tally};
+use self::content::{Content, Seen};
+use self::judge::{GroupVerdict, Outcome, Pace};
+use self::spans::{Span, Spans};
 use crate::config::{Flow, TopicDecision};
 use crate::datapath::probe::{self, Bounds};
 use crate::datapath::range::RangeReader;
@@ -217,7 +225,7 @@ pub async fn verify_flow(
     partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
     let groups = if flow.sync.group_offsets || !opts.groups.is_empty() {
         Some(
-            group_positions(source, target, flow, &maps, &topics, opts)
+            groups::positions(source, target, flow, &maps, &topics, opts)
                 .await
                 .map_err(ctx)?,
         )
@@ -354,13 +362,13 @@ impl Work {
             );
             false
         });
-        let all = compare::spans(
+        let all = spans::spans(
             map,
             [offset(self.source.log_start), offset(self.target.log_start)],
         );
         let spans: Spans = match sample {
             Some(n) => {
-                let s = compare::sample(&all, n, SAMPLE_WINDOWS);
+                let s = spans::sample(&all, n, SAMPLE_WINDOWS);
                 report.sampled = s != all;
                 s
             }
@@ -396,14 +404,14 @@ impl Work {
         let mut cmp = Comparer::new(compacted);
         for span in &spans.spans {
             count(width(span.source()) + width(span.target()), false);
-            if let compare::Span::Coarse { .. } = span {
+            if let Span::Coarse { .. } = span {
                 let (s, t) = (span.source(), span.target());
                 let mut a = s.start;
                 let mut b = t.start;
                 while a < s.end || b < t.end {
                     let (ae, be) = (
-                        (a + compare::WINDOW).min(s.end),
-                        (b + compare::WINDOW).min(t.end),
+                        (a + spans::WINDOW).min(s.end),
+                        (b + spans::WINDOW).min(t.end),
                     );
                     let x = src.range(a..ae).await.map_err(|e| at(e, "source"))?;
                     let y = dst.range(b..be).await.map_err(|e| at(e, "target"))?;
@@ -512,97 +520,6 @@ impl Reader {
             })
             .collect())
     }
-}
-
-/// The positions of the groups `opts` names, or of every group the flow syncs, on the
-/// partitions of `topics` (source topic → target topic and partitions).
-async fn group_positions(
-    source: &Client,
-    target: &Client,
-    flow: &Flow,
-    maps: &Registry,
-    topics: &BTreeMap<String, (String, Vec<i32>)>,
-    opts: &Options,
-) -> Result<Vec<GroupPosition>, MirrorError> {
-    let groups: Vec<String> = if opts.groups.is_empty() {
-        source
-            .list_groups()
-            .await
-            .map_err(|e| MirrorError::kafka("listing groups", e).cluster(&flow.source))?
-            .into_iter()
-            .map(|g| g.group_id)
-            .filter(|g| flow.syncs_group(g))
-            .collect()
-    } else {
-        opts.groups.clone()
-    };
-    let mut out = Vec::new();
-    for group in groups {
-        let fetch = |c: &Client, cluster: &str| {
-            let (c, cluster, group) = (c.clone(), cluster.to_owned(), group.clone());
-            async move {
-                c.offset_fetch(&group, None).await.map_err(|e| {
-                    MirrorError::kafka(format!("group {group}: committed offsets"), e)
-                        .cluster(cluster)
-                })
-            }
-        };
-        let committed = fetch(source, &flow.source).await?;
-        let on_target: BTreeMap<(String, i32), i64> = fetch(target, &flow.target)
-            .await?
-            .into_iter()
-            .filter(|c| c.offset >= 0)
-            .map(|c| ((c.topic, c.partition), c.offset))
-            .collect();
-        for c in committed.into_iter().filter(|c| c.offset >= 0) {
-            let Some((target_topic, _)) = topics.get(&c.topic) else {
-                continue;
-            };
-            let translation = maps
-                .reader(&c.topic, c.partition)
-                .map(|r| r.translate(u64::try_from(c.offset).unwrap_or(0)));
-            let committed_there = on_target.get(&(target_topic.clone(), c.partition)).copied();
-            let verdict = match judge::judge(translation, committed_there) {
-                Step::Done(v) => v,
-                Step::Prove { target: t } => {
-                    let read = |client: &Client, topic: &str, at: i64, cluster: &str| {
-                        let (client, topic, cluster) =
-                            (client.clone(), topic.to_owned(), cluster.to_owned());
-                        let p = c.partition;
-                        async move {
-                            probe::first_record_at(&client, &topic, p, at)
-                                .await
-                                .map(|r| {
-                                    r.map(|r| {
-                                        (u64::try_from(r.offset).unwrap_or(0), Content::of(&r))
-                                    })
-                                })
-                                .map_err(|e| {
-                                    MirrorError::kafka("reading a group's record", e)
-                                        .cluster(cluster)
-                                        .topic(topic)
-                                        .partition(p)
-                                })
-                        }
-                    };
-                    let s = read(source, &c.topic, c.offset, &flow.source).await?;
-                    let at = i64::try_from(t).unwrap_or(i64::MAX);
-                    let d = read(target, target_topic, at, &flow.target).await?;
-                    judge::prove(t, s, d)
-                }
-            };
-            out.push(GroupPosition {
-                group: group.clone(),
-                topic: c.topic,
-                partition: c.partition,
-                target_topic: target_topic.clone(),
-                source_offset: c.offset,
-                verdict,
-            });
-        }
-    }
-    out.sort_by(|a, b| (&a.group, &a.topic, a.partition).cmp(&(&b.group, &b.topic, b.partition)));
-    Ok(out)
 }
 
 #[cfg(test)]

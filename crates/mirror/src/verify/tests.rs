@@ -4,10 +4,10 @@ use std::time::{Duration, Instant};
 
 use strait_offsets::{OffsetMap, Precision, Translation};
 
-use super::compare::{
-    Comparer, Content, Field, Finding, MAX_NAMED, Seen, Span, Spans, WINDOW, sample, spans,
-};
+use super::compare::{Comparer, Finding, MAX_NAMED};
+use super::content::{Content, Field, Seen};
 use super::judge::{self, GroupVerdict, Outcome, Pace, Step};
+use super::spans::{Span, Spans, WINDOW, sample, spans};
 
 /// The record with content number `n` at `offset` (contents differ by `n`).
 fn rec(offset: u64, n: u64) -> Seen {
