@@ -497,7 +497,8 @@ def cmd_run(a):
         log(f"brokers: {kafka.clusters[0]['bootstrap']} (source), {kafka.clusters[1]['bootstrap']} "
             f"(target), JVM pids {kafka.broker_pids}")
         for codec in a.codecs.split(","):
-            cases = [(f"strait-{m}-{codec}", "strait", m) for m in (MODES if codec != "none" else [None])]
+            cases = ([(f"strait-{m}-{codec}", "strait", m) for m in MODES] if codec != "none"
+                     else [(f"strait-default-{codec}", "strait", None)])
             cases += [(f"mm2-{codec}", "mm2", None), (f"rdkafka-{codec}", "rdkafka", None)]
             cases = [c for c in cases if not only or c[0] in only]
             if not cases:
