@@ -325,6 +325,27 @@ fn validate_missing_file_exits_2() {
     );
 }
 
+#[test]
+fn verify_of_a_flow_the_config_does_not_have_is_a_usage_error_in_json_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Nothing listens there: the flow name is checked before any cluster is asked.
+    let cfg = cluster_config(dir.path(), "127.0.0.1:1", "127.0.0.1:1");
+    let cfg = cfg.to_str().expect("utf-8");
+    let out = strait(&["verify", "-c", cfg, "--flow", "nope", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON error");
+    assert_eq!(json["exit"], 2);
+    assert!(
+        json["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("--flow nope: no enabled flow has that name")),
+        "{json}"
+    );
+    // An unreachable cluster is told apart: exit 3.
+    let out = strait(&["verify", "-c", cfg]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+}
+
 /// A config for two clusters at `source` and `target`, with group sync.
 fn cluster_config(dir: &Path, source: &str, target: &str) -> PathBuf {
     write(
