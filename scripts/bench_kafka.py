@@ -7,8 +7,9 @@ Apache Kafka brokers, one backlog per codec, in one run.
     bench_kafka.py report --out DIR --command CMD     (the markdown block, on stdout)
     bench_kafka.py loop ...                           (the librdkafka peer; run by `run`)
 
-`run` starts two single-node Kafka clusters (`strait-kafka 2`; pinned with taskset to the
-cores the replicators do not use when the machine has 4 or more; on fewer it says so),
+`run` starts two single-node Kafka clusters (`strait-kafka --production-jvm 2`: G1 and the
+full JIT as Kafka's scripts run them; pinned with taskset to the cores the replicators do
+not use when the machine has 4 or more; on fewer it says so),
 measures the byte-relay floor and the request floor (strait-relay, as scripts/bench does),
 loads one topic per codec on the source (`strait bench --mode load`, 1 KiB records, 16 KiB
 batches) and reads each with librdkafka into a digest (per partition: records and a hash of
@@ -124,12 +125,12 @@ def java_children(pid):
 
 
 class Kafka:
-    """`strait-kafka 2`: two single-node clusters, stopped by closing its stdin."""
+    """`strait-kafka --production-jvm 2`: two single-node clusters, stopped by closing its stdin."""
 
     def __init__(self, binary, out, cores):
         self.log_path = os.path.join(out, "strait-kafka.log")
         self.err = open(self.log_path, "ab")
-        self.p = subprocess.Popen(pinned(cores, [binary, "2"]), stdin=subprocess.PIPE,
+        self.p = subprocess.Popen(pinned(cores, [binary, "--production-jvm", "2"]), stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=self.err,
                                   preexec_fn=_die_with_parent)
         self.clusters = []
@@ -582,7 +583,7 @@ def cmd_report(a):
     req = (f.get("request") or {}).get("cpu_us_per_request")
     m = res["machine"]
     lines = [f"Machine: {a.machine}. Command: `{a.command}`. Date: {a.date}. Brokers: two single-node "
-             f"Apache Kafka 4.4.0 clusters (`strait-kafka`, KRaft), {m['pinning']}. Backlog: "
+             f"Apache Kafka 4.4.0 clusters (`strait-kafka --production-jvm`, KRaft, G1 and the full JIT), {m['pinning']}. Backlog: "
              f"{m['total']} of 1 KiB record values per codec, {m['partitions']} partitions, 16 KiB "
              "batches (`strait bench --mode load`). Each case is one process copying the backlog to a "
              "fresh target topic; CPU-s/GiB is that process's user + system CPU (the JVM included) "

@@ -1,6 +1,8 @@
-//! `strait-kafka [CLUSTERS]`: starts CLUSTERS (default 2) independent single-node Apache
-//! Kafka clusters from the testkit's jars, prints one `BOOTSTRAP <i> <host:port> <folder>`
-//! line each, and keeps them until its standard input closes (Ctrl-D, or the parent dies).
+//! `strait-kafka [--production-jvm] [CLUSTERS]`: starts CLUSTERS (default 2) independent
+//! single-node Apache Kafka clusters from the testkit's jars (`--production-jvm`: G1 and
+//! the optimising compiler, as Kafka's scripts run it, for benchmarks), prints one
+//! `BOOTSTRAP <i> <host:port> <folder>` line each, and keeps them until its standard input
+//! closes (Ctrl-D, or the parent dies).
 //! For trying Strait against real Kafka by hand.
 
 use std::io::Read;
@@ -8,17 +10,27 @@ use std::io::Read;
 use strait_testkit::kafka::{KafkaCluster, KafkaOptions};
 
 fn main() {
-    let n: usize = match std::env::args().nth(1).map(|a| a.parse()) {
-        None => 2,
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
-            eprintln!("usage: strait-kafka [CLUSTERS]");
-            std::process::exit(2);
+    let mut production = false;
+    let mut n: usize = 2;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--production-jvm" => production = true,
+            a => match a.parse() {
+                Ok(x) if x > 0 => n = x,
+                _ => {
+                    eprintln!("usage: strait-kafka [--production-jvm] [CLUSTERS]");
+                    std::process::exit(2);
+                }
+            },
         }
+    }
+    let options = || {
+        let o = KafkaOptions::default();
+        if production { o.production_jvm() } else { o }
     };
     let clusters: Vec<KafkaCluster> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
-            .map(|_| s.spawn(|| KafkaCluster::start(KafkaOptions::default())))
+            .map(|_| s.spawn(|| KafkaCluster::start(options())))
             .collect();
         handles
             .into_iter()

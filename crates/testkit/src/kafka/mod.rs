@@ -59,6 +59,10 @@ pub struct KafkaOptions {
     pub properties: Vec<(String, String)>,
     /// Each JVM's maximum heap, MiB. Default 384.
     pub heap_mb: u32,
+    /// The JVM as Kafka's own scripts run it (G1, the optimising compiler) instead of the
+    /// tests' light one (serial GC, the quick compiler only): for benchmarks, where the
+    /// broker's cost per request should be a production broker's.
+    pub production_jvm: bool,
     /// How long each node may take to start. Default 90 s (a cold JVM on a busy 2-core machine).
     pub startup_timeout: Duration,
 }
@@ -71,6 +75,7 @@ impl Default for KafkaOptions {
             authorizer: false,
             properties: Vec::new(),
             heap_mb: 384,
+            production_jvm: false,
             startup_timeout: Duration::from_secs(90),
         }
     }
@@ -92,6 +97,14 @@ impl KafkaOptions {
     /// With the StandardAuthorizer.
     pub fn authorizer(mut self) -> Self {
         self.authorizer = true;
+        self
+    }
+
+    /// The JVM as Kafka's scripts run it, with a 1 GiB heap (see
+    /// [`KafkaOptions::production_jvm`]).
+    pub fn production_jvm(mut self) -> Self {
+        self.production_jvm = true;
+        self.heap_mb = self.heap_mb.max(1024);
         self
     }
 
@@ -272,6 +285,7 @@ impl KafkaCluster {
                 dir: node_dir,
                 install: install.clone(),
                 heap_mb: options.heap_mb,
+                production_jvm: options.production_jvm,
                 startup_timeout: options.startup_timeout,
                 child: None,
                 watchdog: None,

@@ -30,6 +30,7 @@ pub struct KafkaNode {
     pub(super) dir: PathBuf,
     pub(super) install: JavaInstall,
     pub(super) heap_mb: u32,
+    pub(super) production_jvm: bool,
     pub(super) startup_timeout: Duration,
     pub(super) child: Option<Child>,
     pub(super) watchdog: Option<Child>,
@@ -177,11 +178,20 @@ impl KafkaNode {
     pub(super) fn java_command(&self) -> Command {
         let mut c = Command::new(&self.install.java);
         c.arg(format!("-Xmx{}m", self.heap_mb))
-            .arg(format!("-Xms{}m", (self.heap_mb / 4).max(64)))
+            .arg(format!("-Xms{}m", (self.heap_mb / 4).max(64)));
+        if self.production_jvm {
+            // As kafka-server-start.sh / kafka-run-class.sh: G1 with its pause target.
+            c.args([
+                "-XX:+UseG1GC",
+                "-XX:MaxGCPauseMillis=20",
+                "-XX:InitiatingHeapOccupancyPercent=35",
+                "-XX:+ExplicitGCInvokesConcurrent",
+            ]);
+        } else {
             // One GC thread and the quick compiler only: several JVMs share 2 cores.
-            .arg("-XX:+UseSerialGC")
-            .arg("-XX:TieredStopAtLevel=1")
-            .arg("-XX:-UsePerfData")
+            c.args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]);
+        }
+        c.arg("-XX:-UsePerfData")
             .arg("-Djava.awt.headless=true")
             .arg(format!(
                 "-Dlog4j2.configurationFile={}",
