@@ -3,7 +3,7 @@
 Apache Kafka brokers, one backlog per codec, in one run.
 
     bench_kafka.py run --strait BIN --relay BIN --kafka BIN --out DIR [--total 512MiB]
-        [--partitions 6] [--codecs none,lz4,zstd,snappy] [--only "case ..."]
+        [--partitions 6] [--batch-size 16KiB] [--codecs none,lz4,zstd,snappy] [--only "case ..."]
     bench_kafka.py report --out DIR --command CMD     (the markdown block, on stdout)
     bench_kafka.py loop ...                           (the librdkafka peer; run by `run`)
 
@@ -458,7 +458,7 @@ def load_backlog(cfg, kafka, codec):
     log(f"loading {a.total} of 1 KiB records, {codec}, into {topic} ({a.partitions} partitions)")
     subprocess.run([a.strait, "--log-level", "warn", "bench", "--source", src, "--target", dst,
                     "--partitions", str(a.partitions), "--json", "--mode", "load", "--total", a.total,
-                    "--codec", codec, "--topic", topic, "--yes"],
+                    "--codec", codec, "--topic", topic, "--batch-size", a.batch_size, "--yes"],
                    stdout=open(lj, "w"), stderr=open(lj + ".err", "w"), check=True)
     adm = admin(src)
     ends = end_offsets(adm, topic, a.partitions)
@@ -486,7 +486,8 @@ def cmd_run(a):
     cfg = argparse.Namespace(args=a, out=out, rep_cores=rep)
     only = set(a.only.split()) if a.only else None
     results = {"machine": {"cores": os.cpu_count(), "pinning": note, "total": a.total,
-                           "partitions": a.partitions}, "cases": [], "backlogs": {}}
+                           "partitions": a.partitions, "batch": a.batch_size},
+               "cases": [], "backlogs": {}}
     procs = Procs()
     kafka = None
     path = os.path.join(out, "results.json")
@@ -584,7 +585,8 @@ def cmd_report(a):
     m = res["machine"]
     lines = [f"Machine: {a.machine}. Command: `{a.command}`. Date: {a.date}. Brokers: two single-node "
              f"Apache Kafka 4.4.0 clusters (`strait-kafka --production-jvm`, KRaft, G1 and the full JIT), {m['pinning']}. Backlog: "
-             f"{m['total']} of 1 KiB record values per codec, {m['partitions']} partitions, 16 KiB "
+             f"{m['total']} of 1 KiB record values per codec, {m['partitions']} partitions, "
+             f"{m.get('batch', '16KiB')} "
              "batches (`strait bench --mode load`). Each case is one process copying the backlog to a "
              "fresh target topic; CPU-s/GiB is that process's user + system CPU (the JVM included) "
              "per GiB of the source topic's log, and × floor its multiple of the byte-relay floor "
@@ -655,6 +657,8 @@ def main(argv=None):
     s.add_argument("--out", required=True)
     s.add_argument("--total", default="512MiB")
     s.add_argument("--partitions", type=int, default=6)
+    s.add_argument("--batch-size", default="16KiB",
+                   help="source batch size the backlog is loaded with (strait bench --batch-size)")
     s.add_argument("--codecs", default="none,lz4,zstd,snappy")
     s.add_argument("--only", default=os.environ.get("STRAIT_BENCH_ONLY", ""),
                    help="case names (strait-<mode>-<codec>, mm2-<codec>, rdkafka-<codec>, floors)")
