@@ -110,6 +110,16 @@ impl Harness {
         }
     }
 
+    /// A pipeline at (0, 0) whose queue merges nothing: batches wait one by one for a slot
+    /// of the window (5).
+    fn unmerged(until: Option<i64>) -> Self {
+        let mut h = Harness::new(0, until, IncidentPolicy::Fail);
+        let mut s = settings(0, until, Policies::all(IncidentPolicy::Fail));
+        s.merge = MergeOptions::new(1);
+        h.p = Pipeline::new(s, &h.map, Recovery::none());
+        h
+    }
+
     fn fetch(&mut self, batches: &[(i64, i64)]) -> Result<Option<Planned>, MirrorError> {
         let position = batches.first().map_or(0, |b| b.0);
         self.p.fetched(Fetched {
@@ -175,6 +185,23 @@ fn a_record_set_of_an_older_generation_is_dropped() {
 }
 
 #[test]
+fn an_out_of_range_answer_of_an_older_generation_is_dropped() {
+    let mut h = Harness::new(0, None, IncidentPolicy::Skip);
+    h.p.out_of_range(0, 0);
+    h.run().expect("run");
+    h.p.log_start(5).expect("skip");
+    h.run().expect("run");
+    assert_eq!(h.p.generation(), 1);
+    // The answer to a fetch made before the feed moved to the log start.
+    h.p.out_of_range(0, 0);
+    assert!(h.p.wants_feed(), "the feed goes on from the log start");
+    assert!(
+        h.run().expect("run").other.is_empty(),
+        "no log start asked for"
+    );
+}
+
+#[test]
 fn batches_are_produced_while_the_window_has_room_and_recorded_where_they_land() {
     let mut h = Harness::new(0, None, IncidentPolicy::Fail);
     let batches: Vec<(i64, i64)> = (0..7).map(|i| (i * 2, 2)).collect();
@@ -200,6 +227,30 @@ fn batches_are_produced_while_the_window_has_room_and_recorded_where_they_land()
 }
 
 #[test]
+fn the_window_holds_the_batches_handed_on_and_not_acknowledged() {
+    let mut h = Harness::unmerged(None);
+    let batches: Vec<(i64, i64)> = (0..8).map(|i| (i, 1)).collect();
+    h.fetch(&batches).expect("plan");
+    assert_eq!(h.run().expect("run").produced.len(), 5);
+    assert_eq!(h.p.in_flight(), 5, "the window is full; three batches wait");
+    h.p.acked(0).expect("ack");
+    h.p.acked(1).expect("ack");
+    assert_eq!(h.p.in_flight(), 3);
+    assert_eq!(
+        h.run().expect("run").produced.len(),
+        2,
+        "one batch a slot freed"
+    );
+    assert_eq!(h.p.in_flight(), 5);
+    for target in 2..8 {
+        h.p.acked(target).expect("ack");
+        h.run().expect("run");
+    }
+    assert_eq!(h.p.in_flight(), 0);
+    assert_eq!(h.next(), (8, 8));
+}
+
+#[test]
 fn an_ack_without_an_offset_is_recorded_where_the_map_expects_it() {
     let mut h = Harness::new(100, None, IncidentPolicy::Fail);
     h.fetch(&[(100, 3)]).expect("plan");
@@ -217,9 +268,11 @@ fn a_map_update_waits_for_the_acks_of_the_batches_before_it() {
     assert_eq!(d.produced.len(), 1);
     // "Reached the end" is queued behind the batch: not done before its ack.
     assert!(!d.other.iter().any(|a| a == "Done"), "{:?}", d.other);
+    assert!(!h.p.is_done(), "not done before the batch is recorded");
     h.p.acked(0).expect("ack");
     let d = h.run().expect("record");
     assert_eq!(d.other, ["Done"]);
+    assert!(h.p.is_done(), "done once the map is at until");
     assert_eq!(h.next(), (3, 3));
 }
 
@@ -484,11 +537,8 @@ fn stop_produces_nothing_more_but_records_acks_in_flight() {
 
 #[test]
 fn feed_end_hands_on_queued_work_then_finishes() {
-    let mut h = Harness::new(0, None, IncidentPolicy::Fail);
+    let mut h = Harness::unmerged(None);
     let batches: Vec<(i64, i64)> = (0..8).map(|i| (i, 1)).collect();
-    let mut s = settings(0, None, Policies::default());
-    s.merge = MergeOptions::new(1); // nothing merges: batches wait for slots
-    h.p = Pipeline::new(s, &h.map, Recovery::none());
     h.fetch(&batches).expect("plan");
     h.p.feed_ended();
     let d = h.run().expect("run");
@@ -865,6 +915,27 @@ fn a_pipeline_that_gave_its_queues_back_decides_as_one_that_kept_them() {
     }
     assert!(kept.p.is_done() && shrunk.p.is_done());
     assert_eq!(shrunk.next(), (40, 40));
+}
+
+#[test]
+fn a_parked_pipeline_gives_back_the_room_of_its_queues() {
+    // At 10,000 partitions, one that parks keeps no room for batches it may never get.
+    let mut h = Harness::unmerged(Some(5));
+    let batches: Vec<(i64, i64)> = (0..5).map(|i| (i, 1)).collect();
+    h.fetch(&batches).expect("plan");
+    h.run().expect("run");
+    for target in 0..5 {
+        h.p.acked(target).expect("ack");
+    }
+    assert_eq!(h.run().expect("record").other, ["Done"]);
+    assert!(h.p.pending.is_empty() && h.p.outbox.is_empty());
+    assert!(h.p.pending.capacity() >= 5 && h.p.outbox.capacity() >= 1);
+    h.p.shrink_to_fit();
+    assert_eq!(
+        (h.p.pending.capacity(), h.p.outbox.capacity()),
+        (0, 0),
+        "no room kept for batches or actions"
+    );
 }
 
 /// A target batch at `base` holding the source records `records` (in order).
