@@ -442,6 +442,23 @@ pub fn free_port() -> Result<u16> {
     Ok(port)
 }
 
+/// `n` distinct ports that were free a moment ago: every listener stays bound until all
+/// `n` are read, so no two can be the same (separate [`free_port`] calls can be, once the
+/// first listener is closed). Callers must still cope with losing a race for them.
+pub fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let listeners = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").map_err(io("binding 127.0.0.1:0")))
+        .collect::<Result<Vec<_>>>()?;
+    listeners
+        .iter()
+        .map(|l| {
+            l.local_addr()
+                .map(|a| a.port())
+                .map_err(io("reading the bound port"))
+        })
+        .collect()
+}
+
 /// A watchdog `sh` that kills `pid` once its stdin reaches EOF, which happens when this
 /// process dies without killing the broker itself (the pipe's write end is ours alone:
 /// std creates it close-on-exec). Best effort: `None` if `sh` can't be spawned.
@@ -478,4 +495,17 @@ pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
     let text = read_log_from(path, len.saturating_sub(64 * 1024));
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_ports;
+    use std::collections::HashSet;
+
+    #[test]
+    fn free_ports_are_distinct_within_one_call() {
+        let ports = free_ports(64).expect("64 loopback ports");
+        let distinct: HashSet<_> = ports.iter().collect();
+        assert_eq!(distinct.len(), 64, "{ports:?}");
+    }
 }

@@ -39,7 +39,7 @@ pub use mm2::Mm2;
 pub use node::KafkaNode;
 use props::{NodeLayout, NodePorts, SecurePorts, TlsFiles};
 
-use crate::broker::free_port;
+use crate::broker::free_ports;
 use crate::error::{Error, Result, io};
 use crate::secure::TestPki;
 
@@ -236,16 +236,23 @@ impl KafkaCluster {
         options: &KafkaOptions,
         tls: Option<&TlsFiles>,
     ) -> Result<()> {
+        // Every port of every node at once, so no two listeners share one.
+        let per_node = if options.security.is_some() { 5 } else { 2 };
+        let mut free = free_ports(options.nodes * per_node)?.into_iter();
+        let mut next = || {
+            free.next()
+                .ok_or_else(|| Error::Protocol("too few free ports".into()))
+        };
         let ports = (0..options.nodes)
             .map(|_| -> Result<NodePorts> {
                 Ok(NodePorts {
-                    plaintext: free_port()?,
-                    controller: free_port()?,
+                    plaintext: next()?,
+                    controller: next()?,
                     secure: match options.security {
                         Some(_) => Some(SecurePorts {
-                            sasl_ssl: free_port()?,
-                            sasl_plaintext: free_port()?,
-                            ssl: free_port()?,
+                            sasl_ssl: next()?,
+                            sasl_plaintext: next()?,
+                            ssl: next()?,
                         }),
                         None => None,
                     },
