@@ -16,8 +16,8 @@ batches) and reads each with librdkafka into a digest (per partition: records an
 key, value, headers and timestamp in offset order). Then, for each codec, each case copies
 that backlog to a topic of its own on the target, as a process of its own:
 
-  strait-<mode>   `strait run --once`, `[engine] recompress = "<mode>"` (never, fast, allowed;
-                  for codec none the mode changes nothing, so one case, the default)
+  strait-<mode>   `strait run --once`, `[engine] recompress = "<mode>"` (small, the default;
+                  never, fast, allowed; for codec none small and never, the two that differ)
   mm2             MirrorMaker 2 in dedicated mode (connect-mirror's MirrorMaker class, the JVM
                   flags of connect-mirror-maker.sh), tasks.max = partitions, its producer's
                   compression.type = the source's codec, offset syncs, checkpoints and
@@ -60,7 +60,9 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # no
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODES = ["never", "fast", "allowed"]
+MODES = ["small", "never", "fast", "allowed"]
+# Uncompressed batches: `small` forwards large ones as they are, the others merge them.
+NONE_MODES = ["small", "never"]
 # What connect-mirror-maker.sh and kafka-run-class.sh give MirrorMaker 2's JVM by default.
 MM2_JVM = ["-Xms256M", "-Xmx2G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
            "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
@@ -499,8 +501,8 @@ def cmd_run(a):
         log(f"brokers: {kafka.clusters[0]['bootstrap']} (source), {kafka.clusters[1]['bootstrap']} "
             f"(target), JVM pids {kafka.broker_pids}")
         for codec in a.codecs.split(","):
-            cases = ([(f"strait-{m}-{codec}", "strait", m) for m in MODES] if codec != "none"
-                     else [(f"strait-default-{codec}", "strait", None)])
+            cases = [(f"strait-{m}-{codec}", "strait", m)
+                     for m in (MODES if codec != "none" else NONE_MODES)]
             cases += [(f"mm2-{codec}", "mm2", None), (f"rdkafka-{codec}", "rdkafka", None)]
             cases = [c for c in cases if not only or c[0] in only]
             if not cases:
@@ -607,8 +609,8 @@ def cmd_report(a):
     names = {"strait": "Strait `run --once`", "mm2": "MirrorMaker 2 (dedicated)", "rdkafka": "librdkafka loop"}
     for c in res["cases"]:
         label = names[c["kind"]] + (f", recompress `{c['mode']}`" if c.get("mode") else "")
-        if c["kind"] == "strait" and not c.get("mode"):
-            label += " (default; nothing to recompress)"
+        if c.get("mode") == "small":
+            label += " (default)"
         cpg = c.get("cpu_per_gib")
         if cpg is None:
             lines.append(f"| {c['codec']} | {label} | failed: {c.get('error', '?')} | | | | | | | | no |")

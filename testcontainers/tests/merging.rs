@@ -1,19 +1,29 @@
 //! Coalescing judged by librdkafka, on Apache Kafka. Merging is the one path where Strait
-//! writes record bytes it built itself (on by default: `engine.recompress = "fast"`): queued
-//! small batches of a partition whose in-flight window is full are merged into one batch,
-//! decompressed and recompressed when the codec allows. Here every source batch holds one
+//! writes record bytes it built itself (on by default for small batches:
+//! `engine.recompress = "small"`): queued small batches of a partition whose in-flight
+//! window is full are merged into one batch, decompressed and recompressed when the codec
+//! allows. Here every source batch holds one
 //! record with headers, a key and an explicit timestamp, in each of Kafka's codecs; one
 //! request in flight per partition (`max_in_flight_per_partition = 1`) keeps the window
 //! full while the backlog drains, so the engine merges. The engine's own summary must show
 //! fewer batches produced than the source holds (merging happened), and librdkafka, with
 //! every batch's CRC-32C checked, must read on the target exactly the source's records,
 //! field by field, in order, per partition, to each partition's end.
+//!
+//! The other side of the default: batches of 4 KiB and more are never merged, so a
+//! compressed batch reaches the target with its compressed records byte for byte as the
+//! source broker stored them (only the producer fields of the header, and so the CRC,
+//! are the target producer's).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use bytes::Bytes;
+use strait_client::{Client, ClientConfig, FetchOptions, FetchPosition};
 use strait_kafka_scenarios::process::log_tail;
+use strait_kafka_scenarios::runtime;
 use strait_kafka_scenarios::{Kafka, process};
+use strait_records::{Compression, Limits, split};
 use strait_testkit::config::{SYNC_OFF, two_cluster_flow};
 use strait_testkit::rdkafka::{self, Codec, ConsumeOptions, ProduceOptions};
 use strait_testkit::{RecordHeader, TestRecord};
@@ -150,9 +160,12 @@ enabled = false
 #[test]
 fn merged_batches_of_every_codec_read_back_by_librdkafka_record_for_record() {
     let kafka = Kafka::pair();
-    // `fast` merges and recompresses lz4, snappy and zstd (gzip goes as it is); `allowed`
-    // every codec; an uncompressed backlog is merged without a codec.
+    // `small` (the default) and `fast` merge and recompress lz4, snappy and zstd (gzip
+    // goes as it is); `allowed` every codec; an uncompressed backlog is merged without a
+    // codec. One-record batches are small under every policy.
     for (codec, recompress) in [
+        (Codec::Lz4, "small"),
+        (Codec::Zstd, "small"),
         (Codec::None, "fast"),
         (Codec::Lz4, "fast"),
         (Codec::Zstd, "fast"),
@@ -161,5 +174,111 @@ fn merged_batches_of_every_codec_read_back_by_librdkafka_record_for_record() {
         (Codec::Lz4, "allowed"),
     ] {
         merged_and_read_back(&kafka, codec, recompress);
+    }
+}
+
+/// Per batch of `topic`'s `partition`, to its end: codec, record count, and the records
+/// section (still compressed) as stored by the broker, read raw with strait-client.
+fn raw_batches(bootstrap: &str, topic: &str, partition: i32) -> Vec<(Compression, i32, Bytes)> {
+    runtime().block_on(async {
+        let client = Client::connect(ClientConfig::new([bootstrap]))
+            .await
+            .expect("connect");
+        let (leader, _) = client.leader_for(topic, partition).await.expect("leader");
+        let mut out = Vec::new();
+        let mut offset = 0;
+        loop {
+            let position = FetchPosition::new(topic, partition, offset);
+            let fetched = client
+                .fetch(leader, &[position], &FetchOptions::default())
+                .await
+                .expect("fetch");
+            let p = &fetched.partitions[0];
+            assert!(p.error().is_none(), "{topic}-{partition}: {:?}", p.error());
+            let set = split(p.records.clone(), &Limits::default()).expect("split");
+            for b in set.batches {
+                let h = b.header();
+                offset = h.base_offset + i64::from(h.last_offset_delta) + 1;
+                out.push((h.compression(), h.records_count, b.payload()));
+            }
+            if offset >= p.high_watermark {
+                return out;
+            }
+        }
+    })
+}
+
+#[test]
+fn under_the_default_large_compressed_batches_reach_the_target_byte_for_byte() {
+    let kafka = Kafka::pair();
+    let (src, dst) = (kafka.0.bootstrap(), kafka.1.bootstrap());
+    for codec in [Codec::Lz4, Codec::Zstd, Codec::Snappy, Codec::Gzip] {
+        let topic = format!("forward-{}", codec.as_str());
+        rdkafka::create_topic(&src, &topic, PARTITIONS, &[]).expect("create topic");
+        // 40 records of ~600 bytes, half of them random hex, per batch: several KiB
+        // compressed, over the 4 KiB from which the default forwards as it is.
+        let recs: Vec<TestRecord> = (0..PARTITIONS)
+            .flat_map(|p| {
+                (0..400u64).map(move |i| {
+                    let noise: String = (0..38)
+                        .map(|j| {
+                            format!(
+                                "{:08x}",
+                                (i * 7919 + j * 104_729 + p as u64).wrapping_mul(2_654_435_761)
+                                    >> 8
+                            )
+                        })
+                        .collect();
+                    TestRecord::new(format!("k{p}-{i}"), format!("{noise}-{}", "v".repeat(300)))
+                        .with_partition(p)
+                })
+            })
+            .collect();
+        let options = ProduceOptions {
+            codec,
+            linger_ms: 1000,
+            batch_num_messages: Some(40),
+            timeout: Duration::from_secs(120),
+            ..ProduceOptions::default()
+        };
+        let delivered = rdkafka::produce(&src, &topic, &recs, &options).expect("produce");
+        assert!(delivered.iter().all(|d| d.error.is_none()), "source writes");
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = dir.path().join("strait.toml");
+        // The default engine, but one request in flight per partition, so the backlog
+        // queues and coalescing would merge what it is allowed to.
+        let text = format!(
+            "{}[flows.topics]\ninclude = [\"{topic}\"]\n{SYNC_OFF}[engine]\nmax_in_flight_per_partition = 1\n[metrics]\nenabled = false\n",
+            two_cluster_flow(&src, &dst, "10s"),
+        );
+        std::fs::write(&config, text).expect("write config");
+        let log = dir.path().join("strait.log");
+        let status = process::once(&config, &log, Duration::from_secs(180));
+        assert!(
+            status.success(),
+            "strait run --once: {status}\n{}",
+            log_tail(&log)
+        );
+
+        for p in 0..PARTITIONS {
+            let want = raw_batches(&src, &topic, p);
+            let got = raw_batches(&dst, &format!("src.{topic}"), p);
+            assert!(
+                want.iter()
+                    .all(|(_, _, payload)| payload.len() + 61 >= 4 * 1024),
+                "{topic}-{p}: the source batches are not all large: {:?}",
+                want.iter().map(|b| b.2.len()).collect::<Vec<_>>()
+            );
+            assert_eq!(want.len(), got.len(), "{topic}-{p}: batch count");
+            for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+                assert_eq!(w.0, g.0, "{topic}-{p}: batch {i} codec");
+                assert_eq!(w.1, g.1, "{topic}-{p}: batch {i} record count");
+                assert!(
+                    w.2 == g.2,
+                    "{topic}-{p}: batch {i}'s compressed records differ"
+                );
+            }
+        }
     }
 }

@@ -44,21 +44,36 @@ pub struct EngineSpec {
 }
 
 /// Whether coalescing may recompress compressed batches (`engine.recompress`).
+///
+/// Coalescing only ever merges while a partition has more batches queued than its
+/// in-flight window can send now (the target's request round trips are what holds the
+/// partition back); this chooses which of those batches it may merge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RecompressPolicy {
-    /// Compressed batches are forwarded as they are; only uncompressed ones are merged.
-    Never,
-    /// lz4, snappy and zstd batches may be decompressed, merged and recompressed (zstd at
-    /// level 1); gzip ones are forwarded as they are. Measured on 512 MiB backlogs when the
-    /// target is the bottleneck: lz4 about 10 % more CPU for 2–3× the throughput, zstd
-    /// 1.7× the CPU for 2.5× the throughput.
+    /// Only batches smaller than [`SMALL_BATCH_BYTES`] are merged, uncompressed or lz4,
+    /// snappy and zstd (recompressed, zstd at level 1); larger batches and gzip ones are
+    /// forwarded as they are. A batch that small carries too little per produce request
+    /// (a target then takes a few MiB/s per partition); a larger one is forwarded for the
+    /// cost of relaying its bytes. Measured on Apache Kafka (docs/benchmarks.md).
     #[default]
+    Small,
+    /// Compressed batches are forwarded as they are; uncompressed ones of any size are
+    /// merged.
+    Never,
+    /// Batches of any size may be merged: lz4, snappy and zstd ones decompressed, merged
+    /// and recompressed (zstd at level 1); gzip ones are forwarded as they are. CPU for
+    /// fewer round trips where even large batches leave the target request-bound (a
+    /// high-latency link).
     Fast,
     /// Consecutive compressed batches of one codec may be decompressed, merged and
     /// recompressed (CPU for fewer round trips on high-latency links).
     Allowed,
 }
+
+/// Under [`RecompressPolicy::Small`], the size (header included) from which a batch is
+/// forwarded as it is rather than merged.
+pub const SMALL_BATCH_BYTES: usize = 4 * 1024;
 
 impl Default for EngineSpec {
     fn default() -> Self {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use super::cluster::ClusterSpec;
-pub use super::engine::{EngineSpec, RecompressPolicy};
+pub use super::engine::{EngineSpec, RecompressPolicy, SMALL_BATCH_BYTES};
 pub use super::flow::FlowSpec;
 pub use super::intervals::IntervalsSpec;
 pub use super::logging::{LogFormat, LoggingSpec};

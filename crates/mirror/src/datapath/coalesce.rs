@@ -19,16 +19,18 @@
 //!   with [`strait_records::merge`] into one batch that takes a single slot.
 //!
 //! Mergeable: forwarded source batches (their header's base offset is the source offset),
-//! not transactional, and uncompressed unless the recompression policy
-//! ([`strait_records::CompressedPolicy::merges`]) allows their codec. Re-encoded batches and
-//! other compressed batches go as they are. A merged batch
+//! not transactional, no larger than the options' `max_input_bytes` (under the default
+//! `engine.recompress = "small"`, batches under 4 KiB: a larger batch already carries
+//! enough per request, and merging it would only spend CPU), and uncompressed unless the
+//! recompression policy ([`strait_records::CompressedPolicy::merges`]) allows their codec.
+//! Re-encoded batches and other compressed batches go as they are. A merged batch
 //! reports the source offset of each record as runs ([`Written::Runs`]), which the
 //! recorder appends to the offset map run by run at consecutive target offsets, so the
 //! map stays exact across the gaps between (and inside) the merged inputs.
 
 use std::collections::VecDeque;
 
-use strait_records::{Batch, MergeOptions, Merged, merge, push_lean};
+use strait_records::{Batch, Compression, MergeOptions, Merged, merge, push_lean};
 
 /// The source offsets of the records of a produced batch, in record order: record `i`
 /// lands at target offset `base + i`.
@@ -139,6 +141,9 @@ pub struct Coalesced {
     pub inputs: usize,
     /// Bytes of the merged batch (a new allocation: every byte was copied).
     pub bytes: usize,
+    /// Whether the inputs were compressed, so they were decompressed and the merged batch
+    /// compressed again.
+    pub recompressed: bool,
 }
 
 /// One partition's queue between planner and producer (see the module docs).
@@ -183,8 +188,7 @@ impl<P, R> Coalescer<P, R> {
         !h.attributes.is_transactional()
             && !h.attributes.is_control()
             && h.records_count > 0
-            && batch.size() <= self.options.max_bytes
-            && self.options.compressed.merges(h.compression())
+            && self.options.admits(batch.size(), h.compression())
     }
 
     /// Queues a batch to produce.
@@ -338,6 +342,7 @@ fn outputs<P>(
                 Some(runs),
             ) => {
                 let bytes = batch.size();
+                let recompressed = batch.header().compression() != Compression::None;
                 out.push((
                     Outgoing {
                         batch,
@@ -348,6 +353,7 @@ fn outputs<P>(
                     Some(Coalesced {
                         inputs: range.len(),
                         bytes,
+                        recompressed,
                     }),
                 ));
             }
@@ -594,6 +600,52 @@ mod tests {
         assert_eq!(co.inputs, 4);
         assert_eq!(out.batch.header().compression(), Compression::Lz4);
         assert_eq!(out.written, Written::Runs(vec![(0, 40)]));
+    }
+
+    /// Under `recompress = "small"` only batches under the size bound are merged: a large
+    /// batch, compressed or not, goes as it is even while the window is full, and the
+    /// small ones on either side of it are merged (recompressed when compressed).
+    #[test]
+    fn only_small_batches_are_merged_under_the_small_policy() {
+        let opts = MergeOptions::new(1 << 20)
+            .compressed(CompressedPolicy::RecompressFast)
+            .inputs_up_to(4 * 1024 - 1);
+        let mut c: Coalescer<u32, &str> = Coalescer::new(1, opts);
+        let mut base = 0;
+        let mut push = |c: &mut Coalescer<u32, &str>, n: i64, codec: Compression| {
+            let batch = batch_at(base, n, codec);
+            let mergeable = c.mergeable(&batch);
+            c.push_batch(Outgoing {
+                batch,
+                written: Written::Dense {
+                    source_first: base as u64,
+                    count: n as u64,
+                },
+                pins: Pins::new(),
+                mergeable,
+            });
+            base += n;
+            mergeable
+        };
+        // lz4 of 100-byte values of one letter: 100 records stay small, uncompressed
+        // 100 records (~11 KiB) do not.
+        assert!(push(&mut c, 2, Compression::Lz4));
+        assert!(push(&mut c, 2, Compression::Lz4));
+        assert!(!push(&mut c, 100, Compression::None), "large: as it is");
+        assert!(push(&mut c, 2, Compression::None));
+        assert!(push(&mut c, 2, Compression::None));
+        let mut sent = Vec::new();
+        while let Some(Next::Send { out, coalesced }) = c.next(0) {
+            sent.push((out.written.records(), coalesced));
+        }
+        let shapes: Vec<_> = sent
+            .iter()
+            .map(|(n, co)| (*n, co.map(|c| (c.inputs, c.recompressed))))
+            .collect();
+        assert_eq!(
+            shapes,
+            [(4, Some((2, true))), (100, None), (4, Some((2, false)))]
+        );
     }
 
     /// Gaps between merged inputs (offsets no batch holds) keep the map exact: every

@@ -48,7 +48,7 @@ use super::plan::Planner;
 use super::recovery::Recovery;
 use super::sink::Sink;
 use crate::clock::now_ms;
-use crate::config::model::RecompressPolicy;
+use crate::config::model::{RecompressPolicy, SMALL_BATCH_BYTES};
 use crate::error::MirrorError;
 use crate::incident::Policies;
 
@@ -286,19 +286,19 @@ fn machine(
         until: spec.until,
         policies: spec.shared.policies,
         max_in_flight: spec.shared.max_in_flight,
-        merge: MergeOptions {
-            max_bytes: spec
-                .shared
-                .coalesce_max_bytes
-                .min(spec.shared.max_batch_bytes)
-                .max(1),
-            compressed: match spec.shared.recompress {
-                RecompressPolicy::Never => CompressedPolicy::Never,
-                RecompressPolicy::Fast => CompressedPolicy::RecompressFast,
-                RecompressPolicy::Allowed => CompressedPolicy::Recompress,
-            },
-            limits,
-            buffers: spec.shared.budget.merge_buffers().clone(),
+        merge: {
+            let (compressed, max_input_bytes) = merging(spec.shared.recompress);
+            MergeOptions {
+                max_bytes: spec
+                    .shared
+                    .coalesce_max_bytes
+                    .min(spec.shared.max_batch_bytes)
+                    .max(1),
+                max_input_bytes,
+                compressed,
+                limits,
+                buffers: spec.shared.budget.merge_buffers().clone(),
+            }
         },
         target_topic: spec.shared.target_topic.clone(),
         source_cluster: spec.shared.source_cluster.clone(),
@@ -307,6 +307,17 @@ fn machine(
     map.lock()
         .unwrap_or_else(PoisonError::into_inner)
         .read(|m| Pipeline::new(settings, m, recovery))
+}
+
+/// The merge options' policy for compressed inputs and their largest input, under
+/// `engine.recompress`.
+fn merging(policy: RecompressPolicy) -> (CompressedPolicy, usize) {
+    match policy {
+        RecompressPolicy::Small => (CompressedPolicy::RecompressFast, SMALL_BATCH_BYTES - 1),
+        RecompressPolicy::Never => (CompressedPolicy::Never, usize::MAX),
+        RecompressPolicy::Fast => (CompressedPolicy::RecompressFast, usize::MAX),
+        RecompressPolicy::Allowed => (CompressedPolicy::Recompress, usize::MAX),
+    }
 }
 
 /// What a planned batch keeps alive until it is recorded: its share of the in-flight
@@ -646,6 +657,9 @@ impl<'a> Driver<'a> {
                     produced = true;
                     if let Some(c) = coalesced {
                         feed.metrics.coalesced(c.inputs as u64, c.bytes as u64);
+                        if c.recompressed {
+                            feed.metrics.recompressed(c.inputs as u64);
+                        }
                     }
                     // The batch just planned is the newest sent: its first pin is its oldest
                     // input's (or its own, merged), whose fetch time it carries.

@@ -29,6 +29,7 @@ pub(super) struct Families {
     pub(super) coalesce_inputs: Family<Counter>,
     pub(super) coalesce_outputs: Family<Counter>,
     pub(super) coalesce_bytes: Family<Counter>,
+    pub(super) recompressed_inputs: Family<Counter>,
     pub(super) dropped: Family<Counter>,
     pub(super) incidents: Family<Counter>,
     pub(super) in_flight_bytes: Family<IntGauge>,
@@ -169,6 +170,12 @@ impl Families {
                 r,
                 "strait_coalesced_bytes_copied_total",
                 "Bytes written into merged batches by coalescing (copies of the inputs).",
+                FTP,
+            ),
+            recompressed_inputs: reg(
+                r,
+                "strait_recompressed_input_batches_total",
+                "Compressed batches decompressed and merged into a recompressed batch by coalescing.",
                 FTP,
             ),
             dropped: reg(

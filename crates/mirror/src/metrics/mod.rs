@@ -217,7 +217,12 @@ impl Metrics {
         ] {
             fam.remove_prefix(&key);
         }
-        for fam in [&f.coalesce_inputs, &f.coalesce_outputs, &f.coalesce_bytes] {
+        for fam in [
+            &f.coalesce_inputs,
+            &f.coalesce_outputs,
+            &f.coalesce_bytes,
+            &f.recompressed_inputs,
+        ] {
             fam.remove_prefix(&key);
         }
     }

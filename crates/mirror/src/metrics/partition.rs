@@ -80,6 +80,8 @@ pub(super) const SLOW_REASONS: [&str; 4] = ["gapped", "empty", "too_large", "par
 struct LazySeries {
     /// Coalescing: inputs, outputs, bytes copied.
     coalesce: std::sync::OnceLock<[Counter; 3]>,
+    /// Coalescing: compressed inputs recompressed.
+    recompressed: std::sync::OnceLock<Counter>,
     dropped: [std::sync::OnceLock<Counter>; DROPPED_KINDS.len()],
     slow: [std::sync::OnceLock<Counter>; SLOW_REASONS.len()],
 }
@@ -205,6 +207,23 @@ impl PartitionMetrics {
         i.inc_by(inputs);
         o.inc_by(1);
         b.inc_by(bytes);
+    }
+
+    /// `inputs` compressed batches were decompressed and merged into one recompressed
+    /// batch (counted on top of [`PartitionMetrics::coalesced`]).
+    pub fn recompressed(&self, inputs: u64) {
+        self.lazies()
+            .recompressed
+            .get_or_init(|| {
+                let f = &self.metrics.inner.f;
+                Metrics::ftp(
+                    &f.recompressed_inputs,
+                    self.flow(),
+                    self.topic(),
+                    self.partition,
+                )
+            })
+            .inc_by(inputs);
     }
 
     /// A source batch dropped (see [`PartitionMetrics::dropped_n`]).

@@ -315,6 +315,29 @@ fn merge_respects_max_bytes() {
 }
 
 #[test]
+fn merge_leaves_inputs_over_max_input_bytes_unchanged() {
+    let small = dense(Compression::None, 0, 2, 1, 100).size();
+    let mut inputs = Vec::new();
+    for i in 0..3 {
+        inputs.push(dense(Compression::None, i * 2, 2, 1, 100));
+    }
+    inputs.push(dense(Compression::None, 6, 20, 1, 100));
+    for i in 0..2 {
+        inputs.push(dense(Compression::None, 26 + i * 2, 2, 1, 100));
+    }
+    let opts = MergeOptions::new(1 << 20).inputs_up_to(small);
+    assert!(opts.admits(small, Compression::None));
+    assert!(!opts.admits(small + 1, Compression::None));
+    let outs = check_merge(&inputs, &opts);
+    let kinds: Vec<_> = outs
+        .iter()
+        .map(|o| (o.inputs(), matches!(o, Merged::Rewritten { .. })))
+        .collect();
+    // The large input goes as it is and splits the small ones around it.
+    assert_eq!(kinds, [(0..3, true), (3..4, false), (4..6, true)]);
+}
+
+#[test]
 fn merge_compressed_by_policy() {
     let inputs = [
         dense(Compression::None, 0, 4, 1, 50),
