@@ -78,10 +78,11 @@ pub struct MergeOptions {
     /// Largest merged batch, in bytes, header included (the target topic's
     /// `max.message.bytes`). An input larger than this is passed through unchanged.
     pub max_bytes: usize,
-    /// Largest input merged, in bytes, header included: a larger input is passed through
-    /// unchanged, so only small batches are copied (`usize::MAX` by default: any that fits
-    /// in `max_bytes`).
-    pub max_input_bytes: usize,
+    /// Largest compressed input merged, in bytes, header included: a larger one is passed
+    /// through unchanged, since decompressing and recompressing it costs more CPU than the
+    /// requests merging saves (`usize::MAX` by default: any that fits in `max_bytes`).
+    /// Uncompressed inputs are only copied, and are merged at any size.
+    pub max_compressed_input_bytes: usize,
     /// What to do with compressed inputs.
     pub compressed: CompressedPolicy,
     /// Caps for decompressing inputs. With [`CompressedPolicy::Recompress`],
@@ -97,7 +98,7 @@ impl MergeOptions {
     pub fn new(max_bytes: usize) -> MergeOptions {
         MergeOptions {
             max_bytes,
-            max_input_bytes: usize::MAX,
+            max_compressed_input_bytes: usize::MAX,
             compressed: CompressedPolicy::Never,
             limits: Limits::default(),
             buffers: BufferPool::default(),
@@ -109,17 +110,23 @@ impl MergeOptions {
         MergeOptions { compressed, ..self }
     }
 
-    /// The same options merging only inputs of at most `max_input_bytes`.
-    pub fn inputs_up_to(self, max_input_bytes: usize) -> MergeOptions {
+    /// The same options merging only compressed inputs of at most
+    /// `max_compressed_input_bytes`.
+    pub fn compressed_inputs_up_to(self, max_compressed_input_bytes: usize) -> MergeOptions {
         MergeOptions {
-            max_input_bytes,
+            max_compressed_input_bytes,
             ..self
         }
     }
 
     /// Whether an input of `size` bytes compressed with `codec` may be merged at all.
     pub fn admits(&self, size: usize, codec: Compression) -> bool {
-        size <= self.max_bytes.min(self.max_input_bytes) && self.compressed.merges(codec)
+        let max = self.max_bytes.min(LOG_OVERHEAD + i32::MAX as usize);
+        let max = match codec {
+            Compression::None => max,
+            _ => max.min(self.max_compressed_input_bytes),
+        };
+        size <= max && self.compressed.merges(codec)
     }
 }
 
@@ -239,7 +246,8 @@ pub enum Merged {
     },
     /// Input batch `index`, left as it is: handle it as if there were no merging
     /// (classify, patch or re-encode). This happens to a compressed batch under
-    /// [`CompressedPolicy::Never`], a batch larger than `max_bytes` or `max_input_bytes`, a batch whose
+    /// [`CompressedPolicy::Never`] or larger than `max_compressed_input_bytes`, a batch larger
+    /// than `max_bytes`, a batch whose
     /// neighbours did not fit with it, and batches without records that had no neighbour
     /// to merge with.
     Unchanged {
@@ -291,22 +299,20 @@ pub fn merge(batches: &[Batch], options: &MergeOptions) -> Result<Vec<Merged>> {
     check_inputs(batches)?;
     // batchLength is an i32.
     let max = options.max_bytes.min(LOG_OVERHEAD + i32::MAX as usize);
-    let max_input = max.min(options.max_input_bytes);
     let mut out = Vec::new();
     let mut i = 0;
     while i < batches.len() {
         let codec = batches[i].header().compression();
-        let unmergeable = batches[i].size() > max_input || !options.compressed.merges(codec);
-        if unmergeable {
+        if !options.admits(batches[i].size(), codec) {
             out.push(unchanged(batches, i));
             i += 1;
             continue;
         }
-        // The run of inputs that may join this one: same codec, each small enough.
+        // The run of inputs that may join this one: same codec, each admitted on its own.
         let run_end = (i..batches.len())
             .find(|&j| {
                 let b = &batches[j];
-                b.header().compression() != codec || b.size() > max_input
+                b.header().compression() != codec || !options.admits(b.size(), codec)
             })
             .unwrap_or(batches.len());
         if codec == Compression::None {

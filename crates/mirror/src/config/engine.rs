@@ -51,11 +51,13 @@ pub struct EngineSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RecompressPolicy {
-    /// Only batches smaller than [`SMALL_BATCH_BYTES`] are merged, uncompressed or lz4,
-    /// snappy and zstd (recompressed, zstd at level 1); larger batches and gzip ones are
-    /// forwarded as they are. A batch that small carries too little per produce request
+    /// lz4, snappy and zstd batches smaller than [`SMALL_BATCH_BYTES`] may be decompressed,
+    /// merged and recompressed (zstd at level 1); larger ones and gzip ones are forwarded
+    /// as they are. A compressed batch that small carries too little per produce request
     /// (a target then takes a few MiB/s per partition); a larger one is forwarded for the
-    /// cost of relaying its bytes. Measured on Apache Kafka (docs/benchmarks.md).
+    /// cost of relaying its bytes, where recompressing it would cost several times that.
+    /// Uncompressed batches are merged at any size (a copy, no codec work). Measured on
+    /// Apache Kafka (docs/benchmarks.md).
     #[default]
     Small,
     /// Compressed batches are forwarded as they are; uncompressed ones of any size are
@@ -71,9 +73,9 @@ pub enum RecompressPolicy {
     Allowed,
 }
 
-/// Under [`RecompressPolicy::Small`], the size (header included) from which a batch is
-/// forwarded as it is rather than merged.
-pub const SMALL_BATCH_BYTES: usize = 4 * 1024;
+/// Under [`RecompressPolicy::Small`], the size (header included) from which a compressed
+/// batch is forwarded as it is rather than recompressed.
+pub const SMALL_BATCH_BYTES: usize = 8 * 1024;
 
 impl Default for EngineSpec {
     fn default() -> Self {

@@ -18,12 +18,13 @@
 //!   consecutive mergeable batches at the head, up to `max_bytes` together, are merged
 //!   with [`strait_records::merge`] into one batch that takes a single slot.
 //!
-//! Mergeable: forwarded source batches (their header's base offset is the source offset),
-//! not transactional, no larger than the options' `max_input_bytes` (under the default
-//! `engine.recompress = "small"`, batches under 4 KiB: a larger batch already carries
-//! enough per request, and merging it would only spend CPU), and uncompressed unless the
-//! recompression policy ([`strait_records::CompressedPolicy::merges`]) allows their codec.
-//! Re-encoded batches and other compressed batches go as they are. A merged batch
+//! Mergeable ([`MergeOptions::admits`]): forwarded source batches (their header's base
+//! offset is the source offset), not transactional, and uncompressed, or of a codec the
+//! recompression policy ([`strait_records::CompressedPolicy::merges`]) allows and no larger
+//! than the options' `max_compressed_input_bytes` (under the default
+//! `engine.recompress = "small"`, compressed batches under 8 KiB: a larger one already
+//! carries enough per request, and recompressing it would only spend CPU). Re-encoded
+//! batches and other compressed batches go as they are. A merged batch
 //! reports the source offset of each record as runs ([`Written::Runs`]), which the
 //! recorder appends to the offset map run by run at consecutive target offsets, so the
 //! map stays exact across the gaps between (and inside) the merged inputs.
@@ -602,14 +603,16 @@ mod tests {
         assert_eq!(out.written, Written::Runs(vec![(0, 40)]));
     }
 
-    /// Under `recompress = "small"` only batches under the size bound are merged: a large
-    /// batch, compressed or not, goes as it is even while the window is full, and the
-    /// small ones on either side of it are merged (recompressed when compressed).
+    /// Under `recompress = "small"` only compressed batches under the size bound are
+    /// merged (and recompressed): a large compressed batch goes as it is even while the
+    /// window is full, and the small ones on either side of it are merged; uncompressed
+    /// batches are merged at any size.
     #[test]
-    fn only_small_batches_are_merged_under_the_small_policy() {
+    fn only_small_compressed_batches_are_merged_under_the_small_policy() {
+        let bound = batch_at(0, 2, Compression::Lz4).size();
         let opts = MergeOptions::new(1 << 20)
             .compressed(CompressedPolicy::RecompressFast)
-            .inputs_up_to(4 * 1024 - 1);
+            .compressed_inputs_up_to(bound);
         let mut c: Coalescer<u32, &str> = Coalescer::new(1, opts);
         let mut base = 0;
         let mut push = |c: &mut Coalescer<u32, &str>, n: i64, codec: Compression| {
@@ -627,24 +630,21 @@ mod tests {
             base += n;
             mergeable
         };
-        // lz4 of 100-byte values of one letter: 100 records stay small, uncompressed
-        // 100 records (~11 KiB) do not.
         assert!(push(&mut c, 2, Compression::Lz4));
         assert!(push(&mut c, 2, Compression::Lz4));
-        assert!(!push(&mut c, 100, Compression::None), "large: as it is");
-        assert!(push(&mut c, 2, Compression::None));
-        assert!(push(&mut c, 2, Compression::None));
+        assert!(!push(&mut c, 100, Compression::Lz4), "large lz4: as it is");
+        assert!(push(&mut c, 100, Compression::None), "large, uncompressed");
+        assert!(push(&mut c, 100, Compression::None));
         let mut sent = Vec::new();
         while let Some(Next::Send { out, coalesced }) = c.next(0) {
-            sent.push((out.written.records(), coalesced));
+            sent.push((
+                out.written.records(),
+                coalesced.map(|c| (c.inputs, c.recompressed)),
+            ));
         }
-        let shapes: Vec<_> = sent
-            .iter()
-            .map(|(n, co)| (*n, co.map(|c| (c.inputs, c.recompressed))))
-            .collect();
         assert_eq!(
-            shapes,
-            [(4, Some((2, true))), (100, None), (4, Some((2, false)))]
+            sent,
+            [(4, Some((2, true))), (100, None), (200, Some((2, false)))]
         );
     }
 

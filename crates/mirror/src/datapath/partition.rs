@@ -287,14 +287,14 @@ fn machine(
         policies: spec.shared.policies,
         max_in_flight: spec.shared.max_in_flight,
         merge: {
-            let (compressed, max_input_bytes) = merging(spec.shared.recompress);
+            let (compressed, max_compressed_input_bytes) = merging(spec.shared.recompress);
             MergeOptions {
                 max_bytes: spec
                     .shared
                     .coalesce_max_bytes
                     .min(spec.shared.max_batch_bytes)
                     .max(1),
-                max_input_bytes,
+                max_compressed_input_bytes,
                 compressed,
                 limits,
                 buffers: spec.shared.budget.merge_buffers().clone(),
@@ -309,7 +309,7 @@ fn machine(
         .read(|m| Pipeline::new(settings, m, recovery))
 }
 
-/// The merge options' policy for compressed inputs and their largest input, under
+/// The merge options' policy for compressed inputs and the largest one merged, under
 /// `engine.recompress`.
 fn merging(policy: RecompressPolicy) -> (CompressedPolicy, usize) {
     match policy {

@@ -315,26 +315,40 @@ fn merge_respects_max_bytes() {
 }
 
 #[test]
-fn merge_leaves_inputs_over_max_input_bytes_unchanged() {
-    let small = dense(Compression::None, 0, 2, 1, 100).size();
-    let mut inputs = Vec::new();
-    for i in 0..3 {
-        inputs.push(dense(Compression::None, i * 2, 2, 1, 100));
-    }
-    inputs.push(dense(Compression::None, 6, 20, 1, 100));
-    for i in 0..2 {
-        inputs.push(dense(Compression::None, 26 + i * 2, 2, 1, 100));
-    }
-    let opts = MergeOptions::new(1 << 20).inputs_up_to(small);
-    assert!(opts.admits(small, Compression::None));
-    assert!(!opts.admits(small + 1, Compression::None));
+fn merge_leaves_compressed_inputs_over_the_bound_unchanged_but_merges_any_uncompressed() {
+    let lz4 = |base, n| dense(Compression::Lz4, base, n, 1, 100);
+    let none = |base, n| dense(Compression::None, base, n, 1, 100);
+    let bound = lz4(0, 2).size();
+    let inputs = vec![
+        lz4(0, 2),
+        lz4(2, 2),
+        lz4(4, 200),
+        lz4(204, 2),
+        lz4(206, 2),
+        none(208, 200),
+        none(408, 200),
+    ];
+    assert!(
+        inputs[2].size() > bound,
+        "the large lz4 input is over the bound"
+    );
+    let opts = MergeOptions::new(1 << 20)
+        .compressed(CompressedPolicy::RecompressFast)
+        .compressed_inputs_up_to(bound);
+    assert!(opts.admits(bound, Compression::Lz4));
+    assert!(!opts.admits(bound + 1, Compression::Lz4));
+    assert!(opts.admits(bound + 1, Compression::None));
     let outs = check_merge(&inputs, &opts);
     let kinds: Vec<_> = outs
         .iter()
         .map(|o| (o.inputs(), matches!(o, Merged::Rewritten { .. })))
         .collect();
-    // The large input goes as it is and splits the small ones around it.
-    assert_eq!(kinds, [(0..3, true), (3..4, false), (4..6, true)]);
+    // The large lz4 input goes as it is and splits the small ones around it; the large
+    // uncompressed ones are merged (a copy, no codec work).
+    assert_eq!(
+        kinds,
+        [(0..2, true), (2..3, false), (3..5, true), (5..7, true)]
+    );
 }
 
 #[test]
