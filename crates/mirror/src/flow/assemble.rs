@@ -4,7 +4,7 @@
 //! the flow's last start left off, the router that feeds the partitions, and the mode's
 //! own state ([`Role`]: the transactional parts, or the scale-out membership).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -13,9 +13,9 @@ use strait_client::{FetchOptions, IdempotentProducer, IsolationLevel};
 use strait_offsets::Registry;
 use strait_records::Limits;
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
 
 use super::mode::{Mode, Role, Slot};
+use super::partitions::Partitions;
 use super::scale_out::Scale;
 use super::{FlowRun, SharedState, exactly_once, recreation};
 use crate::config::{Config, Flow};
@@ -189,15 +189,8 @@ impl FlowRun {
             recreations,
             retired: recreation::Retired::default(),
             fetch_stop,
-            tasks: JoinSet::new(),
-            running: BTreeMap::new(),
+            partitions: Partitions::default(),
             topics: BTreeMap::new(),
-            restarts: BTreeMap::new(),
-            down: BTreeSet::new(),
-            due: JoinSet::new(),
-            deleting: BTreeSet::new(),
-            once_ends: BTreeMap::new(),
-            stale_ids: BTreeMap::new(),
             saved,
             once,
             max_held_bytes: usize::try_from(budget.total() / 2).unwrap_or(usize::MAX),

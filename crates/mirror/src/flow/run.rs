@@ -2,7 +2,7 @@
 //! ([`super::assemble`]), replicate until stopped ([`FlowRun::replicate`]: the first
 //! refresh, the partitions started, then the supervisor with the control jobs beside it),
 //! and finish ([`finish`]: an exactly-once run that failed abandons its transaction
-//! ([`FlowRun::fail_transaction`]); otherwise a graceful stop that saves what was
+//! ([`super::eos_failure::after_failed_run`]); otherwise a graceful stop that saves what was
 //! acknowledged).
 
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::assemble::{Parts, Start};
+use super::eos_failure::after_failed_run;
 use super::mode::Role;
 use super::{FlowRun, FlowSummary, all_partitions, interruptible};
 use crate::acls::AclSync;
@@ -74,7 +75,7 @@ impl FlowRun {
         };
         started?;
         self.metrics.set_flow_state(&flow.name, FlowState::Running);
-        tracing::info!(flow = %flow.name, topics = topics.len(), partitions = self.running.len(),
+        tracing::info!(flow = %flow.name, topics = topics.len(), partitions = self.partitions.running().len(),
             "replicating");
         if self.once {
             self.supervise(stop, None).await?;
@@ -122,7 +123,8 @@ impl FlowRun {
 }
 
 /// Ends a run with `result`: nothing more is written after an error; an exactly-once run
-/// that failed abandons its transaction and stops ([`FlowRun::fail_transaction`]); any
+/// that failed abandons its transaction and stops
+/// ([`super::eos_failure::after_failed_run`]); any
 /// other run stops gracefully (also after an error, to save what was acknowledged) and a
 /// member leaves its group.
 async fn finish(
@@ -136,11 +138,15 @@ async fn finish(
         // request whose fate is unknown.
         run.producer.abort(&e.to_string());
     }
-    let result = match result {
-        Err(e) if run.role.transactional() => {
-            return Err(run.fail_transaction(e, stop).await.flow(&flow));
+    let result = match (result, run.role.eos()) {
+        (Err(e), Some(eos)) => {
+            let producer = eos.abandon();
+            let stopped = run.shutdown().await;
+            let grace = run.stop_grace;
+            let e = after_failed_run(e, stopped, &producer, &run.flow, grace, stop).await;
+            return Err(e.flow(&flow));
         }
-        r => r,
+        (r, _) => r,
     };
     let stopped = run.shutdown().await;
     let grace = run.stop_grace;
@@ -150,7 +156,7 @@ async fn finish(
     }
     if run.role.slot().is_some() {
         // An exactly-once slot leaving this process: its partitions' series go with it.
-        for (topic, p) in run.running.keys() {
+        for (topic, p) in run.partitions.running().keys() {
             run.metrics.remove_partition(&flow, topic, *p);
         }
     }

@@ -382,9 +382,10 @@ impl FlowRun {
             return Ok(());
         };
         let running: BTreeSet<PartitionId> = self
-            .running
+            .partitions
+            .running()
             .keys()
-            .filter(|k| !self.deleting.contains(*k))
+            .filter(|k| !self.partitions.is_deleting(k))
             .map(id_of)
             .collect();
         let releasing: BTreeSet<PartitionId> = scale.releasing.iter().map(id_of).collect();
@@ -397,9 +398,9 @@ impl FlowRun {
             if let Some(s) = self.role.scale_mut() {
                 s.releasing.insert(key.clone());
             }
-            if self.down.contains(&key) {
+            if self.partitions.is_down(&key) {
                 finish_now.push(key);
-            } else if let Some(run) = self.running.get(&key) {
+            } else if let Some(run) = self.partitions.running().get(&key) {
                 run.feed.stop();
             }
         }
@@ -467,7 +468,7 @@ impl FlowRun {
             .partitions
             .iter()
             .map(key_of)
-            .filter(|k| !self.running.contains_key(k) && !scale.releasing.contains(k))
+            .filter(|k| !self.partitions.running().contains_key(k) && !scale.releasing.contains(k))
             // A topic not discovered here yet waits for the refresh that finds it.
             .filter(|k| self.topics.contains_key(&k.0))
             .collect();
@@ -541,14 +542,14 @@ impl FlowRun {
         let Some(scale) = self.role.scale_mut() else {
             return;
         };
-        let mut claims: Vec<PartitionId> = self.running.keys().map(id_of).collect();
+        let mut claims: Vec<PartitionId> = self.partitions.running().keys().map(id_of).collect();
         if leading {
             claims.push(control_job());
         }
         claims.sort();
         let now = Instant::now();
         let mut loads = Vec::new();
-        for (key, r) in &self.running {
+        for (key, r) in self.partitions.running() {
             let (records, bytes, lag) = r.metrics().load();
             let avg = bytes.checked_div(records).unwrap_or(1024);
             let (then, before) = scale.meter.get(key).copied().unwrap_or((now, bytes));
@@ -575,7 +576,7 @@ impl FlowRun {
         let view = scale.view.borrow();
         self.metrics.scale_member(
             &self.flow.name,
-            self.running.len(),
+            self.partitions.running().len(),
             scale.wanted.generation,
             leading,
             view.assignments_received,

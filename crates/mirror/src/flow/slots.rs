@@ -15,7 +15,7 @@
 //! - **Control jobs** (topic creation and config sync, group-offset sync with every
 //!   partition's committed maps read from the state topic, heartbeats, ACL sync) run on
 //!   the member holding the control pseudo-partition, outside the slots.
-//! - A slot's flow that fails restarts from its last commit ([`exactly_once::run_restarting`])
+//! - A slot's flow that fails restarts from its last commit ([`eos_failure::run_restarting`])
 //!   once the group confirmed in a new generation that this member still owns the slot
 //!   (`owner.rs`); one fenced, or no longer this member's, simply ends here.
 
@@ -27,11 +27,11 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::assemble::Start;
-use super::exactly_once::Owner;
+use super::eos_failure::Owner;
 use super::mode::Slot;
 use super::run;
 use super::scale_out::Scale;
-use super::{FlowSummary, exactly_once};
+use super::{FlowSummary, eos_failure};
 use crate::config::Flow;
 use crate::control::{Control, Jobs, LeadJobs};
 use crate::error::MirrorError;
@@ -136,7 +136,7 @@ pub(super) async fn run_slotted(
                     state: &state,
                 };
                 let r =
-                    exactly_once::run_restarting(&f, &metrics, false, rx, Some(&owner), |stop| {
+                    eos_failure::run_restarting(&f, &metrics, false, rx, Some(&owner), |stop| {
                         run::run(start.clone(), stop)
                     })
                     .await;

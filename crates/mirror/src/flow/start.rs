@@ -10,7 +10,8 @@ use strait_client::IsolationLevel;
 use strait_offsets::{MapWriter, OffsetMap, Side};
 use strait_records::Limits;
 
-use super::{FEED_DEPTH, FlowRun, Key, Pipeline, Running, TargetRange};
+use super::partitions::Running;
+use super::{FEED_DEPTH, FlowRun, Key, Pipeline, TargetRange};
 use crate::config::model::StartPosition;
 use crate::datapath::fetcher::PartitionFeed;
 use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap, TopicSpec};
@@ -46,7 +47,7 @@ impl FlowRun {
         }
         self.metrics
             .state_records_written(&self.flow.name, births.len() as u64);
-        self.spawn(pipelines);
+        self.partitions.spawn(pipelines);
         if self.role.transactional() && !births.is_empty() {
             // Exactly-once: a new partition's start is durable once committed (a crash
             // before would start it again elsewhere: `latest`, a timestamp).
@@ -69,7 +70,7 @@ impl FlowRun {
             self.topics.insert(t.source_topic.clone(), t.clone());
             let new: Vec<i32> = (0..t.partitions)
                 .map(|p| (t.source_topic.clone(), p))
-                .filter(|k| !self.running.contains_key(k) && self.may_start(k))
+                .filter(|k| !self.partitions.running().contains_key(k) && self.may_start(k))
                 .map(|(_, p)| p)
                 .collect();
             // The partitions running already: a re-created topic (`recreation`).
@@ -86,21 +87,11 @@ impl FlowRun {
         Ok(())
     }
 
-    /// Spawns started pipelines. A partition's restart sequence is created at its first
-    /// failure ([`FlowRun::on_failed`]), not here: one that never failed needs none, and a
-    /// new sequence then is the same as one that ran healthy (a fresh backoff, the first
-    /// attempt), so 10,000 healthy partitions do not keep 10,000 of them.
-    pub(super) fn spawn(&mut self, pipelines: Vec<Pipeline>) {
-        for (key, pipeline) in pipelines {
-            self.tasks.spawn(async move { (key, pipeline.await) });
-        }
-    }
-
     /// Forgets partitions that were started but do not run: their feeds stop, their maps
     /// leave the registry.
     fn forget(&mut self, keys: &[Key]) {
         for key in keys {
-            if let Some(r) = self.running.remove(key) {
+            if let Some(r) = self.partitions.remove(key) {
                 r.feed.with_cursor(|c| c.stopped = true);
             }
             if let Some(eos) = self.role.eos_mut() {
@@ -126,7 +117,7 @@ impl FlowRun {
                 let new = (0..t.partitions)
                     .map(|p| (t.source_topic.clone(), p))
                     .filter(|k| {
-                        !self.running.contains_key(k)
+                        !self.partitions.running().contains_key(k)
                             && self.may_start(k)
                             && !self.saved.contains_key(k)
                     })
@@ -293,9 +284,7 @@ impl FlowRun {
             let spec = PartitionSpec {
                 shared: Arc::clone(&shared),
                 partition: p,
-                until: self
-                    .once
-                    .then(|| *self.once_ends.entry(key.clone()).or_insert(s.end)),
+                until: self.once.then(|| self.partitions.once_end(&key, s.end)),
                 start_gap,
             };
             if recovery.remaining() > 0 {
@@ -318,7 +307,7 @@ impl FlowRun {
             );
             // Spawned once the partition's birth state is written (`start_topics`).
             pipelines.push((key.clone(), Box::pin(pipeline)));
-            self.running.insert(
+            self.partitions.insert(
                 key,
                 Running {
                     topic_id: t.topic_id,
