@@ -27,6 +27,7 @@
 mod assemble;
 mod eos_failure;
 mod exactly_once;
+mod membership;
 mod mode;
 mod owner;
 mod partitions;

@@ -70,7 +70,7 @@ impl FlowRun {
             self.topics.insert(t.source_topic.clone(), t.clone());
             let new: Vec<i32> = (0..t.partitions)
                 .map(|p| (t.source_topic.clone(), p))
-                .filter(|k| !self.partitions.running().contains_key(k) && self.may_start(k))
+                .filter(|k| !self.partitions.running().contains_key(k) && self.role.may_start(k))
                 .map(|(_, p)| p)
                 .collect();
             // The partitions running already: a re-created topic (`recreation`).
@@ -118,7 +118,7 @@ impl FlowRun {
                     .map(|p| (t.source_topic.clone(), p))
                     .filter(|k| {
                         !self.partitions.running().contains_key(k)
-                            && self.may_start(k)
+                            && self.role.may_start(k)
                             && !self.saved.contains_key(k)
                     })
                     .map(|(_, p)| p)

@@ -91,7 +91,7 @@ impl FlowRun {
         if self
             .role
             .scale()
-            .is_some_and(|s| s.releasing.contains(&key))
+            .is_some_and(|s| s.releasing().contains(&key))
         {
             if let Err(e) = &result {
                 tracing::debug!(flow = %self.flow.name, error = %e,
