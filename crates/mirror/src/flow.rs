@@ -117,8 +117,6 @@ struct FlowRun {
     router: Arc<Router>,
     /// The router's reports of source topics found under a new id.
     recreations: mpsc::UnboundedReceiver<Recreation>,
-    /// The ids source topics were re-created away from.
-    retired: recreation::Retired,
     fetch_stop: watch::Sender<bool>,
     /// Every partition replicated, its pipeline and where it stands in the restart
     /// cycle.

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 use super::mode::{Mode, Role, Slot};
 use super::partitions::Partitions;
 use super::scale_out::Scale;
-use super::{FlowRun, SharedState, exactly_once, recreation};
+use super::{FlowRun, SharedState, exactly_once};
 use crate::config::{Config, Flow};
 use crate::connect::connect;
 use crate::datapath::budget::Budget;
@@ -187,7 +187,6 @@ impl FlowRun {
             role,
             router,
             recreations,
-            retired: recreation::Retired::default(),
             fetch_stop,
             partitions: Partitions::default(),
             topics: BTreeMap::new(),

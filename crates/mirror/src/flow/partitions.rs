@@ -30,11 +30,13 @@ use uuid::Uuid;
 
 use super::recreation::{IdNews, Retired};
 use super::{Key, Pipeline};
+use crate::config::Flow;
 use crate::control::Checkpoint;
 use crate::datapath::fetcher::PartitionFeed;
 use crate::datapath::partition::{Progress, SharedMap};
 use crate::error::MirrorError;
-use crate::metrics::PartitionMetrics;
+use crate::incident::{Incident, Noticed, Policies};
+use crate::metrics::{Metrics, PartitionMetrics};
 use crate::restarts::Restarts;
 use crate::state::PartitionState;
 
@@ -157,6 +159,8 @@ pub(super) struct Partitions {
     /// Partitions that were down when their source topic's id changed: the id their map
     /// belongs to, so their restart goes through the topic re-creation check.
     stale_ids: BTreeMap<Key, Uuid>,
+    /// The ids source topics were re-created away from.
+    retired: Retired,
 }
 
 impl Partitions {
@@ -232,9 +236,12 @@ impl Partitions {
         self.deleting.iter().any(|(t, _)| t == topic)
     }
 
-    /// Whether a partition of `topic` is still replicated.
-    pub(super) fn has_topic(&self, topic: &str) -> bool {
-        self.running.keys().any(|(t, _)| t == topic)
+    /// The last partition of a deleted `topic` stopped: the ids it was re-created away
+    /// from are forgotten with it (a topic of that name later is a new one).
+    pub(super) fn topic_deleted(&mut self, topic: &str) {
+        if !self.running.keys().any(|(t, _)| t == topic) {
+            self.retired.forget(topic);
+        }
     }
 
     /// The partitions of `topic` not already stopping for its deletion.
@@ -364,22 +371,56 @@ impl Partitions {
 
     /// Partitions of `topic` that are down when its id becomes `id` keep the id their map
     /// belongs to: their restart applies the topic re-creation policy.
-    pub(super) fn keep_ids_of_down(&mut self, topic: &str, id: Uuid, retired: &Retired) {
+    pub(super) fn keep_ids_of_down(&mut self, topic: &str, id: Uuid) {
         for key in self.down.iter().filter(|(t, _)| t == topic) {
             if let Some(run) = self.running.get(key)
-                && retired.judge(topic, run.topic_id, id) == IdNews::Changed
+                && self.retired.judge(topic, run.topic_id, id) == IdNews::Changed
             {
                 self.stale_ids.entry(key.clone()).or_insert(run.topic_id);
             }
         }
     }
 
-    /// Every partition of `topic` goes on under its new id `id` ([`Running`]'s
-    /// re-creation).
-    pub(super) fn recreated(&mut self, topic: &str, id: Uuid) {
+    /// A topic refresh's id for `topic`, or the current one when the refresh reports an id
+    /// the topic was re-created away from (`recreation.rs`).
+    pub(super) fn refreshed_id(&self, flow: &str, topic: &str, reported: Uuid) -> Uuid {
+        let current = self.current_id(topic);
+        match self.retired.judge(topic, current, reported) {
+            IdNews::Stale => {
+                tracing::debug!(flow = %flow, topic, "a topic refresh older than \
+                    the topic's re-creation: keeping the new topic id");
+                current
+            }
+            _ => reported,
+        }
+    }
+
+    /// Applies `on_topic_recreation` when `topic`'s id `id` is a re-creation (rules in
+    /// `recreation.rs`): `fail` is the error; `skip` retires the old id and every partition
+    /// of the topic goes on under `id` ([`Running`]'s re-creation). True when it did.
+    pub(super) fn apply_topic_id(
+        &mut self,
+        flow: &Flow,
+        metrics: &Metrics,
+        topic: &str,
+        id: Uuid,
+    ) -> Result<bool, MirrorError> {
+        let current = self.current_id(topic);
+        if self.retired.judge(topic, current, id) != IdNews::Changed {
+            return Ok(false);
+        }
+        let incident = Incident::topic_recreated(current, id, Noticed::WhileRunning);
+        metrics.incident(&flow.name, topic, -1, incident.kind());
+        let skipped = incident
+            .decide(&Policies::of(flow))
+            .into_result()
+            .map_err(|e| e.topic(topic))?;
+        tracing::error!(flow = %flow.name, topic = %topic, "{skipped}");
+        self.retired.retire(topic, current);
         for (_, r) in self.running.iter_mut().filter(|((t, _), _)| t == topic) {
             r.recreated(id);
         }
+        Ok(true)
     }
 
     /// Stops every feed and restart timer (a stop of the run).

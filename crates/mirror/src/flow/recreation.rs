@@ -2,6 +2,9 @@
 //! by a topic refresh or by a fetcher whose fetch by topic id was refused
 //! ([`crate::datapath::topic_id`]): one path applies `on_topic_recreation` for both.
 //!
+//! The run's table of partitions applies them ([`super::partitions::Partitions`]: the
+//! ids its partitions fetch by, and the ids each topic was re-created away from).
+//!
 //! Rules ([`Retired`], pure):
 //! - A report of the id the topic's partitions already have, or with no id on either side
 //!   (a broker without topic ids), changes nothing.
@@ -17,11 +20,6 @@
 use std::collections::BTreeSet;
 
 use uuid::Uuid;
-
-use super::FlowRun;
-use crate::datapath::fetcher::Recreation;
-use crate::error::MirrorError;
-use crate::incident::{Incident, Noticed, Policies};
 
 /// What a report of a topic's id means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,59 +57,6 @@ impl Retired {
     /// Forgets a topic whose partitions all stopped (deleted).
     pub(super) fn forget(&mut self, topic: &str) {
         self.0.retain(|(t, _)| t != topic);
-    }
-}
-
-impl FlowRun {
-    /// A topic refresh's id for `topic`, or the current one when the refresh reports an id
-    /// the topic was re-created away from.
-    pub(super) fn refreshed_id(&self, topic: &str, reported: Uuid) -> Uuid {
-        let current = self.partitions.current_id(topic);
-        match self.retired.judge(topic, current, reported) {
-            IdNews::Stale => {
-                tracing::debug!(flow = %self.flow.name, topic, "a topic refresh older than \
-                    the topic's re-creation: keeping the new topic id");
-                current
-            }
-            _ => reported,
-        }
-    }
-
-    /// A fetcher found `r.topic` under a new id (the feed is paused).
-    pub(super) async fn on_recreation(&mut self, r: Recreation) -> Result<(), MirrorError> {
-        if !self.topics.contains_key(&r.topic) || self.partitions.topic_deleting(&r.topic) {
-            return Ok(());
-        }
-        self.partitions
-            .keep_ids_of_down(&r.topic, r.new, &self.retired);
-        self.apply_topic_id(&r.topic, r.new).await
-    }
-
-    /// Applies `on_topic_recreation` when `topic`'s id `id` is a re-creation (rules in the
-    /// module doc).
-    pub(super) async fn apply_topic_id(
-        &mut self,
-        topic: &str,
-        id: Uuid,
-    ) -> Result<(), MirrorError> {
-        let current = self.partitions.current_id(topic);
-        if self.retired.judge(topic, current, id) != IdNews::Changed {
-            return Ok(());
-        }
-        let incident = Incident::topic_recreated(current, id, Noticed::WhileRunning);
-        self.metrics
-            .incident(&self.flow.name, topic, -1, incident.kind());
-        let skipped = incident
-            .decide(&Policies::of(&self.flow))
-            .into_result()
-            .map_err(|e| e.topic(topic))?;
-        tracing::error!(flow = %self.flow.name, topic = %topic, "{skipped}");
-        self.retired.retire(topic, current);
-        if let Some(t) = self.topics.get_mut(topic) {
-            t.topic_id = id;
-        }
-        self.partitions.recreated(topic, id);
-        Ok(())
     }
 }
 

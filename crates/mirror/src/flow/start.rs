@@ -65,7 +65,9 @@ impl FlowRun {
         let watch = self.takeover_watch(topics).await?;
         for t in topics {
             let mut t = t.clone();
-            t.topic_id = self.refreshed_id(&t.source_topic, t.topic_id);
+            t.topic_id = self
+                .partitions
+                .refreshed_id(&self.flow.name, &t.source_topic, t.topic_id);
             let t = &t;
             self.topics.insert(t.source_topic.clone(), t.clone());
             let new: Vec<i32> = (0..t.partitions)
@@ -74,7 +76,7 @@ impl FlowRun {
                 .map(|(_, p)| p)
                 .collect();
             // The partitions running already: a re-created topic (`recreation`).
-            self.apply_topic_id(&t.source_topic, t.topic_id).await?;
+            self.apply_topic_id(&t.source_topic, t.topic_id)?;
             if new.is_empty() {
                 continue;
             }

@@ -11,7 +11,10 @@ use tokio::sync::watch;
 use super::partitions::Event;
 use super::{FlowRun, Key, flatten, interruptible, until_true};
 use crate::clock::now_ms;
+use uuid::Uuid;
+
 use crate::control::{Control, Refreshed, interval};
+use crate::datapath::fetcher::Recreation;
 use crate::error::MirrorError;
 use crate::restarts::{Verdict, deleted_topics};
 
@@ -272,9 +275,10 @@ impl FlowRun {
         // A partition down when its topic's id changed keeps the id its map belongs to:
         // its restart applies the topic re-creation policy.
         for t in &r.topics {
-            let id = self.refreshed_id(&t.source_topic, t.topic_id);
-            self.partitions
-                .keep_ids_of_down(&t.source_topic, id, &self.retired);
+            let id = self
+                .partitions
+                .refreshed_id(&self.flow.name, &t.source_topic, t.topic_id);
+            self.partitions.keep_ids_of_down(&t.source_topic, id);
         }
         // A topic still being stopped is started again by a later refresh (as a new topic:
         // the topic-id check decides by policy).
@@ -303,6 +307,27 @@ impl FlowRun {
         Ok(())
     }
 
+    /// A fetcher found `r.topic` under a new id (the feed is paused).
+    async fn on_recreation(&mut self, r: Recreation) -> Result<(), MirrorError> {
+        if !self.topics.contains_key(&r.topic) || self.partitions.topic_deleting(&r.topic) {
+            return Ok(());
+        }
+        self.partitions.keep_ids_of_down(&r.topic, r.new);
+        self.apply_topic_id(&r.topic, r.new)
+    }
+
+    /// `topic` has id `id`: when that is a re-creation, its partitions and the topic as
+    /// last refreshed go on under it (`recreation.rs`).
+    pub(super) fn apply_topic_id(&mut self, topic: &str, id: Uuid) -> Result<(), MirrorError> {
+        let recreated = self
+            .partitions
+            .apply_topic_id(&self.flow, &self.metrics, topic, id)?;
+        if recreated && let Some(t) = self.topics.get_mut(topic) {
+            t.topic_id = id;
+        }
+        Ok(())
+    }
+
     /// A partition of a deleted source topic stopped: its state is written, and its
     /// registry entry, metric series and restart state are dropped.
     async fn finish_deletion(&mut self, key: &Key, stop: &mut watch::Receiver<bool>) {
@@ -310,9 +335,7 @@ impl FlowRun {
         if !self.retire(key, stop).await {
             return;
         }
-        if !self.partitions.has_topic(&key.0) {
-            self.retired.forget(&key.0);
-        }
+        self.partitions.topic_deleted(&key.0);
         tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
             "stopped the partition of a deleted source topic; its metrics are removed");
     }
