@@ -200,129 +200,151 @@ impl FlowRun {
             gate: self.role.eos().map(|e| Arc::clone(&e.gate)),
         });
         for &p in partitions {
-            let key = (t.source_topic.clone(), p);
             let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
                 continue;
             };
-            let (map, tail, birth) = self.initial_map(t, p, *s, *d, chosen.get(&p).copied())?;
-            // Exactly-once: past the committed map the target holds only our markers and
-            // aborted batches (invisible to read_committed consumers); nothing to read back.
-            let start_gap = match (self.role.eos(), tail) {
-                (Some(_), Some((from, end))) => u64::try_from(end - from).unwrap_or(0),
-                _ => 0,
-            };
-            let tail = if self.role.transactional() {
-                if let Some((from, end)) = tail {
-                    tracing::info!(flow = %flow.name, topic = %t.target_topic, partition = p,
-                        offsets = end - from, "exactly-once: the target offsets past the last \
-                        commit hold aborted data and markers of an earlier run; replication \
-                        resumes after them");
-                }
-                None
-            } else {
-                tail
-            };
-            // Read chunk by chunk as the pipeline's steps need it, within the budget
-            // (datapath::partition): only the target's bounds are read here.
-            let recovery = match tail {
-                None => Recovery::none(),
-                Some((from, end)) => Recovery::tail(
-                    u64::try_from((from - crate::datapath::tail::LOOKBACK).max(d.log_start))
-                        .unwrap_or(0),
-                    u64::try_from(from).unwrap_or(0),
-                    u64::try_from(end).unwrap_or(0),
-                    Limits::default(),
-                ),
-            };
-            let map_for_state = if birth {
-                let mut m = map;
-                let snapshot = m.snapshot().bytes;
-                births.push((
-                    key.clone(),
-                    PartitionState {
-                        topic_id: t.topic_id,
-                        target_topic: t.target_topic.clone(),
-                        snapshot,
-                    },
-                ));
-                m
-            } else {
-                map
-            };
-            let position = map_for_state.next(Side::Source) as i64;
-            // Re-register after a restart of the partition (not today: topics only grow).
-            self.registry.remove(&t.source_topic, p);
-            let writer = match self.role.eos_mut() {
-                // The registry gets the committed copy; the pipeline writes its own.
-                Some(eos) => {
-                    let committed = self
-                        .registry
-                        .register(&t.source_topic, p, map_for_state.clone())
-                        .map_err(|e| MirrorError::state(e.to_string()))?;
-                    eos.committed.insert(key.clone(), committed);
-                    eos.snapshot_due.insert(key.clone());
-                    eos.recreated.remove(&key);
-                    MapWriter::new(map_for_state)
-                }
-                None => self
-                    .registry
-                    .register(&t.source_topic, p, map_for_state)
-                    .map_err(|e| MirrorError::state(e.to_string()))?,
-            };
-            let map: SharedMap = Arc::new(Mutex::new(writer));
-            let progress = Arc::new(Progress::default());
-            progress.end.store(s.end, Ordering::Relaxed);
-            let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
-            let feed = PartitionFeed::new(
-                Arc::clone(&shared.source_topic),
-                p,
-                position,
-                FEED_DEPTH,
-                pm,
-            );
-            // Fetched by the id of the topic the map belongs to: a re-created topic is
-            // refused, never read at this position.
-            feed.set_topic_id(t.topic_id);
-            let spec = PartitionSpec {
-                shared: Arc::clone(&shared),
-                partition: p,
-                until: self.once.then(|| self.partitions.once_end(&key, s.end)),
-                start_gap,
-            };
-            if recovery.remaining() > 0 {
-                tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
-                    records = recovery.remaining(),
-                    "recovery: records on the target past the last state write will be \
-                     matched to the source by content before anything is produced");
-            }
-            self.router.assign(Arc::clone(&feed));
-            let feed_for_pipeline = Arc::clone(&feed);
-            let pipeline = partition::run(
-                spec,
-                feed_for_pipeline,
-                Arc::clone(&map),
-                Arc::clone(&progress),
-                self.producer.clone(),
-                self.source.clone(),
-                self.target.clone(),
-                recovery,
-            );
-            // Spawned once the partition's birth state is written (`start_topics`).
-            pipelines.push((key.clone(), Box::pin(pipeline)));
-            self.partitions.insert(
-                key,
-                Running {
-                    topic_id: t.topic_id,
-                    map_id: t.topic_id,
-                    pending_id: None,
-                    target_topic: t.target_topic.clone(),
-                    map,
-                    progress,
-                    feed,
-                },
-            );
+            let started = self.start_partition(t, &shared, p, *s, *d, chosen.get(&p).copied());
+            let (birth, pipeline) = started?;
+            births.extend(birth);
+            pipelines.push(pipeline);
         }
         Ok((births, pipelines))
+    }
+
+    /// Starts partition `p` of `t` (bounds `s` at the source and `d` at the target;
+    /// `chosen`: where a timestamp or takeover start position puts it): its map, the
+    /// range recovery checks, its feed on the router and its pipeline, not yet spawned;
+    /// with its birth state when that must be written before the pipeline starts.
+    fn start_partition(
+        &mut self,
+        t: &ReplicatedTopic,
+        shared: &Arc<TopicSpec>,
+        p: i32,
+        s: Bounds,
+        d: Bounds,
+        chosen: Option<i64>,
+    ) -> Result<(Option<(Key, PartitionState)>, Pipeline), MirrorError> {
+        let flow = &self.flow;
+        let key = (t.source_topic.clone(), p);
+        let (map, tail, birth) = self.initial_map(t, p, s, d, chosen)?;
+        // Exactly-once: past the committed map the target holds only our markers and
+        // aborted batches (invisible to read_committed consumers); nothing to read back.
+        let start_gap = match (self.role.eos(), tail) {
+            (Some(_), Some((from, end))) => u64::try_from(end - from).unwrap_or(0),
+            _ => 0,
+        };
+        let tail = if self.role.transactional() {
+            if let Some((from, end)) = tail {
+                tracing::info!(flow = %flow.name, topic = %t.target_topic, partition = p,
+                    offsets = end - from, "exactly-once: the target offsets past the last \
+                    commit hold aborted data and markers of an earlier run; replication \
+                    resumes after them");
+            }
+            None
+        } else {
+            tail
+        };
+        // Read chunk by chunk as the pipeline's steps need it, within the budget
+        // (datapath::partition): only the target's bounds are read here.
+        let recovery = match tail {
+            None => Recovery::none(),
+            Some((from, end)) => Recovery::tail(
+                u64::try_from((from - crate::datapath::tail::LOOKBACK).max(d.log_start))
+                    .unwrap_or(0),
+                u64::try_from(from).unwrap_or(0),
+                u64::try_from(end).unwrap_or(0),
+                Limits::default(),
+            ),
+        };
+        let mut birth_state = None;
+        let map_for_state = if birth {
+            let mut m = map;
+            let snapshot = m.snapshot().bytes;
+            birth_state = Some((
+                key.clone(),
+                PartitionState {
+                    topic_id: t.topic_id,
+                    target_topic: t.target_topic.clone(),
+                    snapshot,
+                },
+            ));
+            m
+        } else {
+            map
+        };
+        let position = map_for_state.next(Side::Source) as i64;
+        // Re-register after a restart of the partition (not today: topics only grow).
+        self.registry.remove(&t.source_topic, p);
+        let writer = match self.role.eos_mut() {
+            // The registry gets the committed copy; the pipeline writes its own.
+            Some(eos) => {
+                let committed = self
+                    .registry
+                    .register(&t.source_topic, p, map_for_state.clone())
+                    .map_err(|e| MirrorError::state(e.to_string()))?;
+                eos.committed.insert(key.clone(), committed);
+                eos.snapshot_due.insert(key.clone());
+                eos.recreated.remove(&key);
+                MapWriter::new(map_for_state)
+            }
+            None => self
+                .registry
+                .register(&t.source_topic, p, map_for_state)
+                .map_err(|e| MirrorError::state(e.to_string()))?,
+        };
+        let map: SharedMap = Arc::new(Mutex::new(writer));
+        let progress = Arc::new(Progress::default());
+        progress.end.store(s.end, Ordering::Relaxed);
+        let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
+        let feed = PartitionFeed::new(
+            Arc::clone(&shared.source_topic),
+            p,
+            position,
+            FEED_DEPTH,
+            pm,
+        );
+        // Fetched by the id of the topic the map belongs to: a re-created topic is
+        // refused, never read at this position.
+        feed.set_topic_id(t.topic_id);
+        let spec = PartitionSpec {
+            shared: Arc::clone(shared),
+            partition: p,
+            until: self.once.then(|| self.partitions.once_end(&key, s.end)),
+            start_gap,
+        };
+        if recovery.remaining() > 0 {
+            tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
+                records = recovery.remaining(),
+                "recovery: records on the target past the last state write will be \
+                 matched to the source by content before anything is produced");
+        }
+        self.router.assign(Arc::clone(&feed));
+        let feed_for_pipeline = Arc::clone(&feed);
+        let pipeline = partition::run(
+            spec,
+            feed_for_pipeline,
+            Arc::clone(&map),
+            Arc::clone(&progress),
+            self.producer.clone(),
+            self.source.clone(),
+            self.target.clone(),
+            recovery,
+        );
+        // Spawned once the partition's birth state is written (`start_topics`).
+        let pipeline: Pipeline = (key.clone(), Box::pin(pipeline));
+        self.partitions.insert(
+            key,
+            Running {
+                topic_id: t.topic_id,
+                map_id: t.topic_id,
+                pending_id: None,
+                target_topic: t.target_topic.clone(),
+                map,
+                progress,
+                feed,
+            },
+        );
+        Ok((birth_state, pipeline))
     }
 
     /// With `topics.start_position` a timestamp: per partition not started before, the
