@@ -27,6 +27,7 @@
 mod assemble;
 mod eos_failure;
 mod exactly_once;
+mod initial_map;
 mod membership;
 mod mode;
 mod owner;
@@ -62,9 +63,6 @@ use crate::topics::ReplicatedTopic;
 
 /// Record sets a fetcher may queue per partition ahead of its pipeline.
 const FEED_DEPTH: usize = 4;
-
-/// Target offsets `from..end` that recovery reads back and checks.
-type TargetRange = (i64, i64);
 
 /// A partition: (source topic, partition).
 type Key = (String, i32);

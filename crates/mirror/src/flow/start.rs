@@ -7,19 +7,20 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use strait_client::IsolationLevel;
-use strait_offsets::{MapWriter, OffsetMap, Side};
+use strait_offsets::{MapWriter, Side};
 use strait_records::Limits;
 
+use super::initial_map::initial_map;
 use super::partitions::Running;
-use super::{FEED_DEPTH, FlowRun, Key, Pipeline, TargetRange};
+use super::{FEED_DEPTH, FlowRun, Key, Pipeline};
 use crate::config::model::StartPosition;
 use crate::datapath::fetcher::PartitionFeed;
 use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap, TopicSpec};
 use crate::datapath::probe::{Bounds, bounds};
 use crate::datapath::recovery::Recovery;
 use crate::error::MirrorError;
-use crate::incident::{Incident, Noticed, Policies};
-use crate::state::{self, PartitionState};
+use crate::incident::Policies;
+use crate::state::PartitionState;
 use crate::topics::ReplicatedTopic;
 
 impl FlowRun {
@@ -226,7 +227,8 @@ impl FlowRun {
     ) -> Result<(Option<(Key, PartitionState)>, Pipeline), MirrorError> {
         let flow = &self.flow;
         let key = (t.source_topic.clone(), p);
-        let (map, tail, birth) = self.initial_map(t, p, s, d, chosen)?;
+        let saved = self.saved.get(&key);
+        let (map, tail, birth) = initial_map(flow, &self.metrics, saved, t, p, (s, d), chosen)?;
         // Exactly-once: past the committed map the target holds only our markers and
         // aborted batches (invisible to read_committed consumers); nothing to read back.
         let start_gap = match (self.role.eos(), tail) {
@@ -433,84 +435,5 @@ impl FlowRun {
             .into_iter()
             .map(|(p, s)| (p, s.source_next))
             .collect())
-    }
-
-    /// The map a partition starts with, the target range recovery must check (records past
-    /// the last state write: `map.next(Target)..end`), and whether the state must be
-    /// written before producing (new or reset partitions). `chosen`: where a timestamp or
-    /// takeover start position puts a new partition.
-    fn initial_map(
-        &self,
-        t: &ReplicatedTopic,
-        p: i32,
-        src: Bounds,
-        dst: Bounds,
-        chosen: Option<i64>,
-    ) -> Result<(OffsetMap, Option<TargetRange>, bool), MirrorError> {
-        let flow = &self.flow;
-        let ctx = |e: MirrorError| e.topic(&t.source_topic).partition(p);
-        let fresh = |source_start: i64| -> Result<OffsetMap, MirrorError> {
-            // Recorded as where replication started: positions before it (a group behind
-            // a `latest` start, target records that were there before) never translate
-            // as exact.
-            let mut m = OffsetMap::new();
-            m.start_at(source_start.max(0) as u64, dst.end.max(0) as u64)
-                .map_err(|e| ctx(MirrorError::offset_map(e)))?;
-            Ok(m)
-        };
-        let start = match flow.start_position {
-            StartPosition::Earliest => src.log_start,
-            StartPosition::Latest => src.end,
-            // No record that recent: everything from now on.
-            StartPosition::Timestamp(_) => chosen.unwrap_or(src.end).clamp(src.log_start, src.end),
-            // Proven for every new partition, or the start failed before this. Not raised to
-            // the log start: records the source deleted since MM2 copied are a truncation
-            // incident, under its policy, never skipped in silence.
-            StartPosition::Takeover => chosen.unwrap_or(src.log_start).min(src.end),
-        };
-        let Some(saved) = self.saved.get(&(t.source_topic.clone(), p)) else {
-            return Ok((fresh(start)?, None, true));
-        };
-        if saved.target_topic != t.target_topic {
-            tracing::warn!(flow = %flow.name, topic = %t.source_topic, partition = p,
-                old = %saved.target_topic, new = %t.target_topic,
-                "the target topic name changed (naming policy?); starting a new map");
-            return Ok((fresh(start)?, None, true));
-        }
-        let mut map = state::decode_map(saved).map_err(ctx)?;
-        let policies = Policies::of(flow);
-        let count = |kind| self.metrics.incident(&flow.name, &t.source_topic, p, kind);
-        if !saved.topic_id.is_nil() && !t.topic_id.is_nil() && saved.topic_id != t.topic_id {
-            let incident = Incident::topic_recreated(
-                saved.topic_id,
-                t.topic_id,
-                Noticed::SinceLastRun {
-                    log_start: src.log_start,
-                },
-            );
-            count(incident.kind());
-            let skipped = incident.decide(&policies).into_result().map_err(ctx)?;
-            tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p, "{skipped}");
-            let target_next = map.next(Side::Target).max(dst.end.max(0) as u64);
-            map.source_recreated(src.log_start.max(0) as u64, target_next)
-                .map_err(|e| ctx(MirrorError::offset_map(e)))?;
-            return Ok((map, None, true));
-        }
-        let written = map.next(Side::Target) as i64;
-        match dst.end - written {
-            0 => Ok((map, None, false)),
-            d if d > 0 => Ok((map, Some((written, dst.end)), false)),
-            _ => {
-                let incident =
-                    Incident::target_shorter(&t.target_topic, dst.end, map.next(Side::Target));
-                count(incident.kind());
-                let skipped = incident.decide(&policies).into_result().map_err(ctx)?;
-                tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p, "{skipped}");
-                let resume = map.next(Side::Source);
-                map.target_recreated(dst.end.max(0) as u64, resume)
-                    .map_err(|e| ctx(MirrorError::offset_map(e)))?;
-                Ok((map, None, true))
-            }
-        }
     }
 }
