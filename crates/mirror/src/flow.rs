@@ -10,19 +10,39 @@
 //! [`MirrorError::stops_flow`] stops the flow. In exactly-once mode a failed partition
 //! abandons the open transaction and the whole flow restarts from its last commit instead.
 //!
+//! Rules:
+//!
+//! - **The mode is chosen once** (`mode::Mode::of`, in [`run_flow`]) and acted on in
+//!   one place (`run_mode`); what only that mode keeps is the run's `mode::Role`.
+//! - **Every run has the same parts** (`FlowRun`, built by `assemble.rs` only): the
+//!   connections, the producer, the router, the state writer, and the table of its
+//!   partitions (`partitions::Partitions`), which alone records where each partition
+//!   stands.
+//! - **A mode's code is its own state's**: the exactly-once commit is
+//!   `exactly_once::Eos`'s, the member's claims and reports `scale_out::Scale`'s; they
+//!   take the run's pieces as arguments and never reach back into `FlowRun`.
+//!
 //! The folder, from the top:
 //!
-//! - this file: [`run_flow`] picks the mode once ([`mode::Mode`]) and runs it; the run's
-//!   state ([`FlowRun`]), what every mode has plus its [`mode::Role`];
-//! - `mode.rs`: the modes and the state each keeps; `sole_writer.rs`: the guard of the
-//!   one-process modes; `slots.rs`: exactly-once scale-out, one run per slot; `owner.rs`:
-//!   the check before an exactly-once run restarts that it still owns its flow or slot;
-//! - `run.rs`: one run — assemble, replicate, finish; `assemble.rs`: its parts;
-//! - `supervise.rs`: the loop over partitions (done, failed, restarts, refreshes);
-//!   `start.rs`: starting partitions; `recreation.rs`: re-created source topics;
-//!   `stop.rs`: state writes, shutdown and the summary;
-//! - the modes' own behaviour in the loop: `exactly_once.rs` (commits, the failed
-//!   transaction, restarts from the last commit), `scale_out.rs` (membership, hand-over).
+//! | file | holds |
+//! |---|---|
+//! | this file | [`run_flow`]: the mode chosen once and run; the one-process modes' guard; `FlowRun` |
+//! | `mode.rs` | the modes and what each keeps (`mode::Role`), the questions the loop asks of them |
+//! | `sole_writer.rs` | the guard of the one-process modes |
+//! | `slots.rs` | exactly-once scale-out: one run per slot this member owns |
+//! | `owner.rs` | the check before an exactly-once run restarts that it still owns its flow or slot |
+//! | `run.rs` | one run: assemble, replicate, finish |
+//! | `assemble.rs` | a run's parts, built once, in the order that matters |
+//! | `partitions.rs` | the table of the run's partitions: entries, tasks, restarts, deletions, ids |
+//! | `supervise.rs` | the loop: ended and failed partitions, restarts, refreshes, commits, checkpoints |
+//! | `start.rs` | starting partitions: bounds, start offsets, feeds and pipelines |
+//! | `initial_map.rs` | the offset map a partition starts with, from its saved state and the bounds |
+//! | `recreation.rs` | pure: what a report of a source topic's id means |
+//! | `stop.rs` | state writes (a checkpoint, a commit), the bounded shutdown, the summary |
+//! | `exactly_once.rs` | the transactional producer, its commits and the committed maps |
+//! | `eos_failure.rs` | a failed exactly-once run: its transaction, and the restart from the last commit |
+//! | `scale_out.rs` | this process's membership in the flow's group (`scale_out::Scale`) |
+//! | `membership.rs` | what the run does when the assignment changes: release, acquire, hand over |
 
 mod assemble;
 mod eos_failure;
@@ -99,7 +119,9 @@ pub struct FlowSummary {
     pub offset_map_bytes: u64,
 }
 
-/// The flow's moving parts.
+/// One run of the flow (or of one exactly-once slot): what every mode has, its mode's
+/// own state ([`FlowRun::role`]) and its partitions ([`FlowRun::partitions`]). Built by
+/// `assemble.rs`; driven by `supervise.rs`.
 struct FlowRun {
     flow: Flow,
     source: Client,
