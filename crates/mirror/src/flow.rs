@@ -41,7 +41,7 @@
 //! | `stop.rs` | state writes (a checkpoint, a commit), the bounded shutdown, the summary |
 //! | `exactly_once.rs` | the transactional producer, its commits and the committed maps |
 //! | `eos_failure.rs` | a failed exactly-once run: its transaction, and the restart from the last commit |
-//! | `scale_out.rs` | this process's membership in the flow's group (`scale_out::Scale`) |
+//! | `scale_out.rs` | this process's membership in the flow's group (`scale_out::Scale`); joining it: `scale_out/join.rs` |
 //! | `membership.rs` | what the run does when the assignment changes: release, acquire, hand over |
 
 mod assemble;
