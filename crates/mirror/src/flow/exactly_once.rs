@@ -46,19 +46,40 @@ pub(super) struct Eos {
     /// holds a clone).
     pub producer: TransactionalProducer,
     /// The barrier between the drivers and [`Eos::commit`].
-    pub gate: Arc<Gate>,
+    gate: Arc<Gate>,
     /// Per partition, the registry's committed copy of its map.
-    pub committed: BTreeMap<Key, MapWriter>,
+    committed: BTreeMap<Key, MapWriter>,
     /// When the open transaction began (for the duration metric).
-    pub began: Instant,
+    began: Instant,
     /// Per partition, the delta records on the state topic since its last snapshot.
     pub deltas: DeltaSeqs,
     /// Partitions whose next checkpoint is a whole snapshot (each one's first of the run:
     /// it starts a new delta chain).
-    pub snapshot_due: BTreeSet<Key>,
+    snapshot_due: BTreeSet<Key>,
     /// Per partition, its re-creation count at the last commit (a change forces a
     /// snapshot: only snapshots carry the topic id).
-    pub recreated: BTreeMap<Key, u64>,
+    recreated: BTreeMap<Key, u64>,
+}
+
+impl Eos {
+    /// The barrier the partitions' drivers pass their batches through.
+    pub(super) fn gate(&self) -> &Arc<Gate> {
+        &self.gate
+    }
+
+    /// Partition `key` starts (or starts again): `committed` is the registry's copy of its
+    /// map, which moves only when a commit succeeds; its next checkpoint is a whole
+    /// snapshot, starting a new delta chain.
+    pub(super) fn started(&mut self, key: &Key, committed: MapWriter) {
+        self.committed.insert(key.clone(), committed);
+        self.snapshot_due.insert(key.clone());
+        self.recreated.remove(key);
+    }
+
+    /// Partition `key` is no longer replicated here: its committed copy goes.
+    pub(super) fn forget(&mut self, key: &Key) {
+        self.committed.remove(key);
+    }
 }
 
 /// Initialises the flow's transactional producer (fencing any older one with its id)

@@ -98,7 +98,7 @@ impl FlowRun {
                 r.feed.with_cursor(|c| c.stopped = true);
             }
             if let Some(eos) = self.role.eos_mut() {
-                eos.committed.remove(key);
+                eos.forget(key);
             }
             self.registry.remove(&key.0, key.1);
         }
@@ -198,7 +198,7 @@ impl FlowRun {
                 self.engine.fetch_partition_max_bytes,
                 self.budget.total(),
             ),
-            gate: self.role.eos().map(|e| Arc::clone(&e.gate)),
+            gate: self.role.eos().map(|e| Arc::clone(e.gate())),
         });
         for &p in partitions {
             let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
@@ -284,9 +284,7 @@ impl FlowRun {
                     .registry
                     .register(&t.source_topic, p, map_for_state.clone())
                     .map_err(|e| MirrorError::state(e.to_string()))?;
-                eos.committed.insert(key.clone(), committed);
-                eos.snapshot_due.insert(key.clone());
-                eos.recreated.remove(&key);
+                eos.started(&key, committed);
                 MapWriter::new(map_for_state)
             }
             None => self

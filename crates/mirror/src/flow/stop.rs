@@ -90,7 +90,7 @@ impl FlowRun {
         if let Some(eos) = self.role.eos() {
             // Exactly-once: the last transaction commits what was recorded; after a
             // failure nothing more is written (the next run aborts the open transaction).
-            if eos.gate.failed() || drained.is_err() {
+            if eos.gate().failed() || drained.is_err() {
                 return first_error.map_or(Ok(()), Err);
             }
             return match tokio::time::timeout(grace, self.commit()).await {

@@ -69,7 +69,7 @@ impl FlowRun {
                         Some(r) => r?,
                         None => {
                             if let Some(e) = self.role.eos() {
-                                e.gate.fail();
+                                e.gate().fail();
                             }
                             return Ok(());
                         }
@@ -369,7 +369,7 @@ impl FlowRun {
         }
         self.registry.remove(&key.0, key.1);
         if let Some(eos) = self.role.eos_mut() {
-            eos.committed.remove(key);
+            eos.forget(key);
         }
         self.metrics
             .remove_partition(&self.flow.name, &key.0, key.1);
