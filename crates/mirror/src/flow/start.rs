@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use strait_client::IsolationLevel;
-use strait_offsets::{MapWriter, Side};
+use strait_offsets::{MapWriter, OffsetMap, Side};
 use strait_records::Limits;
 
 use super::initial_map::initial_map;
@@ -225,39 +225,11 @@ impl FlowRun {
         d: Bounds,
         chosen: Option<i64>,
     ) -> Result<(Option<(Key, PartitionState)>, Pipeline), MirrorError> {
-        let flow = &self.flow;
         let key = (t.source_topic.clone(), p);
         let saved = self.saved.get(&key);
-        let (map, tail, birth) = initial_map(flow, &self.metrics, saved, t, p, (s, d), chosen)?;
-        // Exactly-once: past the committed map the target holds only our markers and
-        // aborted batches (invisible to read_committed consumers); nothing to read back.
-        let start_gap = match (self.role.eos(), tail) {
-            (Some(_), Some((from, end))) => u64::try_from(end - from).unwrap_or(0),
-            _ => 0,
-        };
-        let tail = if self.role.transactional() {
-            if let Some((from, end)) = tail {
-                tracing::info!(flow = %flow.name, topic = %t.target_topic, partition = p,
-                    offsets = end - from, "exactly-once: the target offsets past the last \
-                    commit hold aborted data and markers of an earlier run; replication \
-                    resumes after them");
-            }
-            None
-        } else {
-            tail
-        };
-        // Read chunk by chunk as the pipeline's steps need it, within the budget
-        // (datapath::partition): only the target's bounds are read here.
-        let recovery = match tail {
-            None => Recovery::none(),
-            Some((from, end)) => Recovery::tail(
-                u64::try_from((from - crate::datapath::tail::LOOKBACK).max(d.log_start))
-                    .unwrap_or(0),
-                u64::try_from(from).unwrap_or(0),
-                u64::try_from(end).unwrap_or(0),
-                Limits::default(),
-            ),
-        };
+        let (map, tail, birth) =
+            initial_map(&self.flow, &self.metrics, saved, t, p, (s, d), chosen)?;
+        let (recovery, start_gap) = self.recovery(t, p, d, tail);
         let mut birth_state = None;
         let map_for_state = if birth {
             let mut m = map;
@@ -275,23 +247,8 @@ impl FlowRun {
             map
         };
         let position = map_for_state.next(Side::Source) as i64;
-        // Re-register after a restart of the partition (not today: topics only grow).
-        self.registry.remove(&t.source_topic, p);
-        let writer = match self.role.eos_mut() {
-            // The registry gets the committed copy; the pipeline writes its own.
-            Some(eos) => {
-                let committed = self
-                    .registry
-                    .register(&t.source_topic, p, map_for_state.clone())
-                    .map_err(|e| MirrorError::state(e.to_string()))?;
-                eos.started(&key, committed);
-                MapWriter::new(map_for_state)
-            }
-            None => self
-                .registry
-                .register(&t.source_topic, p, map_for_state)
-                .map_err(|e| MirrorError::state(e.to_string()))?,
-        };
+        let writer = self.register(&key, map_for_state)?;
+        let flow = &self.flow;
         let map: SharedMap = Arc::new(Mutex::new(writer));
         let progress = Arc::new(Progress::default());
         progress.end.store(s.end, Ordering::Relaxed);
@@ -345,6 +302,74 @@ impl FlowRun {
             },
         );
         Ok((birth_state, pipeline))
+    }
+
+    /// What partition `p` of `t` checks before producing (target bounds `d`; `tail`: the
+    /// target range past its map): the records recovery reads back and matches by
+    /// content, and the gap it starts with (exactly-once: the offsets past the last
+    /// commit, skipped, never read back).
+    fn recovery(
+        &self,
+        t: &ReplicatedTopic,
+        p: i32,
+        d: Bounds,
+        tail: Option<(i64, i64)>,
+    ) -> (Recovery, u64) {
+        let flow = &self.flow;
+        // Exactly-once: past the committed map the target holds only our markers and
+        // aborted batches (invisible to read_committed consumers); nothing to read back.
+        let start_gap = match (self.role.eos(), tail) {
+            (Some(_), Some((from, end))) => u64::try_from(end - from).unwrap_or(0),
+            _ => 0,
+        };
+        let tail = if self.role.transactional() {
+            if let Some((from, end)) = tail {
+                tracing::info!(flow = %flow.name, topic = %t.target_topic, partition = p,
+                    offsets = end - from, "exactly-once: the target offsets past the last \
+                    commit hold aborted data and markers of an earlier run; replication \
+                    resumes after them");
+            }
+            None
+        } else {
+            tail
+        };
+        // Read chunk by chunk as the pipeline's steps need it, within the budget
+        // (datapath::partition): only the target's bounds are read here.
+        let recovery = match tail {
+            None => Recovery::none(),
+            Some((from, end)) => Recovery::tail(
+                u64::try_from((from - crate::datapath::tail::LOOKBACK).max(d.log_start))
+                    .unwrap_or(0),
+                u64::try_from(from).unwrap_or(0),
+                u64::try_from(end).unwrap_or(0),
+                Limits::default(),
+            ),
+        };
+        (recovery, start_gap)
+    }
+
+    /// Registers partition `key`'s map (its committed copy in exactly-once mode, where the
+    /// pipeline writes its own): the writer the pipeline records with.
+    fn register(&mut self, key: &Key, map: OffsetMap) -> Result<MapWriter, MirrorError> {
+        let (topic, p) = (&key.0, key.1);
+        // Re-register after a restart of the partition (not today: topics only grow).
+        self.registry.remove(topic, p);
+        let writer = match self.role.eos_mut() {
+            // The registry gets the committed copy; the pipeline writes its own.
+            Some(eos) => {
+                let committed = self
+                    .registry
+                    .register(topic, p, map.clone())
+                    .map_err(|e| MirrorError::state(e.to_string()))?;
+                eos.started(key, committed);
+                MapWriter::new(map)
+            }
+            None => self
+                .registry
+                .register(topic, p, map)
+                .map_err(|e| MirrorError::state(e.to_string()))?,
+        };
+        Ok(writer)
     }
 
     /// With `topics.start_position` a timestamp: per partition not started before, the
