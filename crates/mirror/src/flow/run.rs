@@ -18,9 +18,11 @@ use super::{FlowRun, FlowSummary, all_partitions, interruptible};
 use crate::acls::AclSync;
 use crate::control::{Control, Jobs, LeadJobs};
 use crate::error::MirrorError;
-use crate::groups::ReverseSync;
+use crate::groups::{GroupSync, ReverseSync};
+use crate::heartbeat::Heartbeats;
 use crate::metrics::FlowState;
 use crate::state::StateWriter;
+use crate::topics::TopicSync;
 
 /// Runs the flow (or the slot) until `stop` turns true, or with `--once` until caught up.
 pub(super) async fn run(
@@ -87,9 +89,26 @@ impl FlowRun {
                 0
             }));
         }
+        let jobs = self.control_jobs(topic_sync, group_sync, heartbeats);
+        let mut control = Control::start(&flow, jobs, self.metrics.clone());
+        let supervised = self.supervise(stop, Some(&mut control)).await;
+        control.stop().await;
+        supervised.map(|()| control.translated.load(Ordering::Relaxed))
+    }
+
+    /// The jobs of the run's control tasks: topic refreshes, state checkpoints, and —
+    /// except in a slot, whose lead jobs run on the slots' runner (`slots.rs`) — the
+    /// group syncs, heartbeats and ACL sync.
+    fn control_jobs(
+        &self,
+        topic_sync: TopicSync,
+        group_sync: GroupSync,
+        heartbeats: Heartbeats,
+    ) -> Jobs {
+        let flow = &self.flow;
         let (source, target) = (self.source.clone(), self.target.clone());
         let mut state =
-            StateWriter::new(target.clone(), &flow).with_producer_config(self.producer_config);
+            StateWriter::new(target.clone(), flow).with_producer_config(self.producer_config);
         if let Some(s) = self.role.scale() {
             state = state.with_generation(Arc::clone(&s.stamp));
         }
@@ -99,26 +118,22 @@ impl FlowRun {
             LeadJobs {
                 groups: group_sync,
                 reverse: ReverseSync::new(
-                    &flow,
+                    flow,
                     source.clone(),
                     target.clone(),
                     Arc::clone(&self.registry),
                     provenance,
                 ),
                 heartbeats,
-                acls: AclSync::new(&flow, source.clone(), target.clone()),
+                acls: AclSync::new(flow, source.clone(), target.clone()),
                 maps_from_state: None,
             }
         });
-        let jobs = Jobs {
+        Jobs {
             topics: topic_sync,
             lead,
             state,
-        };
-        let mut control = Control::start(&flow, jobs, self.metrics.clone());
-        let supervised = self.supervise(stop, Some(&mut control)).await;
-        control.stop().await;
-        supervised.map(|()| control.translated.load(Ordering::Relaxed))
+        }
     }
 }
 
