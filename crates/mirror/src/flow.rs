@@ -10,24 +10,48 @@
 //! [`MirrorError::stops_flow`] stops the flow. In exactly-once mode a failed partition
 //! abandons the open transaction and the whole flow restarts from its last commit instead.
 //!
+//! Rules:
+//!
+//! - **The mode is chosen once** (`mode::Mode::of`, in [`run_flow`]) and acted on in
+//!   one place (`run_mode`); what only that mode keeps is the run's `mode::Role`.
+//! - **Every run has the same parts** (`FlowRun`, built by `assemble.rs` only): the
+//!   connections, the producer, the router, the state writer, and the table of its
+//!   partitions (`partitions::Partitions`), which alone records where each partition
+//!   stands.
+//! - **A mode's code is its own state's**: the exactly-once commit is
+//!   `exactly_once::Eos`'s, the member's claims and reports `scale_out::Scale`'s; they
+//!   take the run's pieces as arguments and never reach back into `FlowRun`.
+//!
 //! The folder, from the top:
 //!
-//! - this file: [`run_flow`] picks the mode once ([`mode::Mode`]) and runs it; the run's
-//!   state ([`FlowRun`]), what every mode has plus its [`mode::Role`];
-//! - `mode.rs`: the modes and the state each keeps; `sole_writer.rs`: the guard of the
-//!   one-process modes; `slots.rs`: exactly-once scale-out, one run per slot; `owner.rs`:
-//!   the check before an exactly-once run restarts that it still owns its flow or slot;
-//! - `run.rs`: one run — assemble, replicate, finish; `assemble.rs`: its parts;
-//! - `supervise.rs`: the loop over partitions (done, failed, restarts, refreshes);
-//!   `start.rs`: starting partitions; `recreation.rs`: re-created source topics;
-//!   `stop.rs`: state writes, shutdown and the summary;
-//! - the modes' own behaviour in the loop: `exactly_once.rs` (commits, the failed
-//!   transaction, restarts from the last commit), `scale_out.rs` (membership, hand-over).
+//! | file | holds |
+//! |---|---|
+//! | this file | [`run_flow`]: the mode chosen once and run; the one-process modes' guard; `FlowRun` |
+//! | `mode.rs` | the modes and what each keeps (`mode::Role`), the questions the loop asks of them |
+//! | `sole_writer.rs` | the guard of the one-process modes |
+//! | `slots.rs` | exactly-once scale-out: one run per slot this member owns |
+//! | `owner.rs` | the check before an exactly-once run restarts that it still owns its flow or slot |
+//! | `run.rs` | one run: assemble, replicate, finish |
+//! | `assemble.rs` | a run's parts, built once, in the order that matters |
+//! | `partitions.rs` | the table of the run's partitions: entries, tasks, restarts, deletions, ids |
+//! | `supervise.rs` | the loop: ended and failed partitions, restarts, refreshes, commits, checkpoints |
+//! | `start.rs` | starting partitions: bounds, start offsets, feeds and pipelines |
+//! | `initial_map.rs` | the offset map a partition starts with, from its saved state and the bounds |
+//! | `recreation.rs` | pure: what a report of a source topic's id means |
+//! | `stop.rs` | state writes (a checkpoint, a commit), the bounded shutdown, the summary |
+//! | `exactly_once.rs` | the transactional producer, its commits and the committed maps |
+//! | `eos_failure.rs` | a failed exactly-once run: its transaction, and the restart from the last commit |
+//! | `scale_out.rs` | this process's membership in the flow's group (`scale_out::Scale`); joining it: `scale_out/join.rs` |
+//! | `membership.rs` | what the run does when the assignment changes: release, acquire, hand over |
 
 mod assemble;
+mod eos_failure;
 mod exactly_once;
+mod initial_map;
+mod membership;
 mod mode;
 mod owner;
+mod partitions;
 mod recreation;
 mod run;
 mod scale_out;
@@ -38,34 +62,27 @@ mod stop;
 mod supervise;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use strait_client::{Client, ProducerConfig};
 use strait_offsets::Registry;
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
-use uuid::Uuid;
 
 use self::assemble::Start;
 use self::mode::{Mode, Role};
+use self::partitions::Partitions;
 use crate::config::{Config, Flow};
 use crate::datapath::budget::Budget;
-use crate::datapath::fetcher::{PartitionFeed, Recreation, Router};
-use crate::datapath::partition::{Progress, SharedMap};
+use crate::datapath::fetcher::{Recreation, Router};
 use crate::datapath::sink::Sink;
 use crate::error::MirrorError;
-use crate::metrics::{FlowState, Metrics, PartitionMetrics};
-use crate::restarts::Restarts;
-use crate::state::{self, PartitionState, SavedState, StateWriter};
+use crate::metrics::{FlowState, Metrics};
+use crate::state::{self, SavedState, StateWriter};
 use crate::topics::ReplicatedTopic;
 
 /// Record sets a fetcher may queue per partition ahead of its pipeline.
 const FEED_DEPTH: usize = 4;
-
-/// Target offsets `from..end` that recovery reads back and checks.
-type TargetRange = (i64, i64);
 
 /// A partition: (source topic, partition).
 type Key = (String, i32);
@@ -102,72 +119,9 @@ pub struct FlowSummary {
     pub offset_map_bytes: u64,
 }
 
-#[derive(Clone)]
-struct Running {
-    /// The source topic's id as the flow knows it now (re-creations are detected
-    /// against it).
-    topic_id: Uuid,
-    /// The id saved with the map: the one the map belongs to. After a re-creation the
-    /// new id is saved only once the pipeline restarted the map (`pending_id`: the new
-    /// id and the pipeline's re-creation count when it was told), so a crash in between
-    /// never saves the old map under the new id.
-    map_id: Uuid,
-    pending_id: Option<(Uuid, u64)>,
-    /// Its feed ([`PartitionFeed::stop`] stops its pipeline gracefully).
-    feed: Arc<PartitionFeed>,
-    target_topic: String,
-    map: SharedMap,
-    progress: Arc<Progress>,
-}
-
-impl Running {
-    /// The partition's metrics (kept by its feed; one copy per partition).
-    fn metrics(&self) -> &PartitionMetrics {
-        &self.feed.metrics
-    }
-
-    /// The partition's state to save: its map with the id the map belongs to. The
-    /// re-creation count is read under the map's lock, where the pipeline publishes it,
-    /// so the two always agree.
-    fn state(&self) -> PartitionState {
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        let recreated = self.progress.recreated.load(Ordering::Acquire);
-        PartitionState {
-            topic_id: saved_topic_id(self.map_id, self.pending_id, recreated),
-            target_topic: self.target_topic.clone(),
-            snapshot: map.snapshot().bytes,
-        }
-    }
-
-    /// Exactly-once: the map's updates since the last checkpoint (a whole snapshot when
-    /// `snapshot`, or when its journal overflowed), with the topic id it belongs to and
-    /// the re-creation count, read under one lock; `None` when nothing changed.
-    fn checkpoint(&self, snapshot: bool) -> Option<(strait_offsets::Checkpoint, Uuid, u64)> {
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        let recreated = self.progress.recreated.load(Ordering::Acquire);
-        let c = if snapshot {
-            map.snapshot()
-        } else {
-            map.take_checkpoint()?
-        };
-        Some((
-            c,
-            saved_topic_id(self.map_id, self.pending_id, recreated),
-            recreated,
-        ))
-    }
-}
-
-/// The topic id to save with a map: `pending`'s id once the pipeline's re-creation
-/// count passed the one it had when told of the re-creation, else the map's own.
-fn saved_topic_id(map_id: Uuid, pending: Option<(Uuid, u64)>, recreated: u64) -> Uuid {
-    match pending {
-        Some((id, seen)) if recreated > seen => id,
-        _ => map_id,
-    }
-}
-
-/// The flow's moving parts.
+/// One run of the flow (or of one exactly-once slot): what every mode has, its mode's
+/// own state ([`FlowRun::role`]) and its partitions ([`FlowRun::partitions`]). Built by
+/// `assemble.rs`; driven by `supervise.rs`.
 struct FlowRun {
     flow: Flow,
     source: Client,
@@ -183,29 +137,12 @@ struct FlowRun {
     router: Arc<Router>,
     /// The router's reports of source topics found under a new id.
     recreations: mpsc::UnboundedReceiver<Recreation>,
-    /// The ids source topics were re-created away from.
-    retired: recreation::Retired,
     fetch_stop: watch::Sender<bool>,
-    /// Running pipelines; each ends with its partition and result (the error is one
-    /// pointer, so the output never makes a task's cell larger than its future).
-    tasks: JoinSet<(Key, Result<(), MirrorError>)>,
-    /// Every partition replicated (also those waiting for a restart), with its map.
-    running: BTreeMap<Key, Running>,
+    /// Every partition replicated, its pipeline and where it stands in the restart
+    /// cycle.
+    partitions: Partitions,
     /// The topics of the last refresh, by source name.
     topics: BTreeMap<String, ReplicatedTopic>,
-    /// Per partition, its restart sequence.
-    restarts: BTreeMap<Key, Restarts>,
-    /// Partitions whose pipeline is down, waiting for a restart.
-    down: BTreeSet<Key>,
-    /// Restart timers: each ends with the partition due.
-    due: JoinSet<Key>,
-    /// Partitions of deleted source topics, stopping.
-    deleting: BTreeSet<Key>,
-    /// `--once`: the source end seen at a partition's first start (a restart keeps it).
-    once_ends: BTreeMap<Key, i64>,
-    /// Partitions that were down when their source topic's id changed: the id their map
-    /// belongs to, so their restart goes through the topic re-creation check.
-    stale_ids: BTreeMap<Key, Uuid>,
     state_writer: StateWriter,
     saved: SavedState,
     once: bool,
@@ -270,7 +207,7 @@ async fn run_mode(
 /// A flow without `[flows.scale_out]`: holds the flow's sole-writer guard
 /// ([`sole_writer`]) while it runs, so that a second process of it is refused. An
 /// exactly-once flow restarts from its last commit after a failure
-/// ([`exactly_once::run_restarting`]), confirming first that it still holds the guard.
+/// ([`eos_failure::run_restarting`]), confirming first that it still holds the guard.
 async fn run_sole_writer(
     start: Start<'_>,
     mut stop: watch::Receiver<bool>,
@@ -296,8 +233,8 @@ async fn run_sole_writer(
     let result = match start.mode {
         Mode::ExactlyOnce => {
             let (metrics, once) = (start.metrics.clone(), start.once);
-            let owner = exactly_once::Owner::Flow(&guard);
-            exactly_once::run_restarting(flow, &metrics, once, inner_stop, Some(&owner), |stop| {
+            let owner = eos_failure::Owner::Flow(&guard);
+            eos_failure::run_restarting(flow, &metrics, once, inner_stop, Some(&owner), |stop| {
                 run::run(start.clone(), stop)
             })
             .await
@@ -352,20 +289,4 @@ fn flatten(
     r: Result<(Key, Result<(), MirrorError>), tokio::task::JoinError>,
 ) -> Result<(Key, Result<(), MirrorError>), MirrorError> {
     r.map_err(|e| MirrorError::other(format!("partition task failed: {e}")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const OLD: Uuid = Uuid::from_bytes([1; 16]);
-    const NEW: Uuid = Uuid::from_bytes([2; 16]);
-
-    #[test]
-    fn a_new_topic_id_is_saved_only_with_a_map_restarted_for_it() {
-        assert_eq!(saved_topic_id(OLD, None, 7), OLD);
-        // Told at count 3: until the pipeline applied the restart, the old map's id.
-        assert_eq!(saved_topic_id(OLD, Some((NEW, 3)), 3), OLD);
-        assert_eq!(saved_topic_id(OLD, Some((NEW, 3)), 4), NEW);
-    }
 }

@@ -4,24 +4,25 @@
 //! the flow's last start left off, the router that feeds the partitions, and the mode's
 //! own state ([`Role`]: the transactional parts, or the scale-out membership).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use strait_client::{FetchOptions, IdempotentProducer, IsolationLevel};
+use strait_client::{Client, FetchOptions, IdempotentProducer, IsolationLevel, ProducerConfig};
 use strait_offsets::Registry;
 use strait_records::Limits;
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
 
+use super::exactly_once::{self, Eos};
 use super::mode::{Mode, Role, Slot};
+use super::partitions::Partitions;
 use super::scale_out::Scale;
-use super::{FlowRun, SharedState, exactly_once, recreation};
-use crate::config::{Config, Flow};
+use super::{FlowRun, SharedState};
+use crate::config::{Cluster, Config, Flow};
 use crate::connect::connect;
 use crate::datapath::budget::Budget;
-use crate::datapath::fetcher::Router;
+use crate::datapath::fetcher::{Recreation, Router};
 use crate::datapath::sink::Sink;
 use crate::error::MirrorError;
 use crate::groups::GroupSync;
@@ -75,7 +76,7 @@ impl FlowRun {
             ref metrics,
             ref budget,
             once,
-            slot,
+            slot: _,
             state,
         } = *start;
         let cluster = |name: &str| {
@@ -89,23 +90,7 @@ impl FlowRun {
             connect(target_cluster, &flow.name)
         )?;
         let producer_config = config.engine.producer_config(target_cluster);
-        let transactional = matches!(mode, Mode::ExactlyOnce | Mode::ExactlyOnceSlots);
-        let mut eos = match transactional {
-            true => Some(exactly_once::start_producer(&target, flow, producer_config).await?),
-            false => None,
-        };
-        let producer = match &eos {
-            Some(e) => Sink::Transactional(e.producer.clone()),
-            None => Sink::Idempotent(
-                IdempotentProducer::new(target.clone(), producer_config)
-                    .await
-                    .map_err(|e| {
-                        MirrorError::kafka("InitProducerId", e)
-                            .flow(&flow.name)
-                            .cluster(&flow.target)
-                    })?,
-            ),
-        };
+        let (mut eos, producer) = start_producer(&target, flow, mode, producer_config).await?;
         state::ensure_state_topic(&target, flow).await?;
         // Read on from where this flow's (or this slot's member's) last start left off.
         let (saved, deltas) = state.lock().await.read(&target, flow).await?;
@@ -114,58 +99,12 @@ impl FlowRun {
         }
         tracing::info!(flow = %flow.name, partitions = saved.len(),
             guarantee = flow.delivery.guarantee.as_str(), "state loaded");
-        let mut state_writer =
+        let state_writer =
             StateWriter::new(target.clone(), flow).with_producer_config(producer_config);
-        let mut topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
-        // The first refresh creates missing target topics: a slot's (as every scale-out
-        // process does at start) and a member's; later ones only discover, and the control
-        // owner creates and re-configures topics from then on.
-        let mut writes = None;
-        let role = match (eos, slot, mode) {
-            (Some(e), Some(slot), _) => {
-                let w = Arc::new(AtomicBool::new(true));
-                topic_sync = topic_sync.with_writes(Arc::clone(&w));
-                writes = Some(w);
-                state_writer = state_writer.in_transactions(e.producer.clone());
-                Role::Slot(slot, e)
-            }
-            (Some(e), None, _) => {
-                state_writer = state_writer.in_transactions(e.producer.clone());
-                Role::Transactional(e)
-            }
-            (None, _, Mode::ScaleOut) => {
-                let so = flow.scale_out.as_ref().ok_or_else(|| {
-                    MirrorError::other("scale-out without [flows.scale_out]").flow(&flow.name)
-                })?;
-                let scale = Scale::join(flow, so, target_cluster).await?;
-                scale.writes.store(true, Ordering::Release);
-                topic_sync = topic_sync.with_writes(Arc::clone(&scale.writes));
-                writes = Some(Arc::clone(&scale.writes));
-                state_writer = state_writer.with_generation(Arc::clone(&scale.stamp));
-                Role::Member(Box::new(scale))
-            }
-            (None, _, _) => Role::Plain,
-        };
-        let (fetch_stop, fetch_stop_rx) = watch::channel(false);
-        let opts = FetchOptions {
-            max_wait: config.engine.fetch_max_wait.max(Duration::from_millis(5)),
-            min_bytes: 1,
-            max_bytes: config.engine.fetch_max_bytes,
-            isolation: IsolationLevel::ReadCommitted,
-        };
-        let (recreated, recreations) = mpsc::unbounded_channel();
-        let router = Router::new(
-            source.clone(),
-            &flow.name,
-            &flow.source,
-            opts,
-            config.engine.fetch_partition_max_bytes,
-            budget.clone(),
-            Limits::default(),
-            fetch_stop_rx,
-            recreated,
-            metrics.fetch_wait_handle(&flow.name),
-        );
+        let topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
+        let (role, topic_sync, state_writer, writes) =
+            role(start, eos, target_cluster, topic_sync, state_writer).await?;
+        let (router, recreations, fetch_stop) = router(start, &source);
         let registry = Arc::new(Registry::new());
         let group_sync = GroupSync::new(
             flow,
@@ -187,17 +126,9 @@ impl FlowRun {
             role,
             router,
             recreations,
-            retired: recreation::Retired::default(),
             fetch_stop,
-            tasks: JoinSet::new(),
-            running: BTreeMap::new(),
+            partitions: Partitions::default(),
             topics: BTreeMap::new(),
-            restarts: BTreeMap::new(),
-            down: BTreeSet::new(),
-            due: JoinSet::new(),
-            deleting: BTreeSet::new(),
-            once_ends: BTreeMap::new(),
-            stale_ids: BTreeMap::new(),
             saved,
             once,
             max_held_bytes: usize::try_from(budget.total() / 2).unwrap_or(usize::MAX),
@@ -213,4 +144,114 @@ impl FlowRun {
         };
         Ok((run, parts))
     }
+}
+
+/// Starts the run's producer: in exactly-once mode the transactional one (InitProducerId
+/// fences an older process of the flow, so it comes first of all) with its parts,
+/// otherwise an idempotent one.
+async fn start_producer(
+    target: &Client,
+    flow: &Flow,
+    mode: Mode,
+    producer_config: ProducerConfig,
+) -> Result<(Option<Eos>, Sink), MirrorError> {
+    let transactional = matches!(mode, Mode::ExactlyOnce | Mode::ExactlyOnceSlots);
+    let eos = match transactional {
+        true => Some(exactly_once::start_producer(target, flow, producer_config).await?),
+        false => None,
+    };
+    let producer = match &eos {
+        Some(e) => Sink::Transactional(e.producer.clone()),
+        None => Sink::Idempotent(
+            IdempotentProducer::new(target.clone(), producer_config)
+                .await
+                .map_err(|e| {
+                    MirrorError::kafka("InitProducerId", e)
+                        .flow(&flow.name)
+                        .cluster(&flow.target)
+                })?,
+        ),
+    };
+    Ok((eos, producer))
+}
+
+/// The run's [`Role`] (a member joins its group here), with the topic sync and state
+/// writer set up for it, and the switch of the topic sync's writes where that changes
+/// after the first refresh.
+async fn role(
+    start: &Start<'_>,
+    eos: Option<Eos>,
+    target_cluster: &Cluster,
+    mut topic_sync: TopicSync,
+    mut state_writer: StateWriter,
+) -> Result<(Role, TopicSync, StateWriter, Option<Arc<AtomicBool>>), MirrorError> {
+    let flow = start.flow;
+    // The first refresh creates missing target topics: a slot's (as every scale-out
+    // process does at start) and a member's; later ones only discover, and the control
+    // owner creates and re-configures topics from then on.
+    let mut writes = None;
+    let role = match (eos, start.slot, start.mode) {
+        (Some(e), Some(slot), _) => {
+            let w = Arc::new(AtomicBool::new(true));
+            topic_sync = topic_sync.with_writes(Arc::clone(&w));
+            writes = Some(w);
+            state_writer = state_writer.in_transactions(e.producer.clone());
+            Role::Slot(slot, e)
+        }
+        (Some(e), None, _) => {
+            state_writer = state_writer.in_transactions(e.producer.clone());
+            Role::Transactional(e)
+        }
+        (None, _, Mode::ScaleOut) => {
+            let so = flow.scale_out.as_ref().ok_or_else(|| {
+                MirrorError::other("scale-out without [flows.scale_out]").flow(&flow.name)
+            })?;
+            let scale = Scale::join(flow, so, target_cluster).await?;
+            scale.writes.store(true, Ordering::Release);
+            topic_sync = topic_sync.with_writes(Arc::clone(&scale.writes));
+            writes = Some(Arc::clone(&scale.writes));
+            state_writer = state_writer.with_generation(Arc::clone(&scale.stamp));
+            Role::Member(Box::new(scale))
+        }
+        (None, _, _) => Role::Plain,
+    };
+    Ok((role, topic_sync, state_writer, writes))
+}
+
+/// The router that feeds the run's partitions, its reports of re-created source topics,
+/// and the switch that stops its fetchers.
+fn router(
+    start: &Start<'_>,
+    source: &Client,
+) -> (
+    Arc<Router>,
+    mpsc::UnboundedReceiver<Recreation>,
+    watch::Sender<bool>,
+) {
+    let flow = start.flow;
+    let (fetch_stop, fetch_stop_rx) = watch::channel(false);
+    let opts = FetchOptions {
+        max_wait: start
+            .config
+            .engine
+            .fetch_max_wait
+            .max(Duration::from_millis(5)),
+        min_bytes: 1,
+        max_bytes: start.config.engine.fetch_max_bytes,
+        isolation: IsolationLevel::ReadCommitted,
+    };
+    let (recreated, recreations) = mpsc::unbounded_channel();
+    let router = Router::new(
+        source.clone(),
+        &flow.name,
+        &flow.source,
+        opts,
+        start.config.engine.fetch_partition_max_bytes,
+        start.budget.clone(),
+        Limits::default(),
+        fetch_stop_rx,
+        recreated,
+        start.metrics.fetch_wait_handle(&flow.name),
+    );
+    (router, recreations, fetch_stop)
 }

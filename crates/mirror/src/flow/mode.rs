@@ -132,6 +132,12 @@ impl Role {
         }
     }
 
+    /// Whether the run replicates `key`: the assignment gives it to this member
+    /// (scale-out), or it is in the run's slot (exactly-once slots); always otherwise.
+    pub(super) fn may_start(&self, key: &Key) -> bool {
+        self.scale().is_none_or(|s| s.may_start(key)) && self.slot().is_none_or(|s| s.holds(key))
+    }
+
     /// The slot this run replicates, in exactly-once scale-out.
     pub(super) fn slot(&self) -> Option<Slot> {
         match self {

@@ -16,7 +16,7 @@
 //!    decode: counted as one more failed attempt, asked again after the next backoff.
 //!
 //! The sole-writer guard answers for a one-process flow (`sole_writer.rs`), [`SlotOwner`]
-//! for a slot; `exactly_once::Owner` is either, as the restart loop asks it.
+//! for a slot; `eos_failure::Owner` is either, as the restart loop asks it.
 
 use std::time::Duration;
 

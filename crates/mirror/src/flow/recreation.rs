@@ -2,6 +2,9 @@
 //! by a topic refresh or by a fetcher whose fetch by topic id was refused
 //! ([`crate::datapath::topic_id`]): one path applies `on_topic_recreation` for both.
 //!
+//! The run's table of partitions applies them ([`super::partitions::Partitions`]: the
+//! ids its partitions fetch by, and the ids each topic was re-created away from).
+//!
 //! Rules ([`Retired`], pure):
 //! - A report of the id the topic's partitions already have, or with no id on either side
 //!   (a broker without topic ids), changes nothing.
@@ -15,15 +18,8 @@
 //!   saved state.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use uuid::Uuid;
-
-use super::FlowRun;
-use crate::datapath::fetcher::Recreation;
-use crate::error::MirrorError;
-use crate::incident::{Incident, Noticed, Policies};
 
 /// What a report of a topic's id means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,107 +57,6 @@ impl Retired {
     /// Forgets a topic whose partitions all stopped (deleted).
     pub(super) fn forget(&mut self, topic: &str) {
         self.0.retain(|(t, _)| t != topic);
-    }
-}
-
-impl FlowRun {
-    /// The id `topic`'s partitions fetch by (nil when none runs).
-    fn current_id(&self, topic: &str) -> Uuid {
-        self.running
-            .iter()
-            .find(|((t, _), _)| t == topic)
-            .map_or(Uuid::nil(), |(_, r)| r.topic_id)
-    }
-
-    /// A topic refresh's id for `topic`, or the current one when the refresh reports an id
-    /// the topic was re-created away from.
-    pub(super) fn refreshed_id(&self, topic: &str, reported: Uuid) -> Uuid {
-        let current = self.current_id(topic);
-        match self.retired.judge(topic, current, reported) {
-            IdNews::Stale => {
-                tracing::debug!(flow = %self.flow.name, topic, "a topic refresh older than \
-                    the topic's re-creation: keeping the new topic id");
-                current
-            }
-            _ => reported,
-        }
-    }
-
-    /// A fetcher found `r.topic` under a new id (the feed is paused).
-    pub(super) async fn on_recreation(&mut self, r: Recreation) -> Result<(), MirrorError> {
-        if !self.topics.contains_key(&r.topic) || self.deleting.iter().any(|(t, _)| *t == r.topic) {
-            return Ok(());
-        }
-        self.keep_ids_of_down(&r.topic, r.new);
-        self.apply_topic_id(&r.topic, r.new).await
-    }
-
-    /// Partitions of `topic` that are down when its id becomes `id` keep the id their map
-    /// belongs to: their restart applies the topic re-creation policy.
-    pub(super) fn keep_ids_of_down(&mut self, topic: &str, id: Uuid) {
-        for key in self.down.iter().filter(|(t, _)| t == topic) {
-            if let Some(run) = self.running.get(key)
-                && self.retired.judge(topic, run.topic_id, id) == IdNews::Changed
-            {
-                self.stale_ids.entry(key.clone()).or_insert(run.topic_id);
-            }
-        }
-    }
-
-    /// Applies `on_topic_recreation` when `topic`'s id `id` is a re-creation (rules in the
-    /// module doc).
-    pub(super) async fn apply_topic_id(
-        &mut self,
-        topic: &str,
-        id: Uuid,
-    ) -> Result<(), MirrorError> {
-        let current = self.current_id(topic);
-        if self.retired.judge(topic, current, id) != IdNews::Changed {
-            return Ok(());
-        }
-        let incident = Incident::topic_recreated(current, id, Noticed::WhileRunning);
-        self.metrics
-            .incident(&self.flow.name, topic, -1, incident.kind());
-        let skipped = incident
-            .decide(&Policies::of(&self.flow))
-            .into_result()
-            .map_err(|e| e.topic(topic))?;
-        tracing::error!(flow = %self.flow.name, topic = %topic, "{skipped}");
-        self.retired.retire(topic, current);
-        if let Some(t) = self.topics.get_mut(topic) {
-            t.topic_id = id;
-        }
-        let keys: Vec<_> = self
-            .running
-            .keys()
-            .filter(|(t, _)| t == topic)
-            .cloned()
-            .collect();
-        for key in keys {
-            let Some((feed, seen)) = self.running.get(&key).map(|r| {
-                // Before the pipeline is told: its restart of the map counts past this.
-                let seen = r.progress.recreated.load(Ordering::Acquire);
-                (Arc::clone(&r.feed), seen)
-            }) else {
-                continue;
-            };
-            // The id first: the fetcher reads it before the cursor the pipeline moves.
-            feed.set_topic_id(id);
-            // A pipeline that is gone has stopped the flow with its own error, or is down
-            // (its restart applies the policy: `keep_ids_of_down`).
-            feed.source_recreated();
-            // Saved with the new id only once its pipeline was told (a stop that cuts
-            // this loop short saves the others with the id their maps belong to).
-            if let Some(r) = self.running.get_mut(&key) {
-                r.topic_id = id;
-                // Saved with the map once the pipeline restarted it (`Running::state`).
-                let now = r.progress.recreated.load(Ordering::Acquire);
-                r.map_id = super::saved_topic_id(r.map_id, r.pending_id, now);
-                r.pending_id = Some((id, seen));
-                r.progress.dirty.store(true, Ordering::Release);
-            }
-        }
-        Ok(())
     }
 }
 

@@ -2,7 +2,7 @@
 //! ([`super::assemble`]), replicate until stopped ([`FlowRun::replicate`]: the first
 //! refresh, the partitions started, then the supervisor with the control jobs beside it),
 //! and finish ([`finish`]: an exactly-once run that failed abandons its transaction
-//! ([`FlowRun::fail_transaction`]); otherwise a graceful stop that saves what was
+//! ([`super::eos_failure::after_failed_run`]); otherwise a graceful stop that saves what was
 //! acknowledged).
 
 use std::sync::Arc;
@@ -12,14 +12,17 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::assemble::{Parts, Start};
+use super::eos_failure::after_failed_run;
 use super::mode::Role;
 use super::{FlowRun, FlowSummary, all_partitions, interruptible};
 use crate::acls::AclSync;
 use crate::control::{Control, Jobs, LeadJobs};
 use crate::error::MirrorError;
-use crate::groups::ReverseSync;
+use crate::groups::{GroupSync, ReverseSync};
+use crate::heartbeat::Heartbeats;
 use crate::metrics::FlowState;
 use crate::state::StateWriter;
+use crate::topics::TopicSync;
 
 /// Runs the flow (or the slot) until `stop` turns true, or with `--once` until caught up.
 pub(super) async fn run(
@@ -74,7 +77,7 @@ impl FlowRun {
         };
         started?;
         self.metrics.set_flow_state(&flow.name, FlowState::Running);
-        tracing::info!(flow = %flow.name, topics = topics.len(), partitions = self.running.len(),
+        tracing::info!(flow = %flow.name, topics = topics.len(), partitions = self.partitions.running().len(),
             "replicating");
         if self.once {
             self.supervise(stop, None).await?;
@@ -86,9 +89,26 @@ impl FlowRun {
                 0
             }));
         }
+        let jobs = self.control_jobs(topic_sync, group_sync, heartbeats);
+        let mut control = Control::start(&flow, jobs, self.metrics.clone());
+        let supervised = self.supervise(stop, Some(&mut control)).await;
+        control.stop().await;
+        supervised.map(|()| control.translated.load(Ordering::Relaxed))
+    }
+
+    /// The jobs of the run's control tasks: topic refreshes, state checkpoints, and —
+    /// except in a slot, whose lead jobs run on the slots' runner (`slots.rs`) — the
+    /// group syncs, heartbeats and ACL sync.
+    fn control_jobs(
+        &self,
+        topic_sync: TopicSync,
+        group_sync: GroupSync,
+        heartbeats: Heartbeats,
+    ) -> Jobs {
+        let flow = &self.flow;
         let (source, target) = (self.source.clone(), self.target.clone());
         let mut state =
-            StateWriter::new(target.clone(), &flow).with_producer_config(self.producer_config);
+            StateWriter::new(target.clone(), flow).with_producer_config(self.producer_config);
         if let Some(s) = self.role.scale() {
             state = state.with_generation(Arc::clone(&s.stamp));
         }
@@ -98,31 +118,28 @@ impl FlowRun {
             LeadJobs {
                 groups: group_sync,
                 reverse: ReverseSync::new(
-                    &flow,
+                    flow,
                     source.clone(),
                     target.clone(),
                     Arc::clone(&self.registry),
                     provenance,
                 ),
                 heartbeats,
-                acls: AclSync::new(&flow, source.clone(), target.clone()),
+                acls: AclSync::new(flow, source.clone(), target.clone()),
                 maps_from_state: None,
             }
         });
-        let jobs = Jobs {
+        Jobs {
             topics: topic_sync,
             lead,
             state,
-        };
-        let mut control = Control::start(&flow, jobs, self.metrics.clone());
-        let supervised = self.supervise(stop, Some(&mut control)).await;
-        control.stop().await;
-        supervised.map(|()| control.translated.load(Ordering::Relaxed))
+        }
     }
 }
 
 /// Ends a run with `result`: nothing more is written after an error; an exactly-once run
-/// that failed abandons its transaction and stops ([`FlowRun::fail_transaction`]); any
+/// that failed abandons its transaction and stops
+/// ([`super::eos_failure::after_failed_run`]); any
 /// other run stops gracefully (also after an error, to save what was acknowledged) and a
 /// member leaves its group.
 async fn finish(
@@ -136,11 +153,15 @@ async fn finish(
         // request whose fate is unknown.
         run.producer.abort(&e.to_string());
     }
-    let result = match result {
-        Err(e) if run.role.transactional() => {
-            return Err(run.fail_transaction(e, stop).await.flow(&flow));
+    let result = match (result, run.role.eos()) {
+        (Err(e), Some(eos)) => {
+            let producer = eos.abandon();
+            let stopped = run.shutdown().await;
+            let grace = run.stop_grace;
+            let e = after_failed_run(e, stopped, &producer, &run.flow, grace, stop).await;
+            return Err(e.flow(&flow));
         }
-        r => r,
+        (r, _) => r,
     };
     let stopped = run.shutdown().await;
     let grace = run.stop_grace;
@@ -150,7 +171,7 @@ async fn finish(
     }
     if run.role.slot().is_some() {
         // An exactly-once slot leaving this process: its partitions' series go with it.
-        for (topic, p) in run.running.keys() {
+        for (topic, p) in run.partitions.running().keys() {
             run.metrics.remove_partition(&flow, topic, *p);
         }
     }

@@ -1,43 +1,33 @@
-//! Scale-out in the flow's loop: this process is one member of the flow's group on the
-//! target cluster ([`crate::scale`]), and replicates only the partitions its assignment
-//! holds. The decisions are [`crate::scale::reconcile`]'s; this file carries them out:
-//!
-//! - a partition released is stopped like one of a deleted topic (in-flight batches
-//!   acknowledged), its state written, then forgotten here; once nothing is being released
-//!   the member rejoins, and the leader hands the partition on in a later generation;
-//! - a partition acquired is started from the state topic read *again* (its previous owner
-//!   wrote its state when it released it), through the start path: the target's tail past
-//!   that state is checked by content, as after a crash, so a previous owner that died
-//!   without writing costs duplicates within the documented bound, never loss;
-//! - the control jobs (topic creation and config sync, group-offset sync, checkpoints,
-//!   heartbeats, ACL sync) run while the assignment holds the control pseudo-partition;
-//!   topic *discovery* runs on every member (topics missing on the target wait for the
-//!   control owner to create them), and every member writes its own partitions' state;
-//! - losing the assignment (expelled, or self-fenced: no heartbeat confirmed within the
-//!   session timeout minus the fence margin) releases everything at once, before the
-//!   coordinator could give it away.
+//! Scale-out: this process's membership in the flow's group on the target cluster
+//! ([`crate::scale`]), the state only an at-least-once scale-out run keeps ([`Scale`], in
+//! [`super::mode::Role::Member`]) and the slots' runner uses. It joins (refusing a group
+//! whose members run another topology), reads each assignment into what it asks, tells
+//! the leader what this member owns and measured, writes the member's report for
+//! `strait status`, and leaves. What the run does when the assignment changes is
+//! `membership.rs`'s.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Instant;
 
-use strait_client::group::{GroupError, GroupMember, GroupView, MembershipConfig, Phase, Rejoiner};
-use strait_client::protocol::ResponseError;
+use strait_client::Client;
+use strait_client::group::{GroupMember, GroupView, Phase, Rejoiner};
 use tokio::sync::watch;
 
 use super::owner::SlotOwner;
-use super::{FlowRun, Key, interruptible};
-use crate::config::scale_out::{InstanceId, ScaleOut};
-use crate::config::{Cluster, Flow};
-use crate::control::{Control, LeadJobs};
+use super::partitions::Running;
+use super::{Key, interruptible};
+use crate::config::Flow;
 use crate::error::MirrorError;
+use crate::metrics::Metrics;
 use crate::scale::protocol::Worker;
-use crate::scale::reconcile::{Wanted, control_job, reconcile};
-use crate::scale::{
-    MemberMetadata, PROTOCOL_NAME, PROTOCOL_TYPE, PartitionId, PartitionLoad, Topology,
-};
-use crate::state::{StateTail, StateWriter};
+use crate::scale::reconcile::{Wanted, control_job};
+use crate::scale::{PartitionId, PartitionLoad};
+use crate::state::{DeltaSeqs, SavedState, StateTail, StateWriter};
+use join::why_failed;
+
+mod join;
 
 /// This process's membership in its flow's group.
 pub(super) struct Scale {
@@ -51,7 +41,7 @@ pub(super) struct Scale {
     /// What the current assignment asks.
     wanted: Wanted,
     /// Running partitions being stopped for release.
-    pub(super) releasing: BTreeSet<Key>,
+    releasing: BTreeSet<Key>,
     /// Assigned partitions whose state must be read again before they start.
     stale: BTreeSet<Key>,
     /// Whether this process creates and re-configures target topics (the control owner).
@@ -69,11 +59,11 @@ pub(super) struct Scale {
     state: StateTail,
 }
 
-fn key_of(p: &PartitionId) -> Key {
+pub(super) fn key_of(p: &PartitionId) -> Key {
     (p.topic.to_string(), p.partition)
 }
 
-fn id_of(k: &Key) -> PartitionId {
+pub(super) fn id_of(k: &Key) -> PartitionId {
     PartitionId::new(k.0.as_str(), k.1)
 }
 
@@ -88,70 +78,6 @@ pub(super) fn host_name() -> Option<String> {
 }
 
 impl Scale {
-    /// Joins the flow's group on the `target` cluster; waits for nothing.
-    pub(super) async fn join(
-        flow: &Flow,
-        so: &ScaleOut,
-        target: &Cluster,
-    ) -> Result<Scale, MirrorError> {
-        let host = host_name();
-        let instance = match &so.instance_id {
-            InstanceId::Fixed(id) => Some(id.clone()),
-            InstanceId::HostName => host.clone(),
-            InstanceId::Dynamic => None,
-        };
-        if instance.is_none() && so.instance_id == InstanceId::HostName {
-            tracing::warn!(flow = %flow.name, "scale-out: no host name ($HOSTNAME, \
-                /etc/hostname) for group.instance.id; joining as a dynamic member (every \
-                restart rebalances)");
-        }
-        let mut cfg = MembershipConfig::new(&so.group, PROTOCOL_TYPE)
-            .with_session_timeout(so.session_timeout)
-            .with_rebalance_timeout(so.rebalance_timeout);
-        if let Some(id) = &instance {
-            cfg = cfg.with_instance_id(id);
-        }
-        let topology = so.slots.map(|slots| Topology {
-            slots,
-            transactional_id: flow.delivery.transactional_id.clone(),
-        });
-        let worker = Worker::new(host.unwrap_or_else(|| "unknown".into()), so.capacity)
-            .with_topology(topology.as_ref());
-        refuse_disagreeing_group(flow, so, target, topology.as_ref()).await?;
-        // Its own client id, so its connections are told apart from the data path's.
-        let client = crate::connect::client_config(target)
-            .with_client_id(format!("strait-group.{}", target.client_id))
-            .with_security(target.security.to_client().map_err(|e| {
-                MirrorError::kafka("scale-out group: security", e).cluster(&target.name)
-            })?);
-        let member = GroupMember::connect(client, cfg, worker.protocol())
-            .await
-            .map_err(|e| {
-                MirrorError::kafka(format!("joining the scale-out group {}", so.group), e)
-                    .flow(&flow.name)
-                    .cluster(&target.name)
-            })?;
-        tracing::info!(flow = %flow.name, group = %so.group, instance = ?instance,
-            "scale-out: joining the flow's group");
-        Ok(Scale {
-            view: member.view(),
-            rejoiner: member.rejoiner(),
-            member: Some(member),
-            worker,
-            group: so.group.clone(),
-            is_static: instance.is_some(),
-            wanted: Wanted::none(),
-            releasing: BTreeSet::new(),
-            stale: BTreeSet::new(),
-            writes: Arc::new(AtomicBool::new(false)),
-            meter: BTreeMap::new(),
-            stamp: Arc::new(AtomicI32::new(-1)),
-            reported: None,
-            leading: false,
-            state: StateTail::new(flow),
-        })
-    }
-
     /// Waits until the member holds an assignment (or failed), unless `stop` turns true
     /// first (then `Ok(false)`).
     pub(super) async fn first_assignment(
@@ -340,225 +266,93 @@ impl Scale {
             self.rejoiner.rejoin();
         }
     }
-}
 
-impl FlowRun {
-    /// Whether this process replicates `key` (always, without scale-out).
-    pub(super) fn may_start(&self, key: &Key) -> bool {
-        self.role.scale().is_none_or(|s| s.may_start(key))
-            && self.role.slot().is_none_or(|s| s.holds(key))
+    /// The partitions the assignment gives this process.
+    pub(super) fn assigned(&self) -> impl Iterator<Item = Key> + '_ {
+        self.wanted.partitions.iter().map(key_of)
     }
 
-    /// The lead jobs, built afresh for each hand-over.
-    pub(super) fn lead_jobs(&self) -> LeadJobs {
-        LeadJobs::new(
-            &self.flow,
-            (&self.source, &self.target),
-            Arc::clone(&self.registry),
-            &self.metrics,
-            self.role.scale().is_some(),
-        )
+    /// The partitions being released.
+    pub(super) fn releasing(&self) -> &BTreeSet<Key> {
+        &self.releasing
     }
 
-    /// The member's view changed: take the new assignment and act on it.
-    pub(super) async fn on_membership(
+    /// `key` is being released (stopped, then its state written).
+    pub(super) fn release(&mut self, key: Key) {
+        self.releasing.insert(key);
+    }
+
+    /// `key`'s release finished: it is forgotten here.
+    pub(super) fn released(&mut self, key: &Key) {
+        self.releasing.remove(key);
+        self.meter.remove(key);
+    }
+
+    /// Whether the control jobs run here now.
+    pub(super) fn leading(&self) -> bool {
+        self.leading
+    }
+
+    /// The control jobs start (`lead`) or stop here; only their owner creates and
+    /// re-configures target topics.
+    pub(super) fn set_lead(&mut self, lead: bool) {
+        self.writes.store(lead, Ordering::Release);
+        self.leading = lead;
+    }
+
+    /// Whether `key` must have its state read again before it starts (`stale`), or not.
+    pub(super) fn set_stale(&mut self, key: &Key, stale: bool) {
+        if stale {
+            self.stale.insert(key.clone());
+        } else {
+            self.stale.remove(key);
+        }
+    }
+
+    /// The flow's state as it stands now, read on from the last takeover (only what the
+    /// state topic gained since).
+    pub(super) async fn read_state(
         &mut self,
-        stop: &mut watch::Receiver<bool>,
-        control: &mut Option<&mut Control>,
-    ) -> Result<(), MirrorError> {
-        if let Some(s) = self.role.scale_mut() {
-            s.take_view(&self.flow.name)?;
-        }
-        self.apply_membership(stop, control).await
+        target: &Client,
+        flow: &Flow,
+    ) -> Result<(SavedState, DeltaSeqs), MirrorError> {
+        self.state.read(target, flow).await
     }
 
-    /// Carries out what [`reconcile`] says for the current assignment.
-    pub(super) async fn apply_membership(
+    /// Rule 5 of [`crate::scale::reconcile::reconcile`] now: the assignment revoked
+    /// something and nothing is being released any more.
+    pub(super) fn rejoin_due(&self) -> bool {
+        self.wanted.revoked && self.releasing.is_empty()
+    }
+
+    /// Tells the leader what this process owns (`running`) and what it measured, and
+    /// rejoins when asked; updates the member's metrics.
+    pub(super) fn publish_claims(
         &mut self,
-        stop: &mut watch::Receiver<bool>,
-        control: &mut Option<&mut Control>,
-    ) -> Result<(), MirrorError> {
-        let Some(scale) = self.role.scale() else {
-            return Ok(());
-        };
-        let running: BTreeSet<PartitionId> = self
-            .running
-            .keys()
-            .filter(|k| !self.deleting.contains(*k))
-            .map(id_of)
-            .collect();
-        let releasing: BTreeSet<PartitionId> = scale.releasing.iter().map(id_of).collect();
-        let changes = reconcile(&scale.wanted, &running, &releasing, scale.leading);
-        let mut finish_now = Vec::new();
-        for p in &changes.release {
-            let key = key_of(p);
-            tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
-                "scale-out: releasing the partition (flushing, then writing its state)");
-            if let Some(s) = self.role.scale_mut() {
-                s.releasing.insert(key.clone());
-            }
-            if self.down.contains(&key) {
-                finish_now.push(key);
-            } else if let Some(run) = self.running.get(&key) {
-                run.feed.stop();
-            }
-        }
-        // Without the control handle (a topic refresh), a hand-over waits for the next
-        // change of the view.
-        if let (Some(lead), Some(c)) = (changes.lead, control.as_deref_mut()) {
-            if let Some(s) = self.role.scale_mut() {
-                s.writes.store(lead, Ordering::Release);
-                s.leading = lead;
-            }
-            let jobs = lead.then(|| self.lead_jobs());
-            c.set_lead(jobs).await;
-            tracing::info!(flow = %self.flow.name, lead,
-                "scale-out: control jobs {}", if lead { "started here" } else { "stopped here" });
-        }
-        let mut rejoin = changes.rejoin;
-        if !finish_now.is_empty() {
-            for key in finish_now {
-                self.finish_release(&key, stop).await;
-            }
-            // Released at once (they were down): rule 5 may hold now.
-            rejoin = self.rejoin_due();
-        }
-        if !changes.acquire.is_empty() {
-            self.acquire(stop).await?;
-        }
-        let leading = self.role.scale().is_some_and(|s| s.leading);
-        self.publish_claims(rejoin && changes.lead.is_none_or(|l| l == leading), leading);
-        if let Some(scale) = self.role.scale_mut() {
-            let report = scale.report(&mut self.state_writer, self.stop_grace);
-            let _ = interruptible(stop, report).await;
-        }
-        Ok(())
-    }
-
-    /// Rule 5 of [`reconcile`] now: the assignment revoked something and nothing is being
-    /// released any more.
-    fn rejoin_due(&self) -> bool {
-        self.role
-            .scale()
-            .is_some_and(|s| s.wanted.revoked && s.releasing.is_empty())
-    }
-
-    /// The last release of an assignment finished (`finish_release`): rejoin now, so the
-    /// leader hands the partitions on without waiting for the next change or refresh.
-    pub(super) async fn after_release(
-        &mut self,
-        stop: &mut watch::Receiver<bool>,
-    ) -> Result<(), MirrorError> {
-        if self.rejoin_due() {
-            let mut none = None;
-            self.apply_membership(stop, &mut none).await?;
-        }
-        Ok(())
-    }
-
-    /// Starts the assigned partitions not running yet, from the state topic read again.
-    /// A failed read leaves them for the next topic refresh.
-    async fn acquire(&mut self, stop: &mut watch::Receiver<bool>) -> Result<(), MirrorError> {
-        let Some(scale) = self.role.scale() else {
-            return Ok(());
-        };
-        let keys: Vec<Key> = scale
-            .wanted
-            .partitions
-            .iter()
-            .map(key_of)
-            .filter(|k| !self.running.contains_key(k) && !scale.releasing.contains(k))
-            // A topic not discovered here yet waits for the refresh that finds it.
-            .filter(|k| self.topics.contains_key(&k.0))
-            .collect();
-        if keys.is_empty() {
-            return Ok(());
-        }
-        let Some(scale) = self.role.scale_mut() else {
-            return Ok(());
-        };
-        // Only what the state topic gained since the last takeover is read.
-        let read = interruptible(stop, scale.state.read(&self.target, &self.flow)).await;
-        let saved = match read {
-            None => return Ok(()),
-            Some(Ok((saved, _))) => saved,
-            Some(Err(e)) => {
-                tracing::warn!(flow = %self.flow.name, error = %e, partitions = keys.len(),
-                    "scale-out: cannot read the state of acquired partitions; the next topic \
-                     refresh tries again");
-                return Ok(());
-            }
-        };
-        for key in &keys {
-            match saved.get(key) {
-                Some(s) => self.saved.insert(key.clone(), s.clone()),
-                None => self.saved.remove(key),
-            };
-            if let Some(s) = self.role.scale_mut() {
-                s.stale.remove(key);
-            }
-        }
-        let topics: BTreeSet<&String> = keys.iter().map(|(t, _)| t).collect();
-        let topics: Vec<_> = self
-            .topics
-            .values()
-            .filter(|t| topics.contains(&t.source_topic))
-            .cloned()
-            .collect();
-        match interruptible(stop, self.start_topics(&topics)).await {
-            Some(Err(e)) if e.stops_flow() => Err(e),
-            Some(Err(e)) => {
-                tracing::warn!(flow = %self.flow.name, error = %e,
-                    "scale-out: cannot start acquired partitions; the next topic refresh \
-                     tries again");
-                for key in keys {
-                    if let Some(s) = self.role.scale_mut() {
-                        s.stale.insert(key);
-                    }
-                }
-                Ok(())
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// A released partition stopped (or was down): its state is written and it is
-    /// forgotten here.
-    pub(super) async fn finish_release(&mut self, key: &Key, stop: &mut watch::Receiver<bool>) {
-        if let Some(s) = self.role.scale_mut() {
-            s.releasing.remove(key);
-            s.meter.remove(key);
-        }
-        if self.retire(key, stop).await {
-            tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
-                "scale-out: released the partition");
-        }
-    }
-
-    /// Tells the leader what this process owns and what it measured, and rejoins when
-    /// asked; updates the member's metrics.
-    pub(super) fn publish_claims(&mut self, rejoin: bool, leading: bool) {
-        let Some(scale) = self.role.scale_mut() else {
-            return;
-        };
-        let mut claims: Vec<PartitionId> = self.running.keys().map(id_of).collect();
+        running: &BTreeMap<Key, Running>,
+        rejoin: bool,
+        leading: bool,
+        metrics: &Metrics,
+        flow: &str,
+    ) {
+        let mut claims: Vec<PartitionId> = running.keys().map(id_of).collect();
         if leading {
             claims.push(control_job());
         }
         claims.sort();
         let now = Instant::now();
         let mut loads = Vec::new();
-        for (key, r) in &self.running {
+        for (key, r) in running {
             let (records, bytes, lag) = r.metrics().load();
             let avg = bytes.checked_div(records).unwrap_or(1024);
-            let (then, before) = scale.meter.get(key).copied().unwrap_or((now, bytes));
+            let (then, before) = self.meter.get(key).copied().unwrap_or((now, bytes));
             let secs = now.duration_since(then).as_secs_f64();
             let bytes_per_sec = match secs > 0.0 {
                 true => (bytes.saturating_sub(before) as f64 / secs) as u64,
                 false => 0,
             };
             if secs == 0.0 || secs > 10.0 {
-                scale.meter.insert(key.clone(), (now, bytes));
+                self.meter.insert(key.clone(), (now, bytes));
             }
             loads.push(PartitionLoad {
                 id: id_of(key),
@@ -566,105 +360,20 @@ impl FlowRun {
                 bytes_per_sec,
             });
         }
-        scale.worker.set_loads(loads);
-        scale.worker.set_owned(scale.wanted.generation, claims);
+        self.worker.set_loads(loads);
+        self.worker.set_owned(self.wanted.generation, claims);
         if rejoin {
-            scale.wanted.revoked = false;
-            scale.rejoiner.rejoin();
+            self.wanted.revoked = false;
+            self.rejoiner.rejoin();
         }
-        let view = scale.view.borrow();
-        self.metrics.scale_member(
-            &self.flow.name,
-            self.running.len(),
-            scale.wanted.generation,
+        let view = self.view.borrow();
+        metrics.scale_member(
+            flow,
+            running.len(),
+            self.wanted.generation,
             leading,
             view.assignments_received,
             view.unstable_for.as_secs_f64(),
         );
-    }
-}
-
-/// Refuses to join `so.group` when its members run another topology (guarantee, slot
-/// count, transactional id) or another Strait version, naming the difference and their
-/// hosts. The coordinator refuses such a member anyway (INCONSISTENT_GROUP_PROTOCOL,
-/// [`Topology`]); this says why. A group that cannot be described (not yet created,
-/// rebalancing, not authorized) is left to the coordinator.
-async fn refuse_disagreeing_group(
-    flow: &Flow,
-    so: &ScaleOut,
-    target: &Cluster,
-    ours: Option<&Topology>,
-) -> Result<(), MirrorError> {
-    let client = crate::connect::connect(target, &flow.name).await?;
-    let described = client.describe_groups(&[so.group.as_str()]).await;
-    let Some(group) = described.ok().and_then(|g| g.into_iter().next()) else {
-        return Ok(());
-    };
-    let theirs = group.protocol_data.to_string();
-    if group.error_code != 0 || group.protocol_type.as_str() != PROTOCOL_TYPE || theirs.is_empty() {
-        return Ok(());
-    }
-    let hosts: Vec<String> = group
-        .members
-        .iter()
-        .map(|m| {
-            MemberMetadata::decode(&m.member_metadata)
-                .map(|meta| meta.host)
-                .unwrap_or_else(|_| m.client_host.to_string())
-        })
-        .collect();
-    match Topology::disagreement(ours, &theirs, &hosts) {
-        None => Ok(()),
-        Some(why) => Err(MirrorError::config(format!(
-            "scale-out group {}: refused to join: {why}",
-            so.group
-        ))
-        .flow(&flow.name)
-        .cluster(&target.name)),
-    }
-}
-
-/// Why the membership stopped, for the flow's error: a refusal for speaking another
-/// protocol (`ours` is this member's) says what to do.
-fn why_failed(e: &GroupError, ours: &str) -> String {
-    match e {
-        GroupError::Refused(k)
-            if k.kafka_error() == Some(ResponseError::InconsistentGroupProtocol) =>
-        {
-            let what = Topology::describe(Topology::parse(ours).flatten().as_ref());
-            format!(
-                "{e}: the group's members disagree with this one (configured for {what}, \
-                 protocol {PROTOCOL_NAME}): another slot count, transactional id, guarantee \
-                 or Strait version. Every member must agree: stop every member, make their \
-                 configurations and versions the same, then start them again"
-            )
-        }
-        e => e.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_refusal_for_another_protocol_version_says_to_stop_the_other_members() {
-        let refused = GroupError::Refused(strait_client::Error::from(
-            ResponseError::InconsistentGroupProtocol,
-        ));
-        let ours = Topology::protocol_name(Some(&Topology {
-            slots: 4,
-            transactional_id: "p".into(),
-        }));
-        let why = why_failed(&refused, &ours);
-        assert!(
-            why.contains("Strait version") && why.contains(PROTOCOL_NAME),
-            "{why}"
-        );
-        assert!(why.contains("4 slots"), "{why}");
-        let other = GroupError::Refused(strait_client::Error::from(
-            ResponseError::GroupAuthorizationFailed,
-        ));
-        assert!(!why_failed(&other, &ours).contains("Strait version"));
     }
 }

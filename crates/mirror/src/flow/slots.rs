@@ -15,23 +15,24 @@
 //! - **Control jobs** (topic creation and config sync, group-offset sync with every
 //!   partition's committed maps read from the state topic, heartbeats, ACL sync) run on
 //!   the member holding the control pseudo-partition, outside the slots.
-//! - A slot's flow that fails restarts from its last commit ([`exactly_once::run_restarting`])
+//! - A slot's flow that fails restarts from its last commit ([`eos_failure::run_restarting`])
 //!   once the group confirmed in a new generation that this member still owns the slot
 //!   (`owner.rs`); one fenced, or no longer this member's, simply ends here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use strait_client::Client;
 use strait_offsets::Registry;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
+use tokio::task::{JoinError, JoinSet};
 
 use super::assemble::Start;
-use super::exactly_once::Owner;
+use super::eos_failure::Owner;
 use super::mode::Slot;
 use super::run;
 use super::scale_out::Scale;
-use super::{FlowSummary, exactly_once};
+use super::{FlowSummary, eos_failure};
 use crate::config::Flow;
 use crate::control::{Control, Jobs, LeadJobs};
 use crate::error::MirrorError;
@@ -57,8 +58,6 @@ pub(super) async fn run_slotted(
         flow,
         config,
         ref metrics,
-        ref budget,
-        state,
         ..
     } = start;
     let Some(so) = &flow.scale_out else {
@@ -66,7 +65,7 @@ pub(super) async fn run_slotted(
             MirrorError::other("exactly-once slots without [flows.scale_out]").flow(&flow.name),
         );
     };
-    let slots = so.slots.unwrap_or(crate::config::scale_out::SLOTS);
+    let count = so.slots.unwrap_or(crate::config::scale_out::SLOTS);
     let target_cluster = config
         .cluster(&flow.target)
         .ok_or_else(|| MirrorError::other("unknown target cluster").flow(&flow.name))?;
@@ -74,7 +73,7 @@ pub(super) async fn run_slotted(
         .cluster(&flow.source)
         .ok_or_else(|| MirrorError::other("unknown source cluster").flow(&flow.name))?;
     let mut scale = Scale::join(flow, so, target_cluster).await?;
-    let mut units: Vec<PartitionId> = (0..slots).map(PartitionId::slot).collect();
+    let mut units: Vec<PartitionId> = (0..count).map(PartitionId::slot).collect();
     units.push(control_job());
     scale.set_units(units);
     if !scale.first_assignment(&flow.name, &mut stop).await? {
@@ -89,84 +88,36 @@ pub(super) async fn run_slotted(
     let mut reports = StateWriter::new(target.clone(), flow);
     let grace = target_cluster.request_timeout;
     let confirm_wait = so.session_timeout + so.rebalance_timeout;
-    let mut runs: BTreeMap<u32, watch::Sender<bool>> = BTreeMap::new();
-    let mut releasing: BTreeSet<u32> = BTreeSet::new();
-    let mut tasks: JoinSet<(u32, Result<FlowSummary, MirrorError>)> = JoinSet::new();
-    let mut control: Option<Control> = None;
-    let mut summary = FlowSummary {
-        flow: flow.name.clone(),
-        ..FlowSummary::default()
-    };
+    let mut slots = Slots::new(flow);
     let result = loop {
         // What the assignment asks, carried out.
         let wanted: &Wanted = scale.wanted();
-        let running: BTreeSet<PartitionId> = runs.keys().map(|n| PartitionId::slot(*n)).collect();
-        let rel: BTreeSet<PartitionId> = releasing.iter().map(|n| PartitionId::slot(*n)).collect();
-        let changes = reconcile(wanted, &running, &rel, control.is_some());
+        let running: BTreeSet<PartitionId> =
+            slots.runs.keys().map(|n| PartitionId::slot(*n)).collect();
+        let rel: BTreeSet<PartitionId> = slots
+            .releasing
+            .iter()
+            .map(|n| PartitionId::slot(*n))
+            .collect();
+        let changes = reconcile(wanted, &running, &rel, slots.control.is_some());
         for p in &changes.release {
-            let n = p.partition as u32;
-            tracing::info!(flow = %flow.name, slot = n,
-                "scale-out: releasing the exactly-once slot (committing, then stopping)");
-            if let Some(tx) = runs.get(&n) {
-                let _ = tx.send(true);
-            }
-            releasing.insert(n);
+            slots.release(flow, p.partition as u32);
         }
         for p in changes.acquire.iter().filter(|p| p.is_slot()) {
             let n = p.partition as u32;
-            let (tx, rx) = watch::channel(false);
-            runs.insert(n, tx);
-            let f = slot_flow(flow, n);
-            let (config, metrics, budget) = (config.clone(), metrics.clone(), budget.clone());
-            let slot = Slot { n, of: slots };
-            let state = Arc::clone(state);
-            tracing::info!(flow = %flow.name, slot = n, transactional_id = %f.delivery.transactional_id,
-                "scale-out: starting the exactly-once slot (fencing its previous owner)");
-            let mode = start.mode;
             let owner = Owner::Slot(scale.slot_owner(n, confirm_wait));
-            tasks.spawn(async move {
-                let start = Start {
-                    flow: &f,
-                    mode,
-                    config: &config,
-                    metrics: metrics.clone(),
-                    budget,
-                    once: false,
-                    slot: Some(slot),
-                    state: &state,
-                };
-                let r =
-                    exactly_once::run_restarting(&f, &metrics, false, rx, Some(&owner), |stop| {
-                        run::run(start.clone(), stop)
-                    })
-                    .await;
-                (n, r)
-            });
+            slots.start(&start, Slot { n, of: count }, owner);
         }
-        match changes.lead {
-            Some(true) => {
-                control = Some(Control::start(
-                    flow,
-                    lead_jobs(flow, &source, &target, metrics),
-                    metrics.clone(),
-                ));
-                tracing::info!(flow = %flow.name, "scale-out: control jobs started here");
-            }
-            Some(false) => {
-                if let Some(mut c) = control.take() {
-                    c.stop().await;
-                }
-                tracing::info!(flow = %flow.name, "scale-out: control jobs stopped here");
-            }
-            None => {}
-        }
+        slots
+            .set_lead(changes.lead, flow, (&source, &target), metrics)
+            .await;
         scale.claim(changes.claims.clone(), changes.rejoin);
         scale.report(&mut reports, grace).await;
         metrics.scale_member(
             &flow.name,
-            runs.len(),
+            slots.runs.len(),
             scale.wanted().generation,
-            control.is_some(),
+            slots.control.is_some(),
             scale.view().assignments_received,
             scale.view().unstable_for.as_secs_f64(),
         );
@@ -177,41 +128,159 @@ pub(super) async fn run_slotted(
                     break Err(e);
                 }
             }
-            Some(done) = tasks.join_next() => {
-                let Ok((n, r)) = done else {
-                    break Err(MirrorError::other("an exactly-once slot's task failed").flow(&flow.name));
-                };
-                runs.remove(&n);
-                let released = releasing.remove(&n);
-                match r {
-                    Ok(s) => add(&mut summary, &s),
-                    // Another member took the slot over (a hand-over we slept through).
-                    Err(e) if e.is_fenced() => tracing::warn!(flow = %flow.name, slot = n,
-                        error = %e, "scale-out: the slot was taken over; it stops here"),
-                    Err(e) if released => tracing::warn!(flow = %flow.name, slot = n,
-                        error = %e, "scale-out: a released slot stopped with an error"),
-                    Err(e) => break Err(e),
+            Some(done) = slots.tasks.join_next() => {
+                if let Err(e) = slots.ended(flow, done) {
+                    break Err(e);
                 }
             }
             // Drained: the slots discover their own partitions.
-            Some(_) = Control::next_refresh(control.as_mut()) => {}
+            Some(_) = Control::next_refresh(slots.control.as_mut()) => {}
         }
     };
-    // Stop every slot gracefully (each commits its last transaction), then leave.
-    for tx in runs.values() {
-        let _ = tx.send(true);
-    }
-    while let Some(done) = tasks.join_next().await {
-        if let Ok((_, Ok(s))) = done {
-            add(&mut summary, &s);
-        }
-    }
-    if let Some(mut c) = control.take() {
-        c.stop().await;
-    }
+    slots.stop().await;
     scale.retract(&mut reports, grace).await;
     scale.leave().await;
-    result.map(|()| summary)
+    result.map(|()| slots.summary)
+}
+
+/// A slot's run: it ends with its slot and what it did.
+type SlotRun = (u32, Result<FlowSummary, MirrorError>);
+
+/// The slots this member runs, and the control jobs while it leads.
+struct Slots {
+    /// Per slot run here, the switch that stops it.
+    runs: BTreeMap<u32, watch::Sender<bool>>,
+    /// Slots being released (stopping; each commits its last transaction).
+    releasing: BTreeSet<u32>,
+    /// The slots' runs.
+    tasks: JoinSet<SlotRun>,
+    /// The control jobs, while this member holds the control pseudo-partition.
+    control: Option<Control>,
+    /// What the slots that ended did.
+    summary: FlowSummary,
+}
+
+impl Slots {
+    fn new(flow: &Flow) -> Self {
+        Slots {
+            runs: BTreeMap::new(),
+            releasing: BTreeSet::new(),
+            tasks: JoinSet::new(),
+            control: None,
+            summary: FlowSummary {
+                flow: flow.name.clone(),
+                ..FlowSummary::default()
+            },
+        }
+    }
+
+    /// Slot `n` is released: its run stops gracefully.
+    fn release(&mut self, flow: &Flow, n: u32) {
+        tracing::info!(flow = %flow.name, slot = n,
+            "scale-out: releasing the exactly-once slot (committing, then stopping)");
+        if let Some(tx) = self.runs.get(&n) {
+            let _ = tx.send(true);
+        }
+        self.releasing.insert(n);
+    }
+
+    /// Starts `slot` as an exactly-once run of its own, restarted from its last commit
+    /// after a failure once `owner` confirms the slot is still this member's.
+    fn start(&mut self, start: &Start<'_>, slot: Slot, owner: Owner<'static>) {
+        let n = slot.n;
+        let (tx, rx) = watch::channel(false);
+        self.runs.insert(n, tx);
+        let f = slot_flow(start.flow, n);
+        let (config, metrics, budget) = (
+            start.config.clone(),
+            start.metrics.clone(),
+            start.budget.clone(),
+        );
+        let state = Arc::clone(start.state);
+        tracing::info!(flow = %start.flow.name, slot = n, transactional_id = %f.delivery.transactional_id,
+            "scale-out: starting the exactly-once slot (fencing its previous owner)");
+        let mode = start.mode;
+        self.tasks.spawn(async move {
+            let start = Start {
+                flow: &f,
+                mode,
+                config: &config,
+                metrics: metrics.clone(),
+                budget,
+                once: false,
+                slot: Some(slot),
+                state: &state,
+            };
+            let r = eos_failure::run_restarting(&f, &metrics, false, rx, Some(&owner), |stop| {
+                run::run(start.clone(), stop)
+            })
+            .await;
+            (n, r)
+        });
+    }
+
+    /// The control jobs start (`Some(true)`) or stop (`Some(false)`) here.
+    async fn set_lead(
+        &mut self,
+        lead: Option<bool>,
+        flow: &Flow,
+        (source, target): (&Client, &Client),
+        metrics: &Metrics,
+    ) {
+        match lead {
+            Some(true) => {
+                self.control = Some(Control::start(
+                    flow,
+                    lead_jobs(flow, source, target, metrics),
+                    metrics.clone(),
+                ));
+                tracing::info!(flow = %flow.name, "scale-out: control jobs started here");
+            }
+            Some(false) => {
+                if let Some(mut c) = self.control.take() {
+                    c.stop().await;
+                }
+                tracing::info!(flow = %flow.name, "scale-out: control jobs stopped here");
+            }
+            None => {}
+        }
+    }
+
+    /// A slot's run ended: what it did is added up; an error stops the flow unless the
+    /// slot was taken over or released.
+    fn ended(&mut self, flow: &Flow, done: Result<SlotRun, JoinError>) -> Result<(), MirrorError> {
+        let Ok((n, r)) = done else {
+            return Err(MirrorError::other("an exactly-once slot's task failed").flow(&flow.name));
+        };
+        self.runs.remove(&n);
+        let released = self.releasing.remove(&n);
+        match r {
+            Ok(s) => add(&mut self.summary, &s),
+            // Another member took the slot over (a hand-over we slept through).
+            Err(e) if e.is_fenced() => tracing::warn!(flow = %flow.name, slot = n,
+                error = %e, "scale-out: the slot was taken over; it stops here"),
+            Err(e) if released => tracing::warn!(flow = %flow.name, slot = n,
+                error = %e, "scale-out: a released slot stopped with an error"),
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    /// Stops every slot gracefully (each commits its last transaction), then the control
+    /// jobs.
+    async fn stop(&mut self) {
+        for tx in self.runs.values() {
+            let _ = tx.send(true);
+        }
+        while let Some(done) = self.tasks.join_next().await {
+            if let Ok((_, Ok(s))) = done {
+                add(&mut self.summary, &s);
+            }
+        }
+        if let Some(mut c) = self.control.take() {
+            c.stop().await;
+        }
+    }
 }
 
 fn add(total: &mut FlowSummary, s: &FlowSummary) {
@@ -228,12 +297,7 @@ fn add(total: &mut FlowSummary, s: &FlowSummary) {
 /// The control jobs of an exactly-once scale-out flow: topic creation and sync (its
 /// refreshes are not otherwise used here), and the lead jobs with every partition's
 /// committed maps read from the state topic.
-fn lead_jobs(
-    flow: &Flow,
-    source: &strait_client::Client,
-    target: &strait_client::Client,
-    metrics: &Metrics,
-) -> Jobs {
+fn lead_jobs(flow: &Flow, source: &Client, target: &Client, metrics: &Metrics) -> Jobs {
     Jobs {
         topics: TopicSync::new(flow, source.clone(), target.clone(), metrics.clone()),
         state: StateWriter::new(target.clone(), flow),

@@ -10,15 +10,17 @@ use strait_client::IsolationLevel;
 use strait_offsets::{MapWriter, OffsetMap, Side};
 use strait_records::Limits;
 
-use super::{FEED_DEPTH, FlowRun, Key, Pipeline, Running, TargetRange};
+use super::initial_map::initial_map;
+use super::partitions::Running;
+use super::{FEED_DEPTH, FlowRun, Key, Pipeline};
 use crate::config::model::StartPosition;
 use crate::datapath::fetcher::PartitionFeed;
 use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap, TopicSpec};
 use crate::datapath::probe::{Bounds, bounds};
 use crate::datapath::recovery::Recovery;
 use crate::error::MirrorError;
-use crate::incident::{Incident, Noticed, Policies};
-use crate::state::{self, PartitionState};
+use crate::incident::Policies;
+use crate::state::PartitionState;
 use crate::topics::ReplicatedTopic;
 
 impl FlowRun {
@@ -46,7 +48,7 @@ impl FlowRun {
         }
         self.metrics
             .state_records_written(&self.flow.name, births.len() as u64);
-        self.spawn(pipelines);
+        self.partitions.spawn(pipelines);
         if self.role.transactional() && !births.is_empty() {
             // Exactly-once: a new partition's start is durable once committed (a crash
             // before would start it again elsewhere: `latest`, a timestamp).
@@ -64,16 +66,18 @@ impl FlowRun {
         let watch = self.takeover_watch(topics).await?;
         for t in topics {
             let mut t = t.clone();
-            t.topic_id = self.refreshed_id(&t.source_topic, t.topic_id);
+            t.topic_id = self
+                .partitions
+                .refreshed_id(&self.flow.name, &t.source_topic, t.topic_id);
             let t = &t;
             self.topics.insert(t.source_topic.clone(), t.clone());
             let new: Vec<i32> = (0..t.partitions)
                 .map(|p| (t.source_topic.clone(), p))
-                .filter(|k| !self.running.contains_key(k) && self.may_start(k))
+                .filter(|k| !self.partitions.running().contains_key(k) && self.role.may_start(k))
                 .map(|(_, p)| p)
                 .collect();
             // The partitions running already: a re-created topic (`recreation`).
-            self.apply_topic_id(&t.source_topic, t.topic_id).await?;
+            self.apply_topic_id(&t.source_topic, t.topic_id)?;
             if new.is_empty() {
                 continue;
             }
@@ -86,25 +90,15 @@ impl FlowRun {
         Ok(())
     }
 
-    /// Spawns started pipelines. A partition's restart sequence is created at its first
-    /// failure ([`FlowRun::on_failed`]), not here: one that never failed needs none, and a
-    /// new sequence then is the same as one that ran healthy (a fresh backoff, the first
-    /// attempt), so 10,000 healthy partitions do not keep 10,000 of them.
-    pub(super) fn spawn(&mut self, pipelines: Vec<Pipeline>) {
-        for (key, pipeline) in pipelines {
-            self.tasks.spawn(async move { (key, pipeline.await) });
-        }
-    }
-
     /// Forgets partitions that were started but do not run: their feeds stop, their maps
     /// leave the registry.
     fn forget(&mut self, keys: &[Key]) {
         for key in keys {
-            if let Some(r) = self.running.remove(key) {
+            if let Some(r) = self.partitions.remove(key) {
                 r.feed.with_cursor(|c| c.stopped = true);
             }
             if let Some(eos) = self.role.eos_mut() {
-                eos.committed.remove(key);
+                eos.forget(key);
             }
             self.registry.remove(&key.0, key.1);
         }
@@ -126,8 +120,8 @@ impl FlowRun {
                 let new = (0..t.partitions)
                     .map(|p| (t.source_topic.clone(), p))
                     .filter(|k| {
-                        !self.running.contains_key(k)
-                            && self.may_start(k)
+                        !self.partitions.running().contains_key(k)
+                            && self.role.may_start(k)
                             && !self.saved.contains_key(k)
                     })
                     .map(|(_, p)| p)
@@ -204,134 +198,178 @@ impl FlowRun {
                 self.engine.fetch_partition_max_bytes,
                 self.budget.total(),
             ),
-            gate: self.role.eos().map(|e| Arc::clone(&e.gate)),
+            gate: self.role.eos().map(|e| Arc::clone(e.gate())),
         });
         for &p in partitions {
-            let key = (t.source_topic.clone(), p);
             let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
                 continue;
             };
-            let (map, tail, birth) = self.initial_map(t, p, *s, *d, chosen.get(&p).copied())?;
-            // Exactly-once: past the committed map the target holds only our markers and
-            // aborted batches (invisible to read_committed consumers); nothing to read back.
-            let start_gap = match (self.role.eos(), tail) {
-                (Some(_), Some((from, end))) => u64::try_from(end - from).unwrap_or(0),
-                _ => 0,
-            };
-            let tail = if self.role.transactional() {
-                if let Some((from, end)) = tail {
-                    tracing::info!(flow = %flow.name, topic = %t.target_topic, partition = p,
-                        offsets = end - from, "exactly-once: the target offsets past the last \
-                        commit hold aborted data and markers of an earlier run; replication \
-                        resumes after them");
-                }
-                None
-            } else {
-                tail
-            };
-            // Read chunk by chunk as the pipeline's steps need it, within the budget
-            // (datapath::partition): only the target's bounds are read here.
-            let recovery = match tail {
-                None => Recovery::none(),
-                Some((from, end)) => Recovery::tail(
-                    u64::try_from((from - crate::datapath::tail::LOOKBACK).max(d.log_start))
-                        .unwrap_or(0),
-                    u64::try_from(from).unwrap_or(0),
-                    u64::try_from(end).unwrap_or(0),
-                    Limits::default(),
-                ),
-            };
-            let map_for_state = if birth {
-                let mut m = map;
-                let snapshot = m.snapshot().bytes;
-                births.push((
-                    key.clone(),
-                    PartitionState {
-                        topic_id: t.topic_id,
-                        target_topic: t.target_topic.clone(),
-                        snapshot,
-                    },
-                ));
-                m
-            } else {
-                map
-            };
-            let position = map_for_state.next(Side::Source) as i64;
-            // Re-register after a restart of the partition (not today: topics only grow).
-            self.registry.remove(&t.source_topic, p);
-            let writer = match self.role.eos_mut() {
-                // The registry gets the committed copy; the pipeline writes its own.
-                Some(eos) => {
-                    let committed = self
-                        .registry
-                        .register(&t.source_topic, p, map_for_state.clone())
-                        .map_err(|e| MirrorError::state(e.to_string()))?;
-                    eos.committed.insert(key.clone(), committed);
-                    eos.snapshot_due.insert(key.clone());
-                    eos.recreated.remove(&key);
-                    MapWriter::new(map_for_state)
-                }
-                None => self
-                    .registry
-                    .register(&t.source_topic, p, map_for_state)
-                    .map_err(|e| MirrorError::state(e.to_string()))?,
-            };
-            let map: SharedMap = Arc::new(Mutex::new(writer));
-            let progress = Arc::new(Progress::default());
-            progress.end.store(s.end, Ordering::Relaxed);
-            let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
-            let feed = PartitionFeed::new(
-                Arc::clone(&shared.source_topic),
-                p,
-                position,
-                FEED_DEPTH,
-                pm,
-            );
-            // Fetched by the id of the topic the map belongs to: a re-created topic is
-            // refused, never read at this position.
-            feed.set_topic_id(t.topic_id);
-            let spec = PartitionSpec {
-                shared: Arc::clone(&shared),
-                partition: p,
-                until: self
-                    .once
-                    .then(|| *self.once_ends.entry(key.clone()).or_insert(s.end)),
-                start_gap,
-            };
-            if recovery.remaining() > 0 {
-                tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
-                    records = recovery.remaining(),
-                    "recovery: records on the target past the last state write will be \
-                     matched to the source by content before anything is produced");
-            }
-            self.router.assign(Arc::clone(&feed));
-            let feed_for_pipeline = Arc::clone(&feed);
-            let pipeline = partition::run(
-                spec,
-                feed_for_pipeline,
-                Arc::clone(&map),
-                Arc::clone(&progress),
-                self.producer.clone(),
-                self.source.clone(),
-                self.target.clone(),
-                recovery,
-            );
-            // Spawned once the partition's birth state is written (`start_topics`).
-            pipelines.push((key.clone(), Box::pin(pipeline)));
-            self.running.insert(
-                key,
-                Running {
-                    topic_id: t.topic_id,
-                    map_id: t.topic_id,
-                    pending_id: None,
-                    target_topic: t.target_topic.clone(),
-                    map,
-                    progress,
-                    feed,
-                },
-            );
+            let started = self.start_partition(t, &shared, p, *s, *d, chosen.get(&p).copied());
+            let (birth, pipeline) = started?;
+            births.extend(birth);
+            pipelines.push(pipeline);
         }
         Ok((births, pipelines))
+    }
+
+    /// Starts partition `p` of `t` (bounds `s` at the source and `d` at the target;
+    /// `chosen`: where a timestamp or takeover start position puts it): its map, the
+    /// range recovery checks, its feed on the router and its pipeline, not yet spawned;
+    /// with its birth state when that must be written before the pipeline starts.
+    fn start_partition(
+        &mut self,
+        t: &ReplicatedTopic,
+        shared: &Arc<TopicSpec>,
+        p: i32,
+        s: Bounds,
+        d: Bounds,
+        chosen: Option<i64>,
+    ) -> Result<(Option<(Key, PartitionState)>, Pipeline), MirrorError> {
+        let key = (t.source_topic.clone(), p);
+        let saved = self.saved.get(&key);
+        let (map, tail, birth) =
+            initial_map(&self.flow, &self.metrics, saved, t, p, (s, d), chosen)?;
+        let (recovery, start_gap) = self.recovery(t, p, d, tail);
+        let mut birth_state = None;
+        let map_for_state = if birth {
+            let mut m = map;
+            let snapshot = m.snapshot().bytes;
+            birth_state = Some((
+                key.clone(),
+                PartitionState {
+                    topic_id: t.topic_id,
+                    target_topic: t.target_topic.clone(),
+                    snapshot,
+                },
+            ));
+            m
+        } else {
+            map
+        };
+        let position = map_for_state.next(Side::Source) as i64;
+        let writer = self.register(&key, map_for_state)?;
+        let flow = &self.flow;
+        let map: SharedMap = Arc::new(Mutex::new(writer));
+        let progress = Arc::new(Progress::default());
+        progress.end.store(s.end, Ordering::Relaxed);
+        let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
+        let feed = PartitionFeed::new(
+            Arc::clone(&shared.source_topic),
+            p,
+            position,
+            FEED_DEPTH,
+            pm,
+        );
+        // Fetched by the id of the topic the map belongs to: a re-created topic is
+        // refused, never read at this position.
+        feed.set_topic_id(t.topic_id);
+        let spec = PartitionSpec {
+            shared: Arc::clone(shared),
+            partition: p,
+            until: self.once.then(|| self.partitions.once_end(&key, s.end)),
+            start_gap,
+        };
+        if recovery.remaining() > 0 {
+            tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
+                records = recovery.remaining(),
+                "recovery: records on the target past the last state write will be \
+                 matched to the source by content before anything is produced");
+        }
+        self.router.assign(Arc::clone(&feed));
+        let feed_for_pipeline = Arc::clone(&feed);
+        let pipeline = partition::run(
+            spec,
+            feed_for_pipeline,
+            Arc::clone(&map),
+            Arc::clone(&progress),
+            self.producer.clone(),
+            self.source.clone(),
+            self.target.clone(),
+            recovery,
+        );
+        // Spawned once the partition's birth state is written (`start_topics`).
+        let pipeline: Pipeline = (key.clone(), Box::pin(pipeline));
+        self.partitions.insert(
+            key,
+            Running {
+                topic_id: t.topic_id,
+                map_id: t.topic_id,
+                pending_id: None,
+                target_topic: t.target_topic.clone(),
+                map,
+                progress,
+                feed,
+            },
+        );
+        Ok((birth_state, pipeline))
+    }
+
+    /// What partition `p` of `t` checks before producing (target bounds `d`; `tail`: the
+    /// target range past its map): the records recovery reads back and matches by
+    /// content, and the gap it starts with (exactly-once: the offsets past the last
+    /// commit, skipped, never read back).
+    fn recovery(
+        &self,
+        t: &ReplicatedTopic,
+        p: i32,
+        d: Bounds,
+        tail: Option<(i64, i64)>,
+    ) -> (Recovery, u64) {
+        let flow = &self.flow;
+        // Exactly-once: past the committed map the target holds only our markers and
+        // aborted batches (invisible to read_committed consumers); nothing to read back.
+        let start_gap = match (self.role.eos(), tail) {
+            (Some(_), Some((from, end))) => u64::try_from(end - from).unwrap_or(0),
+            _ => 0,
+        };
+        let tail = if self.role.transactional() {
+            if let Some((from, end)) = tail {
+                tracing::info!(flow = %flow.name, topic = %t.target_topic, partition = p,
+                    offsets = end - from, "exactly-once: the target offsets past the last \
+                    commit hold aborted data and markers of an earlier run; replication \
+                    resumes after them");
+            }
+            None
+        } else {
+            tail
+        };
+        // Read chunk by chunk as the pipeline's steps need it, within the budget
+        // (datapath::partition): only the target's bounds are read here.
+        let recovery = match tail {
+            None => Recovery::none(),
+            Some((from, end)) => Recovery::tail(
+                u64::try_from((from - crate::datapath::tail::LOOKBACK).max(d.log_start))
+                    .unwrap_or(0),
+                u64::try_from(from).unwrap_or(0),
+                u64::try_from(end).unwrap_or(0),
+                Limits::default(),
+            ),
+        };
+        (recovery, start_gap)
+    }
+
+    /// Registers partition `key`'s map (its committed copy in exactly-once mode, where the
+    /// pipeline writes its own): the writer the pipeline records with.
+    fn register(&mut self, key: &Key, map: OffsetMap) -> Result<MapWriter, MirrorError> {
+        let (topic, p) = (&key.0, key.1);
+        // Re-register after a restart of the partition (not today: topics only grow).
+        self.registry.remove(topic, p);
+        let writer = match self.role.eos_mut() {
+            // The registry gets the committed copy; the pipeline writes its own.
+            Some(eos) => {
+                let committed = self
+                    .registry
+                    .register(topic, p, map.clone())
+                    .map_err(|e| MirrorError::state(e.to_string()))?;
+                eos.started(key, committed);
+                MapWriter::new(map)
+            }
+            None => self
+                .registry
+                .register(topic, p, map)
+                .map_err(|e| MirrorError::state(e.to_string()))?,
+        };
+        Ok(writer)
     }
 
     /// With `topics.start_position` a timestamp: per partition not started before, the
@@ -420,84 +458,5 @@ impl FlowRun {
             .into_iter()
             .map(|(p, s)| (p, s.source_next))
             .collect())
-    }
-
-    /// The map a partition starts with, the target range recovery must check (records past
-    /// the last state write: `map.next(Target)..end`), and whether the state must be
-    /// written before producing (new or reset partitions). `chosen`: where a timestamp or
-    /// takeover start position puts a new partition.
-    fn initial_map(
-        &self,
-        t: &ReplicatedTopic,
-        p: i32,
-        src: Bounds,
-        dst: Bounds,
-        chosen: Option<i64>,
-    ) -> Result<(OffsetMap, Option<TargetRange>, bool), MirrorError> {
-        let flow = &self.flow;
-        let ctx = |e: MirrorError| e.topic(&t.source_topic).partition(p);
-        let fresh = |source_start: i64| -> Result<OffsetMap, MirrorError> {
-            // Recorded as where replication started: positions before it (a group behind
-            // a `latest` start, target records that were there before) never translate
-            // as exact.
-            let mut m = OffsetMap::new();
-            m.start_at(source_start.max(0) as u64, dst.end.max(0) as u64)
-                .map_err(|e| ctx(MirrorError::offset_map(e)))?;
-            Ok(m)
-        };
-        let start = match flow.start_position {
-            StartPosition::Earliest => src.log_start,
-            StartPosition::Latest => src.end,
-            // No record that recent: everything from now on.
-            StartPosition::Timestamp(_) => chosen.unwrap_or(src.end).clamp(src.log_start, src.end),
-            // Proven for every new partition, or the start failed before this. Not raised to
-            // the log start: records the source deleted since MM2 copied are a truncation
-            // incident, under its policy, never skipped in silence.
-            StartPosition::Takeover => chosen.unwrap_or(src.log_start).min(src.end),
-        };
-        let Some(saved) = self.saved.get(&(t.source_topic.clone(), p)) else {
-            return Ok((fresh(start)?, None, true));
-        };
-        if saved.target_topic != t.target_topic {
-            tracing::warn!(flow = %flow.name, topic = %t.source_topic, partition = p,
-                old = %saved.target_topic, new = %t.target_topic,
-                "the target topic name changed (naming policy?); starting a new map");
-            return Ok((fresh(start)?, None, true));
-        }
-        let mut map = state::decode_map(saved).map_err(ctx)?;
-        let policies = Policies::of(flow);
-        let count = |kind| self.metrics.incident(&flow.name, &t.source_topic, p, kind);
-        if !saved.topic_id.is_nil() && !t.topic_id.is_nil() && saved.topic_id != t.topic_id {
-            let incident = Incident::topic_recreated(
-                saved.topic_id,
-                t.topic_id,
-                Noticed::SinceLastRun {
-                    log_start: src.log_start,
-                },
-            );
-            count(incident.kind());
-            let skipped = incident.decide(&policies).into_result().map_err(ctx)?;
-            tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p, "{skipped}");
-            let target_next = map.next(Side::Target).max(dst.end.max(0) as u64);
-            map.source_recreated(src.log_start.max(0) as u64, target_next)
-                .map_err(|e| ctx(MirrorError::offset_map(e)))?;
-            return Ok((map, None, true));
-        }
-        let written = map.next(Side::Target) as i64;
-        match dst.end - written {
-            0 => Ok((map, None, false)),
-            d if d > 0 => Ok((map, Some((written, dst.end)), false)),
-            _ => {
-                let incident =
-                    Incident::target_shorter(&t.target_topic, dst.end, map.next(Side::Target));
-                count(incident.kind());
-                let skipped = incident.decide(&policies).into_result().map_err(ctx)?;
-                tracing::error!(flow = %flow.name, topic = %t.source_topic, partition = p, "{skipped}");
-                let resume = map.next(Side::Source);
-                map.target_recreated(dst.end.max(0) as u64, resume)
-                    .map_err(|e| ctx(MirrorError::offset_map(e)))?;
-                Ok((map, None, true))
-            }
-        }
     }
 }

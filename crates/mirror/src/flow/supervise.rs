@@ -4,19 +4,19 @@
 //! a cluster here — a restart reading the target's bounds, a new partition's birth state —
 //! is cut short by a stop.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::partitions::Event;
 use super::{FlowRun, Key, flatten, interruptible, until_true};
 use crate::clock::now_ms;
-use crate::control::{Checkpoint, Control, Refreshed, interval};
+use uuid::Uuid;
+
+use crate::control::{Control, Refreshed, interval};
+use crate::datapath::fetcher::Recreation;
 use crate::error::MirrorError;
-use crate::restarts::{Restarts, Verdict, deleted_topics};
-use crate::state::PartitionState;
+use crate::restarts::{Verdict, deleted_topics};
 
 /// How often `--once` checks whether every partition reached its end.
 const ONCE_POLL: Duration = Duration::from_millis(20);
@@ -39,16 +39,18 @@ impl FlowRun {
             self.apply_membership(stop, &mut control).await?;
         }
         loop {
-            if self.once && self.caught_up() {
+            if self.once && self.partitions.caught_up() {
                 return Ok(());
             }
             tokio::select! {
                 _ = until_true(&mut stopping) => return Ok(()),
-                Some(done) = self.tasks.join_next() => {
-                    let (key, result) = flatten(done)?;
-                    self.on_done(key, result, stop).await?;
-                }
-                Some(Ok(key)) = self.due.join_next() => self.restart_due(key, stop).await?,
+                event = self.partitions.next() => match event {
+                    Event::Ended(done) => {
+                        let (key, result) = flatten(done)?;
+                        self.on_done(key, result, stop).await?;
+                    }
+                    Event::Due(key) => self.restart_due(key, stop).await?,
+                },
                 () = membership_changed(self.role.scale_mut()), if scaled => {
                     self.on_membership(stop, &mut control).await?;
                 }
@@ -67,7 +69,7 @@ impl FlowRun {
                         Some(r) => r?,
                         None => {
                             if let Some(e) = self.role.eos() {
-                                e.gate.fail();
+                                e.gate().fail();
                             }
                             return Ok(());
                         }
@@ -75,34 +77,12 @@ impl FlowRun {
                 }
                 _ = checkpoint.tick(), if control.is_some() && !eos => {
                     if let Some(c) = control.as_deref() {
-                        c.checkpoint(self.dirty_states());
+                        c.checkpoint(self.partitions.dirty_states());
                     }
                 }
                 _ = tokio::time::sleep(ONCE_POLL), if self.once => {}
             }
         }
-    }
-
-    fn caught_up(&self) -> bool {
-        self.down.is_empty()
-            && self
-                .running
-                .values()
-                .all(|r| r.progress.done.load(Ordering::Acquire))
-    }
-
-    /// The states of partitions that changed since the last checkpoint (their flags
-    /// cleared; the writer sets them again if the write fails).
-    fn dirty_states(&self) -> Checkpoint {
-        self.running
-            .iter()
-            .filter(|(_, r)| r.progress.dirty.swap(false, Ordering::AcqRel))
-            .map(|(key, r)| (key.clone(), self.state_of(r), r.progress.clone()))
-            .collect()
-    }
-
-    fn state_of(&self, r: &super::Running) -> PartitionState {
-        r.state()
     }
 
     async fn on_done(
@@ -114,7 +94,7 @@ impl FlowRun {
         if self
             .role
             .scale()
-            .is_some_and(|s| s.releasing.contains(&key))
+            .is_some_and(|s| s.releasing().contains(&key))
         {
             if let Err(e) = &result {
                 tracing::debug!(flow = %self.flow.name, error = %e,
@@ -123,7 +103,7 @@ impl FlowRun {
             self.finish_release(&key, stop).await;
             return self.after_release(stop).await;
         }
-        if self.deleting.contains(&key) {
+        if self.partitions.is_deleting(&key) {
             if let Err(e) = &result {
                 tracing::debug!(flow = %self.flow.name, error = %e,
                     "a partition of a deleted topic stopped with an error");
@@ -143,23 +123,14 @@ impl FlowRun {
         if self.role.transactional() {
             // Its batches in the open transaction may be written without being in its
             // map: the transaction must not commit, and the flow restarts from the last
-            // commit (`exactly_once::run_restarting`).
+            // commit (`eos_failure::run_restarting`).
             tracing::warn!(flow = %self.flow.name, topic = %key.0, partition = key.1,
                 error = %e, "partition failed; exactly-once: the open transaction is \
                 abandoned and the flow restarts from its last commit");
             return Err(e);
         }
         let now = Instant::now();
-        let once = self.once;
-        let restarts = self.restarts.entry(key.clone()).or_insert_with(|| {
-            // The first failure (see `FlowRun::spawn`).
-            let r = Restarts::new(now);
-            if once {
-                r.with_limit(crate::restarts::ONCE_RESTART_LIMIT)
-            } else {
-                r
-            }
-        });
+        let restarts = self.partitions.restarts_for(&key, now, self.once);
         let (delay, attempt) = match restarts.failed(now, &e) {
             Verdict::StopFlow if e.stops_flow() => {
                 tracing::error!(flow = %self.flow.name, error = %e,
@@ -187,11 +158,7 @@ impl FlowRun {
             attempt,
             &e.to_string(),
         );
-        self.down.insert(key.clone());
-        self.due.spawn(async move {
-            tokio::time::sleep(delay).await;
-            key
-        });
+        self.partitions.schedule_restart(key, delay);
         Ok(())
     }
 
@@ -202,18 +169,7 @@ impl FlowRun {
         key: Key,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), MirrorError> {
-        let mut keys = vec![key];
-        while let Some(Ok(k)) = self.due.try_join_next() {
-            keys.push(k);
-        }
-        let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-        for (topic, p) in keys {
-            let key = (topic, p);
-            if self.running.contains_key(&key) && !self.deleting.contains(&key) {
-                by_topic.entry(key.0).or_default().push(key.1);
-            }
-        }
-        for (topic, partitions) in by_topic {
+        for (topic, partitions) in self.partitions.due_by_topic(key) {
             let Some(result) = interruptible(stop, self.restart(&topic, &partitions)).await else {
                 return Ok(());
             };
@@ -237,11 +193,7 @@ impl FlowRun {
                     self.on_failed(key, e)?;
                     continue;
                 }
-                self.down.remove(&key);
-                self.stale_ids.remove(&key);
-                if let Some(r) = self.restarts.get_mut(&key) {
-                    r.started(Instant::now());
-                }
+                self.partitions.restarted(&key);
                 self.metrics.partition_started(&self.flow.name, &topic, p);
                 tracing::info!(flow = %self.flow.name, topic = %topic, partition = p,
                     "partition restarted");
@@ -260,18 +212,9 @@ impl FlowRun {
         let Some(t) = self.topics.get(topic).cloned() else {
             return Err(MirrorError::other("the topic is no longer replicated").topic(topic));
         };
-        let olds: Vec<(Key, super::Running)> = partitions
-            .iter()
-            .filter_map(|p| {
-                let key = (topic.to_owned(), *p);
-                Some((key.clone(), self.running.get(&key)?.clone()))
-            })
-            .collect();
+        let olds = self.partitions.entries(topic, partitions);
         for (key, old) in &olds {
-            let mut state = self.state_of(old);
-            if let Some(id) = self.stale_ids.get(key) {
-                state.topic_id = *id;
-            }
+            let state = self.partitions.restart_state(key, old);
             self.saved.insert(key.clone(), state);
             self.producer.reset_partition(&old.target_topic, key.1);
         }
@@ -284,37 +227,25 @@ impl FlowRun {
         let (births, pipelines) = match started {
             Ok(Ok(started)) => started,
             Ok(Err(e)) => {
-                self.roll_back(olds);
+                self.partitions.roll_back(olds);
                 return Err(e);
             }
             Err(_) => {
-                self.roll_back(olds);
+                self.partitions.roll_back(olds);
                 return Err(timed_out());
             }
         };
         let written = tokio::time::timeout(grace, self.state_writer.write(&births)).await;
         if let Err(e) = written.unwrap_or_else(|_| Err(timed_out())) {
             // A map reset by an incident was not saved: nothing is produced with it.
-            self.roll_back(olds);
+            self.partitions.roll_back(olds);
             return Err(e);
         }
         self.metrics
             .state_records_written(&self.flow.name, births.len() as u64);
         let started = pipelines.iter().map(|((_, p), _)| *p).collect();
-        self.spawn(pipelines);
+        self.partitions.spawn(pipelines);
         Ok(started)
-    }
-
-    /// Puts back the entries a failed restart replaced (the new ones' feeds stop).
-    fn roll_back(&mut self, olds: Vec<(Key, super::Running)>) {
-        for (key, old) in olds {
-            let feed = Arc::clone(&old.feed);
-            if let Some(new) = self.running.insert(key, old)
-                && !Arc::ptr_eq(&new.feed, &feed)
-            {
-                new.feed.with_cursor(|c| c.stopped = true);
-            }
-        }
     }
 
     async fn on_refresh(
@@ -323,17 +254,11 @@ impl FlowRun {
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), MirrorError> {
         let gone = deleted_topics(
-            self.running.keys().map(|(t, _)| t.as_str()),
+            self.partitions.running().keys().map(|(t, _)| t.as_str()),
             &r.source_topics,
         );
         for topic in gone {
-            let keys: Vec<Key> = self
-                .running
-                .keys()
-                .filter(|(t, _)| *t == topic)
-                .filter(|k| !self.deleting.contains(*k))
-                .cloned()
-                .collect();
+            let keys = self.partitions.not_deleting(&topic);
             if keys.is_empty() {
                 continue;
             }
@@ -342,26 +267,25 @@ impl FlowRun {
                  batches are recorded and their state written)");
             self.topics.remove(&topic);
             for key in keys {
-                self.deleting.insert(key.clone());
-                if self.down.contains(&key) {
+                if self.partitions.delete(&key) {
                     self.finish_deletion(&key, stop).await;
-                } else if let Some(run) = self.running.get(&key) {
-                    run.feed.stop();
                 }
             }
         }
         // A partition down when its topic's id changed keeps the id its map belongs to:
         // its restart applies the topic re-creation policy.
         for t in &r.topics {
-            let id = self.refreshed_id(&t.source_topic, t.topic_id);
-            self.keep_ids_of_down(&t.source_topic, id);
+            let id = self
+                .partitions
+                .refreshed_id(&self.flow.name, &t.source_topic, t.topic_id);
+            self.partitions.keep_ids_of_down(&t.source_topic, id);
         }
         // A topic still being stopped is started again by a later refresh (as a new topic:
         // the topic-id check decides by policy).
         let topics: Vec<_> = r
             .topics
             .into_iter()
-            .filter(|t| !self.deleting.iter().any(|(d, _)| *d == t.source_topic))
+            .filter(|t| !self.partitions.topic_deleting(&t.source_topic))
             .collect();
         if let Some(scale) = self.role.scale() {
             scale.set_partitions(&super::all_partitions(&topics));
@@ -383,16 +307,35 @@ impl FlowRun {
         Ok(())
     }
 
+    /// A fetcher found `r.topic` under a new id (the feed is paused).
+    async fn on_recreation(&mut self, r: Recreation) -> Result<(), MirrorError> {
+        if !self.topics.contains_key(&r.topic) || self.partitions.topic_deleting(&r.topic) {
+            return Ok(());
+        }
+        self.partitions.keep_ids_of_down(&r.topic, r.new);
+        self.apply_topic_id(&r.topic, r.new)
+    }
+
+    /// `topic` has id `id`: when that is a re-creation, its partitions and the topic as
+    /// last refreshed go on under it (`recreation.rs`).
+    pub(super) fn apply_topic_id(&mut self, topic: &str, id: Uuid) -> Result<(), MirrorError> {
+        let recreated = self
+            .partitions
+            .apply_topic_id(&self.flow, &self.metrics, topic, id)?;
+        if recreated && let Some(t) = self.topics.get_mut(topic) {
+            t.topic_id = id;
+        }
+        Ok(())
+    }
+
     /// A partition of a deleted source topic stopped: its state is written, and its
     /// registry entry, metric series and restart state are dropped.
     async fn finish_deletion(&mut self, key: &Key, stop: &mut watch::Receiver<bool>) {
-        self.deleting.remove(key);
+        self.partitions.deleted(key);
         if !self.retire(key, stop).await {
             return;
         }
-        if !self.running.keys().any(|(t, _)| *t == key.0) {
-            self.retired.forget(&key.0);
-        }
+        self.partitions.topic_deleted(&key.0);
         tracing::info!(flow = %self.flow.name, topic = %key.0, partition = key.1,
             "stopped the partition of a deleted source topic; its metrics are removed");
     }
@@ -403,16 +346,13 @@ impl FlowRun {
     /// dropped. False when it was not running. Shared by deleted topics and scale-out
     /// releases.
     pub(super) async fn retire(&mut self, key: &Key, stop: &mut watch::Receiver<bool>) -> bool {
-        self.down.remove(key);
-        self.restarts.remove(key);
-        self.stale_ids.remove(key);
-        let Some(run) = self.running.remove(key) else {
+        let Some(run) = self.partitions.retire(key) else {
             return false;
         };
         // A pipeline still running stops (it no longer has a flow to report to).
         run.feed.stop();
         run.feed.with_cursor(|c| c.stopped = true);
-        let state = self.state_of(&run);
+        let state = run.state();
         // If the partition comes back (a re-created topic, a re-assignment), its saved
         // state is this one.
         self.saved.insert(key.clone(), state.clone());
@@ -429,7 +369,7 @@ impl FlowRun {
         }
         self.registry.remove(&key.0, key.1);
         if let Some(eos) = self.role.eos_mut() {
-            eos.committed.remove(key);
+            eos.forget(key);
         }
         self.metrics
             .remove_partition(&self.flow.name, &key.0, key.1);
