@@ -10,7 +10,7 @@
 //! every batch's CRC-32C checked, must read on the target exactly the source's records,
 //! field by field, in order, per partition, to each partition's end.
 //!
-//! The other side of the default: compressed batches of 8 KiB and more are never merged,
+//! The other side of the default: compressed batches of 4 KiB and more are never merged,
 //! so such a batch reaches the target with its compressed records byte for byte as the
 //! source broker stored them (only the producer fields of the header, and so the CRC,
 //! are the target producer's).
@@ -215,8 +215,8 @@ fn under_the_default_large_compressed_batches_reach_the_target_byte_for_byte() {
     for codec in [Codec::Lz4, Codec::Zstd, Codec::Snappy, Codec::Gzip] {
         let topic = format!("forward-{}", codec.as_str());
         rdkafka::create_topic(&src, &topic, PARTITIONS, &[]).expect("create topic");
-        // 100 records of ~600 bytes, half of them random hex, per batch: over 8 KiB
-        // compressed, the size from which the default forwards as it is.
+        // 100 records of ~600 bytes, half of them random hex, per batch: several KiB
+        // compressed, over the 4 KiB from which the default forwards as it is.
         let recs: Vec<TestRecord> = (0..PARTITIONS)
             .flat_map(|p| {
                 (0..1000u64).map(move |i| {
@@ -266,7 +266,7 @@ fn under_the_default_large_compressed_batches_reach_the_target_byte_for_byte() {
             let got = raw_batches(&dst, &format!("src.{topic}"), p);
             assert!(
                 want.iter()
-                    .all(|(_, _, payload)| payload.len() + 61 >= 8 * 1024),
+                    .all(|(_, _, payload)| payload.len() + 61 >= 4 * 1024),
                 "{topic}-{p}: the source batches are not all large: {:?}",
                 want.iter().map(|b| b.2.len()).collect::<Vec<_>>()
             );

@@ -75,7 +75,7 @@ pub enum RecompressPolicy {
 
 /// Under [`RecompressPolicy::Small`], the size (header included) from which a compressed
 /// batch is forwarded as it is rather than recompressed.
-pub const SMALL_BATCH_BYTES: usize = 8 * 1024;
+pub const SMALL_BATCH_BYTES: usize = 4 * 1024;
 
 impl Default for EngineSpec {
     fn default() -> Self {

@@ -22,7 +22,7 @@
 //! offset is the source offset), not transactional, and uncompressed, or of a codec the
 //! recompression policy ([`strait_records::CompressedPolicy::merges`]) allows and no larger
 //! than the options' `max_compressed_input_bytes` (under the default
-//! `engine.recompress = "small"`, compressed batches under 8 KiB: a larger one already
+//! `engine.recompress = "small"`, compressed batches under 4 KiB: a larger one already
 //! carries enough per request, and recompressing it would only spend CPU). Re-encoded
 //! batches and other compressed batches go as they are. A merged batch
 //! reports the source offset of each record as runs ([`Written::Runs`]), which the
