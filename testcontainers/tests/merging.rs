@@ -88,34 +88,26 @@ fn batches_produced(log: &str) -> usize {
         .unwrap_or_else(|| panic!("no batch count in the summary:\n{log}"))
 }
 
-/// Produces `codec` records one per batch, replicates them with `recompress`, and checks.
-fn merged_and_read_back(kafka: &(Kafka, Kafka), codec: Codec, recompress: &str) {
+/// Writes `recs` to a new source topic `topic` with `options`, then copies it with
+/// `strait run --once` and the `[engine]` lines given (one request in flight per
+/// partition, so the backlog queues and coalescing merges what it is allowed to); returns
+/// the run's log.
+fn produce_and_copy(
+    kafka: &(Kafka, Kafka),
+    topic: &str,
+    recs: &[TestRecord],
+    options: &ProduceOptions,
+    engine: &str,
+) -> String {
     let (src, dst) = (kafka.0.bootstrap(), kafka.1.bootstrap());
-    let topic = format!("merge-{}-{recompress}", codec.as_str());
-    rdkafka::create_topic(&src, &topic, PARTITIONS, &[]).expect("create topic");
-    let recs = records(&topic);
-    let options = ProduceOptions {
-        codec,
-        linger_ms: 0,
-        batch_num_messages: Some(1),
-        timeout: Duration::from_secs(120),
-        ..ProduceOptions::default()
-    };
-    let delivered = rdkafka::produce(&src, &topic, &recs, &options).expect("produce");
+    rdkafka::create_topic(&src, topic, PARTITIONS, &[]).expect("create topic");
+    let delivered = rdkafka::produce(&src, topic, recs, options).expect("produce");
     assert!(delivered.iter().all(|d| d.error.is_none()), "source writes");
-
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("strait.toml");
     let text = format!(
-        r#"{}[flows.topics]
-include = ["{topic}"]
-{SYNC_OFF}[engine]
-max_in_flight_per_partition = 1
-recompress = "{recompress}"
-coalesce_max_bytes = "64KiB"
-[metrics]
-enabled = false
-"#,
+        "{}[flows.topics]\ninclude = [\"{topic}\"]\n{SYNC_OFF}[engine]\n\
+         max_in_flight_per_partition = 1\n{engine}[metrics]\nenabled = false\n",
         two_cluster_flow(&src, &dst, "10s"),
     );
     std::fs::write(&config, text).expect("write config");
@@ -126,14 +118,29 @@ enabled = false
         "strait run --once: {status}\n{}",
         log_tail(&log)
     );
-    let summary = std::fs::read_to_string(&log).expect("log");
+    std::fs::read_to_string(&log).expect("log")
+}
+
+/// Produces `codec` records one per batch, replicates them with `recompress`, and checks.
+fn merged_and_read_back(kafka: &(Kafka, Kafka), codec: Codec, recompress: &str) {
+    let (src, dst) = (kafka.0.bootstrap(), kafka.1.bootstrap());
+    let topic = format!("merge-{}-{recompress}", codec.as_str());
+    let recs = records(&topic);
+    let options = ProduceOptions {
+        codec,
+        linger_ms: 0,
+        batch_num_messages: Some(1),
+        timeout: Duration::from_secs(120),
+        ..ProduceOptions::default()
+    };
+    let engine = format!("recompress = \"{recompress}\"\ncoalesce_max_bytes = \"64KiB\"\n");
+    let summary = produce_and_copy(kafka, &topic, &recs, &options, &engine);
     let produced = batches_produced(&summary);
     let source_batches = recs.len();
     println!("{topic}: {source_batches} source batches, {produced} batches produced");
     assert!(
         produced < source_batches,
-        "{topic}: nothing was merged ({produced} batches for {source_batches})\n{}",
-        log_tail(&log)
+        "{topic}: nothing was merged ({produced} batches for {source_batches})\n{summary}"
     );
 
     let want = read(&src, &topic);
@@ -214,7 +221,6 @@ fn under_the_default_large_compressed_batches_reach_the_target_byte_for_byte() {
     let (src, dst) = (kafka.0.bootstrap(), kafka.1.bootstrap());
     for codec in [Codec::Lz4, Codec::Zstd, Codec::Snappy, Codec::Gzip] {
         let topic = format!("forward-{}", codec.as_str());
-        rdkafka::create_topic(&src, &topic, PARTITIONS, &[]).expect("create topic");
         // 100 records of ~600 bytes, half of them random hex, per batch: several KiB
         // compressed, over the 4 KiB from which the default forwards as it is.
         let recs: Vec<TestRecord> = (0..PARTITIONS)
@@ -241,25 +247,8 @@ fn under_the_default_large_compressed_batches_reach_the_target_byte_for_byte() {
             timeout: Duration::from_secs(120),
             ..ProduceOptions::default()
         };
-        let delivered = rdkafka::produce(&src, &topic, &recs, &options).expect("produce");
-        assert!(delivered.iter().all(|d| d.error.is_none()), "source writes");
-
-        let dir = tempfile::tempdir().expect("temp dir");
-        let config = dir.path().join("strait.toml");
-        // The default engine, but one request in flight per partition, so the backlog
-        // queues and coalescing would merge what it is allowed to.
-        let text = format!(
-            "{}[flows.topics]\ninclude = [\"{topic}\"]\n{SYNC_OFF}[engine]\nmax_in_flight_per_partition = 1\n[metrics]\nenabled = false\n",
-            two_cluster_flow(&src, &dst, "10s"),
-        );
-        std::fs::write(&config, text).expect("write config");
-        let log = dir.path().join("strait.log");
-        let status = process::once(&config, &log, Duration::from_secs(180));
-        assert!(
-            status.success(),
-            "strait run --once: {status}\n{}",
-            log_tail(&log)
-        );
+        // The default engine (`recompress` not set).
+        produce_and_copy(&kafka, &topic, &recs, &options, "");
 
         for p in 0..PARTITIONS {
             let want = raw_batches(&src, &topic, p);
