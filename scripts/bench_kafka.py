@@ -56,6 +56,7 @@ from scale_out_kit import (  # noqa: E402
     proc_hwm_mib, read_digest, wait_rusage,
 )
 
+import bench_kafka_more as more  # noqa: E402
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
 
@@ -159,6 +160,20 @@ class Kafka:
             total += os.path.getsize(f)
         return total
 
+    def log_batches(self, which, topic):
+        """Record batches in `topic`'s segment files in cluster `which`: each is a base offset
+        (8 bytes) and a length (4) followed by that many bytes."""
+        n = 0
+        for f in glob.glob(os.path.join(self.clusters[which]["dir"], "**", f"{topic}-[0-9]*", "*.log"),
+                           recursive=True):
+            with open(f, "rb") as fh:
+                size, at = os.path.getsize(f), 0
+                while at + 12 <= size:
+                    fh.seek(at + 8)
+                    at += 12 + int.from_bytes(fh.read(4), "big")
+                    n += 1
+        return n
+
     def stop(self):
         try:
             self.p.stdin.close()
@@ -254,8 +269,9 @@ class Watch:
 
 # ---------------------------------------------------------------- the cases
 
-def strait_toml(path, src, dst, case, topic, mode):
-    engine = f'[engine]\nrecompress = "{mode}"\n' if mode else ""
+def strait_toml(path, src, dst, case, topic, mode, extra=""):
+    engine = (f'recompress = "{mode}"\n' if mode else "") + extra
+    engine = f"[engine]\n{engine}" if engine else ""
     with open(path, "w") as f:
         f.write(f"""[clusters.src]
 bootstrap_servers = ["{src}"]
@@ -327,8 +343,9 @@ def java_env():
     return java, libs
 
 
-def run_case(procs, kafka, cfg, case, codec, kind, mode, backlog):
-    """One replicator copying `backlog` to a fresh target topic; returns its result."""
+def run_case(procs, kafka, cfg, case, codec, kind, mode, backlog, engine=""):
+    """One replicator copying `backlog` to a fresh target topic; returns its result.
+    `engine`: more `[engine]` lines for a Strait case."""
     a = cfg.args
     src, dst = kafka.clusters[0]["bootstrap"], kafka.clusters[1]["bootstrap"]
     topic = backlog["topic"]
@@ -337,7 +354,7 @@ def run_case(procs, kafka, cfg, case, codec, kind, mode, backlog):
     if kind == "strait":
         dest = f"{case}.{topic}"
         conf = os.path.join(d, "strait.toml")
-        strait_toml(conf, src, dst, case, topic, mode)
+        strait_toml(conf, src, dst, case, topic, mode, engine)
         argv = [a.strait, "--log-level", "warn", "run", "--once", "--config", conf]
     elif kind == "mm2":
         dest = f"{case}.{topic}"
@@ -388,6 +405,7 @@ def run_case(procs, kafka, cfg, case, codec, kind, mode, backlog):
     if w.drained is None and "error" not in res:
         res["error"] = f"target not drained: ends {w.last} vs source {backlog['ends']}"
     res["target_log_bytes"] = kafka.log_bytes(1, dest)
+    res["target_batches"] = kafka.log_batches(1, dest)
     res["source_log_bytes"] = backlog["log_bytes"]
     res["cpu_at_first_record"] = w.cpu_at_first
     if res.get("cpu") is not None and w.drained:
@@ -452,15 +470,16 @@ def floors(procs, cfg):
     return res
 
 
-def load_backlog(cfg, kafka, codec):
+def load_backlog(cfg, kafka, codec, topic=None, total=None, batch_size=None):
     a = cfg.args
     src, dst = kafka.clusters[0]["bootstrap"], kafka.clusters[1]["bootstrap"]
-    topic = f"bench-{codec}"
-    lj = os.path.join(cfg.out, f"load-{codec}.json")
-    log(f"loading {a.total} of 1 KiB records, {codec}, into {topic} ({a.partitions} partitions)")
+    topic = topic or f"bench-{codec}"
+    total, batch_size = total or a.total, batch_size or a.batch_size
+    lj = os.path.join(cfg.out, f"load-{topic}.json")
+    log(f"loading {total} of 1 KiB records, {codec}, {batch_size} batches, into {topic} ({a.partitions} partitions)")
     subprocess.run([a.strait, "--log-level", "warn", "bench", "--source", src, "--target", dst,
-                    "--partitions", str(a.partitions), "--json", "--mode", "load", "--total", a.total,
-                    "--codec", codec, "--topic", topic, "--batch-size", a.batch_size, "--yes"],
+                    "--partitions", str(a.partitions), "--json", "--mode", "load", "--total", total,
+                    "--codec", codec, "--topic", topic, "--batch-size", batch_size, "--yes"],
                    stdout=open(lj, "w"), stderr=open(lj + ".err", "w"), check=True)
     adm = admin(src)
     ends = end_offsets(adm, topic, a.partitions)
@@ -505,7 +524,8 @@ def cmd_run(a):
                      for m in (MODES if codec != "none" else NONE_MODES)]
             cases += [(f"mm2-{codec}", "mm2", None), (f"rdkafka-{codec}", "rdkafka", None)]
             cases = [c for c in cases if not only or c[0] in only]
-            if not cases:
+            threads = codec == "none" and (not only or any(c.startswith("threads-") for c in only))
+            if not cases and not threads:
                 continue
             backlog = load_backlog(cfg, kafka, codec)
             results["backlogs"][codec] = {k: v for k, v in backlog.items() if k != "digest"}
@@ -528,14 +548,17 @@ def cmd_run(a):
                     log(f"case {case}: failed: {e}")
                 results["cases"].append(r)
                 json.dump(results, open(path, "w"), indent=1)
+            if threads:
+                more.run_threads(procs, kafka, cfg, only, run_case, backlog, results)
             delete_topic(kafka.clusters[0]["bootstrap"], backlog["topic"])
+        more.run_rest(procs, kafka, cfg, only, run_case, load_backlog, delete_topic, results)
     finally:
         procs.stop_all()
         if kafka:
             kafka.stop()
         json.dump(results, open(path, "w"), indent=1)
     log(f"results in {path}")
-    bad = [c["case"] for c in results["cases"] if not c.get("verified")]
+    bad = [c["case"] for c in results["cases"] + results.get("more", []) if not c.get("verified")]
     if bad:
         log(f"NOT verified: {' '.join(bad)}")
         return 1
@@ -655,7 +678,8 @@ def cmd_report(a):
         lines.append("| codec | recompress | CPU per GiB vs MM2 | MiB/s vs MM2 | copy phase: CPU per GiB, MiB/s vs MM2 | RSS vs MM2 |")
         lines.append("|---|---|---|---|---|---|")
         lines += rows
-    print("\n".join(lines))
+    lines += [""] + more.report(res, floor, req)
+    print("\n".join(lines).rstrip("\n"))
     return 0
 
 
@@ -673,7 +697,8 @@ def main(argv=None):
                    help="source batch size the backlog is loaded with (strait bench --batch-size)")
     s.add_argument("--codecs", default="none,lz4,zstd,snappy")
     s.add_argument("--only", default=os.environ.get("STRAIT_BENCH_ONLY", ""),
-                   help="case names (strait-<mode>-<codec>, mm2-<codec>, rdkafka-<codec>, floors)")
+                   help="case names (strait-<mode>-<codec>, mm2-<codec>, rdkafka-<codec>, floors, "
+                        "and bench_kafka_more's: " + " ".join(more.case_names()) + ")")
     s.add_argument("--case-timeout", type=float, default=900.0)
     s = sub.add_parser("report")
     s.add_argument("--out", required=True)

@@ -27,6 +27,12 @@ use super::load::{HEADER, PayloadPool, Progress};
 
 /// How often the producer wakes to send what the rate owes.
 const TICK: Duration = Duration::from_millis(5);
+/// Largest batch the live producer sends, in bytes of record values: what one tick owes
+/// grows when a tick comes late (at 50,000 records/s of 1 KiB, a 200 ms stall owes a
+/// partition 1.6 MiB), and Kafka refuses a batch over its `message.max.bytes` (1 MiB by
+/// default) for good. Half of that leaves room for keys, headers and a codec's overhead on
+/// values that do not compress.
+const MAX_SEND_VALUE_BYTES: u64 = 512 * 1024;
 /// The target tailer's fetch max wait (Tansu answers a parked fetch after max_wait/2).
 pub const TAIL_MAX_WAIT: Duration = Duration::from_millis(10);
 /// The tailer's fetch max wait while it is behind the target's high watermark.
@@ -306,6 +312,7 @@ pub async fn run(
     let producer = RecordProducer::new(source.clone(), params.compression)
         .await
         .context("starting the live producer")?
+        // One batch per send; MAX_SEND_VALUE_BYTES bounds what one send carries.
         .with_max_batch_bytes(usize::MAX / 2);
     let records_per_sec = params.rate_mib * 1024.0 * 1024.0 / params.record_size.max(1) as f64;
     let per_partition = records_per_sec / params.partitions as f64;
@@ -320,7 +327,7 @@ pub async fn run(
             produced.clone(),
             progress.clone(),
         );
-        let duration = params.duration;
+        let (duration, record_size) = (params.duration, params.record_size);
         producers.spawn(async move {
             let (ack_tx, mut ack_rx) =
                 tokio::sync::mpsc::unbounded_channel::<(strait_client::AckFuture, u64, u64, u64)>();
@@ -347,28 +354,31 @@ pub async fn run(
                 ticker.tick().await;
                 let elapsed = start.elapsed().min(duration);
                 let owed = (elapsed.as_secs_f64() * per_partition) as u64;
-                if owed > seq {
+                // What is owed, in sends of at most MAX_SEND_VALUE_BYTES of values, each one
+                // batch with an acknowledgement of its own.
+                while owed > seq {
+                    let to = send_end(seq, owed, record_size);
                     let t = now_us();
-                    let mut batch = Vec::with_capacity((owed - seq) as usize);
+                    let mut batch = Vec::with_capacity((to - seq) as usize);
                     let mut vbytes = 0;
-                    for s in seq..owed {
+                    for s in seq..to {
                         let (k, v) = pool.get(s.wrapping_mul(7919).wrapping_add(p as u64));
                         vbytes += v.len() as u64;
                         batch.push(
                             ProducerRecord::new(k, v).with_header(HEADER, encode_header(s, t)),
                         );
                     }
-                    sent.set_range(p as usize, seq, owed, t);
+                    sent.set_range(p as usize, seq, to, t);
                     for ack in producer
                         .send(&topic, p, &batch)
                         .await
                         .with_context(|| format!("producing to {topic}-{p}"))?
                     {
                         ack_tx
-                            .send((ack, seq, owed, vbytes))
+                            .send((ack, seq, to, vbytes))
                             .map_err(|_| anyhow::anyhow!("ack waiter stopped"))?;
                     }
-                    seq = owed;
+                    seq = to;
                 }
                 if elapsed >= duration {
                     break;
@@ -473,9 +483,26 @@ async fn wait_for_topic(client: &Client, topic: &str, partitions: i32) -> Result
     Ok(())
 }
 
+/// The end of the next send from sequence `seq` when `owed` records are due: at most
+/// [`MAX_SEND_VALUE_BYTES`] of values, and at least one record.
+fn send_end(seq: u64, owed: u64, record_size: u64) -> u64 {
+    let per_send = (MAX_SEND_VALUE_BYTES / record_size.max(1)).max(1);
+    owed.min(seq.saturating_add(per_send))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_late_tick_is_owed_in_sends_no_larger_than_the_cap() {
+        // 1 KiB values: 512 per send, the rest in the next.
+        assert_eq!(send_end(0, 1700, 1024), 512);
+        assert_eq!(send_end(1536, 1700, 1024), 1700);
+        // A value larger than the cap still goes, alone.
+        assert_eq!(send_end(7, 10, 1 << 20), 8);
+        assert_eq!(send_end(0, 3, 0), 3);
+    }
 
     #[test]
     fn percentiles_by_nearest_rank() {
