@@ -27,7 +27,8 @@ that backlog to a topic of its own on the target, as a process of its own:
                   with the source's codec, acks=all, idempotence, linger.ms=5
 
 For each: CPU-s (utime + stime of the whole process, the JVM included: wait4's rusage, or
-/proc/PID/stat at the moment MM2 had drained), max RSS (ru_maxrss, or VmHWM), wall time from
+/proc/PID/stat at the moment MM2 had drained), max RSS (VmHWM, polled every 50 ms while it runs: ru_maxrss would
+include the harness's own RSS, which Linux carries into a forked child), wall time from
 the process's start to the moment the target held the whole backlog (the harness polls the
 target's end offsets every 50 ms), MiB/s of the source log over that time, and the time to
 the first record on the target. CPU-s/GiB is per GiB of the source topic's log (the batches
@@ -97,15 +98,25 @@ def pinned(cores, argv):
 
 
 def wait_exit(p, timeout):
-    """Reaps `p` with wait4 once it exits (its own CPU and maximum RSS), within `timeout`
-    s; None while it runs. Never Popen.poll(): that would reap it without the rusage."""
+    """Reaps `p` with wait4 once it exits (its own CPU), within `timeout` s; None while it
+    runs. Never Popen.poll(): that would reap it without the rusage.
+
+    Its maximum RSS is the largest VmHWM read from /proc every 50 ms while it runs, not
+    wait4's ru_maxrss: Linux carries the RSS the child had before exec into ru_maxrss, and
+    a child forked from this harness starts with the harness's RSS (hundreds of MiB once it
+    holds the backlogs' digests), which ru_maxrss then reports for a 50 MiB replicator."""
     deadline = time.monotonic() + timeout
     while True:
+        hwm = proc_hwm_mib(p.pid)
+        if hwm is not None:
+            p.hwm_mib = max(getattr(p, "hwm_mib", 0.0), hwm)
         pid, status, ru = os.wait4(p.pid, os.WNOHANG)
         if pid == p.pid:
             p.returncode = os.waitstatus_to_exitcode(status)
             p.reaped = {"exit": p.returncode, "killed": False, "cpu": ru.ru_utime + ru.ru_stime,
-                        "user": ru.ru_utime, "sys": ru.ru_stime, "maxrss_mib": ru.ru_maxrss / 1024}
+                        "user": ru.ru_utime, "sys": ru.ru_stime,
+                        "maxrss_mib": getattr(p, "hwm_mib", None),
+                        "ru_maxrss_mib": ru.ru_maxrss / 1024}
             return p.reaped
         if time.monotonic() >= deadline:
             return None

@@ -89,7 +89,11 @@ class Procs:
 
 
 def wait_rusage(p, grace):
-    """Reaps `p` with wait4 (its own CPU and maximum RSS), SIGKILL after `grace` s."""
+    """Reaps `p` with wait4 (its own CPU), SIGKILL after `grace` s.
+
+    `maxrss_mib` is wait4's ru_maxrss, which for a child of this harness is at least the
+    harness's RSS when it forked (Linux carries the RSS a process had before exec into it):
+    an upper bound, not the child's own. Report VmHWM (`proc_hwm_mib`) instead."""
     deadline = time.monotonic() + grace
     while True:
         try:
