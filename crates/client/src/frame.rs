@@ -263,27 +263,49 @@ pub(crate) fn decode_body<R: Decodable>(api: ApiKey, version: i16, mut body: Byt
 /// when the last `Bytes` of the frame is dropped, and the next large frame is read into
 /// it: its pages stay mapped and warm in cache, where a fresh multi-MiB allocation per
 /// Fetch response cost page faults and cold-cache copies (measured: the kernel's copy
-/// into our buffers took 2.6 times as long).
+/// into our buffers took 2.6 times as long). The pool is the process's, shared by every
+/// connection ([`large_frame_pool`]).
 #[derive(Debug)]
 pub(crate) struct FrameReader<R> {
     io: R,
     buf: BytesMut,
-    /// Freed large-frame buffers, up to [`BIG_POOL_BYTES`].
+    /// Freed large-frame buffers ([`large_frame_pool`]).
     big: BufferPool,
     max_frame: usize,
 }
 
 /// Frames up to this size share the read buffer.
 const SMALL_FRAME: usize = 64 * 1024;
-/// Capacity of freed large-frame buffers kept for reuse per connection.
-const BIG_POOL_BYTES: usize = 8 * 1024 * 1024;
+/// Capacity of the freed large-frame buffers the process keeps for reuse, over all its
+/// connections.
+const BIG_POOL_BYTES: usize = 24 * 1024 * 1024;
+
+/// The process's pool of freed large-frame buffers, up to [`BIG_POOL_BYTES`].
+///
+/// One pool for every connection, sized like a replicator's in-flight data (Fetch responses
+/// stay referenced until their batches are acknowledged, so several are alive at once):
+/// with 8 MiB per connection, a copy of 512 MiB allocated about 60 fresh multi-MiB
+/// buffers, and where the allocator hands large blocks straight back to the kernel (musl,
+/// which the static binary links) every byte received landed on a freshly zeroed page:
+/// 90,000–160,000 page faults and about 30 % more CPU per GiB than with the buffers
+/// reused (docs/benchmarks.md). Shared rather than per connection, so that many brokers
+/// do not multiply what is kept idle.
+fn large_frame_pool() -> &'static BufferPool {
+    static POOL: std::sync::OnceLock<BufferPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| BufferPool::new(BIG_POOL_BYTES))
+}
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub(crate) fn new(io: R, max_frame: usize) -> Self {
+        Self::with_pool(io, max_frame, large_frame_pool().clone())
+    }
+
+    /// A reader whose large frames come from and go back to `big`.
+    fn with_pool(io: R, max_frame: usize, big: BufferPool) -> Self {
         FrameReader {
             io,
             buf: BytesMut::with_capacity(SMALL_FRAME),
-            big: BufferPool::new(BIG_POOL_BYTES),
+            big,
             max_frame,
         }
     }
@@ -422,7 +444,8 @@ mod tests {
                 .await
                 .unwrap();
         });
-        let mut r = FrameReader::new(b, 1 << 20);
+        // A pool of its own: the process's is shared with the other tests.
+        let mut r = FrameReader::with_pool(b, 1 << 20, BufferPool::new(BIG_POOL_BYTES));
         let f1 = r.read_frame().await.unwrap().unwrap();
         let p1 = f1.as_ptr();
         // f1 is still alive: the next frame cannot reuse its buffer.
