@@ -114,8 +114,10 @@ where
                 }
                 Confirmed::Taken(why) => {
                     tracing::error!(flow = %flow.name, cause = %e, "{why}");
-                    return Err(owner.taken(why).flow(&flow.name));
+                    return Err(owner.taken(why));
                 }
+                // Named here, not by the flow's task: the next attempt shows it in the
+                // flow's state, as the runs' errors (which name the flow) are.
                 Confirmed::Unknown(why) => e = MirrorError::other(why).flow(&flow.name),
             }
         }

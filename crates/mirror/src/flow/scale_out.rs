@@ -90,7 +90,7 @@ impl Scale {
         let waited = interruptible(stop, wait).await.map(|r| r.is_ok());
         match waited {
             None => Ok(false),
-            Some(false) => Err(self.failed(flow, "the member's task ended")),
+            Some(false) => Err(self.failed("the member's task ended")),
             Some(true) => {
                 self.take_view(flow)?;
                 Ok(true)
@@ -134,7 +134,7 @@ impl Scale {
                 .error
                 .as_ref()
                 .map_or("failed".into(), |e| why_failed(e, &ours));
-            return Err(self.failed(flow, &why));
+            return Err(self.failed(&why));
         }
         let before = self.wanted.generation;
         self.wanted = match &view.assignment {
@@ -162,8 +162,8 @@ impl Scale {
         Ok(())
     }
 
-    fn failed(&self, flow: &str, why: &str) -> MirrorError {
-        MirrorError::other(format!("scale-out group {}: {why}", self.group)).flow(flow)
+    fn failed(&self, why: &str) -> MirrorError {
+        MirrorError::other(format!("scale-out group {}: {why}", self.group))
     }
 
     /// Whether the assignment gives this process `key` and its state is fresh.

@@ -85,9 +85,7 @@ pub(super) async fn take(
 ) -> Result<Option<Guard>, MirrorError> {
     let group = default_group(&flow.name);
     let err = |what: String| {
-        MirrorError::config(format!("flow's writer group {group}: {what}"))
-            .flow(&flow.name)
-            .cluster(&target.name)
+        MirrorError::config(format!("flow's writer group {group}: {what}")).cluster(&target.name)
     };
     // Reaching the target first gives an unreachable one the same error as the data
     // path's, and the client names the holder of a refused guard.
@@ -109,7 +107,6 @@ pub(super) async fn take(
         .await
         .map_err(|e| {
             MirrorError::kafka(format!("joining the flow's writer group {group}"), e)
-                .flow(&flow.name)
                 .cluster(&target.name)
         })?;
     let mut view = member.view();

@@ -59,7 +59,6 @@ impl Scale {
             .await
             .map_err(|e| {
                 MirrorError::kafka(format!("joining the scale-out group {}", so.group), e)
-                    .flow(&flow.name)
                     .cluster(&target.name)
             })?;
         tracing::info!(flow = %flow.name, group = %so.group, instance = ?instance,
@@ -119,7 +118,6 @@ async fn refuse_disagreeing_group(
             "scale-out group {}: refused to join: {why}",
             so.group
         ))
-        .flow(&flow.name)
         .cluster(&target.name)),
     }
 }
