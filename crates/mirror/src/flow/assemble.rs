@@ -85,10 +85,8 @@ impl FlowRun {
                 .ok_or_else(|| MirrorError::other(format!("unknown cluster {name}")))
         };
         let target_cluster = cluster(&flow.target)?;
-        let (source, target) = tokio::try_join!(
-            connect(cluster(&flow.source)?, &flow.name),
-            connect(target_cluster, &flow.name)
-        )?;
+        let (source, target) =
+            tokio::try_join!(connect(cluster(&flow.source)?), connect(target_cluster))?;
         let producer_config = config.engine.producer_config(target_cluster);
         let (mut eos, producer) = start_producer(&target, flow, mode, producer_config).await?;
         state::ensure_state_topic(&target, flow).await?;

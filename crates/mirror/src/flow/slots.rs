@@ -82,8 +82,8 @@ pub(super) async fn run_slotted(
     }
     metrics.set_flow_state(&flow.name, FlowState::Running);
     let (source, target) = tokio::try_join!(
-        crate::connect::connect(source_cluster, &flow.name),
-        crate::connect::connect(target_cluster, &flow.name)
+        crate::connect::connect(source_cluster),
+        crate::connect::connect(target_cluster)
     )?;
     let mut reports = StateWriter::new(target.clone(), flow);
     let grace = target_cluster.request_timeout;

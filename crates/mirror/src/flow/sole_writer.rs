@@ -84,7 +84,7 @@ pub(super) async fn take(
     on_lost: watch::Sender<bool>,
 ) -> Result<Option<Guard>, MirrorError> {
     let group = default_group(&flow.name);
-    let (admin, member, proto) = join(flow, target, &group).await?;
+    let (admin, member, proto) = join(target, &group).await?;
     let Some(answered) = first_answer(&member, stop).await else {
         member.leave().await;
         return Ok(None);
@@ -119,13 +119,12 @@ pub(super) async fn take(
 /// Joins the flow's writer `group` on `target`, once this host's earlier processes that
 /// are gone were removed from it: a client of the target, the member, and its protocol.
 async fn join(
-    flow: &Flow,
     target: &Cluster,
     group: &str,
 ) -> Result<(strait_client::Client, GroupMember, SoleWriter), MirrorError> {
     // Reaching the target first gives an unreachable one the same error as the data
     // path's, and the client names the holder of a refused guard.
-    let admin = crate::connect::connect(target, &flow.name).await?;
+    let admin = crate::connect::connect(target).await?;
     let host = host_name().unwrap_or_else(|| "unknown".into());
     let pid = std::process::id();
     remove_dead_predecessors(&admin, group, &target.client_id, (&host, pid)).await;
