@@ -202,10 +202,10 @@ async fn role(
                 .as_ref()
                 .ok_or_else(|| MirrorError::other("scale-out without [flows.scale_out]"))?;
             let scale = Scale::join(flow, so, target_cluster).await?;
-            scale.writes.store(true, Ordering::Release);
-            topic_sync = topic_sync.with_writes(Arc::clone(&scale.writes));
-            writes = Some(Arc::clone(&scale.writes));
-            state_writer = state_writer.with_generation(Arc::clone(&scale.stamp));
+            scale.writes().store(true, Ordering::Release);
+            topic_sync = topic_sync.with_writes(Arc::clone(scale.writes()));
+            writes = Some(Arc::clone(scale.writes()));
+            state_writer = state_writer.with_generation(Arc::clone(scale.stamp()));
             Role::Member(Box::new(scale))
         }
         (None, _, _) => Role::Plain,

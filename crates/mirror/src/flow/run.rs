@@ -121,7 +121,7 @@ impl FlowRun {
         let mut state =
             StateWriter::new(target.clone(), flow).with_producer_config(self.producer_config);
         if let Some(s) = self.role.scale() {
-            state = state.with_generation(Arc::clone(&s.stamp));
+            state = state.with_generation(Arc::clone(s.stamp()));
         }
         // A slot's lead jobs run on the slots' runner (`slots`), outside the slots.
         let lead = (!matches!(self.role, Role::Slot(..))).then(|| {

@@ -45,12 +45,12 @@ pub(super) struct Scale {
     /// Assigned partitions whose state must be read again before they start.
     stale: BTreeSet<Key>,
     /// Whether this process creates and re-configures target topics (the control owner).
-    pub(super) writes: Arc<AtomicBool>,
+    writes: Arc<AtomicBool>,
     /// The load meter's last reading per partition: (when, bytes acknowledged).
     meter: BTreeMap<Key, (Instant, u64)>,
     /// The generation of the last assignment held, stamped on state records
     /// ([`crate::state::stamp`]); -1 before the first.
-    pub(super) stamp: Arc<AtomicI32>,
+    stamp: Arc<AtomicI32>,
     /// The member id and report last written to the state topic.
     reported: Option<(String, Vec<u8>)>,
     /// Whether the control jobs run here now.
@@ -96,6 +96,18 @@ impl Scale {
                 Ok(true)
             }
         }
+    }
+
+    /// The switch of the topic sync's writes: on while this member holds the control
+    /// jobs ([`Scale::set_lead`]), for the topic sync to share.
+    pub(super) fn writes(&self) -> &Arc<AtomicBool> {
+        &self.writes
+    }
+
+    /// The generation stamped on this member's state records, for its state writers to
+    /// share.
+    pub(super) fn stamp(&self) -> &Arc<AtomicI32> {
+        &self.stamp
     }
 
     /// What the current assignment asks.
