@@ -65,6 +65,8 @@ mod sole_writer;
 mod start;
 mod stop;
 mod supervise;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
