@@ -57,7 +57,9 @@ pub fn switch_cmd(direction: Direction, args: &SwitchArgs) -> anyhow::Result<Exi
                 let cluster = config
                     .cluster(&flow.target)
                     .with_context(|| format!("flow {}: no target cluster", flow.name))?;
-                let target = strait_mirror::connect::connect(cluster, &flow.name).await?;
+                let target = strait_mirror::connect::connect(cluster)
+                    .await
+                    .map_err(|e| e.flow(&flow.name))?;
                 let plan = runbook::unplanned::prepare(
                     &target,
                     flow,

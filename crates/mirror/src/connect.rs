@@ -18,10 +18,11 @@ pub fn client_config(cluster: &Cluster) -> ClientConfig {
         .with_metadata_max_age(cluster.metadata_refresh_interval)
 }
 
-/// Connects to `cluster` (for `flow`), giving up after about the connect timeout plus
-/// one request timeout. TLS and authentication failures are not retried: they come back
-/// at once, naming the broker, the mechanism and the user.
-pub async fn connect(cluster: &Cluster, flow: &str) -> Result<Client, MirrorError> {
+/// Connects to `cluster`, giving up after about the connect timeout plus one request
+/// timeout. TLS and authentication failures are not retried: they come back at once,
+/// naming the broker, the mechanism and the user. The error names the cluster; the
+/// caller's layer names the flow.
+pub async fn connect(cluster: &Cluster) -> Result<Client, MirrorError> {
     let addresses = cluster.bootstrap_servers.join(",");
     let refused = |source: strait_client::Error| {
         MirrorError::kafka(
@@ -31,7 +32,6 @@ pub async fn connect(cluster: &Cluster, flow: &str) -> Result<Client, MirrorErro
             ),
             source,
         )
-        .flow(flow)
         .cluster(&cluster.name)
     };
     let security = cluster.security.to_client().map_err(refused)?;
@@ -49,5 +49,5 @@ pub async fn connect(cluster: &Cluster, flow: &str) -> Result<Client, MirrorErro
                 .message("no broker answered"),
         )),
     }
-    .map_err(|e| e.flow(flow).cluster(&cluster.name))
+    .map_err(|e| e.cluster(&cluster.name))
 }

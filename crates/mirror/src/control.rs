@@ -4,6 +4,10 @@
 //! stalled cluster holds up nothing else: the flow's loop only receives their results,
 //! so it answers a stop, a partition's failure or a restart at once, and a stop aborts
 //! the jobs (none of them holds data-path state; the final state write is the flow's).
+//!
+//! A job's error names the cluster (and topic) it failed on; the flow is named by the
+//! task that logs it (its `flow` field), or by the run when the first topic refresh
+//! fails (`flow/run.rs`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -21,6 +21,11 @@
 //! - **A mode's code is its own state's**: the exactly-once commit is
 //!   `exactly_once::Eos`'s, the member's claims and reports `scale_out::Scale`'s; they
 //!   take the run's pieces as arguments and never reach back into `FlowRun`.
+//! - **The flow is named once per layer**: an error leaving a run (`run::run`) or the
+//!   flow's task ([`run_flow`]) gets the flow's name there; the code below attaches only
+//!   what it alone knows (cluster, topic, partition). The exceptions turn an error into
+//!   text before it leaves (a partition's status, the flow's state while it restarts) and
+//!   say so where they attach it.
 //!
 //! The folder, from the top:
 //!
@@ -60,6 +65,8 @@ mod sole_writer;
 mod start;
 mod stop;
 mod supervise;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -158,7 +165,8 @@ struct FlowRun {
 }
 
 /// Runs `flow` until `stop` turns true (or, with `once`, until caught up with the ends
-/// seen at start). Returns what it did; an error stops the flow (health turns 503).
+/// seen at start). Returns what it did; an error stops the flow (health turns 503) and
+/// names it.
 pub async fn run_flow(
     flow: Flow,
     config: Config,
@@ -185,6 +193,9 @@ pub async fn run_flow(
         }
         Err(e) => Err(e),
     };
+    // The flow task's one attach: every error leaving it names the flow (its runs name it
+    // too, where a restart logs it first: `run::run`).
+    let result = result.map_err(|e| e.flow(&flow.name));
     match &result {
         Ok(_) => metrics.set_flow_state(&flow.name, FlowState::Stopped),
         Err(e) => metrics.set_flow_state(&flow.name, FlowState::Failed(e.to_string())),
@@ -216,7 +227,7 @@ async fn run_sole_writer(
     let target = start
         .config
         .cluster(&flow.target)
-        .ok_or_else(|| MirrorError::other("unknown target cluster").flow(&flow.name))?;
+        .ok_or_else(|| MirrorError::other("unknown target cluster"))?;
     let (lost_tx, mut lost) = watch::channel(false);
     let Some(guard) = sole_writer::take(flow, target, &mut stop, lost_tx).await? else {
         return Ok(FlowSummary::default());
@@ -245,7 +256,7 @@ async fn run_sole_writer(
     let lost = guard.lost();
     guard.release().await;
     match lost {
-        Some(why) if result.is_ok() => Err(MirrorError::other(why).flow(&flow.name)),
+        Some(why) if result.is_ok() => Err(MirrorError::other(why)),
         _ => result,
     }
 }

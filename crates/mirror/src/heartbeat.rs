@@ -104,7 +104,7 @@ impl Heartbeats {
         self.writer
             .write(&[(hb.encode_key(), hb.encode_value())])
             .await
-            .map_err(|e| e.cluster(self.target_alias.clone()).flow(self.flow.clone()))?;
+            .map_err(|e| e.cluster(self.target_alias.clone()))?;
         if let Some(m) = &self.metrics {
             m.heartbeat_emitted(&self.flow);
         }

@@ -117,11 +117,7 @@ fn acl_error(what: &str, e: strait_client::Error, cluster: &str, flow: &Flow) ->
             "flow {}: cluster {cluster} does not support ACLs: {reason}; topic ACLs are not synced",
             flow.name
         )),
-        None => AclError::Failed(
-            MirrorError::kafka(what, e)
-                .flow(&flow.name)
-                .cluster(cluster),
-        ),
+        None => AclError::Failed(MirrorError::kafka(what, e).cluster(cluster)),
     }
 }
 

@@ -64,7 +64,8 @@ pub enum Feed {
         /// The position asked for.
         position: i64,
     },
-    /// A non-retriable fetch error.
+    /// A non-retriable fetch error, naming the source cluster (the partition's pipeline
+    /// names the flow, topic and partition).
     Failed(Box<MirrorError>),
     /// The source topic was re-created (its topic id changed) and the flow's policy is
     /// `skip`: restart the partition from the new topic's log start.
@@ -666,10 +667,7 @@ fn fail_too_large(router: &Router, p: &PartitionFeed, asked: Cursor, bytes: u64)
         asked.position,
         router.budget.total()
     ))
-    .flow(&*router.flow)
-    .cluster(&router.cluster)
-    .topic(&*p.topic)
-    .partition(p.partition);
+    .cluster(&router.cluster);
     p.with_cursor(|c| c.paused = true);
     p.inbox.push_control(Feed::Failed(Box::new(err)));
 }
@@ -794,11 +792,7 @@ async fn deliver(
             if e.is_retriable() {
                 return None;
             }
-            let err = MirrorError::kafka("fetch", e)
-                .flow(&*router.flow)
-                .cluster(&router.cluster)
-                .topic(&*p.topic)
-                .partition(p.partition);
+            let err = MirrorError::kafka("fetch", e).cluster(&router.cluster);
             p.inbox.push_control(Feed::Failed(Box::new(err)));
             Some(true)
         }

@@ -80,15 +80,13 @@ impl FlowRun {
             state,
         } = *start;
         let cluster = |name: &str| {
-            config.cluster(name).ok_or_else(|| {
-                MirrorError::other(format!("unknown cluster {name}")).flow(&flow.name)
-            })
+            config
+                .cluster(name)
+                .ok_or_else(|| MirrorError::other(format!("unknown cluster {name}")))
         };
         let target_cluster = cluster(&flow.target)?;
-        let (source, target) = tokio::try_join!(
-            connect(cluster(&flow.source)?, &flow.name),
-            connect(target_cluster, &flow.name)
-        )?;
+        let (source, target) =
+            tokio::try_join!(connect(cluster(&flow.source)?), connect(target_cluster))?;
         let producer_config = config.engine.producer_config(target_cluster);
         let (mut eos, producer) = start_producer(&target, flow, mode, producer_config).await?;
         state::ensure_state_topic(&target, flow).await?;
@@ -165,11 +163,7 @@ async fn start_producer(
         None => Sink::Idempotent(
             IdempotentProducer::new(target.clone(), producer_config)
                 .await
-                .map_err(|e| {
-                    MirrorError::kafka("InitProducerId", e)
-                        .flow(&flow.name)
-                        .cluster(&flow.target)
-                })?,
+                .map_err(|e| MirrorError::kafka("InitProducerId", e).cluster(&flow.target))?,
         ),
     };
     Ok((eos, producer))
@@ -203,14 +197,15 @@ async fn role(
             Role::Transactional(e)
         }
         (None, _, Mode::ScaleOut) => {
-            let so = flow.scale_out.as_ref().ok_or_else(|| {
-                MirrorError::other("scale-out without [flows.scale_out]").flow(&flow.name)
-            })?;
+            let so = flow
+                .scale_out
+                .as_ref()
+                .ok_or_else(|| MirrorError::other("scale-out without [flows.scale_out]"))?;
             let scale = Scale::join(flow, so, target_cluster).await?;
-            scale.writes.store(true, Ordering::Release);
-            topic_sync = topic_sync.with_writes(Arc::clone(&scale.writes));
-            writes = Some(Arc::clone(&scale.writes));
-            state_writer = state_writer.with_generation(Arc::clone(&scale.stamp));
+            scale.writes().store(true, Ordering::Release);
+            topic_sync = topic_sync.with_writes(Arc::clone(scale.writes()));
+            writes = Some(Arc::clone(scale.writes()));
+            state_writer = state_writer.with_generation(Arc::clone(scale.stamp()));
             Role::Member(Box::new(scale))
         }
         (None, _, _) => Role::Plain,

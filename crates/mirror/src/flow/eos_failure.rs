@@ -70,37 +70,48 @@ where
     if once {
         restarts = restarts.with_limit(crate::restarts::ONCE_RESTART_LIMIT);
     }
+    let failed = Failed { flow, metrics };
     loop {
         restarts.started(Instant::now());
-        let mut e = match run(stop.clone()).await {
+        let e = match run(stop.clone()).await {
             Ok(v) => return Ok(v),
             Err(e) => e,
         };
         if e.is_fenced() || e.stops_flow() || *stop.borrow() {
             return Err(e);
         }
-        // Back off, then confirm with the group that this process still owns the run
-        // (`owner.rs`): the restart's InitProducerId fences whoever holds the
-        // transactional id. No answer counts as another failed attempt.
+        failed
+            .until_confirmed(owner, &mut restarts, &mut stop, e)
+            .await?;
+    }
+}
+
+/// Where a failed exactly-once run reports while it waits to restart: the flow's log
+/// lines and its state.
+struct Failed<'a> {
+    flow: &'a Flow,
+    metrics: &'a Metrics,
+}
+
+impl Failed<'_> {
+    /// After a run failed with `e`: backs off, then confirms with the group that this
+    /// process still owns the run (`owner.rs`; without an owner, none is asked): the
+    /// restart's InitProducerId fences whoever holds the transactional id. No answer
+    /// counts as another failed attempt. `Ok` once the run may start again, otherwise
+    /// the error the run ends with.
+    async fn until_confirmed(
+        &self,
+        owner: Option<&Owner<'_>>,
+        restarts: &mut Restarts,
+        stop: &mut watch::Receiver<bool>,
+        mut e: MirrorError,
+    ) -> Result<(), MirrorError> {
+        let flow = self.flow;
         loop {
-            let (delay, attempt) = match restarts.failed(Instant::now(), &e) {
-                crate::restarts::Verdict::Restart { delay, attempt } => (delay, attempt),
-                crate::restarts::Verdict::StopFlow => return Err(e),
-            };
-            tracing::warn!(flow = %flow.name, error = %e, attempt,
-                "the flow's transaction failed; restarting the flow from its last commit in \
-                 {delay:?}");
-            metrics.set_flow_state(
-                &flow.name,
-                FlowState::Failed(format!(
-                    "restarting from the last commit (attempt {attempt}): {e}"
-                )),
-            );
-            tokio::select! {
-                () = tokio::time::sleep(delay.max(Duration::from_millis(100))) => {}
-                _ = stop.wait_for(|v| *v) => return Err(e),
+            if !self.back_off(restarts, stop, &e).await {
+                return Err(e);
             }
-            let Some(owner) = owner else { break };
+            let Some(owner) = owner else { return Ok(()) };
             let confirmed = tokio::select! {
                 c = owner.confirm() => c,
                 _ = stop.wait_for(|v| *v) => return Err(e),
@@ -110,14 +121,44 @@ where
                     tracing::info!(flow = %flow.name,
                         "the group confirmed in a new generation that this process still owns \
                          the run; restarting it");
-                    break;
+                    return Ok(());
                 }
                 Confirmed::Taken(why) => {
                     tracing::error!(flow = %flow.name, cause = %e, "{why}");
-                    return Err(owner.taken(why).flow(&flow.name));
+                    return Err(owner.taken(why));
                 }
+                // Named here, not by the flow's task: the next attempt shows it in the
+                // flow's state, as the runs' errors (which name the flow) are.
                 Confirmed::Unknown(why) => e = MirrorError::other(why).flow(&flow.name),
             }
+        }
+    }
+
+    /// One more failed attempt, `e`: logged, shown in the flow's state, and waited out
+    /// with the restart backoff. False when the flow stops instead: the restarts are
+    /// spent (`--once`), or `stop` turned true.
+    async fn back_off(
+        &self,
+        restarts: &mut Restarts,
+        stop: &mut watch::Receiver<bool>,
+        e: &MirrorError,
+    ) -> bool {
+        let (delay, attempt) = match restarts.failed(Instant::now(), e) {
+            crate::restarts::Verdict::Restart { delay, attempt } => (delay, attempt),
+            crate::restarts::Verdict::StopFlow => return false,
+        };
+        tracing::warn!(flow = %self.flow.name, error = %e, attempt,
+            "the flow's transaction failed; restarting the flow from its last commit in \
+             {delay:?}");
+        self.metrics.set_flow_state(
+            &self.flow.name,
+            FlowState::Failed(format!(
+                "restarting from the last commit (attempt {attempt}): {e}"
+            )),
+        );
+        tokio::select! {
+            () = tokio::time::sleep(delay.max(Duration::from_millis(100))) => true,
+            _ = stop.wait_for(|v| *v) => false,
         }
     }
 }

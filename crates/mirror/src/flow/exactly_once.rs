@@ -114,7 +114,7 @@ pub(super) async fn start_producer(
         } else {
             MirrorError::kafka(what, e)
         };
-        e.flow(&flow.name).cluster(&flow.target)
+        e.cluster(&flow.target)
     };
     let p = TransactionalProducer::new(target.clone(), cfg)
         .await
@@ -176,11 +176,11 @@ impl Eos {
         if let Err(e) = result {
             gate.fail();
             metrics.transaction_ended(&flow.name, false, 0, 0.0, 0.0);
-            return Err(e.flow(&flow.name).cluster(&flow.target));
+            return Err(e.cluster(&flow.target));
         }
         let n = applied.len() as u64;
         for a in applied {
-            self.committed_one(a).map_err(|e| e.flow(&flow.name))?;
+            self.committed_one(a)?;
         }
         if n > 0 {
             let now = Instant::now();
@@ -195,7 +195,7 @@ impl Eos {
         }
         producer
             .begin()
-            .map_err(|e| MirrorError::kafka("begin a transaction", e).flow(&flow.name))?;
+            .map_err(|e| MirrorError::kafka("begin a transaction", e))?;
         self.began = Instant::now();
         gate.open();
         Ok(())

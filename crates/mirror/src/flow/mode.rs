@@ -51,8 +51,7 @@ impl Mode {
             return Err(MirrorError::config(
                 "--once replicates a flow in one process: it cannot be combined with \
                  [flows.scale_out]",
-            )
-            .flow(&flow.name));
+            ));
         }
         Ok(mode)
     }

@@ -25,7 +25,18 @@ use crate::state::StateWriter;
 use crate::topics::TopicSync;
 
 /// Runs the flow (or the slot) until `stop` turns true, or with `--once` until caught up.
+/// An error names the flow: the run's one attach of it (a restart logs the error, and
+/// shows it in the flow's state, before the flow's task returns it).
 pub(super) async fn run(
+    start: Start<'_>,
+    stop: watch::Receiver<bool>,
+) -> Result<FlowSummary, MirrorError> {
+    let name = start.flow.name.clone();
+    run_to_end(start, stop).await.map_err(|e| e.flow(name))
+}
+
+/// [`run`]'s steps: assemble, replicate, finish.
+async fn run_to_end(
     start: Start<'_>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<FlowSummary, MirrorError> {
@@ -60,7 +71,7 @@ impl FlowRun {
         let Some(topics) = interruptible(stop, topic_sync.refresh()).await else {
             return Ok(0);
         };
-        let topics = topics.map_err(|e| e.flow(&flow.name))?;
+        let topics = topics?;
         // Only the first refresh creates missing target topics (every member of a
         // scale-out flow does at start: one creation wins); later, the control owner.
         if let Some(w) = &writes {
@@ -110,7 +121,7 @@ impl FlowRun {
         let mut state =
             StateWriter::new(target.clone(), flow).with_producer_config(self.producer_config);
         if let Some(s) = self.role.scale() {
-            state = state.with_generation(Arc::clone(&s.stamp));
+            state = state.with_generation(Arc::clone(s.stamp()));
         }
         // A slot's lead jobs run on the slots' runner (`slots`), outside the slots.
         let lead = (!matches!(self.role, Role::Slot(..))).then(|| {
@@ -158,8 +169,7 @@ async fn finish(
             let producer = eos.abandon();
             let stopped = run.shutdown().await;
             let grace = run.stop_grace;
-            let e = after_failed_run(e, stopped, &producer, &run.flow, grace, stop).await;
-            return Err(e.flow(&flow));
+            return Err(after_failed_run(e, stopped, &producer, &run.flow, grace, stop).await);
         }
         (r, _) => r,
     };
@@ -175,7 +185,7 @@ async fn finish(
             run.metrics.remove_partition(&flow, topic, *p);
         }
     }
-    let groups_translated = result.map_err(|e| e.flow(&flow))?;
+    let groups_translated = result?;
     stopped?;
     Ok(groups_translated)
 }

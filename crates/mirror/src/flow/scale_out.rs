@@ -45,12 +45,12 @@ pub(super) struct Scale {
     /// Assigned partitions whose state must be read again before they start.
     stale: BTreeSet<Key>,
     /// Whether this process creates and re-configures target topics (the control owner).
-    pub(super) writes: Arc<AtomicBool>,
+    writes: Arc<AtomicBool>,
     /// The load meter's last reading per partition: (when, bytes acknowledged).
     meter: BTreeMap<Key, (Instant, u64)>,
     /// The generation of the last assignment held, stamped on state records
     /// ([`crate::state::stamp`]); -1 before the first.
-    pub(super) stamp: Arc<AtomicI32>,
+    stamp: Arc<AtomicI32>,
     /// The member id and report last written to the state topic.
     reported: Option<(String, Vec<u8>)>,
     /// Whether the control jobs run here now.
@@ -90,12 +90,24 @@ impl Scale {
         let waited = interruptible(stop, wait).await.map(|r| r.is_ok());
         match waited {
             None => Ok(false),
-            Some(false) => Err(self.failed(flow, "the member's task ended")),
+            Some(false) => Err(self.failed("the member's task ended")),
             Some(true) => {
                 self.take_view(flow)?;
                 Ok(true)
             }
         }
+    }
+
+    /// The switch of the topic sync's writes: on while this member holds the control
+    /// jobs ([`Scale::set_lead`]), for the topic sync to share.
+    pub(super) fn writes(&self) -> &Arc<AtomicBool> {
+        &self.writes
+    }
+
+    /// The generation stamped on this member's state records, for its state writers to
+    /// share.
+    pub(super) fn stamp(&self) -> &Arc<AtomicI32> {
+        &self.stamp
     }
 
     /// What the current assignment asks.
@@ -134,7 +146,7 @@ impl Scale {
                 .error
                 .as_ref()
                 .map_or("failed".into(), |e| why_failed(e, &ours));
-            return Err(self.failed(flow, &why));
+            return Err(self.failed(&why));
         }
         let before = self.wanted.generation;
         self.wanted = match &view.assignment {
@@ -162,8 +174,8 @@ impl Scale {
         Ok(())
     }
 
-    fn failed(&self, flow: &str, why: &str) -> MirrorError {
-        MirrorError::other(format!("scale-out group {}: {why}", self.group)).flow(flow)
+    fn failed(&self, why: &str) -> MirrorError {
+        MirrorError::other(format!("scale-out group {}: {why}", self.group))
     }
 
     /// Whether the assignment gives this process `key` and its state is fresh.

@@ -61,17 +61,17 @@ pub(super) async fn run_slotted(
         ..
     } = start;
     let Some(so) = &flow.scale_out else {
-        return Err(
-            MirrorError::other("exactly-once slots without [flows.scale_out]").flow(&flow.name),
-        );
+        return Err(MirrorError::other(
+            "exactly-once slots without [flows.scale_out]",
+        ));
     };
     let count = so.slots.unwrap_or(crate::config::scale_out::SLOTS);
     let target_cluster = config
         .cluster(&flow.target)
-        .ok_or_else(|| MirrorError::other("unknown target cluster").flow(&flow.name))?;
+        .ok_or_else(|| MirrorError::other("unknown target cluster"))?;
     let source_cluster = config
         .cluster(&flow.source)
-        .ok_or_else(|| MirrorError::other("unknown source cluster").flow(&flow.name))?;
+        .ok_or_else(|| MirrorError::other("unknown source cluster"))?;
     let mut scale = Scale::join(flow, so, target_cluster).await?;
     let mut units: Vec<PartitionId> = (0..count).map(PartitionId::slot).collect();
     units.push(control_job());
@@ -82,8 +82,8 @@ pub(super) async fn run_slotted(
     }
     metrics.set_flow_state(&flow.name, FlowState::Running);
     let (source, target) = tokio::try_join!(
-        crate::connect::connect(source_cluster, &flow.name),
-        crate::connect::connect(target_cluster, &flow.name)
+        crate::connect::connect(source_cluster),
+        crate::connect::connect(target_cluster)
     )?;
     let mut reports = StateWriter::new(target.clone(), flow);
     let grace = target_cluster.request_timeout;
@@ -250,7 +250,7 @@ impl Slots {
     /// slot was taken over or released.
     fn ended(&mut self, flow: &Flow, done: Result<SlotRun, JoinError>) -> Result<(), MirrorError> {
         let Ok((n, r)) = done else {
-            return Err(MirrorError::other("an exactly-once slot's task failed").flow(&flow.name));
+            return Err(MirrorError::other("an exactly-once slot's task failed"));
         };
         self.runs.remove(&n);
         let released = self.releasing.remove(&n);

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use strait_client::group::{GroupError, GroupMember, MembershipConfig, Phase};
+use strait_client::group::{GroupError, GroupMember, GroupView, MembershipConfig, Phase};
 use strait_client::protocol::ResponseError;
 use tokio::sync::watch;
 
@@ -84,75 +84,23 @@ pub(super) async fn take(
     on_lost: watch::Sender<bool>,
 ) -> Result<Option<Guard>, MirrorError> {
     let group = default_group(&flow.name);
-    let err = |what: String| {
-        MirrorError::config(format!("flow's writer group {group}: {what}"))
-            .flow(&flow.name)
-            .cluster(&target.name)
-    };
-    // Reaching the target first gives an unreachable one the same error as the data
-    // path's, and the client names the holder of a refused guard.
-    let admin = crate::connect::connect(target, &flow.name).await?;
-    let host = host_name().unwrap_or_else(|| "unknown".into());
-    let pid = std::process::id();
-    remove_dead_predecessors(&admin, &group, &target.client_id, (&host, pid)).await;
-    let proto = SoleWriter::new(identity(&host, pid));
-    let cfg = MembershipConfig::new(&group, PROTOCOL_TYPE)
-        .with_session_timeout(SESSION_TIMEOUT)
-        .with_rebalance_timeout(REBALANCE_TIMEOUT.0);
-    let client =
-        crate::connect::client_config(target)
-            .with_client_id(writer_client_id(&target.client_id, &host, pid))
-            .with_security(target.security.to_client().map_err(|e| {
-                MirrorError::kafka("writer group: security", e).cluster(&target.name)
-            })?);
-    let member = GroupMember::connect(client, cfg, proto.clone())
-        .await
-        .map_err(|e| {
-            MirrorError::kafka(format!("joining the flow's writer group {group}"), e)
-                .flow(&flow.name)
-                .cluster(&target.name)
-        })?;
-    let mut view = member.view();
-    let first = async {
-        let r = view.wait_for(|v| v.assignment.is_some() || v.phase == Phase::Failed);
-        r.await.map(|v| v.clone()).ok()
-    };
-    let first = tokio::time::timeout(FIRST_ASSIGNMENT, first);
-    let answered = interruptible(stop, first).await;
-    let answered = match answered {
-        None => {
-            member.leave().await;
-            return Ok(None);
-        }
-        Some(Err(_)) => {
-            member.leave().await;
-            return Err(err(format!(
-                "no assignment from the group coordinator within {}s; a second process \
-                 of this flow could not be ruled out",
-                FIRST_ASSIGNMENT.as_secs()
-            )));
-        }
-        Some(Ok(v)) => v,
-    };
-    let Some(v) = answered.filter(|v| v.phase != Phase::Failed) else {
-        let why = member
-            .current()
-            .error
-            .map_or("it stopped".into(), |e| why_refused(&e));
+    let (admin, member, proto) = join(target, &group).await?;
+    let Some(answered) = first_answer(&member, stop).await else {
         member.leave().await;
-        return Err(err(why));
+        return Ok(None);
     };
-    let Some(a) = v.assignment.filter(|a| SoleWriter::holds(&a.data)) else {
-        let holder = holder_host(&admin, &group).await;
-        member.leave().await;
-        return Err(err(format!(
-            "this flow is already written by {holder}; a second writer would duplicate \
-             records on the target. Stop the other process, or add [flows.scale_out] to \
-             every process of the flow to share it"
-        )));
+    let generation = match held_in(&admin, &member, &group, answered).await {
+        Ok(generation) => generation,
+        Err(why) => {
+            member.leave().await;
+            return Err(
+                MirrorError::config(format!("flow's writer group {group}: {why}"))
+                    .cluster(&target.name),
+            );
+        }
     };
-    proto.hold(a.generation);
-    tracing::info!(flow = %flow.name, group = %group, generation = a.generation,
+    proto.hold(generation);
+    tracing::info!(flow = %flow.name, group = %group, generation,
         "holding the flow's writer group (a second process of this flow is refused)");
     let lost = Arc::new(Mutex::new(None));
     let watcher = tokio::spawn(watch_for_loss(
@@ -166,6 +114,83 @@ pub(super) async fn take(
         lost,
         watcher,
     }))
+}
+
+/// Joins the flow's writer `group` on `target`, once this host's earlier processes that
+/// are gone were removed from it: a client of the target, the member, and its protocol.
+async fn join(
+    target: &Cluster,
+    group: &str,
+) -> Result<(strait_client::Client, GroupMember, SoleWriter), MirrorError> {
+    // Reaching the target first gives an unreachable one the same error as the data
+    // path's, and the client names the holder of a refused guard.
+    let admin = crate::connect::connect(target).await?;
+    let host = host_name().unwrap_or_else(|| "unknown".into());
+    let pid = std::process::id();
+    remove_dead_predecessors(&admin, group, &target.client_id, (&host, pid)).await;
+    let proto = SoleWriter::new(identity(&host, pid));
+    let cfg = MembershipConfig::new(group, PROTOCOL_TYPE)
+        .with_session_timeout(SESSION_TIMEOUT)
+        .with_rebalance_timeout(REBALANCE_TIMEOUT.0);
+    let client =
+        crate::connect::client_config(target)
+            .with_client_id(writer_client_id(&target.client_id, &host, pid))
+            .with_security(target.security.to_client().map_err(|e| {
+                MirrorError::kafka("writer group: security", e).cluster(&target.name)
+            })?);
+    let member = GroupMember::connect(client, cfg, proto.clone())
+        .await
+        .map_err(|e| {
+            MirrorError::kafka(format!("joining the flow's writer group {group}"), e)
+                .cluster(&target.name)
+        })?;
+    Ok((admin, member, proto))
+}
+
+/// The coordinator's first answer to `member`, within [`FIRST_ASSIGNMENT`] (`Err`: none
+/// came): its view once it holds an assignment or failed (`None`: the member's task
+/// ended). `None` when `stop` came first.
+async fn first_answer(
+    member: &GroupMember,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<Result<Option<GroupView>, tokio::time::error::Elapsed>> {
+    let mut view = member.view();
+    let first = async {
+        let r = view.wait_for(|v| v.assignment.is_some() || v.phase == Phase::Failed);
+        r.await.map(|v| v.clone()).ok()
+    };
+    interruptible(stop, tokio::time::timeout(FIRST_ASSIGNMENT, first)).await
+}
+
+/// The generation the first answer gives this process the flow in, or why it does not:
+/// no answer in time, the coordinator refused the member, or another process holds the
+/// flow (named, through `admin`).
+async fn held_in(
+    admin: &strait_client::Client,
+    member: &GroupMember,
+    group: &str,
+    answered: Result<Option<GroupView>, tokio::time::error::Elapsed>,
+) -> Result<i32, String> {
+    let Ok(answered) = answered else {
+        return Err(format!(
+            "no assignment from the group coordinator within {}s; a second process of this \
+             flow could not be ruled out",
+            FIRST_ASSIGNMENT.as_secs()
+        ));
+    };
+    let Some(v) = answered.filter(|v| v.phase != Phase::Failed) else {
+        let error = member.current().error;
+        return Err(error.map_or("it stopped".into(), |e| why_refused(&e)));
+    };
+    match v.assignment.filter(|a| SoleWriter::holds(&a.data)) {
+        Some(a) => Ok(a.generation),
+        None => Err(format!(
+            "this flow is already written by {}; a second writer would duplicate records on \
+             the target. Stop the other process, or add [flows.scale_out] to every process \
+             of the flow to share it",
+            holder_host(admin, group).await
+        )),
+    }
 }
 
 /// Sets `lost` and sends `on_lost` once an assignment without the unit arrives.

@@ -396,7 +396,7 @@ impl FlowRun {
         let found =
             crate::replay::lookup::offsets_for_time(&self.source, &t.source_topic, &new, ms)
                 .await
-                .map_err(|e| e.flow(&self.flow.name).cluster(&self.flow.source))?;
+                .map_err(|e| e.cluster(&self.flow.source))?;
         Ok(found
             .into_iter()
             .filter_map(|(p, f)| match f.offset {

@@ -177,7 +177,9 @@ impl FlowRun {
                 Ok(started) => started,
                 Err(e) if e.stops_flow() => return Err(e),
                 Err(e) => {
-                    let message = e.to_string();
+                    // Text from here on (each partition's status): named here, as a
+                    // pipeline's errors are.
+                    let message = e.flow(&self.flow.name).to_string();
                     for p in partitions {
                         self.on_failed((topic.clone(), p), MirrorError::other(message.clone()))?;
                     }

@@ -89,12 +89,11 @@ impl ReverseSync {
         if !self.enabled() {
             return Ok(report);
         }
-        let ctx = |e: MirrorError, cluster: &str| e.flow(&self.flow.name).cluster(cluster);
         let groups = self
             .target
             .list_groups()
             .await
-            .map_err(|e| ctx(MirrorError::kafka("list groups", e), &self.flow.target))?;
+            .map_err(|e| MirrorError::kafka("list groups", e).cluster(&self.flow.target))?;
         // Target topic → source topic, for the partitions the data path maps.
         let names: HashMap<String, String> = self
             .maps
@@ -218,7 +217,7 @@ impl ReverseSync {
             self.checkpoints
                 .write(&records)
                 .await
-                .map_err(|e| e.flow(&self.flow.name).cluster(&self.flow.source))?;
+                .map_err(|e| e.cluster(&self.flow.source))?;
         }
         Ok(report)
     }

@@ -242,10 +242,10 @@ impl GroupSync {
             .groups_translated(&self.flow.name, report.groups_translated as u64);
 
         if !records.is_empty() {
-            self.checkpoints.write(&records).await.map_err(|e| {
-                e.cluster(self.flow.target.clone())
-                    .flow(self.flow.name.clone())
-            })?;
+            self.checkpoints
+                .write(&records)
+                .await
+                .map_err(|e| e.cluster(self.flow.target.clone()))?;
             for (group, done) in written {
                 self.last_checkpoints.entry(group).or_default().extend(done);
             }
@@ -366,9 +366,7 @@ impl GroupSync {
     }
 
     fn src_err(&self, what: &str, e: strait_client::Error) -> MirrorError {
-        MirrorError::kafka(what, e)
-            .cluster(self.flow.source.clone())
-            .flow(self.flow.name.clone())
+        MirrorError::kafka(what, e).cluster(self.flow.source.clone())
     }
 }
 

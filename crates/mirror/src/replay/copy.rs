@@ -81,37 +81,48 @@ pub async fn execute(
     producer_config: ProducerConfig,
     progress: &Progress,
 ) -> Result<Summary, MirrorError> {
-    let ctx = |e: MirrorError| e.flow(&flow.name);
+    copy_ranges(source, target, flow, prepared, producer_config, progress)
+        .await
+        .map_err(|e| e.flow(&flow.name))
+}
+
+/// [`execute`]'s work.
+async fn copy_ranges(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    prepared: &Prepared,
+    producer_config: ProducerConfig,
+    progress: &Progress,
+) -> Result<Summary, MirrorError> {
     let run = match prepared.decision {
         RunDecision::Start { run } | RunDecision::Resume { run } => run,
         RunDecision::AlreadyDone { run } => {
-            return Err(ctx(MirrorError::config(format!(
+            return Err(MirrorError::config(format!(
                 "replay {} was already copied (run {run}); --again copies it once more",
                 prepared.id
-            ))));
+            )));
         }
     };
     let topic = &prepared.spec.target_topic;
     let created_target = prepared.target_partitions.is_none();
     if created_target {
-        create_target(target, flow, topic, prepared.partitions.len() as i32)
-            .await
-            .map_err(ctx)?;
+        create_target(target, flow, topic, prepared.partitions.len() as i32).await?;
     }
     let partitions: Vec<i32> = prepared.partitions.iter().map(|p| p.partition).collect();
     let target_bounds = probe::bounds(target, topic, &partitions, IsolationLevel::ReadUncommitted)
         .await
-        .map_err(|e| ctx(MirrorError::kafka("target partition ends", e).topic(topic)))?;
+        .map_err(|e| MirrorError::kafka("target partition ends", e).topic(topic))?;
     let limits = Limits::default();
     let mut jobs = Vec::new();
     for plan in &prepared.partitions {
         let Some(b) = target_bounds.get(&plan.partition).copied() else {
-            return Err(ctx(MirrorError::other(format!(
+            return Err(MirrorError::other(format!(
                 "no end for target partition {topic}/{}",
                 plan.partition
-            ))));
+            )));
         };
-        jobs.push(job(target, topic, plan, b, &limits).await.map_err(ctx)?);
+        jobs.push(job(target, topic, plan, b, &limits).await?);
     }
     let mut writer = StateWriter::new(target.clone(), flow).with_producer_config(producer_config);
     // Every partition is saved before the first record is copied: an interruption at
@@ -121,12 +132,12 @@ pub async fn execute(
         let status = j.status();
         first.push(record(prepared, run, j.plan, &mut j.map, status));
     }
-    writer.write_encoded(first).await.map_err(ctx)?;
+    writer.write_encoded(first).await?;
     tracing::info!(flow = %flow.name, replay = %prepared.id, run, source = %prepared.spec.source_topic,
         target = %topic, "replay: copying {} source offsets", prepared.source_records());
     let producer = IdempotentProducer::new(target.clone(), producer_config)
         .await
-        .map_err(|e| ctx(MirrorError::kafka("InitProducerId", e).cluster(&flow.target)))?;
+        .map_err(|e| MirrorError::kafka("InitProducerId", e).cluster(&flow.target))?;
     let max_batch_bytes = crate::datapath::probe::max_message_bytes(target, topic).await;
     for j in &jobs {
         let (start, end) = (j.plan.start.max(0) as u64, j.plan.end.max(0) as u64);
@@ -158,7 +169,7 @@ pub async fn execute(
                     tracing::warn!(flow = %flow.name, replay = %prepared.id, error = %w,
                         "replay: saving the progress after a failure");
                 }
-                return Err(ctx(e.topic(&prepared.spec.source_topic)));
+                return Err(e.topic(&prepared.spec.source_topic));
             }
         };
         tracing::info!(flow = %flow.name, replay = %prepared.id, run,

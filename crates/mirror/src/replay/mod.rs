@@ -99,23 +99,35 @@ pub async fn prepare(
     spec: Spec,
     again: bool,
 ) -> Result<Prepared, MirrorError> {
-    let ctx = |e: MirrorError| e.flow(&flow.name);
+    plan_run(source, target, flow, spec, again)
+        .await
+        .map_err(|e| e.flow(&flow.name))
+}
+
+/// [`prepare`]'s work.
+async fn plan_run(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    spec: Spec,
+    again: bool,
+) -> Result<Prepared, MirrorError> {
     if spec.target_topic == flow.state_topic || spec.target_topic.starts_with("__") {
-        return Err(ctx(MirrorError::config(format!(
+        return Err(MirrorError::config(format!(
             "{} is the flow's state topic or an internal topic: a replay cannot write there",
             spec.target_topic
-        ))));
+        )));
     }
     let topic = spec.source_topic.as_str();
     let meta = source
         .metadata(Some(&[topic]))
         .await
-        .map_err(|e| ctx(MirrorError::kafka("source metadata", e).cluster(&flow.source)))?;
+        .map_err(|e| MirrorError::kafka("source metadata", e).cluster(&flow.source))?;
     let Some(t) = meta.topics.get(topic) else {
-        return Err(ctx(MirrorError::config(format!(
+        return Err(MirrorError::config(format!(
             "topic {topic} does not exist on the source cluster {}",
             flow.source
-        ))));
+        )));
     };
     let topic_id = t.id;
     let mut partitions: Vec<i32> = t.partitions.keys().copied().collect();
@@ -123,7 +135,7 @@ pub async fn prepare(
     let dst = target
         .metadata(Some(&[spec.target_topic.as_str()]))
         .await
-        .map_err(|e| ctx(MirrorError::kafka("target metadata", e).cluster(&flow.target)))?;
+        .map_err(|e| MirrorError::kafka("target metadata", e).cluster(&flow.target))?;
     let target_partitions = dst
         .topics
         .get(&spec.target_topic)
@@ -131,16 +143,16 @@ pub async fn prepare(
     if let Some(n) = target_partitions
         && (n as usize) < partitions.len()
     {
-        return Err(ctx(MirrorError::config(format!(
+        return Err(MirrorError::config(format!(
             "the target topic {} has {n} partitions, fewer than the {} of {topic}: partition \
              p is replayed into partition p",
             spec.target_topic,
             partitions.len()
-        ))));
+        )));
     }
     let saved = read_replays(target, flow).await?;
     let id = spec.id();
-    let latest = latest_run(&saved, &id, &spec).map_err(ctx)?;
+    let latest = latest_run(&saved, &id, &spec)?;
     let decision = decide::decide_run(latest, again);
     let target_ends = match target_partitions {
         Some(_) => probe::bounds(
@@ -150,7 +162,7 @@ pub async fn prepare(
             IsolationLevel::ReadUncommitted,
         )
         .await
-        .map_err(|e| ctx(MirrorError::kafka("target partition ends", e).topic(&spec.target_topic)))?
+        .map_err(|e| MirrorError::kafka("target partition ends", e).topic(&spec.target_topic))?
         .into_iter()
         .map(|(p, b)| (p, b.end))
         .collect(),
@@ -167,18 +179,18 @@ pub async fn prepare(
                     partition: *p,
                 };
                 let Some(s) = saved.get(&key) else {
-                    return Err(ctx(MirrorError::state(format!(
+                    return Err(MirrorError::state(format!(
                         "replay {id} run {run} has no saved state for partition {p} (the \
                          topic grew since?): run it again with --again"
-                    ))));
+                    )));
                 };
                 if !s.topic_id.is_nil() && !topic_id.is_nil() && s.topic_id != topic_id {
-                    return Err(ctx(MirrorError::config(format!(
+                    return Err(MirrorError::config(format!(
                         "replay {id} run {run} was started on another topic {topic} (it was \
                          deleted and re-created since): run it again with --again"
-                    ))));
+                    )));
                 }
-                let map = snapshot_map(s).map_err(ctx)?;
+                let map = snapshot_map(s)?;
                 plans.push(PartitionPlan {
                     partition: *p,
                     start: s.start,
@@ -194,16 +206,10 @@ pub async fn prepare(
         RunDecision::Start { .. } => {
             let bounds = probe::bounds(source, topic, &partitions, IsolationLevel::ReadCommitted)
                 .await
-                .map_err(|e| ctx(MirrorError::kafka("source partition bounds", e).topic(topic)))?;
-            let from = lookup::offsets_for_time(source, topic, &bounds, spec.from_ms)
-                .await
-                .map_err(ctx)?;
+                .map_err(|e| MirrorError::kafka("source partition bounds", e).topic(topic))?;
+            let from = lookup::offsets_for_time(source, topic, &bounds, spec.from_ms).await?;
             let until = match spec.until_ms {
-                Some(ms) => Some(
-                    lookup::offsets_for_time(source, topic, &bounds, ms)
-                        .await
-                        .map_err(ctx)?,
-                ),
+                Some(ms) => Some(lookup::offsets_for_time(source, topic, &bounds, ms).await?),
                 None => None,
             };
             // Rule 18–20: into the flow's own topic only what the flow will recognise.
@@ -227,19 +233,15 @@ pub async fn prepare(
                     && end > start
                 {
                     let copy = match saved.get(&(topic.to_owned(), p)) {
-                        Some(s) => Some(
-                            crate::state::decode_map(s)
-                                .map_err(ctx)?
-                                .translate(start as u64),
-                        ),
+                        Some(s) => Some(crate::state::decode_map(s)?.translate(start as u64)),
                         None => None,
                     };
                     guard::into_flow_topic(copy, target_end(p), end - start).map_err(|why| {
-                        ctx(MirrorError::config(format!(
+                        MirrorError::config(format!(
                             "replaying {topic}/{p} from offset {start} into {}, the topic the \
                              flow replicates to: {why}; replay --to another topic",
                             spec.target_topic
-                        )))
+                        ))
                     })?;
                 }
                 plans.push(PartitionPlan {

@@ -6,6 +6,10 @@
 //! [`decide`] holds the rules (pure); [`prepare`] gathers what they need from both
 //! clusters (the group's commits on each side, its activity, the maps) and peeks at the
 //! record each position points at; [`execute`] commits the plan.
+//!
+//! The entry points ([`prepare`], [`execute_on`], [`unplanned::prepare`]) name the flow
+//! in their errors, once each; the steps below them name the cluster, topic or
+//! partition they know.
 
 pub mod unplanned;
 
@@ -153,17 +157,30 @@ pub async fn prepare(
     direction: Direction,
     options: Options,
 ) -> Result<Plan, MirrorError> {
+    gather(clusters, flow, group, topic, direction, options)
+        .await
+        .map_err(|e| e.flow(&flow.name))
+}
+
+/// [`prepare`]'s work.
+async fn gather(
+    clusters: &Clusters,
+    flow: &Flow,
+    group: &str,
+    topic: Option<&str>,
+    direction: Direction,
+    options: Options,
+) -> Result<Plan, MirrorError> {
     let (from, to) = clusters.sides(direction);
     let (from_cluster, to_cluster) = match direction {
         Direction::Failover => (&flow.source, &flow.target),
         Direction::Failback => (&flow.target, &flow.source),
     };
-    let ctx = |e: MirrorError, cluster: &str| e.flow(&flow.name).cluster(cluster);
     let maps = saved_maps(&clusters.target, flow).await?;
     let committed = from
         .offset_fetch(group, None)
         .await
-        .map_err(|e| ctx(MirrorError::kafka("offset fetch", e), from_cluster))?;
+        .map_err(|e| MirrorError::kafka("offset fetch", e).cluster(from_cluster))?;
     let mut rows = Vec::new();
     for c in committed.into_iter().filter(|c| c.offset >= 0) {
         let names = match direction {
@@ -201,7 +218,7 @@ pub async fn prepare(
     for input in &mut rows {
         read_arriving(to, group, input)
             .await
-            .map_err(|e| ctx(e, to_cluster))?;
+            .map_err(|e| e.cluster(to_cluster))?;
     }
     rows.sort_by(|a, b| (&a.from_topic, a.partition).cmp(&(&b.from_topic, b.partition)));
     let leaving = activity(from, group).await;
@@ -247,7 +264,7 @@ async fn saved_maps(
     let saved = read_state(target, flow).await?;
     let mut maps = BTreeMap::new();
     for ((source_topic, p), state) in &saved {
-        let map = decode_map(state).map_err(|e| e.flow(&flow.name))?;
+        let map = decode_map(state)?;
         maps.insert((source_topic.clone(), state.target_topic.clone(), *p), map);
     }
     Ok(maps)
@@ -305,12 +322,6 @@ pub async fn prepare_waiting(
 /// Commits an executable plan on the side the group moves to; returns the partitions
 /// committed. Refuses a plan that is not executable.
 pub async fn execute(clusters: &Clusters, flow: &Flow, plan: &Plan) -> Result<usize, MirrorError> {
-    if !plan.executable() {
-        return Err(MirrorError::other(
-            "the plan has refused partitions or a blocker; nothing was committed",
-        )
-        .flow(&flow.name));
-    }
     let (_, to) = clusters.sides(plan.direction);
     execute_on(to, flow, plan).await
 }
@@ -318,11 +329,15 @@ pub async fn execute(clusters: &Clusters, flow: &Flow, plan: &Plan) -> Result<us
 /// [`execute`] with the client of the side the group moves to only (an unplanned
 /// failover has no source client).
 pub async fn execute_on(to: &Client, flow: &Flow, plan: &Plan) -> Result<usize, MirrorError> {
+    commit(to, flow, plan).await.map_err(|e| e.flow(&flow.name))
+}
+
+/// [`execute_on`]'s work.
+async fn commit(to: &Client, flow: &Flow, plan: &Plan) -> Result<usize, MirrorError> {
     if !plan.executable() {
         return Err(MirrorError::other(
             "the plan has refused partitions or a blocker; nothing was committed",
-        )
-        .flow(&flow.name));
+        ));
     }
     let commits = plan.commits();
     if commits.is_empty() {
@@ -330,11 +345,7 @@ pub async fn execute_on(to: &Client, flow: &Flow, plan: &Plan) -> Result<usize, 
     }
     to.offset_commit(&plan.group, &GroupMember::standalone(), &commits)
         .await
-        .map_err(|e| {
-            MirrorError::kafka("offset commit", e)
-                .flow(&flow.name)
-                .cluster(&plan.to_cluster)
-        })?;
+        .map_err(|e| MirrorError::kafka("offset commit", e).cluster(&plan.to_cluster))?;
     for c in &commits {
         tracing::info!(flow = %flow.name, group = %plan.group, cluster = %plan.to_cluster,
             topic = %c.topic, partition = c.partition, offset = c.offset, "committed");

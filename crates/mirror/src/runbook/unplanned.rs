@@ -76,6 +76,19 @@ pub async fn prepare(
     topic: Option<&str>,
     options: Options,
 ) -> Result<Plan, MirrorError> {
+    gather(target, flow, group, topic, options)
+        .await
+        .map_err(|e| e.flow(&flow.name))
+}
+
+/// [`prepare`]'s work.
+async fn gather(
+    target: &Client,
+    flow: &Flow,
+    group: &str,
+    topic: Option<&str>,
+    options: Options,
+) -> Result<Plan, MirrorError> {
     let maps = saved_maps(target, flow).await?;
     let synced = read_checkpoints(target, flow, group).await?;
     if synced.is_empty() {
@@ -85,7 +98,6 @@ pub async fn prepare(
              failover needs the source",
             checkpoints_topic(&flow.source, flow.policy.separator())
         ))
-        .flow(&flow.name)
         .cluster(&flow.target));
     }
     let mut rows = Vec::new();
@@ -109,7 +121,7 @@ pub async fn prepare(
         };
         read_arriving(target, group, &mut input)
             .await
-            .map_err(|e| e.flow(&flow.name).cluster(&flow.target))?;
+            .map_err(|e| e.cluster(&flow.target))?;
         rows.push((input, written));
     }
     // The source cannot be asked: the operator declared it gone.

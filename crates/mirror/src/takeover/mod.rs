@@ -134,7 +134,6 @@ pub async fn starts(
                     "takeover of {}-{p} (target {}-{p}): {why}",
                     t.source_topic, t.target_topic
                 ))
-                .flow(&flow.name)
                 .topic(&t.source_topic)
                 .partition(p));
             }

@@ -167,9 +167,8 @@ impl TopicSync {
             Ok(r) => r,
             Err(e) => {
                 // The whole request failed: every topic failed the same way.
-                let err = MirrorError::kafka("create target topics", e)
-                    .cluster(self.flow.target.clone())
-                    .flow(self.flow.name.clone());
+                let err =
+                    MirrorError::kafka("create target topics", e).cluster(self.flow.target.clone());
                 tracing::error!(flow = %self.flow.name, error = %err, "cannot create target topics");
                 for _ in topics {
                     self.metrics.topic_sync_failure(&self.flow.name);
@@ -197,8 +196,7 @@ impl TopicSync {
                         _ => MirrorError::other("create target topic: no answer for this topic"),
                     }
                     .topic(c.target_topic.clone())
-                    .cluster(self.flow.target.clone())
-                    .flow(self.flow.name.clone());
+                    .cluster(self.flow.target.clone());
                     tracing::error!(flow = %self.flow.name, source = %c.source_topic,
                         error = %err, "cannot create target topic; not replicating it");
                     self.metrics.topic_sync_failure(&self.flow.name);

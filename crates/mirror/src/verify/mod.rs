@@ -172,12 +172,23 @@ pub async fn verify_flow(
     flow: &Flow,
     opts: &Options,
 ) -> Result<FlowReport, MirrorError> {
-    let ctx = |e: MirrorError| e.flow(&flow.name);
-    let maps = crate::state::load_maps(target, flow).await.map_err(ctx)?;
+    compare(source, target, flow, opts)
+        .await
+        .map_err(|e| e.flow(&flow.name))
+}
+
+/// [`verify_flow`]'s work: the partitions compared and the group positions read.
+async fn compare(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    opts: &Options,
+) -> Result<FlowReport, MirrorError> {
+    let maps = crate::state::load_maps(target, flow).await?;
     let meta = source
         .metadata(None)
         .await
-        .map_err(|e| ctx(MirrorError::kafka("listing source topics", e).cluster(&flow.source)))?;
+        .map_err(|e| MirrorError::kafka("listing source topics", e).cluster(&flow.source))?;
     let mut topics: BTreeMap<String, (String, Vec<i32>)> = BTreeMap::new();
     for t in meta.topics.values() {
         if t.is_internal || opts.topic.as_ref().is_some_and(|x| *x != t.name) {
@@ -193,10 +204,10 @@ pub async fn verify_flow(
     if let Some(t) = &opts.topic
         && !topics.contains_key(t)
     {
-        return Err(ctx(MirrorError::config(format!(
+        return Err(MirrorError::config(format!(
             "topic {t} is not on {} or not replicated by this flow",
             flow.source
-        ))));
+        )));
     }
     let pace = opts
         .bytes_per_sec
@@ -205,7 +216,7 @@ pub async fn verify_flow(
     let mut tasks = JoinSet::new();
     for (topic, (target_topic, partitions)) in &topics {
         let work = Work::gather(source, target, topic, target_topic, partitions, &maps).await;
-        for job in work.map_err(ctx)? {
+        for job in work? {
             let (source, target) = (source.clone(), target.clone());
             let (pace, permits, sample) = (pace.clone(), permits.clone(), opts.sample);
             let progress = opts.progress.clone();
@@ -217,18 +228,13 @@ pub async fn verify_flow(
     }
     let mut partitions = Vec::new();
     while let Some(done) = tasks.join_next().await {
-        let report = done
-            .map_err(|e| ctx(MirrorError::other(format!("a verify task failed: {e}"))))?
-            .map_err(ctx)?;
+        let report =
+            done.map_err(|e| MirrorError::other(format!("a verify task failed: {e}")))??;
         partitions.push(report);
     }
     partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
     let groups = if flow.sync.group_offsets || !opts.groups.is_empty() {
-        Some(
-            groups::positions(source, target, flow, &maps, &topics, opts)
-                .await
-                .map_err(ctx)?,
-        )
+        Some(groups::positions(source, target, flow, &maps, &topics, opts).await?)
     } else {
         None
     };

@@ -48,7 +48,7 @@ impl Scale {
         });
         let worker = Worker::new(host.unwrap_or_else(|| "unknown".into()), so.capacity)
             .with_topology(topology.as_ref());
-        refuse_disagreeing_group(flow, so, target, topology.as_ref()).await?;
+        refuse_disagreeing_group(so, target, topology.as_ref()).await?;
         // Its own client id, so its connections are told apart from the data path's.
         let client = crate::connect::client_config(target)
             .with_client_id(format!("strait-group.{}", target.client_id))
@@ -59,7 +59,6 @@ impl Scale {
             .await
             .map_err(|e| {
                 MirrorError::kafka(format!("joining the scale-out group {}", so.group), e)
-                    .flow(&flow.name)
                     .cluster(&target.name)
             })?;
         tracing::info!(flow = %flow.name, group = %so.group, instance = ?instance,
@@ -90,12 +89,11 @@ impl Scale {
 /// [`Topology`]); this says why. A group that cannot be described (not yet created,
 /// rebalancing, not authorized) is left to the coordinator.
 async fn refuse_disagreeing_group(
-    flow: &Flow,
     so: &ScaleOut,
     target: &Cluster,
     ours: Option<&Topology>,
 ) -> Result<(), MirrorError> {
-    let client = crate::connect::connect(target, &flow.name).await?;
+    let client = crate::connect::connect(target).await?;
     let described = client.describe_groups(&[so.group.as_str()]).await;
     let Some(group) = described.ok().and_then(|g| g.into_iter().next()) else {
         return Ok(());
@@ -119,7 +117,6 @@ async fn refuse_disagreeing_group(
             "scale-out group {}: refused to join: {why}",
             so.group
         ))
-        .flow(&flow.name)
         .cluster(&target.name)),
     }
 }
