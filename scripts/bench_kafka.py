@@ -97,6 +97,16 @@ def pinned(cores, argv):
     return ["taskset", "-c", ",".join(map(str, cores))] + argv
 
 
+def binary_kind(path):
+    """How the measured `strait` was linked, as `file` says: the static (musl) build that
+    ships, or a glibc one (its allocator behaves differently)."""
+    try:
+        out = subprocess.run(["file", "-L", path], capture_output=True, text=True).stdout
+    except OSError:
+        return "unknown"
+    return "static (musl)" if "static" in out else "dynamically linked (glibc)"
+
+
 def wait_exit(p, timeout):
     """Reaps `p` with wait4 once it exits (its own CPU), within `timeout` s; None while it
     runs. Never Popen.poll(): that would reap it without the rusage.
@@ -518,7 +528,8 @@ def cmd_run(a):
     cfg = argparse.Namespace(args=a, out=out, rep_cores=rep)
     only = set(a.only.split()) if a.only else None
     results = {"machine": {"cores": os.cpu_count(), "pinning": note, "total": a.total,
-                           "partitions": a.partitions, "batch": a.batch_size},
+                           "partitions": a.partitions, "batch": a.batch_size,
+                           "binary": binary_kind(a.strait)},
                "cases": [], "backlogs": {}}
     procs = Procs()
     kafka = None
@@ -633,7 +644,7 @@ def cmd_report(a):
              f"Apache Kafka 4.4.0 clusters (`strait-kafka --production-jvm`, KRaft, G1 and the full JIT), {m['pinning']}. Backlog: "
              f"{m['total']} of 1 KiB record values per codec, {m['partitions']} partitions, "
              f"{m.get('batch', '16KiB')} "
-             "batches (`strait bench --mode load`). Each case is one process copying the backlog to a "
+             f"batches (`strait bench --mode load`). Strait binary: {m.get('binary', 'glibc')}. Each case is one process copying the backlog to a "
              "fresh target topic; CPU-s/GiB is that process's user + system CPU (the JVM included) "
              "per GiB of the source topic's log, and × floor its multiple of the byte-relay floor "
              "measured in the same run. Verified: librdkafka read the target topic and its records "
