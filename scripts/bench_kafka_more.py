@@ -26,7 +26,7 @@ import json
 import os
 import subprocess
 
-from scale_out_kit import GIB, MIB, BenchError  # noqa: F401
+from scale_out_kit import MIB, BenchError
 
 LIVE_RATES = [5000, 50000]
 LIVE_SECONDS = "30s"
