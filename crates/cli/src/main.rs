@@ -5,7 +5,7 @@
 //! the engine; [`check`], [`plan`], [`status`] and [`offsets`] inspect the clusters and the
 //! flows' state topics; [`runbook`] moves consumer groups between clusters; [`verify`]
 //! compares the two clusters; [`replay`] copies
-//! a time range of a topic once; [`bench`] measures replication.
+//! a time range of a topic once; [`bench`](mod@bench) measures replication.
 
 mod bench;
 mod check;

@@ -1,7 +1,7 @@
 //! Exponential backoff with full jitter, for retrying failed calls.
 //!
 //! Kept separate from broker throttling: a `throttle_time_ms` in a response is the broker
-//! asking for quiet, and is honoured per broker in [`crate::broker`], not by growing backoff.
+//! asking for quiet, and is honoured per broker in `crate::broker`, not by growing backoff.
 
 use std::time::Duration;
 

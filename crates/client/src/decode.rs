@@ -1,11 +1,9 @@
 //! Response decoding for every API this crate speaks, behind one entry point, so that hostile
-//! and fuzzed inputs go through exactly the code a live connection uses ([`frame`]'s
-//! correlation-id peek, header strip and [`frame::decode_body`]).
+//! and fuzzed inputs go through exactly the code a live connection uses (`frame`'s
+//! correlation-id peek, header strip and `frame::decode_body`).
 //!
 //! Not part of the stable API: it exists for the fuzz targets (`crates/client/fuzz`) and the
 //! corpus replay test (`tests/decode_corpus.rs`).
-//!
-//! [`frame`]: crate::frame
 
 use bytes::Bytes;
 use kafka_protocol::messages::*;
@@ -114,7 +112,7 @@ pub fn fuzz_response(data: &[u8]) -> Option<Result<()>> {
 }
 
 /// The second fuzz entry point: `data` is a byte stream of size-prefixed frames, split by the
-/// connection's [`frame::FrameReader`] (frame cap 1 MiB); byte 0 picks the API as in
+/// connection's `frame::FrameReader` (frame cap 1 MiB); byte 0 picks the API as in
 /// [`fuzz_response`] and each frame is decoded at the next negotiable version in turn.
 pub fn fuzz_stream(data: &[u8]) {
     let Some((&a, stream)) = data.split_first() else {

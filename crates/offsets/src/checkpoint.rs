@@ -2,7 +2,8 @@
 //! topic, and replayed into a map on restart.
 
 use crate::encoding;
-use crate::error::ReplayError;
+use crate::encoding::DecodeError;
+use crate::error::MapError;
 use crate::map::OffsetMap;
 use crate::update::Delta;
 
@@ -35,7 +36,7 @@ pub struct Checkpoint {
 impl Delta {
     /// Decodes a delta written by [`OffsetMap::take_checkpoint`]. The updates are checked
     /// for range here and against the map when applied.
-    pub fn decode(bytes: &[u8]) -> Result<Delta, crate::DecodeError> {
+    pub fn decode(bytes: &[u8]) -> Result<Delta, DecodeError> {
         encoding::delta::decode(bytes)
     }
 }
@@ -140,4 +141,34 @@ impl OffsetMap {
         self.journal.seq = delta.seq;
         Ok(Replayed::Applied)
     }
+}
+
+/// Replaying an incremental update onto a map failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    /// The bytes did not decode.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// A delta is missing between the map's sequence number and this delta's.
+    #[error("delta {found} does not follow {applied} (a delta is missing)")]
+    SequenceGap {
+        /// Sequence number the map has applied up to.
+        applied: u64,
+        /// Sequence number of the delta offered.
+        found: u64,
+    },
+    /// The map has unflushed live updates, so replaying durable deltas would interleave
+    /// two histories.
+    #[error("the map has {0} unflushed updates; replay deltas before writing to it")]
+    PendingUpdates(usize),
+    /// An update in the delta was rejected by the map (the map holds the updates before it).
+    #[error("update {index} of delta {seq} was rejected: {source}")]
+    Rejected {
+        /// Sequence number of the delta.
+        seq: u64,
+        /// Position of the update within the delta.
+        index: usize,
+        /// Why the map rejected it.
+        source: MapError,
+    },
 }

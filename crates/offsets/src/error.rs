@@ -1,7 +1,7 @@
-//! Errors: rejected mutations, failed replays, registry conflicts (undecodable bytes are
-//! the encoding's own [`DecodeError`]).
+//! Errors: rejected mutations and registry conflicts (undecodable bytes are the
+//! encoding's own [`DecodeError`](crate::DecodeError), a failed replay the checkpoint's
+//! [`ReplayError`](crate::ReplayError)).
 
-use crate::encoding::DecodeError;
 use crate::side::Side;
 
 /// A mutation the map refused. The map is unchanged when one of these is returned.
@@ -42,36 +42,6 @@ pub enum MapError {
     /// [`OffsetMap::start_at`](crate::OffsetMap::start_at) on a map that already moved.
     #[error("replication can only start on an empty map")]
     NotEmpty,
-}
-
-/// Replaying an incremental update onto a map failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReplayError {
-    /// The bytes did not decode.
-    #[error(transparent)]
-    Decode(#[from] DecodeError),
-    /// A delta is missing between the map's sequence number and this delta's.
-    #[error("delta {found} does not follow {applied} (a delta is missing)")]
-    SequenceGap {
-        /// Sequence number the map has applied up to.
-        applied: u64,
-        /// Sequence number of the delta offered.
-        found: u64,
-    },
-    /// The map has unflushed live updates, so replaying durable deltas would interleave
-    /// two histories.
-    #[error("the map has {0} unflushed updates; replay deltas before writing to it")]
-    PendingUpdates(usize),
-    /// An update in the delta was rejected by the map (the map holds the updates before it).
-    #[error("update {index} of delta {seq} was rejected: {source}")]
-    Rejected {
-        /// Sequence number of the delta.
-        seq: u64,
-        /// Position of the update within the delta.
-        index: usize,
-        /// Why the map rejected it.
-        source: MapError,
-    },
 }
 
 /// A registry operation that conflicts with its current contents.

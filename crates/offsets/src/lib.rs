@@ -50,8 +50,9 @@
 //! | `update` | [`Update`] vocabulary, the journal, [`Delta`] |
 //! | `checkpoint` | [`Checkpoint`]s out of the journal, delta replay |
 //! | `encoding` | versioned, checksummed varint encodings |
+//! | [`frame`] | the checksummed frame those encodings (and scale-out metadata) share |
 //! | `registry` | [`Registry`], [`MapWriter`], [`MapReader`] |
-//! | `error` | error types |
+//! | `error` | the map's and the registry's errors (decoding and replay keep theirs) |
 
 mod checkpoint;
 mod coarsen;
@@ -66,13 +67,13 @@ mod translate;
 mod truncate;
 mod update;
 
-pub use checkpoint::{Checkpoint, CheckpointKind, Replayed};
+pub use checkpoint::{Checkpoint, CheckpointKind, ReplayError, Replayed};
 pub use coarsen::Precision;
 pub use coarsen::Segment;
 pub use encoding::DecodeError;
 pub use encoding::VERSION as ENCODING_VERSION;
 pub use encoding::snapshot::MAX_SNAPSHOT_ENTRIES;
-pub use error::{MapError, RegistryError, ReplayError};
+pub use error::{MapError, RegistryError};
 pub use map::{DEFAULT_RUN_BUDGET, MIN_RUN_BUDGET, MapStats, OffsetMap};
 pub use registry::{MapReader, MapWriter, Registry};
 pub use run::Run;

@@ -100,7 +100,7 @@ impl Journal {
 }
 
 /// A decoded delta: a sequence number and the updates it carries. Only the map creates
-/// them (see [`OffsetMap::take_checkpoint`]), so every delta encodes.
+/// them (see [`OffsetMap::take_checkpoint`](crate::OffsetMap::take_checkpoint)), so every delta encodes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delta {
     pub(crate) seq: u64,

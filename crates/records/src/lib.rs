@@ -64,9 +64,10 @@
 //!   response's list; `txn`: holding transactional data until its marker decides it;
 //! - `record`: the record codec; `varint`: bounded zig-zag varints; `decode`: records of a
 //!   batch, control records; `builder` and `reencode`: writing batches; `merge`: coalescing
-//!   consecutive batches; `pool`: reusing merged batches' buffers;
+//!   consecutive batches; `pool`: reusing merged batches' buffers; `lean`: queues that
+//!   give back their memory once drained ([`push_lean`]);
 //! - [`compression`]: gzip, snappy (xerial and raw), LZ4 frames, zstd;
-//! - `error`: the one [`Error`] type.
+//! - `error`: the one [`Error`] type; `test_support` (tests only): batches written by hand.
 //!
 //! Every length read from input is checked against the bytes that remain or a cap before
 //! anything is allocated from it, and no input makes this crate panic.

@@ -125,7 +125,7 @@ impl TxnResolver {
             TxnVerdict::Keep => Slot::Decided(Resolved::Forward(batch)),
         };
         self.held_bytes += slot_batch(&slot).size();
-        crate::push_lean(&mut self.queue, slot);
+        crate::lean::push_lean(&mut self.queue, slot);
         Ok(())
     }
 
@@ -138,7 +138,7 @@ impl TxnResolver {
         self.settle(batch.header().producer_id, true);
         let slot = Slot::Decided(Resolved::Forward(batch));
         self.held_bytes += slot_batch(&slot).size();
-        crate::push_lean(&mut self.queue, slot);
+        crate::lean::push_lean(&mut self.queue, slot);
     }
 
     /// The next batch whose outcome is known, if every batch before it is released (in

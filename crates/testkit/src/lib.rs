@@ -17,6 +17,7 @@
 //! | [`data`] | [`TestRecord`] and the seeded generator [`DataGen`] |
 //! | [`load`] | [`load::NumberedProducer`]: a background librdkafka producer of numbered records (`"<partition>:<n>"`) |
 //! | [`config`] | the text of a two-cluster, one-flow Strait config ([`config::two_cluster_flow`]) |
+//! | [`process`] | a `strait run` process under test ([`process::StraitProcess`]): output to a log file, killed and reaped on drop |
 //! | [`paths`] | where the workspace, the Tansu binary, Python and the helper script are |
 //! | [`error`] | the [`Error`] type |
 //!

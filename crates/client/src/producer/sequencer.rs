@@ -1,5 +1,5 @@
 //! The idempotent-producer sequencing state machine. Pure: no I/O, no clock, no tasks; the
-//! driver in [`super::idempotent`] feeds it events and does what it says.
+//! driver in `super::idempotent` feeds it events and does what it says.
 //!
 //! Per partition it keeps the batches not yet delivered to the caller, in sequence order:
 //!

@@ -1,5 +1,5 @@
 //! The transaction lifecycle of a transactional producer, as a pure state machine: no I/O,
-//! no clock, no tasks. The driver in [`super::transactional`] asks it what to do, does it
+//! no clock, no tasks. The driver in `super::transactional` asks it what to do, does it
 //! (AddPartitionsToTxn, Produce, EndTxn, InitProducerId) and feeds back the outcome.
 //!
 //! Phases: `Ready` → `InTransaction` → `Committing` | `Aborting` → `Ready`, with

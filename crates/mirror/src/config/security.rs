@@ -418,7 +418,7 @@ pub fn resolve(spec: &SecuritySpec, at: &KeyPath, problems: &mut Vec<Problem>) -
 
 /// The PEM files of `spec` that cannot be opened, each a problem at its key. Not part of
 /// [`resolve`], which only looks at the config: the loader asks this of a config that
-/// will run ([`super::load`]), and `config validate --offline` does not.
+/// will run ([`super::load`](mod@super::load)), and `config validate --offline` does not.
 pub fn unreadable_files(spec: &SecuritySpec, at: &KeyPath) -> Vec<Problem> {
     let none = None;
     let tls = spec.tls.as_ref().filter(|_| spec.protocol.uses_tls());

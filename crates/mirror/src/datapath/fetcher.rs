@@ -86,7 +86,7 @@ pub struct RecordSet {
     /// The reachable end (last stable offset, or high watermark).
     pub end: i64,
     /// The last stable offset when the broker is known to compute a real one (below it,
-    /// transactional data not in `aborted` is committed: [`Stability`]); `None` when only
+    /// transactional data not in `aborted` is committed: `Stability`); `None` when only
     /// markers decide (Tansu).
     pub stable: Option<i64>,
     /// Its share of the in-flight budget.

@@ -131,9 +131,9 @@ pub struct Progress {
 /// Not an `async fn`: one copies its arguments into the future a second time (they are
 /// rebound for drop order), and this future is kept once per partition.
 ///
-/// **Parked while idle.** The partition's state ([`Parts`]: its machine, its batches in
+/// **Parked while idle.** The partition's state (`Parts`: its machine, its batches in
 /// flight, the barrier's batches) is boxed once; the driver's own future
-/// ([`Driver::run`], ~700 bytes) is boxed only while the partition has something to do.
+/// (`Driver::run`, ~700 bytes) is boxed only while the partition has something to do.
 /// When the driver would wait for the inbox alone — nothing in flight, no read of the
 /// source's log start, the machine wants data, the inbox is empty, and no commit barrier
 /// (exactly-once partitions never park: the barrier's seal needs an answer) — it returns,

@@ -1,4 +1,4 @@
-//! Whether a source broker's last stable offset can decide transactions ([`Stability`]),
+//! Whether a source broker's last stable offset can decide transactions (`Stability`),
 //! used by the fetchers to mark what a `read_committed` fetch proves committed.
 
 use std::sync::Arc;

@@ -16,7 +16,7 @@ use uuid::Uuid;
 pub const STATE_VERSION: u8 = 1;
 
 /// The first byte of every state key: which kind of record it is. One table, so that no
-/// two kinds share a byte and the reader ([`super::store`]) can sort records by kind
+/// two kinds share a byte and the reader (`super::store`) can sort records by kind
 /// without importing the modules that write them.
 pub mod kind {
     /// A flow partition's snapshot ([`super::encode_key`]): the encoding version.
