@@ -47,8 +47,7 @@ pub fn replay_cmd(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let (source, target) = clients(&config, flow).await?;
         let prepared = replay::prepare(&source, &target, flow, spec, args.again)
-            .await
-            .with_context(|| format!("flow {}", flow.name))?;
+            .await?;
         let refused = matches!(prepared.decision, RunDecision::AlreadyDone { .. });
         let summary = if args.execute && !refused {
             let progress = Arc::new(Progress::default());

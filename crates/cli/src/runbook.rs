@@ -67,8 +67,7 @@ pub fn switch_cmd(direction: Direction, args: &SwitchArgs) -> anyhow::Result<Exi
                     args.topic.as_deref(),
                     options,
                 )
-                .await
-                .with_context(|| format!("flow {}", flow.name))?;
+                .await?;
                 (target, plan)
             } else {
                 let (source, target) = clients(&config, flow).await?;
@@ -82,8 +81,7 @@ pub fn switch_cmd(direction: Direction, args: &SwitchArgs) -> anyhow::Result<Exi
                     options,
                     wait,
                 )
-                .await
-                .with_context(|| format!("flow {}", flow.name))?;
+                .await?;
                 let to = match direction {
                     Direction::Failover => clusters.target,
                     Direction::Failback => clusters.source,

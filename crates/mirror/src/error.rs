@@ -327,6 +327,16 @@ impl MirrorError {
         &self.0.ctx
     }
 
+    /// The message without the flow's name, for a line that names the flow already (the
+    /// flow's `/health` line): `cluster c, topic t, partition p: what: cause`.
+    pub fn within_flow(&self) -> String {
+        let ctx = Context {
+            flow: None,
+            ..self.0.ctx.clone()
+        };
+        format!("{ctx}{}", self.0.kind)
+    }
+
     /// Sets the flow (kept if already set: the innermost context wins).
     pub fn flow(mut self, flow: impl Into<String>) -> Self {
         self.0.ctx.flow.get_or_insert_with(|| flow.into());

@@ -23,9 +23,10 @@
 //!   take the run's pieces as arguments and never reach back into `FlowRun`.
 //! - **The flow is named once per layer**: an error leaving a run (`run::run`) or the
 //!   flow's task ([`run_flow`]) gets the flow's name there; the code below attaches only
-//!   what it alone knows (cluster, topic, partition). The exceptions turn an error into
-//!   text before it leaves (a partition's status, the flow's state while it restarts) and
-//!   say so where they attach it.
+//!   what it alone knows (cluster, topic, partition). A line that names the flow itself
+//!   (the flow's `/health` line, failed or restarting) shows the error without it
+//!   ([`MirrorError::within_flow`]). The exceptions turn an error into text before it
+//!   leaves (a partition's status) and say so where they attach it.
 //!
 //! The folder, from the top:
 //!
@@ -198,7 +199,8 @@ pub async fn run_flow(
     let result = result.map_err(|e| e.flow(&flow.name));
     match &result {
         Ok(_) => metrics.set_flow_state(&flow.name, FlowState::Stopped),
-        Err(e) => metrics.set_flow_state(&flow.name, FlowState::Failed(e.to_string())),
+        // `/health` names the flow on its line: the reason leaves it out.
+        Err(e) => metrics.set_flow_state(&flow.name, FlowState::Failed(e.within_flow())),
     }
     result
 }

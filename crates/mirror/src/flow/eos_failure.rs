@@ -127,9 +127,8 @@ impl Failed<'_> {
                     tracing::error!(flow = %flow.name, cause = %e, "{why}");
                     return Err(owner.taken(why));
                 }
-                // Named here, not by the flow's task: the next attempt shows it in the
-                // flow's state, as the runs' errors (which name the flow) are.
-                Confirmed::Unknown(why) => e = MirrorError::other(why).flow(&flow.name),
+                // The flow's task names the flow if this is the error it stops with.
+                Confirmed::Unknown(why) => e = MirrorError::other(why),
             }
         }
     }
@@ -153,7 +152,8 @@ impl Failed<'_> {
         self.metrics.set_flow_state(
             &self.flow.name,
             FlowState::Failed(format!(
-                "restarting from the last commit (attempt {attempt}): {e}"
+                "restarting from the last commit (attempt {attempt}): {}",
+                e.within_flow()
             )),
         );
         tokio::select! {

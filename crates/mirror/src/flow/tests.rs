@@ -1,5 +1,5 @@
-//! The flow's task names the flow in the error it stops with and in its state, once, for
-//! errors raised below it without the flow's name.
+//! The flow's task names the flow in the error it stops with and, once, in its `/health`
+//! line, for errors raised below it without the flow's name.
 
 use tokio::sync::watch;
 
@@ -38,12 +38,13 @@ target = "b"
     )
     .await
     .expect_err("refused");
-    let message = "flow f: configuration: --once replicates a flow in one process: it \
-                   cannot be combined with [flows.scale_out]";
-    assert_eq!(e.to_string(), message);
+    let reason = "configuration: --once replicates a flow in one process: it cannot be \
+                  combined with [flows.scale_out]";
+    assert_eq!(e.to_string(), format!("flow f: {reason}"));
     assert_eq!(e.context().flow.as_deref(), Some("f"));
+    // `/health` names the flow once, on its line.
     assert_eq!(
         metrics.health().expect_err("failed"),
-        format!("flow f: failed: {message}")
+        format!("flow f: failed: {reason}")
     );
 }
