@@ -46,8 +46,7 @@ pub fn replay_cmd(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let producer_config = producer_config(&config, flow)?;
     runtime()?.block_on(async {
         let (source, target) = clients(&config, flow).await?;
-        let prepared = replay::prepare(&source, &target, flow, spec, args.again)
-            .await?;
+        let prepared = replay::prepare(&source, &target, flow, spec, args.again).await?;
         let refused = matches!(prepared.decision, RunDecision::AlreadyDone { .. });
         let summary = if args.execute && !refused {
             let progress = Arc::new(Progress::default());

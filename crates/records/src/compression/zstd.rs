@@ -67,14 +67,4 @@ pub(super) fn decompress(data: &[u8], cap: usize, out: &mut Vec<u8>) -> Result<(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn window_bound() {
-        assert_eq!(window_log_max(0), 23);
-        assert_eq!(window_log_max(64 << 20), 26);
-        assert_eq!(window_log_max((64 << 20) + 1), 27);
-        assert_eq!(window_log_max(usize::MAX), 31);
-    }
-}
+mod tests;
