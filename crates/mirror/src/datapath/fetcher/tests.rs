@@ -1,5 +1,6 @@
 //! The fetchers' pure decisions: partition limits, partial batches, the topic-id pause.
 
+use super::broker::{Partial, beyond_budget, partial, partition_limit};
 use super::*;
 
 #[test]
