@@ -16,7 +16,7 @@
 //! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules |
 //! | [`sink`] | the flow's producer: idempotent (at-least-once) or transactional (exactly-once) |
 //! | [`commit`] | exactly-once: the barrier between the drivers and the committer that ends each transaction |
-//! | [`partition`] | drives the pipeline: fetcher feed, producer (≤ 5 in flight), acknowledgements, the offset map |
+//! | [`partition`] | drives the pipeline: fetcher feed, producer (≤ 5 in flight), acknowledgements, the offset map (`partition/act.rs`: what it does for each of the pipeline's actions) |
 //!
 //! Fetcher → (inbox) → partition driver → [`pipeline::Pipeline`] (plan → recovery →
 //! coalescing queue) → `IdempotentProducer` → acknowledgements in order → offset map. The producer patches forwarded batch headers (producer id, epoch,
