@@ -90,37 +90,11 @@ pub(super) async fn run_slotted(
     let confirm_wait = so.session_timeout + so.rebalance_timeout;
     let mut slots = Slots::new(flow);
     let result = loop {
-        // What the assignment asks, carried out.
-        let wanted: &Wanted = scale.wanted();
-        let running: BTreeSet<PartitionId> =
-            slots.runs.keys().map(|n| PartitionId::slot(*n)).collect();
-        let rel: BTreeSet<PartitionId> = slots
-            .releasing
-            .iter()
-            .map(|n| PartitionId::slot(*n))
-            .collect();
-        let changes = reconcile(wanted, &running, &rel, slots.control.is_some());
-        for p in &changes.release {
-            slots.release(flow, p.partition as u32);
-        }
-        for p in changes.acquire.iter().filter(|p| p.is_slot()) {
-            let n = p.partition as u32;
-            let owner = Owner::Slot(scale.slot_owner(n, confirm_wait));
-            slots.start(&start, Slot { n, of: count }, owner);
-        }
         slots
-            .set_lead(changes.lead, flow, (&source, &target), metrics)
+            .carry_out(&start, &mut scale, count, confirm_wait, (&source, &target))
             .await;
-        scale.claim(changes.claims.clone(), changes.rejoin);
         scale.report(&mut reports, grace).await;
-        metrics.scale_member(
-            &flow.name,
-            slots.runs.len(),
-            scale.wanted().generation,
-            slots.control.is_some(),
-            scale.view().assignments_received,
-            scale.view().unstable_for.as_secs_f64(),
-        );
+        report_member(metrics, flow, &slots, &scale);
         tokio::select! {
             _ = stop.wait_for(|v| *v) => break Ok(()),
             () = scale.changed() => {
@@ -143,6 +117,19 @@ pub(super) async fn run_slotted(
     result.map(|()| slots.summary)
 }
 
+/// The member's gauges: slots run, generation, whether it leads, assignments received,
+/// how long the group has been unstable.
+fn report_member(metrics: &Metrics, flow: &Flow, slots: &Slots, scale: &Scale) {
+    metrics.scale_member(
+        &flow.name,
+        slots.runs.len(),
+        scale.wanted().generation,
+        slots.control.is_some(),
+        scale.view().assignments_received,
+        scale.view().unstable_for.as_secs_f64(),
+    );
+}
+
 /// A slot's run: it ends with its slot and what it did.
 type SlotRun = (u32, Result<FlowSummary, MirrorError>);
 
@@ -161,6 +148,39 @@ struct Slots {
 }
 
 impl Slots {
+    /// What the assignment asks, carried out: slots released and started, the control
+    /// jobs taken or given up, and this member's claims set for its next report.
+    async fn carry_out(
+        &mut self,
+        start: &Start<'_>,
+        scale: &mut Scale,
+        count: u32,
+        confirm_wait: std::time::Duration,
+        clients: (&Client, &Client),
+    ) {
+        let flow = start.flow;
+        let wanted: &Wanted = scale.wanted();
+        let running: BTreeSet<PartitionId> =
+            self.runs.keys().map(|n| PartitionId::slot(*n)).collect();
+        let rel: BTreeSet<PartitionId> = self
+            .releasing
+            .iter()
+            .map(|n| PartitionId::slot(*n))
+            .collect();
+        let changes = reconcile(wanted, &running, &rel, self.control.is_some());
+        for p in &changes.release {
+            self.release(flow, p.partition as u32);
+        }
+        for p in changes.acquire.iter().filter(|p| p.is_slot()) {
+            let n = p.partition as u32;
+            let owner = Owner::Slot(scale.slot_owner(n, confirm_wait));
+            self.start(start, Slot { n, of: count }, owner);
+        }
+        self.set_lead(changes.lead, flow, clients, &start.metrics)
+            .await;
+        scale.claim(changes.claims.clone(), changes.rejoin);
+    }
+
     fn new(flow: &Flow) -> Self {
         Slots {
             runs: BTreeMap::new(),
