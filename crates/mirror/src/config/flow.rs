@@ -190,46 +190,10 @@ pub fn resolve(
     problems: &mut Vec<Problem>,
 ) -> Option<Flow> {
     let before = problems.len();
-    for (key, name) in [("source", &spec.source), ("target", &spec.target)] {
-        if !clusters.contains(&name.as_str()) {
-            problems.push(
-                Problem::new(at.key(key), format!("unknown cluster \"{name}\""))
-                    .expected(format!(
-                        "one of the `[clusters.<name>]` names: {}",
-                        list(clusters)
-                    ))
-                    .suggest(did_you_mean(name, clusters.iter().copied()).map(str::to_owned)),
-            );
-        }
-    }
+    check_clusters(spec, clusters, at, problems);
     let (name, state_topic) = spec.names();
-    if !is_topic_name(&name) {
-        problems.push(
-            Problem::new(at.key("name"), format!("invalid flow name \"{name}\""))
-                .expected("letters, digits, `.`, `_` and `-` (the name becomes part of the state topic's name)"),
-        );
-    }
-    if !is_topic_name(&state_topic) {
-        problems.push(
-            Problem::new(
-                at.key("state_topic"),
-                format!("invalid topic name \"{state_topic}\""),
-            )
-            .expected(format!(
-                "at most {MAX_TOPIC_LEN} letters, digits, `.`, `_` and `-`"
-            )),
-        );
-    }
-
-    let naming = &spec.naming;
-    let policy = naming::resolve(naming, &spec.source, &at.key("naming"), problems);
-    if spec.enabled && spec.source == spec.target && naming.policy == NamingPolicy::Identity {
-        problems.push(
-            Problem::new(at.clone(), format!("flow from \"{0}\" to \"{0}\" with identity naming replicates every topic onto itself (a cycle)", spec.source))
-                .expected("a different target, or `naming.policy = \"prefix\"`"),
-        );
-    }
-
+    check_names(&name, &state_topic, at, problems);
+    let policy = naming_policy(spec, at, problems);
     let selection = topics::resolve(
         &spec.topics,
         &spec.groups,
@@ -237,25 +201,10 @@ pub fn resolve(
         at,
         problems,
     );
-
     let intervals = intervals::resolve(&spec.intervals, &at.key("intervals"), problems);
-
     sync::check(&spec.sync, &at.key("sync"), problems);
-
     let delivery = delivery::resolve(&spec.delivery, &name, &at.key("delivery"), problems);
-
-    let scale_out = match &spec.scale_out {
-        Some(so) => scale_out::resolve(
-            so,
-            &name,
-            delivery.as_ref().is_some_and(|d| d.exactly_once()),
-            &at.key("scale_out"),
-            problems,
-        )
-        .map(Some),
-        None => Some(None),
-    };
-
+    let scale_out = resolve_scale_out(spec, &name, delivery.as_ref(), at, problems);
     if problems.len() != before {
         return None;
     }
@@ -285,6 +234,83 @@ pub fn resolve(
         delivery: delivery?,
         scale_out: scale_out?,
     })
+}
+
+/// `source` and `target` must name `[clusters.<name>]` tables.
+fn check_clusters(spec: &FlowSpec, clusters: &[&str], at: &KeyPath, problems: &mut Vec<Problem>) {
+    for (key, name) in [("source", &spec.source), ("target", &spec.target)] {
+        if !clusters.contains(&name.as_str()) {
+            problems.push(
+                Problem::new(at.key(key), format!("unknown cluster \"{name}\""))
+                    .expected(format!(
+                        "one of the `[clusters.<name>]` names: {}",
+                        list(clusters)
+                    ))
+                    .suggest(did_you_mean(name, clusters.iter().copied()).map(str::to_owned)),
+            );
+        }
+    }
+}
+
+/// The flow's name and its state topic must be valid topic names.
+fn check_names(name: &str, state_topic: &str, at: &KeyPath, problems: &mut Vec<Problem>) {
+    if !is_topic_name(name) {
+        problems.push(
+            Problem::new(at.key("name"), format!("invalid flow name \"{name}\""))
+                .expected("letters, digits, `.`, `_` and `-` (the name becomes part of the state topic's name)"),
+        );
+    }
+    if !is_topic_name(state_topic) {
+        problems.push(
+            Problem::new(
+                at.key("state_topic"),
+                format!("invalid topic name \"{state_topic}\""),
+            )
+            .expected(format!(
+                "at most {MAX_TOPIC_LEN} letters, digits, `.`, `_` and `-`"
+            )),
+        );
+    }
+}
+
+/// The `naming` table resolved; an enabled flow from a cluster to itself with identity
+/// naming is a cycle.
+fn naming_policy(
+    spec: &FlowSpec,
+    at: &KeyPath,
+    problems: &mut Vec<Problem>,
+) -> Option<ReplicationPolicy> {
+    let naming = &spec.naming;
+    let policy = naming::resolve(naming, &spec.source, &at.key("naming"), problems);
+    if spec.enabled && spec.source == spec.target && naming.policy == NamingPolicy::Identity {
+        problems.push(
+            Problem::new(at.clone(), format!("flow from \"{0}\" to \"{0}\" with identity naming replicates every topic onto itself (a cycle)", spec.source))
+                .expected("a different target, or `naming.policy = \"prefix\"`"),
+        );
+    }
+    policy
+}
+
+/// The `scale_out` table resolved, if there is one (`Some(None)` if there is not; `None`
+/// if it has a problem).
+fn resolve_scale_out(
+    spec: &FlowSpec,
+    name: &str,
+    delivery: Option<&Delivery>,
+    at: &KeyPath,
+    problems: &mut Vec<Problem>,
+) -> Option<Option<ScaleOut>> {
+    match &spec.scale_out {
+        Some(so) => scale_out::resolve(
+            so,
+            name,
+            delivery.is_some_and(|d| d.exactly_once()),
+            &at.key("scale_out"),
+            problems,
+        )
+        .map(Some),
+        None => Some(None),
+    }
 }
 
 /// Flow names and state topics must be unique: both identify a flow's durable state.

@@ -179,7 +179,27 @@ pub fn resolve(
     problems: &mut Vec<Problem>,
 ) -> Option<MetricsEndpoint> {
     let before = problems.len();
-    let listen = match spec.listen.parse::<SocketAddr>() {
+    let listen = listen(spec, at, problems);
+    check_limits(spec, at, problems);
+    let tls = tls(spec, at, problems);
+    let basic_auth = basic_auth(spec, at, problems);
+    if problems.len() != before {
+        return None;
+    }
+    Some(MetricsEndpoint {
+        listen: listen?,
+        max_connections: spec.max_connections,
+        read_timeout: spec.read_timeout.0,
+        write_timeout: spec.write_timeout.0,
+        stalled_after: spec.stalled_after.0,
+        tls,
+        basic_auth,
+    })
+}
+
+/// `listen`, parsed as an `ip:port`.
+fn listen(spec: &MetricsSpec, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<SocketAddr> {
+    match spec.listen.parse::<SocketAddr>() {
         Ok(addr) => Some(addr),
         Err(_) => {
             problems.push(
@@ -191,7 +211,12 @@ pub fn resolve(
             );
             None
         }
-    };
+    }
+}
+
+/// Checks `max_connections`, the read and write timeouts and `stalled_after` against
+/// their bounds.
+fn check_limits(spec: &MetricsSpec, at: &KeyPath, problems: &mut Vec<Problem>) {
     if !(1..=10_000).contains(&spec.max_connections) {
         problems.push(
             Problem::new(
@@ -217,7 +242,11 @@ pub fn resolve(
         spec.stalled_after,
         STALLED_AFTER_BOUNDS,
     ));
-    let tls = match (&spec.tls_cert_file, &spec.tls_key_file) {
+}
+
+/// `tls_cert_file` and `tls_key_file`: both (HTTPS) or neither (plain HTTP).
+fn tls(spec: &MetricsSpec, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<MetricsTls> {
+    match (&spec.tls_cert_file, &spec.tls_key_file) {
         (Some(cert), Some(key)) => Some(MetricsTls {
             cert_file: cert.clone(),
             key_file: key.clone(),
@@ -235,8 +264,17 @@ pub fn resolve(
             );
             None
         }
-    };
-    let basic_auth = match (&spec.basic_auth_username, &spec.basic_auth_password) {
+    }
+}
+
+/// `basic_auth_username` and `basic_auth_password`: both (HTTP Basic authentication) or
+/// neither.
+fn basic_auth(
+    spec: &MetricsSpec,
+    at: &KeyPath,
+    problems: &mut Vec<Problem>,
+) -> Option<MetricsBasicAuth> {
+    match (&spec.basic_auth_username, &spec.basic_auth_password) {
         (Some(user), Some(password)) => {
             if user.is_empty() || user.contains(':') {
                 problems.push(
@@ -266,17 +304,5 @@ pub fn resolve(
             );
             None
         }
-    };
-    if problems.len() != before {
-        return None;
     }
-    Some(MetricsEndpoint {
-        listen: listen?,
-        max_connections: spec.max_connections,
-        read_timeout: spec.read_timeout.0,
-        write_timeout: spec.write_timeout.0,
-        stalled_after: spec.stalled_after.0,
-        tls,
-        basic_auth,
-    })
 }

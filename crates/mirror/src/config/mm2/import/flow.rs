@@ -6,8 +6,10 @@ use super::{
 };
 use crate::config::delivery::{DeliverySpec, Guarantee};
 use crate::config::flow::FlowSpec;
+use crate::config::intervals::IntervalsSpec;
 use crate::config::naming::{NamingPolicy, NamingSpec};
-use crate::config::topics::StartPosition;
+use crate::config::sync::SyncSpec;
+use crate::config::topics::{StartPosition, TopicsSpec};
 
 /// MM2's `isInternalTopic` (DefaultReplicationPolicy): names ending `.internal` or
 /// `-internal` (its own checkpoints and offset-syncs topics, Connect's), and names starting
@@ -37,10 +39,22 @@ impl Props {
         if let Some(b) = self.boolean(&fk("enabled")) {
             flow.enabled = b;
         }
+        self.filters(&mut flow, &fk);
+        self.naming(&mut flow.naming, source, &fk)?;
+        self.topic_creation(&mut flow.topics, source, target, &fk);
+        self.sync(&mut flow.sync, &fk);
+        self.intervals(&mut flow.intervals, &fk);
+        self.delivery(&mut flow.delivery, &fk, target);
+        Ok(flow)
+    }
+
+    /// `topics`, `topics.exclude`, `groups`, `groups.exclude` and
+    /// `config.properties.exclude` (each also by its pre-3.0 `blacklist` name, which the
+    /// new name beats) → the flow's filters; MM2's internal topics are always excluded.
+    fn filters(&mut self, flow: &mut FlowSpec, fk: &dyn Fn(&str) -> Vec<String>) {
         if let Some((_, v)) = self.first(&fk("topics")) {
             flow.topics.include = regex_list(&v);
         }
-        // `topics.blacklist` is the pre-3.0 name of `topics.exclude`; the new name wins.
         let exclude = [fk("topics.exclude"), fk("topics.blacklist")].concat();
         if let Some((_, v)) = self.first(&exclude) {
             flow.topics.exclude = regex_list(&v);
@@ -66,11 +80,21 @@ impl Props {
         ) {
             flow.topic_configs.exclude = regex_list(&v);
         }
-        self.naming(&mut flow.naming, source, &fk)?;
-        flow.topics.replication_factor = MM2_REPLICATION_FACTOR;
+    }
+
+    /// `replication.factor` (MM2's default 2 if unset) and the consumer's
+    /// `auto.offset.reset` → how target topics are created and where new ones start.
+    fn topic_creation(
+        &mut self,
+        topics: &mut TopicsSpec,
+        source: &str,
+        target: &str,
+        fk: &dyn Fn(&str) -> Vec<String>,
+    ) {
+        topics.replication_factor = MM2_REPLICATION_FACTOR;
         if let Some((k, v)) = self.typed(&fk("replication.factor")) {
             match v.parse::<i64>() {
-                Ok(rf) => flow.topics.replication_factor = rf,
+                Ok(rf) => topics.replication_factor = rf,
                 Err(_) => self.unmapped(&k, "not an integer; MM2's default 2 was used"),
             }
         }
@@ -80,29 +104,35 @@ impl Props {
             "consumer.auto.offset.reset".to_owned(),
         ]) {
             match v.to_ascii_lowercase().as_str() {
-                "earliest" => flow.topics.start_position = StartPosition::Earliest,
-                "latest" => flow.topics.start_position = StartPosition::Latest,
+                "earliest" => topics.start_position = StartPosition::Earliest,
+                "latest" => topics.start_position = StartPosition::Latest,
                 _ => self.unmapped(
                     &k,
                     "only earliest and latest have an equivalent (`topics.start_position`)",
                 ),
             }
         }
+    }
 
-        flow.sync.topic_configs = self
+    /// The `*.enabled` switches of topic config, group offset, heartbeat, checkpoint and
+    /// ACL syncing → `sync`.
+    fn sync(&mut self, sync: &mut SyncSpec, fk: &dyn Fn(&str) -> Vec<String>) {
+        sync.topic_configs = self
             .boolean(&fk("sync.topic.configs.enabled"))
             .unwrap_or(true);
         // MM2's default is false; Strait's is true. Keep MM2's behaviour.
-        flow.sync.group_offsets = self
+        sync.group_offsets = self
             .boolean(&fk("sync.group.offsets.enabled"))
             .unwrap_or(false);
-        flow.sync.heartbeats = self.boolean(&fk("emit.heartbeats.enabled")).unwrap_or(true);
-        flow.sync.checkpoints = self
+        sync.heartbeats = self.boolean(&fk("emit.heartbeats.enabled")).unwrap_or(true);
+        sync.checkpoints = self
             .boolean(&fk("emit.checkpoints.enabled"))
             .unwrap_or(true);
-        flow.sync.topic_acls = self.boolean(&fk("sync.topic.acls.enabled")).unwrap_or(true);
+        sync.topic_acls = self.boolean(&fk("sync.topic.acls.enabled")).unwrap_or(true);
+    }
 
-        let iv = &mut flow.intervals;
+    /// The `*.interval.seconds` keys → `intervals`.
+    fn intervals(&mut self, iv: &mut IntervalsSpec, fk: &dyn Fn(&str) -> Vec<String>) {
         for (mm2, slot) in [
             ("refresh.topics.interval.seconds", &mut iv.topic_refresh),
             (
@@ -125,8 +155,6 @@ impl Props {
         if let Some(d) = group_syncs.into_iter().flatten().min() {
             iv.group_sync = d;
         }
-        self.delivery(&mut flow.delivery, &fk, target);
-        Ok(flow)
     }
 
     /// `replication.policy.class`, `replication.policy.separator` and

@@ -25,12 +25,25 @@ impl Jaas {
 /// with backslash escapes, `//` and `/* */` comments). Errors never quote the text: it
 /// holds passwords.
 pub(super) fn parse_jaas(text: &str) -> Result<Jaas, &'static str> {
-    #[derive(PartialEq)]
-    enum Tok {
-        Word(String),
-        Eq,
-        Semi,
-    }
+    entry(tokens(text)?)
+}
+
+/// A token of a JAAS line.
+#[derive(PartialEq)]
+enum Tok {
+    /// A bare word or a quoted string (unescaped).
+    Word(String),
+    /// `=`.
+    Eq,
+    /// `;`.
+    Semi,
+}
+
+/// The characters of a JAAS line, read one at a time.
+type Chars<'t> = std::iter::Peekable<std::str::Chars<'t>>;
+
+/// Splits `text` into tokens, dropping white space and comments.
+fn tokens(text: &str) -> Result<Vec<Tok>, &'static str> {
     let mut toks = Vec::new();
     let mut chars = text.chars().peekable();
     while let Some(&c) = chars.peek() {
@@ -47,62 +60,79 @@ pub(super) fn parse_jaas(text: &str) -> Result<Jaas, &'static str> {
                 toks.push(Tok::Semi);
             }
             '"' | '\'' => {
-                let quote = c;
                 chars.next();
-                let mut s = String::new();
-                loop {
-                    match chars.next() {
-                        None => return Err("unterminated quoted string"),
-                        Some(q) if q == quote => break,
-                        Some('\\') => match chars.next() {
-                            Some('n') => s.push('\n'),
-                            Some('t') => s.push('\t'),
-                            Some('r') => s.push('\r'),
-                            Some(e) => s.push(e),
-                            None => return Err("unterminated quoted string"),
-                        },
-                        Some(ch) => s.push(ch),
-                    }
-                }
-                toks.push(Tok::Word(s));
+                toks.push(Tok::Word(quoted(&mut chars, c)?));
             }
             '/' => {
                 chars.next();
-                match chars.peek() {
-                    Some('/') => {
-                        for ch in chars.by_ref() {
-                            if ch == '\n' {
-                                break;
-                            }
-                        }
-                    }
-                    Some('*') => {
-                        chars.next();
-                        let mut prev = ' ';
-                        loop {
-                            match chars.next() {
-                                None => return Err("unterminated comment"),
-                                Some('/') if prev == '*' => break,
-                                Some(ch) => prev = ch,
-                            }
-                        }
-                    }
-                    _ => return Err("stray `/`"),
-                }
+                comment(&mut chars)?;
             }
-            _ => {
-                let mut s = String::new();
-                while let Some(&ch) = chars.peek() {
-                    if ch.is_whitespace() || "=;\"'".contains(ch) {
-                        break;
-                    }
-                    s.push(ch);
-                    chars.next();
-                }
-                toks.push(Tok::Word(s));
-            }
+            _ => toks.push(Tok::Word(word(&mut chars))),
         }
     }
+    Ok(toks)
+}
+
+/// The rest of a string opened by `quote`, with its backslash escapes undone.
+fn quoted(chars: &mut Chars<'_>, quote: char) -> Result<String, &'static str> {
+    let mut s = String::new();
+    loop {
+        match chars.next() {
+            None => return Err("unterminated quoted string"),
+            Some(q) if q == quote => return Ok(s),
+            Some('\\') => match chars.next() {
+                Some('n') => s.push('\n'),
+                Some('t') => s.push('\t'),
+                Some('r') => s.push('\r'),
+                Some(e) => s.push(e),
+                None => return Err("unterminated quoted string"),
+            },
+            Some(ch) => s.push(ch),
+        }
+    }
+}
+
+/// Skips the rest of a comment after its `/`: a `//` line or a `/* */` block.
+fn comment(chars: &mut Chars<'_>) -> Result<(), &'static str> {
+    match chars.peek() {
+        Some('/') => {
+            for ch in chars.by_ref() {
+                if ch == '\n' {
+                    break;
+                }
+            }
+            Ok(())
+        }
+        Some('*') => {
+            chars.next();
+            let mut prev = ' ';
+            loop {
+                match chars.next() {
+                    None => return Err("unterminated comment"),
+                    Some('/') if prev == '*' => return Ok(()),
+                    Some(ch) => prev = ch,
+                }
+            }
+        }
+        _ => Err("stray `/`"),
+    }
+}
+
+/// A bare word: everything up to white space, `=`, `;` or a quote.
+fn word(chars: &mut Chars<'_>) -> String {
+    let mut s = String::new();
+    while let Some(&ch) = chars.peek() {
+        if ch.is_whitespace() || "=;\"'".contains(ch) {
+            break;
+        }
+        s.push(ch);
+        chars.next();
+    }
+    s
+}
+
+/// The first login module entry of `toks`: its class, control flag and options up to `;`.
+fn entry(toks: Vec<Tok>) -> Result<Jaas, &'static str> {
     let mut it = toks.into_iter();
     let Some(Tok::Word(module)) = it.next() else {
         return Err("no login module class");

@@ -219,102 +219,26 @@ fn trusted_certificates(out: &mut Rewritten, text: &str, alias: &str, tls: &Valu
 
 /// `authentication` → the SASL or client-certificate keys of cluster `alias`.
 fn authentication(out: &mut Rewritten, text: &str, alias: &str, a: &Value) {
-    let key = |k: &str| format!("{alias}.{k}");
     let kind = a.get("type").map(string).unwrap_or_default();
     let line = line_of(text, "authentication");
-    let secret = |v: Option<&Value>, field: &str| {
-        let v = v?;
-        Some(format!(
-            "${{k8s-secret:{}:{}}}",
-            v.get("secretName").map(string)?,
-            v.get(field).map(string)?
-        ))
-    };
-    let mut read = vec!["type"];
-    match kind.as_str() {
+    let read: &[&str] = match kind.as_str() {
         "tls" => {
-            read.push("certificateAndKey");
-            if let Some(ck) = a.get("certificateAndKey") {
-                let (s, c, k) = (
-                    ck.get("secretName").map(string).unwrap_or_default(),
-                    ck.get("certificate").map(string).unwrap_or_default(),
-                    ck.get("key").map(string).unwrap_or_default(),
-                );
-                out.set(key("ssl.keystore.type"), "PEM".to_owned(), 0);
-                out.set(
-                    key("ssl.keystore.location"),
-                    format!("${{k8s-secret-file:{s}:{c}+{k}}}"),
-                    line,
-                );
-                out.comments.push(format!(
-                    "clusters.{alias}.security.tls cert_file/key_file: certificate {c} and key {k} of \
-                     Kubernetes Secret {s}, written to one PEM file."
-                ));
-            }
+            client_certificate(out, alias, a, line);
+            &["type", "certificateAndKey"]
         }
         "scram-sha-256" | "scram-sha-512" | "plain" => {
-            read.extend(["username", "passwordSecret"]);
-            let (mechanism, module) = match kind.as_str() {
-                "plain" => (
-                    "PLAIN",
-                    "org.apache.kafka.common.security.plain.PlainLoginModule",
-                ),
-                "scram-sha-256" => (
-                    "SCRAM-SHA-256",
-                    "org.apache.kafka.common.security.scram.ScramLoginModule",
-                ),
-                _ => (
-                    "SCRAM-SHA-512",
-                    "org.apache.kafka.common.security.scram.ScramLoginModule",
-                ),
-            };
-            out.set(key("sasl.mechanism"), mechanism.to_owned(), line);
-            let username = a.get("username").map(string).unwrap_or_default();
-            let password = secret(a.get("passwordSecret"), "password").unwrap_or_default();
-            out.set(
-                key("sasl.jaas.config"),
-                format!(
-                    "{module} required username=\"{}\" password=\"{password}\";",
-                    jaas(&username)
-                ),
-                line,
-            );
-            if let Some(s) = a.get("passwordSecret") {
-                out.comments.push(format!(
-                    "clusters.{alias}.security.sasl.password: key {} of Kubernetes Secret {}.",
-                    s.get("password").map(string).unwrap_or_default(),
-                    s.get("secretName").map(string).unwrap_or_default()
-                ));
-            }
+            username_password(out, alias, &kind, a, line);
+            &["type", "username", "passwordSecret"]
         }
         "oauth" => {
-            read.extend(["clientId", "clientSecret", "tokenEndpointUri", "scope"]);
-            out.set(key("sasl.mechanism"), "OAUTHBEARER".to_owned(), line);
-            if let Some(uri) = a.get("tokenEndpointUri") {
-                out.set(
-                    key("sasl.oauthbearer.token.endpoint.url"),
-                    string(uri),
-                    line,
-                );
-            }
-            let mut options = Vec::new();
-            if let Some(id) = a.get("clientId") {
-                options.push(format!("clientId=\"{}\"", jaas(&string(id))));
-            }
-            if let Some(s) = secret(a.get("clientSecret"), "key") {
-                options.push(format!("clientSecret=\"{s}\""));
-            }
-            if let Some(scope) = a.get("scope") {
-                options.push(format!("scope=\"{}\"", jaas(&string(scope))));
-            }
-            out.set(
-                key("sasl.jaas.config"),
-                format!(
-                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required {};",
-                    options.join(" ")
-                ),
-                line,
-            );
+            oauth_client(out, alias, a, line);
+            &[
+                "type",
+                "clientId",
+                "clientSecret",
+                "tokenEndpointUri",
+                "scope",
+            ]
         }
         other => {
             out.notes.push((
@@ -326,8 +250,8 @@ fn authentication(out: &mut Rewritten, text: &str, alias: &str, a: &Value) {
             ));
             return;
         }
-    }
-    let rest = unread(a, &read);
+    };
+    let rest = unread(a, read);
     if !rest.is_empty() {
         out.notes.push((
             format!("spec.clusters[{alias}].authentication"),
@@ -338,6 +262,114 @@ fn authentication(out: &mut Rewritten, text: &str, alias: &str, a: &Value) {
             ),
         ));
     }
+}
+
+/// A reference to key `field` of the Kubernetes Secret `v` names (`secretName`).
+fn k8s_secret(v: Option<&Value>, field: &str) -> Option<String> {
+    let v = v?;
+    Some(format!(
+        "${{k8s-secret:{}:{}}}",
+        v.get("secretName").map(string)?,
+        v.get(field).map(string)?
+    ))
+}
+
+/// `type: tls`: the client certificate and key of a Secret, as one PEM key store.
+fn client_certificate(out: &mut Rewritten, alias: &str, a: &Value, line: usize) {
+    let Some(ck) = a.get("certificateAndKey") else {
+        return;
+    };
+    let (s, c, k) = (
+        ck.get("secretName").map(string).unwrap_or_default(),
+        ck.get("certificate").map(string).unwrap_or_default(),
+        ck.get("key").map(string).unwrap_or_default(),
+    );
+    out.set(format!("{alias}.ssl.keystore.type"), "PEM".to_owned(), 0);
+    out.set(
+        format!("{alias}.ssl.keystore.location"),
+        format!("${{k8s-secret-file:{s}:{c}+{k}}}"),
+        line,
+    );
+    out.comments.push(format!(
+        "clusters.{alias}.security.tls cert_file/key_file: certificate {c} and key {k} of \
+         Kubernetes Secret {s}, written to one PEM file."
+    ));
+}
+
+/// `type: plain` or `scram-sha-*`: the mechanism, and a JAAS line with the username and
+/// the password Secret.
+fn username_password(out: &mut Rewritten, alias: &str, kind: &str, a: &Value, line: usize) {
+    let (mechanism, module) = match kind {
+        "plain" => (
+            "PLAIN",
+            "org.apache.kafka.common.security.plain.PlainLoginModule",
+        ),
+        "scram-sha-256" => (
+            "SCRAM-SHA-256",
+            "org.apache.kafka.common.security.scram.ScramLoginModule",
+        ),
+        _ => (
+            "SCRAM-SHA-512",
+            "org.apache.kafka.common.security.scram.ScramLoginModule",
+        ),
+    };
+    out.set(
+        format!("{alias}.sasl.mechanism"),
+        mechanism.to_owned(),
+        line,
+    );
+    let username = a.get("username").map(string).unwrap_or_default();
+    let password = k8s_secret(a.get("passwordSecret"), "password").unwrap_or_default();
+    out.set(
+        format!("{alias}.sasl.jaas.config"),
+        format!(
+            "{module} required username=\"{}\" password=\"{password}\";",
+            jaas(&username)
+        ),
+        line,
+    );
+    if let Some(s) = a.get("passwordSecret") {
+        out.comments.push(format!(
+            "clusters.{alias}.security.sasl.password: key {} of Kubernetes Secret {}.",
+            s.get("password").map(string).unwrap_or_default(),
+            s.get("secretName").map(string).unwrap_or_default()
+        ));
+    }
+}
+
+/// `type: oauth`: OAUTHBEARER with the token endpoint, and a JAAS line with the client
+/// id, the client secret Secret and the scope.
+fn oauth_client(out: &mut Rewritten, alias: &str, a: &Value, line: usize) {
+    out.set(
+        format!("{alias}.sasl.mechanism"),
+        "OAUTHBEARER".to_owned(),
+        line,
+    );
+    if let Some(uri) = a.get("tokenEndpointUri") {
+        out.set(
+            format!("{alias}.sasl.oauthbearer.token.endpoint.url"),
+            string(uri),
+            line,
+        );
+    }
+    let mut options = Vec::new();
+    if let Some(id) = a.get("clientId") {
+        options.push(format!("clientId=\"{}\"", jaas(&string(id))));
+    }
+    if let Some(s) = k8s_secret(a.get("clientSecret"), "key") {
+        options.push(format!("clientSecret=\"{s}\""));
+    }
+    if let Some(scope) = a.get("scope") {
+        options.push(format!("scope=\"{}\"", jaas(&string(scope))));
+    }
+    out.set(
+        format!("{alias}.sasl.jaas.config"),
+        format!(
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required {};",
+            options.join(" ")
+        ),
+        line,
+    );
 }
 
 /// One `spec.mirrors[]` entry → `S->T.*` keys.
