@@ -73,6 +73,17 @@ pub(super) struct Copier<'a> {
     pub(super) limits: Limits,
 }
 
+/// A partition's copy under way: the work handed on but not yet in the map, what was
+/// recorded so far, and when its progress was last saved.
+struct Copying {
+    /// Work handed on, in source order, until it is in the map.
+    queue: VecDeque<Pending>,
+    /// What was recorded so far.
+    counts: Counts,
+    /// When the partition's replay record was last written.
+    last_write: Instant,
+}
+
 /// Counts of one partition's copy.
 #[derive(Default)]
 struct Counts {
@@ -90,16 +101,23 @@ impl Copier<'_> {
     ) -> Result<PartitionSummary, MirrorError> {
         let plan = job.plan;
         let p = plan.partition;
-        let mut counts = Counts::default();
         if job.done {
-            return Ok(summary(plan, &counts, &job.map, plan.saved.is_some()));
+            return Ok(summary(
+                plan,
+                &Counts::default(),
+                &job.map,
+                plan.saved.is_some(),
+            ));
         }
         let end = plan.end;
         let position = job.map.next(Side::Source) as i64;
         let mut planner: Planner<()> = Planner::new(position, self.max_batch_bytes, self.limits);
         let mut fetch_pos = position;
-        let mut queue: VecDeque<Pending> = VecDeque::new();
-        let mut last_write = Instant::now();
+        let mut copying = Copying {
+            queue: VecDeque::new(),
+            counts: Counts::default(),
+            last_write: Instant::now(),
+        };
         let mut waiting_since: Option<Instant> = None;
         while planner.released_next() < end {
             let planned = self.fetch_planned(&mut planner, p, fetch_pos).await?;
@@ -116,12 +134,11 @@ impl Copier<'_> {
             waiting_since = None;
             fetch_pos = planned.next_position;
             for step in planned.into_steps() {
-                let queued = (&mut queue, &mut counts, &mut last_write);
-                self.take_step(step, job, writer, queued).await?;
+                self.take_step(step, job, writer, &mut copying).await?;
             }
         }
-        self.finish(job, writer, &mut queue, &mut counts).await?;
-        Ok(summary(plan, &counts, &job.map, false))
+        self.finish(job, writer, &mut copying).await?;
+        Ok(summary(plan, &copying.counts, &job.map, false))
     }
 
     /// Fetches the partition from `fetch_pos` and plans what came back.
@@ -160,17 +177,18 @@ impl Copier<'_> {
         step: Step,
         job: &mut Job<'_>,
         writer: &mut StateWriter,
-        (queue, counts, last_write): (&mut VecDeque<Pending>, &mut Counts, &mut Instant),
+        copying: &mut Copying,
     ) -> Result<(), MirrorError> {
         let p = job.plan.partition;
         let cut = decide::cut(step, job.plan.end, &self.limits)
             .map_err(|e| MirrorError::records("replay: cutting the last batch", e).partition(p))?;
         let Some(step) = cut else { return Ok(()) };
-        self.hand_on(step, job, queue).await?;
+        self.hand_on(step, job, &mut copying.queue).await?;
+        let (queue, counts) = (&mut copying.queue, &mut copying.counts);
         self.settle(queue, &mut job.map, counts, self.window)
             .await?;
         // Between steps, not per fetch: one fetch may hold the whole range.
-        if last_write.elapsed() >= self.checkpoint {
+        if copying.last_write.elapsed() >= self.checkpoint {
             writer
                 .write_encoded(vec![record(
                     self.prepared,
@@ -180,7 +198,7 @@ impl Copier<'_> {
                     ReplayStatus::Copying,
                 )])
                 .await?;
-            *last_write = Instant::now();
+            copying.last_write = Instant::now();
         }
         Ok(())
     }
@@ -191,10 +209,10 @@ impl Copier<'_> {
         &self,
         job: &mut Job<'_>,
         writer: &mut StateWriter,
-        queue: &mut VecDeque<Pending>,
-        counts: &mut Counts,
+        copying: &mut Copying,
     ) -> Result<(), MirrorError> {
         let (p, end) = (job.plan.partition, job.plan.end);
+        let (queue, counts) = (&mut copying.queue, &mut copying.counts);
         self.settle(queue, &mut job.map, counts, 0).await?;
         if (job.map.next(Side::Source) as i64) < end {
             job.map
