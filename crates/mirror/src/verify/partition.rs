@@ -81,13 +81,7 @@ impl Work {
         };
         let (source_next, target_next) = (map.next(Side::Source), map.next(Side::Target));
         self.note_ends(&mut report, source_next, target_next);
-        let compacted = self.compacted.unwrap_or_else(|| {
-            report.notes.push(
-                "the source topic's cleanup.policy could not be read: compared as not compacted"
-                    .into(),
-            );
-            false
-        });
+        let compacted = self.compacted_or_noted(&mut report);
         let spans = self.spans_to_compare(map, sample, &mut report);
         let mut src = Reader::new(source, &self.topic, self.partition, self.source.end, &pace);
         let mut dst = Reader::new(
@@ -165,6 +159,18 @@ impl Work {
                 self.source.end
             ));
         }
+    }
+
+    /// Whether the source topic is compacted; when its policy could not be read, not
+    /// compacted, and noted in the report.
+    fn compacted_or_noted(&self, report: &mut PartitionReport) -> bool {
+        self.compacted.unwrap_or_else(|| {
+            report.notes.push(
+                "the source topic's cleanup.policy could not be read: compared as not compacted"
+                    .into(),
+            );
+            false
+        })
     }
 
     /// The spans of `map` to compare (all of them, or a sample), noted in the report.
