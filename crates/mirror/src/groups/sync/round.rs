@@ -24,7 +24,6 @@ pub(super) struct Round {
 impl GroupSync {
     /// Forgets the groups deleted on the source or no longer accepted, and their series.
     pub(super) fn forget_gone_groups(&mut self, groups: &[String], report: &mut GroupSyncReport) {
-        // Groups deleted on the source or no longer accepted: forget them and their series.
         for gone in forget_gone(groups, &mut self.last_checkpoints, &mut self.last_complete) {
             tracing::debug!(flow = %self.flow.name, group = %gone,
                 "group gone from the source (or no longer accepted): its state is dropped");
