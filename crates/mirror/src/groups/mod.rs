@@ -5,7 +5,7 @@
 //! - [`decide`](mod@decide): the pure per-group decision;
 //! - [`checkpoint`]: MM2's checkpoint record format;
 //! - `wire`: Kafka's `Struct` encoding used by MM2's records (also for heartbeats);
-//! - `sync`: [`GroupSync`], the I/O around the decision;
+//! - `sync`: [`GroupSync`], the I/O around the decision (`sync/round.rs`: a round's steps);
 //! - [`reverse`]: [`ReverseSync`], target commits translated back onto the source;
 //! - [`provenance`]: which target positions forward sync wrote itself (never sent back);
 //! - [`switch`]: the pure switch-over decision, per partition: failover and failback

@@ -94,16 +94,7 @@ impl ReverseSync {
             .list_groups()
             .await
             .map_err(|e| MirrorError::kafka("list groups", e).cluster(&self.flow.target))?;
-        // Target topic → source topic, for the partitions the data path maps.
-        let names: HashMap<String, String> = self
-            .maps
-            .partitions()
-            .into_iter()
-            .filter_map(|(source, _)| match self.flow.topic_decision(&source) {
-                TopicDecision::Replicate { target_topic } => Some((target_topic, source)),
-                _ => None,
-            })
-            .collect();
+        let names = self.source_topics_by_target();
         let mut ids: Vec<String> = groups
             .into_iter()
             .map(|g| g.group_id)
@@ -114,42 +105,9 @@ impl ReverseSync {
         let mut checkpoints = Vec::new();
         let first_round = lock(&self.provenance).begin_reverse_round();
         for group in ids {
-            let committed = match self.target.offset_fetch(&group, None).await {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(flow = %self.flow.name, group, error = %e,
-                        "reverse sync: cannot read the group's target offsets; skipped");
-                    continue;
-                }
+            let Some(mut inputs) = self.group_inputs(&group, &names, first_round).await else {
+                continue;
             };
-            let mut inputs = Vec::new();
-            for c in committed.into_iter().filter(|c| c.offset >= 0) {
-                let Some(source_topic) = names.get(&c.topic) else {
-                    continue;
-                };
-                if !lock(&self.provenance).may_send_back(
-                    first_round,
-                    &group,
-                    &c.topic,
-                    c.partition,
-                    c.offset,
-                ) {
-                    continue;
-                }
-                let translation = self
-                    .maps
-                    .reader(source_topic, c.partition)
-                    .map(|r| r.translate_reverse(c.offset as u64));
-                inputs.push(PartitionInput {
-                    from_topic: c.topic.clone(),
-                    to_topic: source_topic.clone(),
-                    partition: c.partition,
-                    from_offset: c.offset,
-                    translation,
-                    to_offset: None,
-                    to_log_start: None,
-                });
-            }
             if inputs.is_empty() {
                 continue;
             }
@@ -158,57 +116,116 @@ impl ReverseSync {
                 report.skipped_active += 1;
                 continue;
             }
-            for i in &mut inputs {
-                let asked = [i.partition];
-                i.to_offset = self
-                    .source
-                    .offset_fetch(&group, Some(&[(i.to_topic.as_str(), &asked)]))
-                    .await
-                    .ok()
-                    .and_then(|o| o.first().map(|o| o.offset))
-                    .filter(|o| *o >= 0);
-            }
-            let mut commits = Vec::new();
-            for i in &inputs {
-                match decide(Direction::Failback, i, Options::default()) {
-                    Verdict::Commit { offset, .. } => {
-                        commits.push(CommitOffset {
-                            topic: i.to_topic.clone(),
-                            partition: i.partition,
-                            offset: offset as i64,
-                            leader_epoch: -1,
-                            metadata: None,
-                        });
-                        checkpoints.push(Checkpoint {
-                            group: group.clone(),
-                            topic: i.to_topic.clone(),
-                            partition: i.partition,
-                            upstream_offset: i.from_offset,
-                            downstream_offset: offset as i64,
-                            metadata: String::new(),
-                        });
-                    }
-                    Verdict::AlreadyThere { .. } => {}
-                    Verdict::Refused { .. } => report.left += 1,
-                }
-            }
+            self.read_source_positions(&group, &mut inputs).await;
+            let commits = decide_commits(&group, &inputs, &mut checkpoints, &mut report);
             if commits.is_empty() {
                 continue;
             }
-            match self
-                .source
-                .offset_commit(&group, &GroupMember::standalone(), &commits)
-                .await
-            {
-                Ok(()) => {
-                    report.committed += commits.len();
-                    tracing::debug!(flow = %self.flow.name, group, partitions = commits.len(),
-                        "reverse sync: committed the group's target positions on the source");
-                }
-                Err(e) => tracing::warn!(flow = %self.flow.name, group, error = %e,
-                    "reverse sync: cannot commit on the source; retrying next round"),
-            }
+            self.commit_on_source(&group, &commits, &mut report).await;
         }
+        self.write_checkpoints(&checkpoints).await?;
+        Ok(report)
+    }
+
+    /// Target topic → source topic, for the partitions the data path maps.
+    fn source_topics_by_target(&self) -> HashMap<String, String> {
+        self.maps
+            .partitions()
+            .into_iter()
+            .filter_map(|(source, _)| match self.flow.topic_decision(&source) {
+                TopicDecision::Replicate { target_topic } => Some((target_topic, source)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The group's target commits on replicated topics that may be sent back, each with
+    /// its reverse translation (`None`: its target offsets could not be read; logged).
+    async fn group_inputs(
+        &self,
+        group: &str,
+        names: &HashMap<String, String>,
+        first_round: bool,
+    ) -> Option<Vec<PartitionInput>> {
+        let committed = match self.target.offset_fetch(group, None).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(flow = %self.flow.name, group, error = %e,
+                    "reverse sync: cannot read the group's target offsets; skipped");
+                return None;
+            }
+        };
+        let mut inputs = Vec::new();
+        for c in committed.into_iter().filter(|c| c.offset >= 0) {
+            let Some(source_topic) = names.get(&c.topic) else {
+                continue;
+            };
+            if !lock(&self.provenance).may_send_back(
+                first_round,
+                group,
+                &c.topic,
+                c.partition,
+                c.offset,
+            ) {
+                continue;
+            }
+            let translation = self
+                .maps
+                .reader(source_topic, c.partition)
+                .map(|r| r.translate_reverse(c.offset as u64));
+            inputs.push(PartitionInput {
+                from_topic: c.topic.clone(),
+                to_topic: source_topic.clone(),
+                partition: c.partition,
+                from_offset: c.offset,
+                translation,
+                to_offset: None,
+                to_log_start: None,
+            });
+        }
+        Some(inputs)
+    }
+
+    /// Fills in each input's current commit of the group on the source (`None`: none, or
+    /// it could not be read).
+    async fn read_source_positions(&self, group: &str, inputs: &mut [PartitionInput]) {
+        for i in inputs {
+            let asked = [i.partition];
+            i.to_offset = self
+                .source
+                .offset_fetch(group, Some(&[(i.to_topic.as_str(), &asked)]))
+                .await
+                .ok()
+                .and_then(|o| o.first().map(|o| o.offset))
+                .filter(|o| *o >= 0);
+        }
+    }
+
+    /// Commits `commits` for the group on the source; a failure is logged and retried
+    /// next round.
+    async fn commit_on_source(
+        &self,
+        group: &str,
+        commits: &[CommitOffset],
+        report: &mut ReverseReport,
+    ) {
+        match self
+            .source
+            .offset_commit(group, &GroupMember::standalone(), commits)
+            .await
+        {
+            Ok(()) => {
+                report.committed += commits.len();
+                tracing::debug!(flow = %self.flow.name, group, partitions = commits.len(),
+                    "reverse sync: committed the group's target positions on the source");
+            }
+            Err(e) => tracing::warn!(flow = %self.flow.name, group, error = %e,
+                "reverse sync: cannot commit on the source; retrying next round"),
+        }
+    }
+
+    /// Writes the round's checkpoints to the source's checkpoints topic (none: nothing).
+    async fn write_checkpoints(&mut self, checkpoints: &[Checkpoint]) -> Result<(), MirrorError> {
         if !checkpoints.is_empty() {
             let records: Vec<(Vec<u8>, Vec<u8>)> = checkpoints
                 .iter()
@@ -219,6 +236,41 @@ impl ReverseSync {
                 .await
                 .map_err(|e| e.cluster(&self.flow.source))?;
         }
-        Ok(report)
+        Ok(())
     }
+}
+
+/// The failback decision for each of the group's inputs: the commits to make on the
+/// source, each with its checkpoint; refused partitions are counted in `report`.
+fn decide_commits(
+    group: &str,
+    inputs: &[PartitionInput],
+    checkpoints: &mut Vec<Checkpoint>,
+    report: &mut ReverseReport,
+) -> Vec<CommitOffset> {
+    let mut commits = Vec::new();
+    for i in inputs {
+        match decide(Direction::Failback, i, Options::default()) {
+            Verdict::Commit { offset, .. } => {
+                commits.push(CommitOffset {
+                    topic: i.to_topic.clone(),
+                    partition: i.partition,
+                    offset: offset as i64,
+                    leader_epoch: -1,
+                    metadata: None,
+                });
+                checkpoints.push(Checkpoint {
+                    group: group.to_owned(),
+                    topic: i.to_topic.clone(),
+                    partition: i.partition,
+                    upstream_offset: i.from_offset,
+                    downstream_offset: offset as i64,
+                    metadata: String::new(),
+                });
+            }
+            Verdict::AlreadyThere { .. } => {}
+            Verdict::Refused { .. } => report.left += 1,
+        }
+    }
+    commits
 }

@@ -1,4 +1,7 @@
-//! [`GroupSync`]: one round of group-offset sync against real clusters.
+//! [`GroupSync`]: one round of group-offset sync against real clusters; `round` holds the
+//! round's steps for each group and what it gathers before the checkpoints are written.
+
+mod round;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -8,8 +11,9 @@ use strait_client::protocol::messages::describe_groups_response::DescribedGroup;
 use strait_client::{Client, CommitOffset, CommittedOffset, GroupMember};
 use strait_offsets::Registry;
 
+use self::round::Round;
 use super::checkpoint::checkpoints_topic;
-use super::decide::{PartitionInput, TargetGroup, decide};
+use super::decide::{PartitionInput, TargetGroup};
 use super::provenance::{Provenance, SharedProvenance, lock};
 use crate::config::{Flow, TopicDecision};
 use crate::error::MirrorError;
@@ -152,18 +156,9 @@ impl GroupSync {
         groups.sort();
         groups.dedup();
         report.groups_seen = groups.len();
-        // Groups deleted on the source or no longer accepted: forget them and their series.
-        for gone in forget_gone(&groups, &mut self.last_checkpoints, &mut self.last_complete) {
-            tracing::debug!(flow = %self.flow.name, group = %gone,
-                "group gone from the source (or no longer accepted): its state is dropped");
-            self.metrics.remove_group(&self.flow.name, &gone);
-            report.groups_forgotten += 1;
-        }
+        self.forget_gone_groups(&groups, &mut report);
 
-        let mut records = Vec::new();
-        // (group, checkpoint key, value), remembered once the write succeeded.
-        let mut written: Vec<(String, Checkpointed)> = Vec::new();
-        let mut pending = HashMap::new();
+        let mut round = Round::default();
         for group in &groups {
             let Some(inputs) = self.inputs(group).await else {
                 continue;
@@ -171,88 +166,21 @@ impl GroupSync {
             if inputs.is_empty() {
                 continue;
             }
-            let state = if commit {
-                self.target_state(group).await
-            } else {
-                TargetGroup::Inactive
-            };
-            let last = self.last_checkpoints.entry(group.clone()).or_default();
-            let d = decide(group, &state, &inputs, commit, checkpoint, last);
-            if d.translated > 0 {
-                report.groups_translated += 1;
-            }
-            if d.skipped_active > 0 {
-                report.skipped_active += 1;
-                tracing::debug!(flow = %self.flow.name, group, ?state,
-                    "group is active on the target; offsets not committed");
-            }
-            report.skipped_behind += d.behind;
-            report.untranslatable += d.untranslatable;
-            for p in &d.pending {
-                pending.insert(
-                    (group.clone(), p.source_topic.clone(), p.partition),
-                    p.position,
-                );
-            }
-            let now = Instant::now();
-            let since = self.last_complete.entry(group.clone()).or_insert(now);
-            if d.pending.is_empty() && d.untranslatable == 0 {
-                *since = now;
-            }
-            self.metrics.group_translation_staleness(
-                &self.flow.name,
-                group,
-                now.duration_since(*since).as_secs_f64(),
-            );
-            for c in &d.checkpoints {
-                records.push((c.encode_key(), c.encode_value()));
-                written.push((
-                    group.clone(),
-                    [(
-                        (c.topic.clone(), c.partition),
-                        (c.upstream_offset, c.downstream_offset),
-                    )]
-                    .into(),
-                ));
-            }
-            if !d.commits.is_empty() {
-                let done = self.commit(group, &d.commits).await;
-                report.offsets_committed += done;
-                if done > 0 {
-                    let mut provenance = lock(&self.provenance);
-                    for c in &d.commits {
-                        let source = inputs
-                            .iter()
-                            .find(|i| i.target_topic == c.topic && i.partition == c.partition)
-                            .map_or(-1, |i| i.source_offset);
-                        provenance.forward_committed(
-                            group,
-                            &c.topic,
-                            c.partition,
-                            c.offset,
-                            source,
-                        );
-                    }
-                }
-            }
+            self.sync_group(group, &inputs, &mut round, &mut report)
+                .await;
         }
+        let Round {
+            records,
+            written,
+            pending,
+        } = round;
         report.pending = pending.len();
         self.pending = pending;
         self.metrics
             .groups_translated(&self.flow.name, report.groups_translated as u64);
 
-        if !records.is_empty() {
-            self.checkpoints
-                .write(&records)
-                .await
-                .map_err(|e| e.cluster(self.flow.target.clone()))?;
-            for (group, done) in written {
-                self.last_checkpoints.entry(group).or_default().extend(done);
-            }
-            report.checkpoints_written = records.len();
-            self.metrics
-                .checkpoints_written(&self.flow.name, records.len() as u64);
-        }
+        self.write_checkpoints(records, written, &mut report)
+            .await?;
         Ok(report)
     }
 

@@ -1,32 +1,30 @@
 //! Executing a prepared replay: each partition's range is fetched, planned by the flow's
-//! [`Planner`] (started at the range's first offset, so the first batch is cut there),
+//! [`Planner`](crate::datapath::plan::Planner) (started at the range's first offset, so the first batch is cut there),
 //! cut at the range's end ([`decide::cut`]) and produced with the `IdempotentProducer`
 //! (whole batches forwarded with their header patched, never re-encoded); each
 //! acknowledgement goes into the replay's own map, which is saved to the flow's state
 //! topic under the replay's key. Partitions are copied one after another, with up to the
-//! producer's window of batches in flight.
+//! producer's window of batches in flight; `partition` is the copy of one partition.
 
-use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+mod partition;
 
-use strait_client::{
-    AckFuture, Client, IdempotentProducer, IsolationLevel, NewTopic, ProducerConfig,
-};
+use std::time::Duration;
+
+use strait_client::{Client, IdempotentProducer, IsolationLevel, NewTopic, ProducerConfig};
 use strait_offsets::{OffsetMap, Side};
 use strait_records::Limits;
 
 use super::decide::{self, Resume, RunDecision};
-use super::lookup::fetch_one;
 use super::{PartitionPlan, Prepared};
 use crate::config::Flow;
-use crate::datapath::plan::{Planner, Step};
 use crate::datapath::probe;
-use crate::datapath::recovery::{Decision, Recovery};
+use crate::datapath::recovery::Recovery;
 use crate::datapath::tail;
 use crate::error::MirrorError;
 use crate::progress::Progress;
 use crate::state::replay::{encode_replay_key, encode_replay_value};
 use crate::state::{ReplayKey, ReplayState, ReplayStatus, StateWriter};
+use partition::Copier;
 
 /// Kafka's TOPIC_ALREADY_EXISTS.
 const TOPIC_ALREADY_EXISTS: i16 = 36;
@@ -286,298 +284,6 @@ fn record(
         snapshot: map.snapshot().bytes,
     };
     (encode_replay_key(&key), encode_replay_value(&state))
-}
-
-/// Where a step's records came from, kept until its acknowledgement is recorded.
-enum Meta {
-    Dense { first: i64, count: i64 },
-    Listed(Vec<u64>),
-}
-
-impl Meta {
-    fn of(step: &Step) -> Option<Meta> {
-        match step {
-            Step::Forward {
-                source_first,
-                count,
-                ..
-            } => Some(Meta::Dense {
-                first: *source_first,
-                count: *count,
-            }),
-            Step::Reencoded { source_offsets, .. } => Some(Meta::Listed(
-                source_offsets.iter().map(|o| *o as u64).collect(),
-            )),
-            Step::Skip { .. } => None,
-        }
-    }
-
-    fn records(&self) -> u64 {
-        match self {
-            Meta::Dense { count, .. } => *count as u64,
-            Meta::Listed(o) => o.len() as u64,
-        }
-    }
-}
-
-/// Work handed on, in source order, until it is in the map.
-enum Pending {
-    Sent(Meta, AckFuture),
-    /// Found on the target by the resume's content check.
-    There(Meta, u64),
-    Skip(i64),
-}
-
-struct Copier<'a> {
-    /// Source offsets copied (or found there) of those to copy.
-    progress: &'a Progress,
-    source: &'a Client,
-    producer: &'a IdempotentProducer,
-    prepared: &'a Prepared,
-    run: u32,
-    max_batch_bytes: usize,
-    window: usize,
-    checkpoint: Duration,
-    limits: Limits,
-}
-
-/// Counts of one partition's copy.
-#[derive(Default)]
-struct Counts {
-    records: u64,
-    already_there: u64,
-}
-
-impl Copier<'_> {
-    async fn copy(
-        &self,
-        job: &mut Job<'_>,
-        writer: &mut StateWriter,
-    ) -> Result<PartitionSummary, MirrorError> {
-        let plan = job.plan;
-        let p = plan.partition;
-        let mut counts = Counts::default();
-        let summary = |counts: &Counts, map: &OffsetMap, was_done: bool| PartitionSummary {
-            partition: p,
-            source_start: plan.start,
-            source_end: plan.end,
-            records: counts.records,
-            already_there: counts.already_there,
-            target: map
-                .runs()
-                .next()
-                .map(|r| (r.target_start(), map.next(Side::Target))),
-            was_done,
-        };
-        if job.done {
-            return Ok(summary(&counts, &job.map, plan.saved.is_some()));
-        }
-        let end = plan.end;
-        let position = job.map.next(Side::Source) as i64;
-        let mut planner: Planner<()> = Planner::new(position, self.max_batch_bytes, self.limits);
-        let mut fetch_pos = position;
-        let mut queue: VecDeque<Pending> = VecDeque::new();
-        let mut last_write = Instant::now();
-        let mut waiting_since: Option<Instant> = None;
-        let topic = &self.prepared.spec.source_topic;
-        while planner.released_next() < end {
-            // read_uncommitted: the planner decides transactions by their markers, which a
-            // read_committed fetch would not return past the last stable offset (another
-            // transaction still open after the range would keep a decided one waiting).
-            let fetched = fetch_one(
-                self.source,
-                topic,
-                p,
-                fetch_pos,
-                FETCH_BYTES,
-                IsolationLevel::ReadUncommitted,
-            )
-            .await?;
-            let (records, aborted) = match fetched {
-                Some(f) => (f.records, f.aborted_transactions),
-                None => (bytes::Bytes::new(), Vec::new()),
-            };
-            let planned = planner
-                .plan(records, &aborted, fetch_pos, ())
-                .map_err(|e| {
-                    MirrorError::records(format!("replay: batch at offset {}", e.offset), e.source)
-                        .partition(p)
-                })?;
-            if planned.next_position <= fetch_pos && planned.steps.is_empty() {
-                // Nothing new: the range ends inside a transaction whose marker is not
-                // written (or not readable) yet.
-                let since = *waiting_since.get_or_insert_with(Instant::now);
-                if since.elapsed() >= MARKER_WAIT {
-                    let txn = planner.oldest_open().map_or_else(
-                        || "nothing more is readable".to_owned(),
-                        |t| {
-                            format!(
-                                "the transaction of producer id {} open since source offset {} \
-                                 is not decided",
-                                t.producer_id, t.first_offset
-                            )
-                        },
-                    );
-                    return Err(MirrorError::other(format!(
-                        "replay: the range ends at source offset {end} but {txn} after {}s at \
-                         offset {fetch_pos}; run it again once it is (the run resumes)",
-                        MARKER_WAIT.as_secs()
-                    ))
-                    .partition(p));
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue;
-            }
-            waiting_since = None;
-            fetch_pos = planned.next_position;
-            for step in planned.into_steps() {
-                let cut = decide::cut(step, end, &self.limits).map_err(|e| {
-                    MirrorError::records("replay: cutting the last batch", e).partition(p)
-                })?;
-                let Some(step) = cut else { continue };
-                self.hand_on(step, job, &mut queue).await?;
-                self.settle(&mut queue, &mut job.map, &mut counts, self.window)
-                    .await?;
-                // Between steps, not per fetch: one fetch may hold the whole range.
-                if last_write.elapsed() >= self.checkpoint {
-                    writer
-                        .write_encoded(vec![record(
-                            self.prepared,
-                            self.run,
-                            plan,
-                            &mut job.map,
-                            ReplayStatus::Copying,
-                        )])
-                        .await?;
-                    last_write = Instant::now();
-                }
-            }
-        }
-        self.settle(&mut queue, &mut job.map, &mut counts, 0)
-            .await?;
-        if (job.map.next(Side::Source) as i64) < end {
-            job.map
-                .advance_source(end as u64)
-                .map_err(|e| MirrorError::offset_map(e).partition(p))?;
-        }
-        writer
-            .write_encoded(vec![record(
-                self.prepared,
-                self.run,
-                plan,
-                &mut job.map,
-                ReplayStatus::Done,
-            )])
-            .await?;
-        Ok(summary(&counts, &job.map, false))
-    }
-
-    /// Produces a step (or, on a resume, finds it on the target) and queues it.
-    async fn hand_on(
-        &self,
-        step: Step,
-        job: &mut Job<'_>,
-        queue: &mut VecDeque<Pending>,
-    ) -> Result<(), MirrorError> {
-        let p = job.plan.partition;
-        let Some(meta) = Meta::of(&step) else {
-            queue.push_back(Pending::Skip(step.source_next()));
-            return Ok(());
-        };
-        match job.recovery.decide(&step) {
-            Decision::AlreadyWritten { target_base } => {
-                queue.push_back(Pending::There(meta, target_base));
-            }
-            Decision::Mismatch { at, reason } => {
-                return Err(MirrorError::state(format!(
-                    "cannot resume the replay: the target holds records past its saved map \
-                     that are not the replay's next records (at target offset {at}: {reason}); \
-                     something else wrote the partition since the run was interrupted. \
-                     --again copies the range afresh"
-                ))
-                .partition(p));
-            }
-            Decision::ReadMore { from } => {
-                // The replay reads the whole tail up front (`Recovery::from_target`).
-                return Err(MirrorError::other(format!(
-                    "replay resume: the target's tail was not read past offset {from}"
-                ))
-                .partition(p));
-            }
-            Decision::Produce => {
-                let (Step::Forward { batch, .. } | Step::Reencoded { batch, .. }) = step else {
-                    return Ok(());
-                };
-                let ack = self
-                    .producer
-                    .send(&self.prepared.spec.target_topic, p, batch)
-                    .await
-                    .map_err(|e| MirrorError::kafka("replay: produce", e).partition(p))?;
-                queue.push_back(Pending::Sent(meta, ack));
-            }
-        }
-        Ok(())
-    }
-
-    /// Records queued work in order until at most `keep` produced batches are unresolved.
-    async fn settle(
-        &self,
-        queue: &mut VecDeque<Pending>,
-        map: &mut OffsetMap,
-        counts: &mut Counts,
-        keep: usize,
-    ) -> Result<(), MirrorError> {
-        loop {
-            let sent = queue
-                .iter()
-                .filter(|q| matches!(q, Pending::Sent(..)))
-                .count();
-            let head_waits = matches!(queue.front(), Some(Pending::Sent(..)));
-            if queue.is_empty() || (head_waits && sent <= keep) {
-                return Ok(());
-            }
-            let Some(item) = queue.pop_front() else {
-                return Ok(());
-            };
-            let map_err = MirrorError::offset_map;
-            let before = map.next(Side::Source);
-            match item {
-                Pending::Skip(next) => {
-                    if next as u64 > map.next(Side::Source) {
-                        map.advance_source(next as u64).map_err(map_err)?;
-                    }
-                }
-                Pending::There(meta, base) => {
-                    counts.already_there += meta.records();
-                    record_at(map, &meta, base).map_err(map_err)?;
-                }
-                Pending::Sent(meta, ack) => {
-                    let ack = ack
-                        .wait()
-                        .await
-                        .map_err(|e| MirrorError::kafka("replay: produce", e))?;
-                    let Ok(base) = u64::try_from(ack.base_offset) else {
-                        return Err(MirrorError::other(
-                            "replay: the target acknowledged a batch without its offset \
-                             (DUPLICATE_SEQUENCE_NUMBER): the map cannot place it; run the \
-                             replay again (it resumes and checks the target)",
-                        ));
-                    };
-                    counts.records += meta.records();
-                    record_at(map, &meta, base).map_err(map_err)?;
-                }
-            }
-            self.progress
-                .add_done(map.next(Side::Source).saturating_sub(before));
-        }
-    }
-}
-
-fn record_at(map: &mut OffsetMap, meta: &Meta, base: u64) -> Result<(), strait_offsets::MapError> {
-    match meta {
-        Meta::Dense { first, count } => map.append_dense(*first as u64, *count as u64, base),
-        Meta::Listed(offsets) => map.append_listed(offsets, base),
-    }
 }
 
 /// Creates the replay's target topic with the source's partition count (and the flow's

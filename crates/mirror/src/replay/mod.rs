@@ -112,13 +112,60 @@ async fn plan_run(
     spec: Spec,
     again: bool,
 ) -> Result<Prepared, MirrorError> {
+    refuse_reserved_target(flow, &spec)?;
+    let topic = spec.source_topic.as_str();
+    let (topic_id, partitions) = source_partitions(source, flow, topic).await?;
+    let target_partitions = target_partition_count(target, flow, &spec, &partitions).await?;
+    let saved = read_replays(target, flow).await?;
+    let id = spec.id();
+    let latest = latest_run(&saved, &id, &spec)?;
+    let decision = decide::decide_run(latest, again);
+    let target_ends = target_ends(target, &spec, &partitions, target_partitions).await?;
+    let target_end = |p: i32| target_ends.get(&p).copied().unwrap_or(-1);
+    let plans = match decision {
+        RunDecision::Resume { run } => {
+            let resumed = Resumed {
+                saved: &saved,
+                id: &id,
+                run,
+                topic,
+                topic_id,
+            };
+            resumed.plans(&partitions, target_end)?
+        }
+        RunDecision::Start { .. } => {
+            start_plans(source, target, flow, &spec, &partitions, target_end).await?
+        }
+        RunDecision::AlreadyDone { .. } => Vec::new(),
+    };
+    Ok(Prepared {
+        flow: flow.name.clone(),
+        spec,
+        id,
+        decision,
+        topic_id,
+        target_partitions,
+        partitions: plans,
+    })
+}
+
+/// Refuses a replay into the flow's state topic or an internal topic.
+fn refuse_reserved_target(flow: &Flow, spec: &Spec) -> Result<(), MirrorError> {
     if spec.target_topic == flow.state_topic || spec.target_topic.starts_with("__") {
         return Err(MirrorError::config(format!(
             "{} is the flow's state topic or an internal topic: a replay cannot write there",
             spec.target_topic
         )));
     }
-    let topic = spec.source_topic.as_str();
+    Ok(())
+}
+
+/// The source topic's id and its partitions, sorted; a missing topic is refused.
+async fn source_partitions(
+    source: &Client,
+    flow: &Flow,
+    topic: &str,
+) -> Result<(Uuid, Vec<i32>), MirrorError> {
     let meta = source
         .metadata(Some(&[topic]))
         .await
@@ -129,9 +176,19 @@ async fn plan_run(
             flow.source
         )));
     };
-    let topic_id = t.id;
     let mut partitions: Vec<i32> = t.partitions.keys().copied().collect();
     partitions.sort_unstable();
+    Ok((t.id, partitions))
+}
+
+/// The target topic's partition count (`None`: it does not exist); a target topic with
+/// fewer partitions than the source's is refused.
+async fn target_partition_count(
+    target: &Client,
+    flow: &Flow,
+    spec: &Spec,
+    partitions: &[i32],
+) -> Result<Option<i32>, MirrorError> {
     let dst = target
         .metadata(Some(&[spec.target_topic.as_str()]))
         .await
@@ -144,21 +201,28 @@ async fn plan_run(
         && (n as usize) < partitions.len()
     {
         return Err(MirrorError::config(format!(
-            "the target topic {} has {n} partitions, fewer than the {} of {topic}: partition \
+            "the target topic {} has {n} partitions, fewer than the {} of {}: partition \
              p is replayed into partition p",
             spec.target_topic,
-            partitions.len()
+            partitions.len(),
+            spec.source_topic
         )));
     }
-    let saved = read_replays(target, flow).await?;
-    let id = spec.id();
-    let latest = latest_run(&saved, &id, &spec)?;
-    let decision = decide::decide_run(latest, again);
-    let target_ends = match target_partitions {
+    Ok(target_partitions)
+}
+
+/// Each target partition's end now (empty when the target topic does not exist).
+async fn target_ends(
+    target: &Client,
+    spec: &Spec,
+    partitions: &[i32],
+    target_partitions: Option<i32>,
+) -> Result<BTreeMap<i32, i64>, MirrorError> {
+    Ok(match target_partitions {
         Some(_) => probe::bounds(
             target,
             &spec.target_topic,
-            &partitions,
+            partitions,
             IsolationLevel::ReadUncommitted,
         )
         .await
@@ -167,105 +231,150 @@ async fn plan_run(
         .map(|(p, b)| (p, b.end))
         .collect(),
         None => BTreeMap::new(),
-    };
-    let target_end = |p: i32| target_ends.get(&p).copied().unwrap_or(-1);
-    let plans = match decision {
-        RunDecision::Resume { run } => {
-            let mut plans = Vec::new();
-            for p in &partitions {
-                let key = crate::state::ReplayKey {
-                    id: id.clone(),
-                    run,
-                    partition: *p,
-                };
-                let Some(s) = saved.get(&key) else {
-                    return Err(MirrorError::state(format!(
-                        "replay {id} run {run} has no saved state for partition {p} (the \
-                         topic grew since?): run it again with --again"
-                    )));
-                };
-                if !s.topic_id.is_nil() && !topic_id.is_nil() && s.topic_id != topic_id {
-                    return Err(MirrorError::config(format!(
-                        "replay {id} run {run} was started on another topic {topic} (it was \
-                         deleted and re-created since): run it again with --again"
-                    )));
-                }
-                let map = snapshot_map(s)?;
-                plans.push(PartitionPlan {
-                    partition: *p,
-                    start: s.start,
-                    end: s.end,
-                    from_method: None,
-                    until_method: None,
-                    saved: Some((map, s.status == ReplayStatus::Done)),
-                    target_end: target_end(*p),
-                });
-            }
-            plans
-        }
-        RunDecision::Start { .. } => {
-            let bounds = probe::bounds(source, topic, &partitions, IsolationLevel::ReadCommitted)
-                .await
-                .map_err(|e| MirrorError::kafka("source partition bounds", e).topic(topic))?;
-            let from = lookup::offsets_for_time(source, topic, &bounds, spec.from_ms).await?;
-            let until = match spec.until_ms {
-                Some(ms) => Some(lookup::offsets_for_time(source, topic, &bounds, ms).await?),
-                None => None,
+    })
+}
+
+/// A run being resumed: what is saved of it and the source topic it must still be on.
+struct Resumed<'a> {
+    /// The flow's saved replays.
+    saved: &'a SavedReplays,
+    /// [`Spec::id`].
+    id: &'a str,
+    /// The run resumed.
+    run: u32,
+    /// The source topic.
+    topic: &'a str,
+    /// The source topic's id now.
+    topic_id: Uuid,
+}
+
+impl Resumed<'_> {
+    /// Each partition's plan as saved; a partition without saved state, or saved on an
+    /// earlier topic of the same name, is refused.
+    fn plans(
+        &self,
+        partitions: &[i32],
+        target_end: impl Fn(i32) -> i64,
+    ) -> Result<Vec<PartitionPlan>, MirrorError> {
+        let (id, run, topic) = (self.id, self.run, self.topic);
+        let mut plans = Vec::new();
+        for p in partitions {
+            let key = crate::state::ReplayKey {
+                id: id.to_owned(),
+                run,
+                partition: *p,
             };
-            // Rule 18–20: into the flow's own topic only what the flow will recognise.
-            let flow_maps = match flow.topic_decision(topic) {
-                crate::config::TopicDecision::Replicate { target_topic }
-                    if target_topic == spec.target_topic =>
-                {
-                    Some(crate::state::read_state(target, flow).await?)
-                }
-                _ => None,
+            let Some(s) = self.saved.get(&key) else {
+                return Err(MirrorError::state(format!(
+                    "replay {id} run {run} has no saved state for partition {p} (the \
+                     topic grew since?): run it again with --again"
+                )));
             };
-            let mut plans = Vec::new();
-            for (&p, &b) in &bounds {
-                let f = from.get(&p).copied().unwrap_or(Found {
-                    offset: TimeOffset::None,
-                    method: Method::Broker,
-                });
-                let u = until.as_ref().and_then(|u| u.get(&p).copied());
-                let (start, end) = decide::range(b, f.offset, u.map(|u| u.offset));
-                if let Some(saved) = &flow_maps
-                    && end > start
-                {
-                    let copy = match saved.get(&(topic.to_owned(), p)) {
-                        Some(s) => Some(crate::state::decode_map(s)?.translate(start as u64)),
-                        None => None,
-                    };
-                    guard::into_flow_topic(copy, target_end(p), end - start).map_err(|why| {
-                        MirrorError::config(format!(
-                            "replaying {topic}/{p} from offset {start} into {}, the topic the \
-                             flow replicates to: {why}; replay --to another topic",
-                            spec.target_topic
-                        ))
-                    })?;
-                }
-                plans.push(PartitionPlan {
-                    partition: p,
-                    start,
-                    end,
-                    from_method: Some(f.method),
-                    until_method: u.map(|u| u.method),
-                    saved: None,
-                    target_end: target_end(p),
-                });
+            if !s.topic_id.is_nil() && !self.topic_id.is_nil() && s.topic_id != self.topic_id {
+                return Err(MirrorError::config(format!(
+                    "replay {id} run {run} was started on another topic {topic} (it was \
+                     deleted and re-created since): run it again with --again"
+                )));
             }
-            plans
+            let map = snapshot_map(s)?;
+            plans.push(PartitionPlan {
+                partition: *p,
+                start: s.start,
+                end: s.end,
+                from_method: None,
+                until_method: None,
+                saved: Some((map, s.status == ReplayStatus::Done)),
+                target_end: target_end(*p),
+            });
         }
-        RunDecision::AlreadyDone { .. } => Vec::new(),
+        Ok(plans)
+    }
+}
+
+/// A new run's plans: each partition's range found by time, each checked by
+/// [`guard::into_flow_topic`] when the replay writes into the flow's own target topic.
+async fn start_plans(
+    source: &Client,
+    target: &Client,
+    flow: &Flow,
+    spec: &Spec,
+    partitions: &[i32],
+    target_end: impl Fn(i32) -> i64,
+) -> Result<Vec<PartitionPlan>, MirrorError> {
+    let topic = spec.source_topic.as_str();
+    let bounds = probe::bounds(source, topic, partitions, IsolationLevel::ReadCommitted)
+        .await
+        .map_err(|e| MirrorError::kafka("source partition bounds", e).topic(topic))?;
+    let from = lookup::offsets_for_time(source, topic, &bounds, spec.from_ms).await?;
+    let until = match spec.until_ms {
+        Some(ms) => Some(lookup::offsets_for_time(source, topic, &bounds, ms).await?),
+        None => None,
     };
-    Ok(Prepared {
-        flow: flow.name.clone(),
-        spec,
-        id,
-        decision,
-        topic_id,
-        target_partitions,
-        partitions: plans,
+    let flow_maps = flow_maps_if_same_topic(target, flow, spec).await?;
+    let mut plans = Vec::new();
+    for (&p, &b) in &bounds {
+        let f = from.get(&p).copied().unwrap_or(Found {
+            offset: TimeOffset::None,
+            method: Method::Broker,
+        });
+        let u = until.as_ref().and_then(|u| u.get(&p).copied());
+        let (start, end) = decide::range(b, f.offset, u.map(|u| u.offset));
+        if let Some(saved) = &flow_maps
+            && end > start
+        {
+            guard_flow_topic(saved, spec, p, start, end, target_end(p))?;
+        }
+        plans.push(PartitionPlan {
+            partition: p,
+            start,
+            end,
+            from_method: Some(f.method),
+            until_method: u.map(|u| u.method),
+            saved: None,
+            target_end: target_end(p),
+        });
+    }
+    Ok(plans)
+}
+
+/// The flow's own saved maps when the replay writes into the topic the flow replicates
+/// the source topic to (rules 18–20: into it only what the flow will recognise).
+async fn flow_maps_if_same_topic(
+    target: &Client,
+    flow: &Flow,
+    spec: &Spec,
+) -> Result<Option<crate::state::SavedState>, MirrorError> {
+    Ok(match flow.topic_decision(&spec.source_topic) {
+        crate::config::TopicDecision::Replicate { target_topic }
+            if target_topic == spec.target_topic =>
+        {
+            Some(crate::state::read_state(target, flow).await?)
+        }
+        _ => None,
+    })
+}
+
+/// Refuses replaying `start..end` of partition `p` into the flow's own target topic when
+/// [`guard::into_flow_topic`] says the flow would not recognise it.
+fn guard_flow_topic(
+    saved: &crate::state::SavedState,
+    spec: &Spec,
+    p: i32,
+    start: i64,
+    end: i64,
+    target_end: i64,
+) -> Result<(), MirrorError> {
+    let topic = spec.source_topic.as_str();
+    let copy = match saved.get(&(topic.to_owned(), p)) {
+        Some(s) => Some(crate::state::decode_map(s)?.translate(start as u64)),
+        None => None,
+    };
+    guard::into_flow_topic(copy, target_end, end - start).map_err(|why| {
+        MirrorError::config(format!(
+            "replaying {topic}/{p} from offset {start} into {}, the topic the \
+             flow replicates to: {why}; replay --to another topic",
+            spec.target_topic
+        ))
     })
 }
 
