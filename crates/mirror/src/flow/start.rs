@@ -227,42 +227,16 @@ impl FlowRun {
     ) -> Result<(Option<(Key, PartitionState)>, Pipeline), MirrorError> {
         let key = (t.source_topic.clone(), p);
         let saved = self.saved.get(&key);
-        let (map, tail, birth) =
+        let (mut map, tail, birth) =
             initial_map(&self.flow, &self.metrics, saved, t, p, (s, d), chosen)?;
         let (recovery, start_gap) = self.recovery(t, p, d, tail);
-        let mut birth_state = None;
-        let map_for_state = if birth {
-            let mut m = map;
-            let snapshot = m.snapshot().bytes;
-            birth_state = Some((
-                key.clone(),
-                PartitionState {
-                    topic_id: t.topic_id,
-                    target_topic: t.target_topic.clone(),
-                    snapshot,
-                },
-            ));
-            m
-        } else {
-            map
-        };
-        let position = map_for_state.next(Side::Source) as i64;
-        let writer = self.register(&key, map_for_state)?;
-        let flow = &self.flow;
+        let birth_state = birth.then(|| (key.clone(), birth_state(t, &mut map)));
+        let position = map.next(Side::Source) as i64;
+        let writer = self.register(&key, map)?;
         let map: SharedMap = Arc::new(Mutex::new(writer));
         let progress = Arc::new(Progress::default());
         progress.end.store(s.end, Ordering::Relaxed);
-        let pm = self.metrics.partition(&flow.name, &t.source_topic, p);
-        let feed = PartitionFeed::new(
-            Arc::clone(&shared.source_topic),
-            p,
-            position,
-            FEED_DEPTH,
-            pm,
-        );
-        // Fetched by the id of the topic the map belongs to: a re-created topic is
-        // refused, never read at this position.
-        feed.set_topic_id(t.topic_id);
+        let feed = self.feed(t, shared, p, position);
         let spec = PartitionSpec {
             shared: Arc::clone(shared),
             partition: p,
@@ -270,7 +244,7 @@ impl FlowRun {
             start_gap,
         };
         if recovery.remaining() > 0 {
-            tracing::info!(flow = %flow.name, topic = %t.source_topic, partition = p,
+            tracing::info!(flow = %self.flow.name, topic = %t.source_topic, partition = p,
                 records = recovery.remaining(),
                 "recovery: records on the target past the last state write will be \
                  matched to the source by content before anything is produced");
@@ -302,6 +276,27 @@ impl FlowRun {
             },
         );
         Ok((birth_state, pipeline))
+    }
+
+    /// Partition `p`'s feed from the source, read from `position` by the id of the topic
+    /// its map belongs to (a re-created topic is refused, never read at this position).
+    fn feed(
+        &self,
+        t: &ReplicatedTopic,
+        shared: &TopicSpec,
+        p: i32,
+        position: i64,
+    ) -> Arc<PartitionFeed> {
+        let pm = self.metrics.partition(&self.flow.name, &t.source_topic, p);
+        let feed = PartitionFeed::new(
+            Arc::clone(&shared.source_topic),
+            p,
+            position,
+            FEED_DEPTH,
+            pm,
+        );
+        feed.set_topic_id(t.topic_id);
+        feed
     }
 
     /// What partition `p` of `t` checks before producing (target bounds `d`; `tail`: the
@@ -458,5 +453,15 @@ impl FlowRun {
             .into_iter()
             .map(|(p, s)| (p, s.source_next))
             .collect())
+    }
+}
+
+/// The state a partition is born with (written before its pipeline starts): its topic's
+/// id and target, and a snapshot of its first map.
+fn birth_state(t: &ReplicatedTopic, map: &mut OffsetMap) -> PartitionState {
+    PartitionState {
+        topic_id: t.topic_id,
+        target_topic: t.target_topic.clone(),
+        snapshot: map.snapshot().bytes,
     }
 }

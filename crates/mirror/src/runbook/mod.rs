@@ -181,6 +181,45 @@ async fn gather(
         .offset_fetch(group, None)
         .await
         .map_err(|e| MirrorError::kafka("offset fetch", e).cluster(from_cluster))?;
+    let mut rows = inputs(committed, flow, &maps, topic, direction);
+    for input in &mut rows {
+        read_arriving(to, group, input)
+            .await
+            .map_err(|e| e.cluster(to_cluster))?;
+    }
+    rows.sort_by(|a, b| (&a.from_topic, a.partition).cmp(&(&b.from_topic, b.partition)));
+    let leaving = activity(from, group).await;
+    let arriving = activity(to, group).await;
+    let blocker = decide::blocker(&leaving, &arriving, options);
+    let mut out = Vec::new();
+    for input in rows {
+        out.push(judged(from, to, input, direction, options).await);
+    }
+    Ok(Plan {
+        direction,
+        flow: flow.name.clone(),
+        from_cluster: from_cluster.clone(),
+        to_cluster: to_cluster.clone(),
+        group: group.to_owned(),
+        leaving,
+        arriving,
+        blocker,
+        rows: out,
+    })
+}
+
+/// The flow's saved offset maps, by (source topic, target topic, partition).
+type SavedMaps = BTreeMap<(String, String, i32), OffsetMap>;
+
+/// The group's commits on the side it leaves that belong to the flow (and to `topic`,
+/// when given), each with its translation; the arriving side's positions not read yet.
+fn inputs(
+    committed: Vec<strait_client::CommittedOffset>,
+    flow: &Flow,
+    maps: &SavedMaps,
+    topic: Option<&str>,
+    direction: Direction,
+) -> Vec<PartitionInput> {
     let mut rows = Vec::new();
     for c in committed.into_iter().filter(|c| c.offset >= 0) {
         let names = match direction {
@@ -215,52 +254,38 @@ async fn gather(
             to_log_start: None,
         });
     }
-    for input in &mut rows {
-        read_arriving(to, group, input)
-            .await
-            .map_err(|e| e.cluster(to_cluster))?;
+    rows
+}
+
+/// One partition's verdict, with the record at the group's position on each side (on the
+/// arriving side only where it would commit or already is).
+async fn judged(
+    from: &Client,
+    to: &Client,
+    input: PartitionInput,
+    direction: Direction,
+    options: Options,
+) -> Row {
+    let verdict = decide::decide(direction, &input, options);
+    let from_record = peek(from, &input.from_topic, input.partition, input.from_offset).await;
+    let to_record = match verdict {
+        Verdict::Commit { offset, .. } | Verdict::AlreadyThere { offset } => {
+            Some(peek(to, &input.to_topic, input.partition, offset as i64).await)
+        }
+        Verdict::Refused { .. } => None,
+    };
+    Row {
+        input,
+        verdict,
+        from_record,
+        to_record,
+        synced_at: None,
     }
-    rows.sort_by(|a, b| (&a.from_topic, a.partition).cmp(&(&b.from_topic, b.partition)));
-    let leaving = activity(from, group).await;
-    let arriving = activity(to, group).await;
-    let blocker = decide::blocker(&leaving, &arriving, options);
-    let mut out = Vec::new();
-    for input in rows {
-        let verdict = decide::decide(direction, &input, options);
-        let from_record = peek(from, &input.from_topic, input.partition, input.from_offset).await;
-        let to_record = match verdict {
-            Verdict::Commit { offset, .. } | Verdict::AlreadyThere { offset } => {
-                Some(peek(to, &input.to_topic, input.partition, offset as i64).await)
-            }
-            Verdict::Refused { .. } => None,
-        };
-        out.push(Row {
-            input,
-            verdict,
-            from_record,
-            to_record,
-            synced_at: None,
-        });
-    }
-    Ok(Plan {
-        direction,
-        flow: flow.name.clone(),
-        from_cluster: from_cluster.clone(),
-        to_cluster: to_cluster.clone(),
-        group: group.to_owned(),
-        leaving,
-        arriving,
-        blocker,
-        rows: out,
-    })
 }
 
 /// The flow's offset maps from its state topic on `target`, by (source topic, target
 /// topic, partition).
-async fn saved_maps(
-    target: &Client,
-    flow: &Flow,
-) -> Result<BTreeMap<(String, String, i32), OffsetMap>, MirrorError> {
+async fn saved_maps(target: &Client, flow: &Flow) -> Result<SavedMaps, MirrorError> {
     let saved = read_state(target, flow).await?;
     let mut maps = BTreeMap::new();
     for ((source_topic, p), state) in &saved {
