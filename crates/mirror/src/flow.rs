@@ -44,6 +44,7 @@
 //! | `start.rs` | starting partitions: bounds, start offsets, feeds and pipelines |
 //! | `initial_map.rs` | the offset map a partition starts with, from its saved state and the bounds |
 //! | `recreation.rs` | pure: what a report of a source topic's id means |
+//! | `signal.rs` | waiting on the stop signal: until it turns, or a job unless it turns first |
 //! | `stop.rs` | state writes (a checkpoint, a commit), the bounded shutdown, the summary |
 //! | `exactly_once.rs` | the transactional producer, its commits and the committed maps |
 //! | `eos_failure.rs` | a failed exactly-once run: its transaction, and the restart from the last commit |
@@ -61,6 +62,7 @@ mod partitions;
 mod recreation;
 mod run;
 mod scale_out;
+mod signal;
 mod slots;
 mod sole_writer;
 mod start;
@@ -79,7 +81,8 @@ use tokio::sync::{mpsc, watch};
 
 use self::assemble::Start;
 use self::mode::{Mode, Role};
-use self::partitions::Partitions;
+use self::partitions::{Key, Partitions};
+use self::signal::until_true;
 use crate::config::{Config, Flow};
 use crate::datapath::budget::Budget;
 use crate::datapath::fetcher::{Recreation, Router};
@@ -91,9 +94,6 @@ use crate::topics::ReplicatedTopic;
 
 /// Record sets a fetcher may queue per partition ahead of its pipeline.
 const FEED_DEPTH: usize = 4;
-
-/// A partition: (source topic, partition).
-type Key = (String, i32);
 
 /// A partition pipeline not yet spawned: it starts once the partition's birth state is
 /// written.
@@ -277,23 +277,6 @@ fn all_partitions(topics: &[ReplicatedTopic]) -> BTreeSet<Key> {
         .iter()
         .flat_map(|t| (0..t.partitions).map(|p| (t.source_topic.clone(), p)))
         .collect()
-}
-
-/// Runs `job` unless `stop` turns true first (then `None`).
-async fn interruptible<T>(
-    stop: &mut watch::Receiver<bool>,
-    job: impl Future<Output = T>,
-) -> Option<T> {
-    tokio::select! {
-        r = job => Some(r),
-        _ = until_true(stop) => None,
-    }
-}
-
-/// Resolves once `flag` is true (or its sender is gone). Unlike `changed`, it also sees a
-/// change an earlier wait already marked seen.
-async fn until_true(flag: &mut watch::Receiver<bool>) {
-    let _ = flag.wait_for(|v| *v).await;
 }
 
 /// A pipeline task's partition and result; a task that panicked or was cancelled is an

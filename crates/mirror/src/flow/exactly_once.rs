@@ -28,7 +28,7 @@ use strait_client::{Client, ProducerConfig, TransactionalConfig, TransactionalPr
 use strait_offsets::{Checkpoint, CheckpointKind, DEFAULT_RUN_BUDGET, MapWriter, OffsetMap};
 use strait_records::Compression;
 
-use super::Key;
+use super::partitions::Key;
 use super::partitions::{Partitions, Running};
 use crate::config::Flow;
 use crate::datapath::commit::Gate;

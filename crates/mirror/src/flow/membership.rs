@@ -23,8 +23,10 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::FlowRun;
+use super::partitions::Key;
 use super::scale_out::{Scale, id_of, key_of};
-use super::{FlowRun, Key, interruptible};
+use super::signal::interruptible;
 use crate::control::{Control, LeadJobs};
 use crate::error::MirrorError;
 use crate::scale::PartitionId;

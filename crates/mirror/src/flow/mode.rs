@@ -17,8 +17,8 @@
 //!    refused; a scale-out flow's group is its guard.
 //! 3. **`--once` is one process**: it cannot be combined with `[flows.scale_out]`.
 
-use super::Key;
 use super::exactly_once::Eos;
+use super::partitions::Key;
 use super::scale_out::Scale;
 use crate::config::Flow;
 use crate::error::MirrorError;

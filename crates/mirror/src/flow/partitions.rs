@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use tokio::task::{JoinError, JoinSet};
 use uuid::Uuid;
 
+use super::Pipeline;
 use super::recreation::{IdNews, Retired};
-use super::{Key, Pipeline};
 use crate::config::Flow;
 use crate::control::Checkpoint;
 use crate::datapath::fetcher::PartitionFeed;
@@ -39,6 +39,9 @@ use crate::incident::{Incident, Noticed, Policies};
 use crate::metrics::{Metrics, PartitionMetrics};
 use crate::restarts::Restarts;
 use crate::state::PartitionState;
+
+/// A partition: (source topic, partition).
+pub(super) type Key = (String, i32);
 
 /// A partition replicated by the run (also while down, waiting for its restart).
 #[derive(Clone)]

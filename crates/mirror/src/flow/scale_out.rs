@@ -16,8 +16,9 @@ use strait_client::group::{GroupMember, GroupView, Phase, Rejoiner};
 use tokio::sync::watch;
 
 use super::owner::SlotOwner;
+use super::partitions::Key;
 use super::partitions::Running;
-use super::{Key, interruptible};
+use super::signal::interruptible;
 use crate::config::Flow;
 use crate::error::MirrorError;
 use crate::metrics::Metrics;

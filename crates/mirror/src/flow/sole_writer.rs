@@ -10,9 +10,9 @@ use strait_client::group::{GroupError, GroupMember, GroupView, MembershipConfig,
 use strait_client::protocol::ResponseError;
 use tokio::sync::watch;
 
-use super::interruptible;
 use super::owner::Confirmed;
 use super::scale_out::host_name;
+use super::signal::interruptible;
 use crate::config::scale_out::{REBALANCE_TIMEOUT, default_group};
 use crate::config::{Cluster, Flow};
 use crate::error::MirrorError;

@@ -11,8 +11,9 @@ use strait_offsets::{MapWriter, OffsetMap, Side};
 use strait_records::Limits;
 
 use super::initial_map::initial_map;
+use super::partitions::Key;
 use super::partitions::Running;
-use super::{FEED_DEPTH, FlowRun, Key, Pipeline};
+use super::{FEED_DEPTH, FlowRun, Pipeline};
 use crate::config::model::StartPosition;
 use crate::datapath::fetcher::PartitionFeed;
 use crate::datapath::partition::{self, PartitionSpec, Progress, SharedMap, TopicSpec};

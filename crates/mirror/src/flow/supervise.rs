@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::partitions::Event;
-use super::{FlowRun, Key, flatten, interruptible, until_true};
+use super::partitions::Key;
+use super::signal::{interruptible, until_true};
+use super::{FlowRun, flatten};
 use crate::clock::now_ms;
 use uuid::Uuid;
 
