@@ -390,51 +390,9 @@ async fn deliver(
     stability: &Stability,
     received: Instant,
 ) -> Option<bool> {
-    match fp.error_code {
-        0 => deliver_data(router, p, asked, fp, upfront, behind, stability, received).await,
-        OUT_OF_RANGE => {
-            p.with_cursor(|c| {
-                if c.generation == asked.generation {
-                    c.paused = true;
-                    p.inbox.push_control(Feed::OutOfRange {
-                        generation: asked.generation,
-                        position: asked.position,
-                    });
-                }
-            });
-            None
-        }
-        code if REROUTE.contains(&code) => {
-            p.metrics.fetch_retry();
-            router.client.invalidate_metadata();
-            router.assign(Arc::clone(p));
-            Some(true)
-        }
-        _ => {
-            let e = fp.error()?;
-            p.metrics.fetch_error();
-            if e.is_retriable() {
-                return None;
-            }
-            let err = MirrorError::kafka("fetch", e).cluster(&router.cluster);
-            p.inbox.push_control(Feed::Failed(Box::new(err)));
-            Some(true)
-        }
+    if fp.error_code != 0 {
+        return refused(router, p, asked, &fp);
     }
-}
-
-/// Hands on a partition's record set (error code 0), as [`deliver`] says.
-#[allow(clippy::too_many_arguments)]
-async fn deliver_data(
-    router: &Arc<Router>,
-    p: &Arc<PartitionFeed>,
-    asked: Cursor,
-    fp: FetchedPartition,
-    upfront: &mut Reservation,
-    behind: &mut bool,
-    stability: &Stability,
-    received: Instant,
-) -> Option<bool> {
     let end = if fp.last_stable_offset >= 0 {
         fp.last_stable_offset
     } else {
@@ -500,6 +458,46 @@ async fn deliver_data(
         }
     });
     None
+}
+
+/// A partition the broker answered with an error: out of range (the pipeline decides),
+/// moved (routed again), retriable (asked again next round) or failed.
+fn refused(
+    router: &Arc<Router>,
+    p: &Arc<PartitionFeed>,
+    asked: Cursor,
+    fp: &FetchedPartition,
+) -> Option<bool> {
+    match fp.error_code {
+        OUT_OF_RANGE => {
+            p.with_cursor(|c| {
+                if c.generation == asked.generation {
+                    c.paused = true;
+                    p.inbox.push_control(Feed::OutOfRange {
+                        generation: asked.generation,
+                        position: asked.position,
+                    });
+                }
+            });
+            None
+        }
+        code if REROUTE.contains(&code) => {
+            p.metrics.fetch_retry();
+            router.client.invalidate_metadata();
+            router.assign(Arc::clone(p));
+            Some(true)
+        }
+        _ => {
+            let e = fp.error()?;
+            p.metrics.fetch_error();
+            if e.is_retriable() {
+                return None;
+            }
+            let err = MirrorError::kafka("fetch", e).cluster(&router.cluster);
+            p.inbox.push_control(Feed::Failed(Box::new(err)));
+            Some(true)
+        }
+    }
 }
 
 /// Only the start of a batch came back (it is larger than what this partition may
