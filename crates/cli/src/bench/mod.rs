@@ -58,13 +58,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     });
     let config = bench_config(args, &topic)?;
     let target_topic = replicate::target_topic(&config, &topic)?;
-    // The bench's own runtime: load generator, verifier, live producer and tailer.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("bench")
-        .enable_all()
-        .build()
-        .context("starting the bench runtime")?;
+    let rt = bench_runtime()?;
     let (source, target) = rt.block_on(connect_both(&config, args))?;
     if args.mode != Mode::Verify {
         if !args.yes && refused(&rt, args, &source, &target)? {
@@ -103,6 +97,16 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The bench's own runtime: load generator, verifier, live producer and tailer.
+fn bench_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("bench")
+        .enable_all()
+        .build()
+        .context("starting the bench runtime")
 }
 
 /// Refuses a record size outside 1 byte..16 MiB, and verify mode without a topic.
