@@ -105,6 +105,21 @@ fn replication_rows(r: &ReplicationReport, rows: &mut Vec<Row>) {
             format!("{:.0} %", v * 100.0),
         ));
     }
+    engine_and_broker_cpu_rows(r, rows);
+    rows.push((
+        "process CPU (phase)".into(),
+        format!(
+            "{:.2} s user + {:.2} s sys = {:.2} s/GiB of batches (sampler {:.3} s)",
+            r.process_cpu.user_secs,
+            r.process_cpu.sys_secs,
+            r.process_cpu_secs_per_gib_batches,
+            r.sampler_cpu.total()
+        ),
+    ));
+}
+
+/// The replication phase's CPU: the engine's, per GiB and per unit, and the brokers'.
+fn engine_and_broker_cpu_rows(r: &ReplicationReport, rows: &mut Vec<Row>) {
     rows.push((
         "engine CPU".into(),
         format!(
@@ -118,17 +133,17 @@ fn replication_rows(r: &ReplicationReport, rows: &mut Vec<Row>) {
     ));
     if let Some(b) = &r.per_batch {
         rows.push((
-                "engine CPU per unit".into(),
-                format!(
-                    "{:.1} µs per source batch ({}), {:.1} µs per produced batch ({}), {:.1} µs per Produce request ({})",
-                    b.cpu_us_per_source_batch,
-                    b.source_batches,
-                    b.cpu_us_per_produced_batch,
-                    b.produced_batches,
-                    b.cpu_us_per_request,
-                    b.produce_requests
-                ),
-            ));
+            "engine CPU per unit".into(),
+            format!(
+                "{:.1} µs per source batch ({}), {:.1} µs per produced batch ({}), {:.1} µs per Produce request ({})",
+                b.cpu_us_per_source_batch,
+                b.source_batches,
+                b.cpu_us_per_produced_batch,
+                b.produced_batches,
+                b.cpu_us_per_request,
+                b.produce_requests
+            ),
+        ));
     }
     if let Some(b) = &r.brokers {
         rows.push((
@@ -141,16 +156,6 @@ fn replication_rows(r: &ReplicationReport, rows: &mut Vec<Row>) {
             ),
         ));
     }
-    rows.push((
-        "process CPU (phase)".into(),
-        format!(
-            "{:.2} s user + {:.2} s sys = {:.2} s/GiB of batches (sampler {:.3} s)",
-            r.process_cpu.user_secs,
-            r.process_cpu.sys_secs,
-            r.process_cpu_secs_per_gib_batches,
-            r.sampler_cpu.total()
-        ),
-    ));
 }
 
 /// Live mode: the rate achieved, the latencies, whether the engine kept up, its CPU.
