@@ -11,6 +11,8 @@
 //! engine's fetch wait and its fetch response → target acknowledgement (per Fetch and per
 //! batch produced, from the engine's own histograms, read in-process by the caller), and
 //! the tailer's fetch wait (per poll).
+//!
+//! [`produce`] holds the per-partition producers, [`tail`] the target's tailers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,11 +21,16 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use bytes::{BufMut, Bytes, BytesMut};
 use slots::Table;
-use strait_client::{Client, FetchOptions, ProducerRecord, RecordProducer};
+use strait_client::{Client, FetchOptions};
 use strait_mirror::metrics::HistogramSnapshot;
 use strait_records::Compression;
 
 use super::load::{HEADER, PayloadPool, Progress};
+use produce::Producing;
+use tail::Tailing;
+
+mod produce;
+mod tail;
 
 /// How often the producer wakes to send what the rate owes.
 const TICK: Duration = Duration::from_millis(5);
@@ -237,157 +244,31 @@ pub async fn run(
     engine_alive: &(dyn Fn() -> bool + Sync),
 ) -> Result<LiveResult> {
     let n = params.partitions as usize;
-    let epoch = Instant::now();
-    let now_us = move || epoch.elapsed().as_micros() as u64;
+    let clock = Clock(Instant::now());
     let sent = Arc::new(Table::new(n));
     let acked = Arc::new(Table::new(n));
-    let seen = Arc::new(Table::new(n));
-    let received = Arc::new(AtomicU64::new(0));
-    let duplicates = Arc::new(AtomicU64::new(0));
-    let stop_tail = Arc::new(AtomicBool::new(false));
+    let tailing = Tailing {
+        client: target.clone(),
+        topic: params.target_topic.clone(),
+        clock,
+        seen: Arc::new(Table::new(n)),
+        received: Arc::new(AtomicU64::new(0)),
+        duplicates: Arc::new(AtomicU64::new(0)),
+        stop: Arc::new(AtomicBool::new(false)),
+    };
 
     wait_for_topic(target, &params.target_topic, params.partitions).await?;
 
     // Tailers on the target.
     let mut tailers = tokio::task::JoinSet::new();
     for p in 0..params.partitions {
-        let (client, topic) = (target.clone(), params.target_topic.clone());
-        let (seen, received, duplicates, stop) = (
-            seen.clone(),
-            received.clone(),
-            duplicates.clone(),
-            stop_tail.clone(),
-        );
-        tailers.spawn(async move {
-            let opts = FetchOptions {
-                max_wait: TAIL_MAX_WAIT,
-                max_bytes: 8 * 1024 * 1024,
-                ..FetchOptions::default()
-            };
-            // Falling behind the high watermark, wait longer: Tansu answers after about
-            // max_wait / 2 with what it gathered, so a short wait starves a reader that is
-            // catching up (the engine's fetchers do the same; docs/compatibility.md).
-            let catching_up = FetchOptions {
-                max_wait: TAIL_CATCH_UP_MAX_WAIT,
-                ..opts
-            };
-            // As a read_committed consumer sees it (exactly-once: after each commit).
-            let mut c = strait_client::PartitionConsumer::new(client, &topic, p, 0)
-                .with_options(opts)
-                .resolving_markers();
-            // Each poll's wait, µs (8 bytes per poll: ~1.6 KB a second at Tansu's ~5 ms).
-            let mut waits = Vec::new();
-            while !stop.load(Ordering::Relaxed) {
-                let asked = now_us();
-                let records = c
-                    .poll()
-                    .await
-                    .with_context(|| format!("tailing {topic}-{p}"))?;
-                waits.push(now_us().saturating_sub(asked));
-                // More waiting than this poll brought (as in the engine's fetchers).
-                let behind = c.high_watermark().saturating_sub(c.position())
-                    > i64::try_from(records.len()).unwrap_or(i64::MAX).max(1);
-                c = c.with_options(if behind { catching_up } else { opts });
-                let t = now_us();
-                for r in &records {
-                    let Some((seq, _)) = r
-                        .headers
-                        .iter()
-                        .find(|(k, _)| k.as_ref() == HEADER.as_bytes())
-                        .and_then(|(_, v)| v.as_deref())
-                        .and_then(decode_header)
-                    else {
-                        continue;
-                    };
-                    let dup = seen.set_range(p as usize, seq, seq + 1, t);
-                    duplicates.fetch_add(dup, Ordering::Relaxed);
-                    received.fetch_add(1 - dup, Ordering::Relaxed);
-                }
-            }
-            anyhow::Ok(waits)
-        });
+        tailers.spawn(tailing.clone().tail(p));
     }
 
-    // The producer: one task per partition, each owed `rate / partitions`.
-    let producer = RecordProducer::new(source.clone(), params.compression)
-        .await
-        .context("starting the live producer")?
-        // One batch per send; MAX_SEND_VALUE_BYTES bounds what one send carries.
-        .with_max_batch_bytes(usize::MAX / 2);
-    let records_per_sec = params.rate_mib * 1024.0 * 1024.0 / params.record_size.max(1) as f64;
-    let per_partition = records_per_sec / params.partitions as f64;
-    let produced = Arc::new(AtomicU64::new(0));
+    let producing = Producing::start(source, params, pool, progress, clock, &sent, &acked).await?;
     let mut producers = tokio::task::JoinSet::new();
-    let start = Instant::now();
     for p in 0..params.partitions {
-        let (producer, pool, topic) = (producer.clone(), pool.clone(), params.topic.clone());
-        let (sent, acked, produced, progress) = (
-            sent.clone(),
-            acked.clone(),
-            produced.clone(),
-            progress.clone(),
-        );
-        let (duration, record_size) = (params.duration, params.record_size);
-        producers.spawn(async move {
-            let (ack_tx, mut ack_rx) =
-                tokio::sync::mpsc::unbounded_channel::<(strait_client::AckFuture, u64, u64, u64)>();
-            let waiter = {
-                let (acked, produced, progress) =
-                    (acked.clone(), produced.clone(), progress.clone());
-                tokio::spawn(async move {
-                    while let Some((ack, from, to, vbytes)) = ack_rx.recv().await {
-                        ack.wait()
-                            .await
-                            .with_context(|| format!("acknowledgement from partition {p}"))?;
-                        acked.set_range(p as usize, from, to, now_us());
-                        produced.fetch_add(to - from, Ordering::Relaxed);
-                        progress.records.fetch_add(to - from, Ordering::Relaxed);
-                        progress.bytes.fetch_add(vbytes, Ordering::Relaxed);
-                    }
-                    anyhow::Ok(())
-                })
-            };
-            let mut ticker = tokio::time::interval(TICK);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            let mut seq = 0u64;
-            loop {
-                ticker.tick().await;
-                let elapsed = start.elapsed().min(duration);
-                let owed = (elapsed.as_secs_f64() * per_partition) as u64;
-                // What is owed, in sends of at most MAX_SEND_VALUE_BYTES of values, each one
-                // batch with an acknowledgement of its own.
-                while owed > seq {
-                    let to = send_end(seq, owed, record_size);
-                    let t = now_us();
-                    let mut batch = Vec::with_capacity((to - seq) as usize);
-                    let mut vbytes = 0;
-                    for s in seq..to {
-                        let (k, v) = pool.get(s.wrapping_mul(7919).wrapping_add(p as u64));
-                        vbytes += v.len() as u64;
-                        batch.push(
-                            ProducerRecord::new(k, v).with_header(HEADER, encode_header(s, t)),
-                        );
-                    }
-                    sent.set_range(p as usize, seq, to, t);
-                    for ack in producer
-                        .send(&topic, p, &batch)
-                        .await
-                        .with_context(|| format!("producing to {topic}-{p}"))?
-                    {
-                        ack_tx
-                            .send((ack, seq, to, vbytes))
-                            .map_err(|_| anyhow::anyhow!("ack waiter stopped"))?;
-                    }
-                    seq = to;
-                }
-                if elapsed >= duration {
-                    break;
-                }
-            }
-            drop(ack_tx);
-            waiter.await.context("ack waiter panicked")??;
-            anyhow::Ok(())
-        });
+        producers.spawn(producing.clone().produce(p));
     }
     while let Some(j) = producers.join_next().await {
         j.context("producer task panicked")??;
@@ -395,9 +276,48 @@ pub async fn run(
             bail!("the engine stopped during the run");
         }
     }
-    let window = start.elapsed();
+    let window = producing.start.elapsed();
+    let total = producing.produced.load(Ordering::Relaxed);
+    let end = catch_up(target, params, &tailing, tailers, total, engine_alive).await?;
+    let latencies = Latencies::of(n, &sent, &acked, &tailing.seen);
+    Ok(live_result(params, &tailing, window, total, end, latencies))
+}
+
+/// The bench's clock: µs since its start (monotonic).
+#[derive(Debug, Clone, Copy)]
+struct Clock(Instant);
+
+impl Clock {
+    /// µs since the bench's start.
+    fn now_us(self) -> u64 {
+        self.0.elapsed().as_micros() as u64
+    }
+}
+
+/// How the run ended, measured from the last acknowledgement.
+struct Ending {
+    /// Records produced but not yet read on the target at the last acknowledgement.
+    lag_at_end: u64,
+    /// Records produced but not yet on the target (its high watermarks) at that moment.
+    engine_lag_at_end: u64,
+    /// How long the target took to catch up (or until the grace ran out).
+    catch_up: Duration,
+    /// Each tailer poll's wait, µs.
+    tail_waits: Vec<u64>,
+}
+
+/// Once every acknowledgement is in: measures the lag, waits (up to GRACE) for the
+/// tailers to read all `total` records, then stops them.
+async fn catch_up(
+    target: &Client,
+    params: &LiveParams,
+    tailing: &Tailing,
+    mut tailers: tokio::task::JoinSet<Result<Vec<u64>>>,
+    total: u64,
+    engine_alive: &(dyn Fn() -> bool + Sync),
+) -> Result<Ending> {
     let last_ack = Instant::now();
-    let total = produced.load(Ordering::Relaxed);
+    let received = &tailing.received;
     let lag_at_end = total.saturating_sub(received.load(Ordering::Relaxed));
     let engine_lag_at_end =
         total.saturating_sub(target_end(target, &params.target_topic, params.partitions).await?);
@@ -408,57 +328,91 @@ pub async fn run(
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let catch_up = last_ack.elapsed();
-    stop_tail.store(true, Ordering::Relaxed);
+    tailing.stop.store(true, Ordering::Relaxed);
     let mut tail_waits = Vec::new();
     while let Some(j) = tailers.join_next().await {
         tail_waits.extend(j.context("tailer panicked")??);
     }
+    Ok(Ending {
+        lag_at_end,
+        engine_lag_at_end,
+        catch_up,
+        tail_waits,
+    })
+}
 
-    let mut ack_to_read = Vec::new();
-    let mut send_to_read = Vec::new();
-    let mut send_to_ack = Vec::new();
-    let mut missing = 0;
-    for p in 0..n {
-        let (s, a, r) = (sent.snapshot(p), acked.snapshot(p), seen.snapshot(p));
-        for (i, &ack) in a.iter().enumerate() {
-            if ack == u64::MAX {
-                continue;
-            }
-            let snd = s.get(i).copied().unwrap_or(u64::MAX);
-            if snd != u64::MAX {
-                send_to_ack.push(ack.saturating_sub(snd));
-            }
-            match r.get(i).copied() {
-                Some(rd) if rd != u64::MAX => {
-                    ack_to_read.push(rd.saturating_sub(ack));
-                    if snd != u64::MAX {
-                        send_to_read.push(rd.saturating_sub(snd));
-                    }
+/// Per-record latencies (µs) of the acknowledged records, and how many never arrived.
+struct Latencies {
+    ack_to_read: Vec<u64>,
+    send_to_read: Vec<u64>,
+    send_to_ack: Vec<u64>,
+    missing: u64,
+}
+
+impl Latencies {
+    /// Pairs each acknowledged record's send, acknowledgement and read times.
+    fn of(partitions: usize, sent: &Table, acked: &Table, seen: &Table) -> Latencies {
+        let mut l = Latencies {
+            ack_to_read: Vec::new(),
+            send_to_read: Vec::new(),
+            send_to_ack: Vec::new(),
+            missing: 0,
+        };
+        for p in 0..partitions {
+            let (s, a, r) = (sent.snapshot(p), acked.snapshot(p), seen.snapshot(p));
+            for (i, &ack) in a.iter().enumerate() {
+                if ack == u64::MAX {
+                    continue;
                 }
-                _ => missing += 1,
+                let snd = s.get(i).copied().unwrap_or(u64::MAX);
+                if snd != u64::MAX {
+                    l.send_to_ack.push(ack.saturating_sub(snd));
+                }
+                match r.get(i).copied() {
+                    Some(rd) if rd != u64::MAX => {
+                        l.ack_to_read.push(rd.saturating_sub(ack));
+                        if snd != u64::MAX {
+                            l.send_to_read.push(rd.saturating_sub(snd));
+                        }
+                    }
+                    _ => l.missing += 1,
+                }
             }
         }
+        l
     }
+}
+
+/// The run's result; the engine's own timings are left for the caller to fill in.
+fn live_result(
+    params: &LiveParams,
+    tailing: &Tailing,
+    window: Duration,
+    total: u64,
+    mut end: Ending,
+    mut l: Latencies,
+) -> LiveResult {
     let value_bytes = total as f64 * params.record_size as f64;
-    Ok(LiveResult {
+    let missing = l.missing;
+    LiveResult {
         produced: total,
-        received: received.load(Ordering::Relaxed),
-        duplicates: duplicates.load(Ordering::Relaxed),
+        received: tailing.received.load(Ordering::Relaxed),
+        duplicates: tailing.duplicates.load(Ordering::Relaxed),
         missing,
         achieved_mib_per_sec: value_bytes / (1024.0 * 1024.0) / window.as_secs_f64().max(1e-9),
-        lag_at_end_records: lag_at_end,
-        engine_lag_at_end_records: engine_lag_at_end,
-        catch_up_secs: catch_up.as_secs_f64(),
-        kept_up: missing == 0 && catch_up <= KEPT_UP_WITHIN,
-        ack_to_readable_ms: Percentiles::of_micros(&mut ack_to_read),
-        send_to_readable_ms: Percentiles::of_micros(&mut send_to_read),
-        send_to_ack_ms: Percentiles::of_micros(&mut send_to_ack),
+        lag_at_end_records: end.lag_at_end,
+        engine_lag_at_end_records: end.engine_lag_at_end,
+        catch_up_secs: end.catch_up.as_secs_f64(),
+        kept_up: missing == 0 && end.catch_up <= KEPT_UP_WITHIN,
+        ack_to_readable_ms: Percentiles::of_micros(&mut l.ack_to_read),
+        send_to_readable_ms: Percentiles::of_micros(&mut l.send_to_read),
+        send_to_ack_ms: Percentiles::of_micros(&mut l.send_to_ack),
         // The engine's: filled in by the caller from the engine's registry.
         engine_fetch_wait_ms: Percentiles::default(),
         engine_fetch_to_ack_ms: Percentiles::default(),
         engine_produce_to_ack_ms: Percentiles::default(),
-        tail_wait_ms: Percentiles::of_micros(&mut tail_waits),
-    })
+        tail_wait_ms: Percentiles::of_micros(&mut end.tail_waits),
+    }
 }
 
 /// Waits until the engine has created `topic` on the target with every partition led.

@@ -244,9 +244,42 @@ pub(super) async fn check_target(
         .enabled_flows()
         .filter(|f| f.target == name)
         .collect();
+    let (targets, groups) = flows_targets_and_groups(config, &flows, cache, report).await;
+    let topics = TargetTopics::sort(targets, &flows, &meta);
+    let reported = check_target_topics(&client, &flows, &topics, limit, report).await;
+    check_target_cluster(&client, &reported, &topics.missing, limit, report).await;
+    let groups: Vec<String> = groups.into_iter().collect();
+    group_lines(
+        &client,
+        "target group",
+        &groups,
+        &[Describe, Read],
+        limit,
+        report,
+    )
+    .await;
+    group_lines(
+        &client,
+        "flow group",
+        &own_groups(&flows),
+        &[Describe, Read],
+        limit,
+        report,
+    )
+    .await;
+}
+
+/// The target topics the flows select on their sources and the groups they sync, warning
+/// about each flow whose source cannot be reached.
+async fn flows_targets_and_groups(
+    config: &Config,
+    flows: &[&Flow],
+    cache: &mut Cache,
+    report: &mut Report,
+) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut targets = BTreeSet::new();
     let mut groups = BTreeSet::new();
-    for flow in &flows {
+    for flow in flows {
         match source(config, &flow.source, cache).await {
             Ok(src) => targets.extend(selected(flow, &src.meta).into_iter().map(|(_, t)| t)),
             Err(e) => report.warn(format!(
@@ -260,33 +293,84 @@ pub(super) async fn check_target(
             groups.extend(gs.into_iter().filter(|g| flow.syncs_group(g)));
         }
     }
-    let states: BTreeSet<String> = flows.iter().map(|f| f.state_topic.clone()).collect();
-    let (existing, mut missing): (Vec<String>, Vec<String>) = targets
-        .into_iter()
-        .partition(|t| meta.topics.contains_key(t));
-    let (existing_states, missing_states): (Vec<String>, Vec<String>) = states
-        .into_iter()
-        .partition(|t| meta.topics.contains_key(t));
-    missing.extend(missing_states);
+    (targets, groups)
+}
+
+/// The target's topics and state topics, sorted into those already there and those missing.
+struct TargetTopics {
+    /// Target topics that exist.
+    existing: Vec<String>,
+    /// State topics that exist.
+    existing_states: Vec<String>,
+    /// Target topics, then state topics, that do not exist yet.
+    missing: Vec<String>,
+}
+
+impl TargetTopics {
+    /// Sorts `targets` and the flows' state topics by whether `meta` lists them.
+    fn sort(targets: BTreeSet<String>, flows: &[&Flow], meta: &ClusterMetadata) -> Self {
+        let states: BTreeSet<String> = flows.iter().map(|f| f.state_topic.clone()).collect();
+        let (existing, mut missing): (Vec<String>, Vec<String>) = targets
+            .into_iter()
+            .partition(|t| meta.topics.contains_key(t));
+        let (existing_states, missing_states): (Vec<String>, Vec<String>) = states
+            .into_iter()
+            .partition(|t| meta.topics.contains_key(t));
+        missing.extend(missing_states);
+        TargetTopics {
+            existing,
+            existing_states,
+            missing,
+        }
+    }
+}
+
+/// Checks the operations allowed on the existing target and state topics; returns each
+/// topic reported with its authorized operations, when known.
+async fn check_target_topics(
+    client: &Client,
+    flows: &[&Flow],
+    topics: &TargetTopics,
+    limit: Duration,
+    report: &mut Report,
+) -> Vec<(String, Option<AuthorizedOps>)> {
     // Read: each partition starts by fetching its target's bounds (Apache Kafka refuses a
     // Fetch without it: TOPIC_AUTHORIZATION_FAILED), and recovery reads the target back.
     let mut needed = vec![Describe, Read, Write, DescribeConfigs];
     if flows.iter().any(|f| f.sync.topic_configs) {
         needed.push(AlterConfigs);
     }
-    let mut reported =
-        topic_lines(&client, "target topic", &existing, &needed, limit, report).await;
+    let mut reported = topic_lines(
+        client,
+        "target topic",
+        &topics.existing,
+        &needed,
+        limit,
+        report,
+    )
+    .await;
     reported.extend(
         topic_lines(
-            &client,
+            client,
             "state topic",
-            &existing_states,
+            &topics.existing_states,
             &[Describe, Read, Write],
             limit,
             report,
         )
         .await,
     );
+    reported
+}
+
+/// Checks the cluster-wide operations (topic creation, idempotent writes) on the target.
+async fn check_target_cluster(
+    client: &Client,
+    reported: &[(String, Option<AuthorizedOps>)],
+    missing: &[String],
+    limit: Duration,
+    report: &mut Report,
+) {
     let topic_write: Vec<(&str, bool)> = reported
         .iter()
         .filter_map(|(t, ops)| ops.map(|o| (t.as_str(), o.allows(Write))))
@@ -304,19 +388,12 @@ pub(super) async fn check_target(
         ),
         Err(e) => report.fail(format!("authorization on the cluster: {e}")),
     }
-    let groups: Vec<String> = groups.into_iter().collect();
-    group_lines(
-        &client,
-        "target group",
-        &groups,
-        &[Describe, Read],
-        limit,
-        report,
-    )
-    .await;
-    // Every `strait run` joins its flow's own group (scale-out's, or the sole-writer
-    // guard's), which needs Read.
-    let own: Vec<String> = flows
+}
+
+/// The flows' own groups: every `strait run` joins its flow's own group (scale-out's, or
+/// the sole-writer guard's), which needs Read.
+fn own_groups(flows: &[&Flow]) -> Vec<String> {
+    flows
         .iter()
         .map(|f| {
             f.scale_out
@@ -325,14 +402,5 @@ pub(super) async fn check_target(
         })
         .collect::<BTreeSet<_>>()
         .into_iter()
-        .collect();
-    group_lines(
-        &client,
-        "flow group",
-        &own,
-        &[Describe, Read],
-        limit,
-        report,
-    )
-    .await;
+        .collect()
 }
