@@ -8,7 +8,7 @@
 //! ready updates into the offset map, read the target, move the feed's cursor, count
 //! metrics and log.
 //!
-//! **Recovery chunks.** A chunk of the target's tail ([`Action::ReadTargetTail`]) is read
+//! **Recovery chunks.** A chunk of the target's tail ([`Action::ReadTargetTail`](super::pipeline::Action::ReadTargetTail)) is read
 //! into a reservation of the in-flight budget taken before the read, and asks the target
 //! for no more than it holds (the fetcher's rule: a response is never read into memory
 //! the budget does not have). It never waits for the budget: the record sets the
