@@ -12,6 +12,9 @@
 //! The response frame is read into one buffer, frozen, and decoded from `Bytes`, so each
 //! partition's `records` points into that buffer. A slice pins the whole response buffer until
 //! dropped: copy it (`Bytes::copy_from_slice`) if you keep one partition's data for long.
+//!
+//! The steps of [`FetchSession::fetch`] (what changed, what to send, the next epoch) are in
+//! `fetch/session.rs`.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -25,6 +28,7 @@ use uuid::Uuid;
 use crate::broker::Purpose;
 use crate::client::Client;
 use crate::error::{Error, Result};
+use session::topic_ids;
 
 /// Which records a fetch may return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -470,35 +474,10 @@ impl FetchSession {
         opts: &FetchOptions,
     ) -> Result<FetchResult> {
         let by_id = by_id(positions.iter());
-        let renamed = positions.iter().any(|p| {
-            self.sent
-                .get(&(p.topic.clone(), p.partition))
-                .is_some_and(|s| s.topic_id != p.topic_id)
-        });
-        if self.id != 0 && (by_id != self.by_id || renamed) {
-            self.reset();
-        }
+        self.restart_if_changed(positions, by_id);
         for attempt in 0..2 {
             let full = self.id == 0;
-            let (send, forgotten): (Vec<&FetchPosition>, Vec<FetchPosition>) = if full {
-                (positions.iter().collect(), Vec::new())
-            } else {
-                let wanted: HashMap<(&str, i32), &FetchPosition> = positions
-                    .iter()
-                    .map(|p| ((p.topic.as_str(), p.partition), p))
-                    .collect();
-                let send = positions
-                    .iter()
-                    .filter(|p| self.sent.get(&(p.topic.clone(), p.partition)) != Some(*p))
-                    .collect();
-                let forgotten = self
-                    .sent
-                    .iter()
-                    .filter(|((t, p), _)| !wanted.contains_key(&(t.as_str(), *p)))
-                    .map(|(_, s)| s.clone())
-                    .collect();
-                (send, forgotten)
-            };
+            let (send, forgotten) = self.changes(positions, full);
             let epoch = if full { 0 } else { self.epoch };
             let (asked, resp) = match self
                 .client
@@ -532,33 +511,14 @@ impl FetchSession {
                 self.reset();
                 return Err(e.broker(self.broker_id));
             }
-            if full {
-                self.id = resp.session_id;
-                self.epoch = 1;
-                self.by_id = by_id;
-            } else {
-                // Epochs wrap to 1 (0 would mean "new session").
-                self.epoch = if self.epoch == i32::MAX {
-                    1
-                } else {
-                    self.epoch + 1
-                };
-            }
-            if self.id != 0 {
-                self.sent = positions
-                    .iter()
-                    .map(|p| ((p.topic.clone(), p.partition), p.clone()))
-                    .collect();
-            }
-            let known: Asked = positions
-                .iter()
-                .filter_map(|p| Some((p.topic.clone(), p.topic_id?)))
-                .collect();
-            return Ok(convert(resp, &asked, &known));
+            self.advance(positions, full, resp.session_id, by_id);
+            return Ok(convert(resp, &asked, &topic_ids(positions)));
         }
         Err(Error::protocol("fetch session could not be re-established"))
     }
 }
+
+mod session;
 
 #[cfg(test)]
 mod tests;

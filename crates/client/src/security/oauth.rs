@@ -180,7 +180,20 @@ impl OidcTokenProvider {
         })
     }
 
+    /// Fetches a new token from the endpoint: connects, posts the client credentials, and
+    /// reads the token from the answer.
     async fn fetch(&self) -> Result<Token> {
+        let (host, addr) = self.host_and_addr();
+        let connector = tls::Connector::new(&self.tls)?;
+        let endpoint = format!("the token endpoint {}", redact_url(&self.url.to_string()));
+        let (sender, conn_task) = self.open(&connector, &addr, &endpoint).await?;
+        let req = self.token_request(&host, &endpoint)?;
+        let (status, body) = self.post(sender, conn_task, req, &endpoint).await?;
+        self.read_token(status, &body, &endpoint)
+    }
+
+    /// The endpoint's host, and the `host:port` to connect to (IPv6 in brackets).
+    fn host_and_addr(&self) -> (String, String) {
         let host = self.url.host().unwrap_or_default().to_owned();
         let port = self.url.port_u16().unwrap_or(443);
         let addr = if host.contains(':') {
@@ -188,19 +201,35 @@ impl OidcTokenProvider {
         } else {
             format!("{host}:{port}")
         };
-        let connector = tls::Connector::new(&self.tls)?;
-        let endpoint = format!("the token endpoint {}", redact_url(&self.url.to_string()));
-        let tcp = tokio::time::timeout(self.timeout, TcpStream::connect(&addr))
+        (host, addr)
+    }
+
+    /// Connects over TLS to `addr` and starts an HTTP/1 connection, driven by the returned
+    /// task.
+    async fn open(
+        &self,
+        connector: &tls::Connector,
+        addr: &str,
+        endpoint: &str,
+    ) -> Result<(
+        hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+        tokio::task::JoinHandle<hyper::Result<()>>,
+    )> {
+        let tcp = tokio::time::timeout(self.timeout, TcpStream::connect(addr))
             .await
             .map_err(|_| {
                 Error::new(ErrorKind::Timeout).message(format!("connecting to {endpoint}"))
             })?
             .map_err(|e| Error::from(e).message(format!("connecting to {endpoint}")))?;
-        let stream = connector.connect(tcp, &addr).await?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        let stream = connector.connect(tcp, addr).await?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| auth_err(format!("{endpoint}: {e}")))?;
-        let conn_task = tokio::spawn(conn);
+        Ok((sender, tokio::spawn(conn)))
+    }
+
+    /// The client-credentials POST (RFC 6749 §4.4.2), authenticated with HTTP Basic.
+    fn token_request(&self, host: &str, endpoint: &str) -> Result<hyper::Request<Full<Bytes>>> {
         let body = {
             let mut form = form_urlencoded::Serializer::new(String::new());
             form.append_pair("grant_type", "client_credentials");
@@ -222,10 +251,10 @@ impl OidcTokenProvider {
             .map(|p| p.as_str())
             .unwrap_or("/")
             .to_owned();
-        let req = hyper::Request::post(path)
+        hyper::Request::post(path)
             .header(
                 hyper::header::HOST,
-                self.url.authority().map(|a| a.as_str()).unwrap_or(&host),
+                self.url.authority().map(|a| a.as_str()).unwrap_or(host),
             )
             .header(hyper::header::AUTHORIZATION, format!("Basic {basic}"))
             .header(
@@ -234,7 +263,18 @@ impl OidcTokenProvider {
             )
             .header(hyper::header::ACCEPT, "application/json")
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| Error::invalid(format!("{endpoint}: {e}")))?;
+            .map_err(|e| Error::invalid(format!("{endpoint}: {e}")))
+    }
+
+    /// Sends `req` and reads the whole (bounded) answer within the timeout, then stops the
+    /// connection's task.
+    async fn post(
+        &self,
+        mut sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+        conn_task: tokio::task::JoinHandle<hyper::Result<()>>,
+        req: hyper::Request<Full<Bytes>>,
+        endpoint: &str,
+    ) -> Result<(hyper::StatusCode, Bytes)> {
         let exchange = async {
             let resp = sender
                 .send_request(req)
@@ -250,10 +290,15 @@ impl OidcTokenProvider {
         };
         let res = tokio::time::timeout(self.timeout, exchange).await;
         conn_task.abort();
-        let (status, body) = res.map_err(|_| {
+        res.map_err(|_| {
             Error::new(ErrorKind::Timeout).message(format!("{endpoint} did not answer"))
-        })??;
-        let json: serde_json::Value = serde_json::from_slice(&body).map_err(|_| {
+        })?
+    }
+
+    /// The token in the endpoint's JSON answer, expiring per `expires_in` (else its JWT
+    /// `exp`); a refusal or a malformed answer is an authentication error.
+    fn read_token(&self, status: hyper::StatusCode, body: &[u8], endpoint: &str) -> Result<Token> {
+        let json: serde_json::Value = serde_json::from_slice(body).map_err(|_| {
             auth_err(format!(
                 "{endpoint} answered HTTP {status} with a body that is not JSON"
             ))

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::config::SaslConfig;
+use super::config::{SaslConfig, ScramHash, Secret, TokenProvider};
 use super::oauth;
 use super::scram::ScramClient;
 use crate::connection::{Connection, Gate};
@@ -72,6 +72,36 @@ async fn exchange(
     timeout: Duration,
     gate: Gate,
 ) -> Result<Option<Duration>> {
+    let (hs_version, auth_version) = pick_versions(conn, sasl, who)?;
+    handshake(conn, sasl, who, hs_version, timeout, gate).await?;
+    let rounds = Rounds {
+        conn,
+        sasl,
+        who,
+        version: auth_version,
+        timeout,
+        gate,
+    };
+    let last = match sasl {
+        SaslConfig::Plain { username, password } => {
+            rounds.send(plain_message(username, password)).await?
+        }
+        SaslConfig::Scram {
+            hash,
+            username,
+            password,
+        } => scram_rounds(&rounds, *hash, username, password).await?,
+        SaslConfig::OAuthBearer {
+            provider,
+            extensions,
+        } => oauth_rounds(&rounds, provider.as_ref(), extensions).await?,
+    };
+    Ok((last.session_lifetime_ms > 0)
+        .then(|| Duration::from_millis(last.session_lifetime_ms as u64)))
+}
+
+/// The SaslHandshake and SaslAuthenticate versions to use, or why the broker offers none.
+fn pick_versions(conn: &Connection, sasl: &SaslConfig, who: &Who<'_>) -> Result<(i16, i16)> {
     let versions = conn.versions();
     let hs_version = versions.pick(ApiKey::SaslHandshake).map_err(|_| {
         fail(
@@ -83,10 +113,23 @@ async fn exchange(
     let auth_version = versions
         .pick(ApiKey::SaslAuthenticate)
         .map_err(|_| fail(sasl, who, "the broker does not offer SaslAuthenticate"))?;
+    Ok((hs_version, auth_version))
+}
+
+/// Sends SaslHandshake naming the mechanism; fails, listing what the broker offers, if the
+/// broker does not enable it.
+async fn handshake(
+    conn: &Connection,
+    sasl: &SaslConfig,
+    who: &Who<'_>,
+    version: i16,
+    timeout: Duration,
+    gate: Gate,
+) -> Result<()> {
     let hs =
         SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(sasl.mechanism()));
     let resp = conn
-        .call_gated(&hs, hs_version, timeout, gate)
+        .call_gated(&hs, version, timeout, gate)
         .await
         .map_err(|e| transport(sasl, who, e))?;
     if resp.error_code != 0 {
@@ -105,72 +148,93 @@ async fn exchange(
             ),
         ));
     }
-    let round = |bytes: Vec<u8>| {
+    Ok(())
+}
+
+/// What each SaslAuthenticate round of one exchange is sent with.
+struct Rounds<'a> {
+    conn: &'a Connection,
+    sasl: &'a SaslConfig,
+    who: &'a Who<'a>,
+    version: i16,
+    timeout: Duration,
+    gate: Gate,
+}
+
+impl Rounds<'_> {
+    /// Sends one SaslAuthenticate round carrying `bytes`; a broker error fails the exchange.
+    async fn send(&self, bytes: Vec<u8>) -> Result<SaslAuthenticateResponse> {
+        let (sasl, who) = (self.sasl, self.who);
         let req = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(bytes));
-        async move {
-            let r: SaslAuthenticateResponse = conn
-                .call_gated(&req, auth_version, timeout, gate)
-                .await
-                .map_err(|e| transport(sasl, who, e))?;
-            if r.error_code != 0 {
-                let msg = r
-                    .error_message
-                    .as_ref()
-                    .map(|m| m.as_str().to_owned())
-                    .filter(|m| !m.is_empty())
-                    .unwrap_or_else(|| format!("error code {}", r.error_code));
-                return Err(fail(sasl, who, format!("the broker refused it: {msg}")));
-            }
-            Ok(r)
+        let r: SaslAuthenticateResponse = self
+            .conn
+            .call_gated(&req, self.version, self.timeout, self.gate)
+            .await
+            .map_err(|e| transport(sasl, who, e))?;
+        if r.error_code != 0 {
+            let msg = r
+                .error_message
+                .as_ref()
+                .map(|m| m.as_str().to_owned())
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| format!("error code {}", r.error_code));
+            return Err(fail(sasl, who, format!("the broker refused it: {msg}")));
         }
-    };
-    let last = match sasl {
-        SaslConfig::Plain { username, password } => {
-            let mut msg = Vec::with_capacity(username.len() + password.expose().len() + 2);
-            msg.push(0);
-            msg.extend_from_slice(username.as_bytes());
-            msg.push(0);
-            msg.extend_from_slice(password.expose().as_bytes());
-            round(msg).await?
-        }
-        SaslConfig::Scram {
-            hash,
-            username,
-            password,
-        } => {
-            let mut scram = ScramClient::new(*hash, username, password.clone());
-            let first = round(scram.client_first()).await?;
-            let fin = scram
-                .server_first(&first.auth_bytes)
-                .map_err(|e| fail(sasl, who, e))?;
-            let last = round(fin).await?;
-            scram
-                .server_final(&last.auth_bytes)
-                .map_err(|e| fail(sasl, who, e))?;
-            last
-        }
-        SaslConfig::OAuthBearer {
-            provider,
-            extensions,
-        } => {
-            let token = provider.token().await.map_err(|e| fail(sasl, who, e))?;
-            let r = round(oauth::client_first(&token, extensions)).await?;
-            if !r.auth_bytes.is_empty() {
-                // RFC 7628 §3.2.2: an error challenge; answer with %x01 and the broker
-                // then fails the exchange. Report the server's status either way.
-                let status = String::from_utf8_lossy(&r.auth_bytes).into_owned();
-                let _ = round(vec![1]).await;
-                return Err(fail(
-                    sasl,
-                    who,
-                    format!("the broker refused the token: {status}"),
-                ));
-            }
-            r
-        }
-    };
-    Ok((last.session_lifetime_ms > 0)
-        .then(|| Duration::from_millis(last.session_lifetime_ms as u64)))
+        Ok(r)
+    }
+}
+
+/// The PLAIN message (RFC 4616): no authorization id, then the user and the password.
+fn plain_message(username: &str, password: &Secret) -> Vec<u8> {
+    let mut msg = Vec::with_capacity(username.len() + password.expose().len() + 2);
+    msg.push(0);
+    msg.extend_from_slice(username.as_bytes());
+    msg.push(0);
+    msg.extend_from_slice(password.expose().as_bytes());
+    msg
+}
+
+/// The two SCRAM rounds (RFC 5802), checking the server's proof. Returns the last answer.
+async fn scram_rounds(
+    rounds: &Rounds<'_>,
+    hash: ScramHash,
+    username: &str,
+    password: &Secret,
+) -> Result<SaslAuthenticateResponse> {
+    let (sasl, who) = (rounds.sasl, rounds.who);
+    let mut scram = ScramClient::new(hash, username, password.clone());
+    let first = rounds.send(scram.client_first()).await?;
+    let fin = scram
+        .server_first(&first.auth_bytes)
+        .map_err(|e| fail(sasl, who, e))?;
+    let last = rounds.send(fin).await?;
+    scram
+        .server_final(&last.auth_bytes)
+        .map_err(|e| fail(sasl, who, e))?;
+    Ok(last)
+}
+
+/// The OAUTHBEARER round (RFC 7628) with a token from `provider`. Returns its answer.
+async fn oauth_rounds(
+    rounds: &Rounds<'_>,
+    provider: &dyn TokenProvider,
+    extensions: &[(String, String)],
+) -> Result<SaslAuthenticateResponse> {
+    let (sasl, who) = (rounds.sasl, rounds.who);
+    let token = provider.token().await.map_err(|e| fail(sasl, who, e))?;
+    let r = rounds.send(oauth::client_first(&token, extensions)).await?;
+    if !r.auth_bytes.is_empty() {
+        // RFC 7628 §3.2.2: an error challenge; answer with %x01 and the broker
+        // then fails the exchange. Report the server's status either way.
+        let status = String::from_utf8_lossy(&r.auth_bytes).into_owned();
+        let _ = rounds.send(vec![1]).await;
+        return Err(fail(
+            sasl,
+            who,
+            format!("the broker refused the token: {status}"),
+        ));
+    }
+    Ok(r)
 }
 
 /// A network or protocol failure in the middle of the exchange keeps its kind (a dropped

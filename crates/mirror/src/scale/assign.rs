@@ -159,7 +159,27 @@ pub fn assign(members: &[Member], partitions: &[PartitionLoad]) -> Plan {
         .enumerate()
         .map(|(i, m)| (m.id.as_str(), i))
         .collect();
+    let (orphans, held) = keep_claims(&mut loads, partitions, &owners, &contested, &index);
+    let fresh = place_orphans(&mut loads, orphans);
+    balance(&mut loads, partitions.len());
+    let mut plan = Plan {
+        contested: held,
+        ..Plan::default()
+    };
+    plan_targets(&mut plan, &loads, &members, &owners, &index, &fresh);
+    record_revoked(&mut plan, &members);
+    plan
+}
 
+/// Gives each live owner its claimed partitions (rule 3). Returns the partitions nobody
+/// live owns (with their weights) and the contested ones held back (rule 5).
+fn keep_claims(
+    loads: &mut [Load],
+    partitions: &[PartitionLoad],
+    owners: &BTreeMap<PartitionId, String>,
+    contested: &BTreeSet<PartitionId>,
+    index: &BTreeMap<&str, usize>,
+) -> (Vec<(u64, PartitionId)>, Vec<PartitionId>) {
     let mut seen = BTreeSet::new();
     let mut orphans = Vec::new();
     let mut held = Vec::new();
@@ -177,25 +197,33 @@ pub fn assign(members: &[Member], partitions: &[PartitionLoad]) -> Plan {
             orphans.push((w, p.id.clone()));
         }
     }
+    (orphans, held)
+}
 
-    // Orphans, heaviest first, each to the member it leaves lightest.
+/// Places orphans, heaviest first, each on the member it leaves lightest. Returns them.
+fn place_orphans(
+    loads: &mut [Load],
+    mut orphans: Vec<(u64, PartitionId)>,
+) -> BTreeSet<PartitionId> {
     orphans.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let mut fresh: BTreeSet<PartitionId> = BTreeSet::new();
     for (w, p) in orphans {
-        let i = lightest_after(&loads, w);
+        let i = lightest_after(loads, w);
         loads[i].weight += u128::from(w);
         loads[i].parts.insert((w, p.clone()));
         fresh.insert(p);
     }
+    fresh
+}
 
-    // Rule 2: move from the heaviest to the lightest while it strictly helps. Each move
-    // lowers the sorted vector of normalised loads, so this ends; the cap is a guard.
-    let cap = partitions
-        .len()
-        .saturating_mul(loads.len())
-        .saturating_add(1);
+/// Rule 2: moves partitions from the heaviest to the lightest member while a move strictly
+/// helps. `partitions` (the count listed) bounds the number of moves.
+fn balance(loads: &mut [Load], partitions: usize) {
+    // Each move lowers the sorted vector of normalised loads, so this ends; the cap is a
+    // guard.
+    let cap = partitions.saturating_mul(loads.len()).saturating_add(1);
     for _ in 0..cap {
-        let (hi, lo) = extremes(&loads);
+        let (hi, lo) = extremes(loads);
         if hi == lo {
             break;
         }
@@ -220,17 +248,24 @@ pub fn assign(members: &[Member], partitions: &[PartitionLoad]) -> Plan {
         loads[lo].parts.insert((w, p));
         loads[lo].weight += u128::from(w);
     }
+}
 
-    let mut plan = Plan {
-        contested: held.clone(),
-        ..Plan::default()
-    };
-    for l in &loads {
+/// Fills the plan's targets, and per target assigns it now (kept, or nobody's: rule 4) or
+/// records a move from its live owner.
+fn plan_targets(
+    plan: &mut Plan,
+    loads: &[Load],
+    members: &[&Member],
+    owners: &BTreeMap<PartitionId, String>,
+    index: &BTreeMap<&str, usize>,
+    fresh: &BTreeSet<PartitionId>,
+) {
+    for l in loads {
         for (_, p) in &l.parts {
             plan.target.insert(p.clone(), l.id.clone());
         }
     }
-    for m in &members {
+    for m in members {
         plan.assignments
             .insert(m.id.clone(), MemberAssignment::default());
     }
@@ -251,8 +286,11 @@ pub fn assign(members: &[Member], partitions: &[PartitionLoad]) -> Plan {
             }
         }
     }
-    // Revoked: whatever a member claims and does not get now.
-    for m in &members {
+}
+
+/// Revokes from each member whatever it claims and does not get now.
+fn record_revoked(plan: &mut Plan, members: &[&Member]) {
+    for m in members {
         let Some(a) = plan.assignments.get_mut(&m.id) else {
             continue;
         };
@@ -268,7 +306,6 @@ pub fn assign(members: &[Member], partitions: &[PartitionLoad]) -> Plan {
         revoked.dedup();
         a.revoked = revoked;
     }
-    plan
 }
 
 /// The member whose normalised load stays lowest after adding `w`.

@@ -146,78 +146,8 @@ impl Protocol for StraitProtocol {
                 "the coordinator chose protocol {protocol:?}; this worker speaks {ours:?}"
             ));
         }
-        let mut decoded = Vec::new();
-        let mut refused = Vec::new();
-        for m in members {
-            match MemberMetadata::decode(&m.metadata) {
-                Ok(meta) => decoded.push(Member {
-                    id: m.member_id.clone(),
-                    meta,
-                }),
-                Err(e) => {
-                    tracing::warn!(member = %m.member_id, error = %e,
-                        "a member's metadata does not decode; it gets no partitions");
-                    refused.push((m.member_id.clone(), e.to_string()));
-                }
-            }
-        }
-        let mut partitions = self.worker.lock().partitions.clone();
-        let ids: BTreeSet<String> = decoded.iter().map(|m| m.id.clone()).collect();
-        let same = |loads: &[PartitionLoad]| {
-            loads.len() == partitions.len()
-                && loads.iter().zip(&partitions).all(|(a, b)| a.id == b.id)
-        };
-        let frozen = match &self.worker.lock().frozen {
-            Some((members, loads)) if *members == ids && same(loads) => Some(loads.clone()),
-            _ => None,
-        };
-        // The owners' measurements replace the leader's idle guesses.
-        let measured: std::collections::BTreeMap<&PartitionId, &PartitionLoad> = decoded
-            .iter()
-            .flat_map(|m| m.meta.loads.iter().map(|l| (&l.id, l)))
-            .collect();
-        match frozen {
-            Some(loads) => partitions = loads,
-            None => {
-                // A partition nobody measured (its owner left) keeps its last known load.
-                let known: std::collections::BTreeMap<PartitionId, PartitionLoad> = self
-                    .worker
-                    .lock()
-                    .frozen
-                    .as_ref()
-                    .map(|(_, l)| l.iter().map(|l| (l.id.clone(), l.clone())).collect())
-                    .unwrap_or_default();
-                // One nobody ever measured (new, or its owner left before reporting) weighs
-                // what a measured partition weighs on average, not the idle minimum: an
-                // orphan is not free to take on.
-                let n = measured.len() as u64;
-                let mean = (n > 0).then(|| {
-                    let lag: u64 = measured.values().map(|l| l.lag_bytes).sum();
-                    let bps: u64 = measured.values().map(|l| l.bytes_per_sec).sum();
-                    (lag / n, bps / n)
-                });
-                for p in partitions.iter_mut().filter(|p| !p.id.is_control()) {
-                    let was_measured = |l: &&PartitionLoad| l.lag_bytes > 0 || l.bytes_per_sec > 0;
-                    let found = measured
-                        .get(&p.id)
-                        .copied()
-                        .or(known.get(&p.id).filter(was_measured));
-                    match (found, mean) {
-                        (Some(l), _) => {
-                            p.lag_bytes = l.lag_bytes;
-                            p.bytes_per_sec = l.bytes_per_sec;
-                        }
-                        (None, Some((lag, bps))) => {
-                            p.lag_bytes = lag;
-                            p.bytes_per_sec = bps;
-                        }
-                        (None, None) => {}
-                    }
-                }
-                quantize(&mut partitions);
-                self.worker.lock().frozen = Some((ids, partitions.clone()));
-            }
-        }
+        let (decoded, refused) = decode_members(members);
+        let mut partitions = self.worker.loads_to_balance(&decoded);
         if !refused.is_empty() {
             // A member we cannot read may own anything: hand out nothing nobody readable
             // owns (keeping and revoking stay safe), so no partition gets a second writer.
@@ -235,6 +165,97 @@ impl Protocol for StraitProtocol {
         s.last_plan = Some((generation, plan));
         s.refused = refused;
         Ok(out)
+    }
+}
+
+/// Decodes each member's metadata. Returns the members that decode, and the others with
+/// why (logged: they get no partitions).
+fn decode_members(members: &[JoinedMember]) -> (Vec<Member>, Vec<(String, String)>) {
+    let mut decoded = Vec::new();
+    let mut refused = Vec::new();
+    for m in members {
+        match MemberMetadata::decode(&m.metadata) {
+            Ok(meta) => decoded.push(Member {
+                id: m.member_id.clone(),
+                meta,
+            }),
+            Err(e) => {
+                tracing::warn!(member = %m.member_id, error = %e,
+                    "a member's metadata does not decode; it gets no partitions");
+                refused.push((m.member_id.clone(), e.to_string()));
+            }
+        }
+    }
+    (decoded, refused)
+}
+
+impl Worker {
+    /// The flow's partitions with the loads to balance: the frozen ones while the members
+    /// and partitions stay the same, else fresh measurements (then frozen).
+    fn loads_to_balance(&self, decoded: &[Member]) -> Vec<PartitionLoad> {
+        let mut partitions = self.lock().partitions.clone();
+        let ids: BTreeSet<String> = decoded.iter().map(|m| m.id.clone()).collect();
+        let same = |loads: &[PartitionLoad]| {
+            loads.len() == partitions.len()
+                && loads.iter().zip(&partitions).all(|(a, b)| a.id == b.id)
+        };
+        let frozen = match &self.lock().frozen {
+            Some((members, loads)) if *members == ids && same(loads) => Some(loads.clone()),
+            _ => None,
+        };
+        match frozen {
+            Some(loads) => partitions = loads,
+            None => {
+                self.measure(&mut partitions, decoded);
+                quantize(&mut partitions);
+                self.lock().frozen = Some((ids, partitions.clone()));
+            }
+        }
+        partitions
+    }
+
+    /// Sets each partition's load from its owner's measurement, else its last known load,
+    /// else the mean of the measured ones (control jobs left as they are).
+    fn measure(&self, partitions: &mut [PartitionLoad], decoded: &[Member]) {
+        // The owners' measurements replace the leader's idle guesses.
+        let measured: std::collections::BTreeMap<&PartitionId, &PartitionLoad> = decoded
+            .iter()
+            .flat_map(|m| m.meta.loads.iter().map(|l| (&l.id, l)))
+            .collect();
+        // A partition nobody measured (its owner left) keeps its last known load.
+        let known: std::collections::BTreeMap<PartitionId, PartitionLoad> = self
+            .lock()
+            .frozen
+            .as_ref()
+            .map(|(_, l)| l.iter().map(|l| (l.id.clone(), l.clone())).collect())
+            .unwrap_or_default();
+        // One nobody ever measured (new, or its owner left before reporting) weighs
+        // what a measured partition weighs on average, not the idle minimum: an
+        // orphan is not free to take on.
+        let n = measured.len() as u64;
+        let mean = (n > 0).then(|| {
+            let lag: u64 = measured.values().map(|l| l.lag_bytes).sum();
+            let bps: u64 = measured.values().map(|l| l.bytes_per_sec).sum();
+            (lag / n, bps / n)
+        });
+        for p in partitions.iter_mut().filter(|p| !p.id.is_control()) {
+            let was_measured = |l: &&PartitionLoad| l.lag_bytes > 0 || l.bytes_per_sec > 0;
+            let found = measured
+                .get(&p.id)
+                .copied()
+                .or(known.get(&p.id).filter(was_measured));
+            match (found, mean) {
+                (Some(l), _) => {
+                    p.lag_bytes = l.lag_bytes;
+                    p.bytes_per_sec = l.bytes_per_sec;
+                }
+                (None, Some((lag, bps))) => {
+                    p.lag_bytes = lag;
+                    p.bytes_per_sec = bps;
+                }
+                (None, None) => {}
+            }
+        }
     }
 }
 
