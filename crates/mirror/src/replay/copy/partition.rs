@@ -189,18 +189,21 @@ impl Copier<'_> {
             .await?;
         // Between steps, not per fetch: one fetch may hold the whole range.
         if copying.last_write.elapsed() >= self.checkpoint {
-            writer
-                .write_encoded(vec![record(
-                    self.prepared,
-                    self.run,
-                    job.plan,
-                    &mut job.map,
-                    ReplayStatus::Copying,
-                )])
-                .await?;
+            self.save(job, writer, ReplayStatus::Copying).await?;
             copying.last_write = Instant::now();
         }
         Ok(())
+    }
+
+    /// Saves the partition's progress (its map and `status`) to the state topic.
+    async fn save(
+        &self,
+        job: &mut Job<'_>,
+        writer: &mut StateWriter,
+        status: ReplayStatus,
+    ) -> Result<(), MirrorError> {
+        let progress = record(self.prepared, self.run, job.plan, &mut job.map, status);
+        writer.write_encoded(vec![progress]).await
     }
 
     /// Records everything still queued, moves the map to the range's end and saves the
@@ -219,15 +222,7 @@ impl Copier<'_> {
                 .advance_source(end as u64)
                 .map_err(|e| MirrorError::offset_map(e).partition(p))?;
         }
-        writer
-            .write_encoded(vec![record(
-                self.prepared,
-                self.run,
-                job.plan,
-                &mut job.map,
-                ReplayStatus::Done,
-            )])
-            .await?;
+        self.save(job, writer, ReplayStatus::Done).await?;
         Ok(())
     }
 
