@@ -40,7 +40,7 @@ use crate::config::{Flow, TopicDecision};
 use crate::error::MirrorError;
 use crate::progress::Progress;
 
-/// Windows a sampled partition is read in ([`compare::sample`]).
+/// Windows a sampled partition is read in ([`spans::sample`]).
 const SAMPLE_WINDOWS: u64 = 8;
 /// Bytes one fetch asks for.
 const FETCH_BYTES: i32 = 4 << 20;
