@@ -15,6 +15,7 @@
 //! | [`verify`] | per-partition comparison of source and target records: lost, order, duplicates, foreign |
 //! | [`secure`] | [`TestPki`] (per-run certificates), [`SecureFront`] (TLS / SASL PLAIN, SCRAM, OAUTHBEARER / KIP-368 re-auth front end for Tansu), [`SecureBroker`] (a broker advertising its front end), [`TokenEndpoint`] (HTTPS OAuth client-credentials) |
 //! | [`data`] | [`TestRecord`] and the seeded generator [`DataGen`] |
+//! | [`levels`] | a crate's module levels held against its imports (`crate::x` paths) |
 //! | [`load`] | [`load::NumberedProducer`]: a background librdkafka producer of numbered records (`"<partition>:<n>"`) |
 //! | [`config`] | the text of a two-cluster, one-flow Strait config ([`config::two_cluster_flow`]) |
 //! | [`process`] | a `strait run` process under test ([`process::StraitProcess`]): output to a log file, killed and reaped on drop |
@@ -53,6 +54,7 @@ pub mod config;
 pub mod data;
 pub mod error;
 pub mod kafka;
+pub mod levels;
 pub mod load;
 pub mod netns;
 pub mod paths;
