@@ -1,11 +1,35 @@
 //! Module levels: a crate's top-level modules stand on levels, and a module imports only
 //! modules on the levels below its own, never one beside or above it. [`imports_against`]
 //! reads every product file under a crate's `src/` and lists each `crate::x` path that
-//! breaks the crate's table (docs/architecture.md draws strait-mirror's). Unit-test files
-//! (`tests.rs`, `*_tests.rs`) may reach anywhere and are left out.
+//! breaks the crate's table (docs/architecture.md draws strait-mirror's). Below the top
+//! level, [`file_cycles`] finds files that import each other round. [`assert_levels`] is
+//! both checks, for a crate's `tests/levels.rs`. Unit-test files (`tests.rs`,
+//! `*_tests.rs`) may reach anywhere and are left out.
+//!
+//! `paths.rs` reads the module paths a source names; `cycles.rs` finds the cycles.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+mod cycles;
+mod paths;
+
+pub use cycles::file_cycles;
+pub use paths::{code_only, module_paths};
+
+/// The whole check for the crate at `manifest_dir` (its `CARGO_MANIFEST_DIR`): every
+/// import against `levels` ([`imports_against`]) and no cycle between files
+/// ([`file_cycles`]). Panics with one line per fault.
+pub fn assert_levels(manifest_dir: &str, levels: &[&[&str]]) {
+    let src = Path::new(manifest_dir).join("src");
+    let mut wrong = imports_against(&src, levels);
+    wrong.extend(file_cycles(&src));
+    assert!(
+        wrong.is_empty(),
+        "imports against the levels, or round between files:\n{}",
+        wrong.join("\n")
+    );
+}
 
 /// Every `crate::x` import under `src` against `levels` (top level first; modules on one
 /// line share a level), one line per import that is not below its module, or that names
@@ -80,42 +104,13 @@ fn product_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The module names that follow `crate::` in `source` (each item of a `crate::{…}`
-/// group), comments and other crates' paths left out.
+/// group), comments, strings and other crates' paths left out.
 pub fn crate_imports(source: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for line in source.lines() {
-        let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let before = rest[..at].chars().next_back();
-            rest = &rest[at + "crate::".len()..];
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                continue; // `strait_client::…` and the like
-            }
-            let names = match rest.strip_prefix('{') {
-                // `crate::{a, b::c}`: the first name of each item of the group (on this line).
-                Some(group) => group
-                    .split('}')
-                    .next()
-                    .unwrap_or("")
-                    .split(',')
-                    .map(|item| leading_name(item.trim()))
-                    .collect(),
-                None => vec![leading_name(rest)],
-            };
-            found.extend(
-                names
-                    .into_iter()
-                    .filter(|n| n.chars().next().is_some_and(|c| c.is_ascii_lowercase())),
-            );
-        }
-    }
-    found
-}
-
-fn leading_name(s: &str) -> String {
-    s.chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+    module_paths(source)
+        .into_iter()
+        .filter(|path| path[0] == "crate")
+        .filter_map(|path| path.into_iter().nth(1))
+        .filter(|name| name.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
         .collect()
 }
 
