@@ -1,4 +1,7 @@
-//! The command line, as clap types.
+//! The command line, as clap types (`cli/bench.rs`: `strait bench`'s flags and the
+//! size, duration and rate parsers they use).
+
+pub mod bench;
 
 use std::path::PathBuf;
 
@@ -74,7 +77,7 @@ pub enum Command {
         /// source has been copied and how fast (a topic's initial copy, for one); one
         /// JSON document per refresh with --json.
         #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "5s",
-              value_parser = crate::bench::args::parse_duration)]
+              value_parser = bench::parse_duration)]
         watch: Option<std::time::Duration>,
     },
     /// Move a consumer group from a flow's source to its target: commit the exact
@@ -99,7 +102,7 @@ pub enum Command {
     },
     /// Measure replication: load a source topic, replicate it with the engine, verify the
     /// target, and report throughput, CPU per GiB, memory and (live) latency.
-    Bench(crate::bench::BenchArgs),
+    Bench(bench::BenchArgs),
     /// Config file tools.
     Config {
         #[command(subcommand)]
@@ -174,7 +177,7 @@ pub struct SwitchArgs {
     pub source_unavailable: bool,
     /// Failover: how long to wait for replication to pass the group's positions.
     #[arg(long, value_name = "DURATION", default_value = "30s",
-          value_parser = crate::bench::args::parse_duration)]
+          value_parser = bench::parse_duration)]
     pub wait: std::time::Duration,
 }
 

@@ -1,11 +1,23 @@
-//! `strait`: the Strait binary.
+//! `strait`: the Strait binary. One module per command, over a few shared ones:
 //!
-//! Layout: [`cli`] defines the command line; [`config_cmd`] implements the config tools,
-//! which need only `strait_mirror::config`; [`logging`] sets up tracing; [`run_cmd`] runs
-//! the engine; [`check`], [`plan`], [`status`] and [`offsets`] inspect the clusters and the
-//! flows' state topics; [`runbook`] moves consumer groups between clusters; [`verify`]
-//! compares the two clusters; [`replay`] copies
-//! a time range of a topic once; [`bench`](mod@bench) measures replication.
+//! | module | what |
+//! |---|---|
+//! | [`run_cmd`] | `strait run`: the engine, until a signal (or one pass with `--once`) |
+//! | [`config_cmd`] | `strait config import-mm2` and `strait config validate` (only `strait_mirror::config`) |
+//! | [`check`] | `strait check`: each cluster's reachability, security and permissions |
+//! | [`plan`] | `strait plan`: the dry run of topic sync (also the flow selection the inspecting commands share) |
+//! | [`status`] | `strait status`: per flow, topic and partition, the source end and the replicated position |
+//! | [`status_group`] | `strait status`'s scale-out part: the flow's group and its members' reports |
+//! | [`offsets`] | `strait offsets translate`: a group's source offsets beside their translation |
+//! | [`runbook`] | `strait failover` / `strait failback`: move a consumer group between the clusters |
+//! | [`verify`] | `strait verify`: the parity check of the two clusters |
+//! | [`replay`] | `strait replay`: copy a time range of a topic once |
+//! | [`bench`](mod@bench) | `strait bench`: replication measured, and the records verified |
+//! | [`cli`] | the command line, as clap types |
+//! | [`logging`] | logging to stderr via tracing-subscriber |
+//! | [`progress`] | progress of long work on stderr, one mechanism for every command |
+//! | [`runtime`] | the engine's tokio runtime, one choice for `run` and `bench` |
+//! | [`exit`] | the exit codes of every command (docs/cli.md, "Exit codes") |
 
 mod bench;
 mod check;

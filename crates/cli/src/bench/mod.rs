@@ -1,6 +1,7 @@
 //! `strait bench`: makes Strait's speed measurable by anyone with two brokers.
 //!
-//! - [`args`]: the flags and their parsers.
+//! - the flags and their parsers are the command line's ([`crate::cli::bench`]).
+//! - [`guard`]: the refusal of a cluster holding anything but benchmark topics (`--yes` overrides).
 //! - [`load`]: the payload pool and the drain load generator.
 //! - [`replicate`]: the generated config and the real engine on a runtime of its own.
 //! - [`live`]: continuous replication while producing at a rate; end-to-end latency.
@@ -11,7 +12,6 @@
 //! Exit status: 0 when verification passed (and, live, nothing was missing), 1 otherwise
 //! (the report is printed either way).
 
-pub mod args;
 pub mod guard;
 pub mod live;
 pub mod load;
@@ -28,9 +28,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use strait_client::Client;
 
+pub use crate::cli::bench::BenchArgs;
+use crate::cli::bench::Mode;
 use crate::progress::{Bar, Unit};
-pub use args::BenchArgs;
-use args::Mode;
 use report::{BrokerCpu, Cpu, LiveReport, LoadReport, MemoryReport, ReplicationReport, Report};
 
 /// Default engine fetch max wait in live mode (see [`BenchArgs::fetch_max_wait`]).

@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
-use super::args::{Codec, Mode};
 use super::live::LiveResult;
 use super::verify::Verification;
+use crate::cli::bench::{Codec, Mode};
 
 mod text;
 
