@@ -225,69 +225,76 @@ fn render(prepared: &Prepared, summary: Option<&Summary>, execute: bool) -> Stri
         );
     }
     match summary {
-        None => {
-            let _ = writeln!(
-                out,
-                "  {:>9}  {:>24}  {:>10}  FOUND BY",
-                "PARTITION", "SOURCE OFFSETS", "RECORDS"
-            );
-            for p in &prepared.partitions {
-                let _ = writeln!(
-                    out,
-                    "  {:>9}  {:>24}  {:>10}  {}",
-                    p.partition,
-                    format!("{}..{}", p.start, p.end),
-                    p.end - p.start,
-                    found_by(p)
-                );
-            }
-            let _ = writeln!(
-                out,
-                "{}",
-                if execute {
-                    "nothing copied"
-                } else {
-                    "dry run: nothing copied; --execute copies the range"
-                }
-            );
-        }
-        Some(sum) => {
-            let _ = writeln!(
-                out,
-                "  {:>9}  {:>24}  {:>10}  {:>24}",
-                "PARTITION", "SOURCE OFFSETS", "COPIED", "TARGET OFFSETS"
-            );
-            let mut total = 0;
-            for p in &sum.partitions {
-                total += p.records;
-                let target = p
-                    .target
-                    .map_or_else(|| "-".to_owned(), |(a, b)| format!("{a}..{b}"));
-                let mut note = String::new();
-                if p.was_done {
-                    note.push_str("  (done before)");
-                }
-                if p.already_there > 0 {
-                    let _ = write!(note, "  ({} found on the target)", p.already_there);
-                }
-                let _ = writeln!(
-                    out,
-                    "  {:>9}  {:>24}  {:>10}  {:>24}{note}",
-                    p.partition,
-                    format!("{}..{}", p.source_start, p.source_end),
-                    p.records,
-                    target
-                );
-            }
-            let _ = writeln!(
-                out,
-                "copied {total} records; offsets translate with `strait offsets translate \
-                 --replay {}`",
-                sum.id
-            );
-        }
+        None => plan_table(&mut out, prepared, execute),
+        Some(sum) => copied_table(&mut out, sum),
     }
     out
+}
+
+/// The dry run's (or a run that copied nothing's) table: each partition's range and how
+/// its ends were found.
+fn plan_table(out: &mut String, prepared: &Prepared, execute: bool) {
+    let _ = writeln!(
+        out,
+        "  {:>9}  {:>24}  {:>10}  FOUND BY",
+        "PARTITION", "SOURCE OFFSETS", "RECORDS"
+    );
+    for p in &prepared.partitions {
+        let _ = writeln!(
+            out,
+            "  {:>9}  {:>24}  {:>10}  {}",
+            p.partition,
+            format!("{}..{}", p.start, p.end),
+            p.end - p.start,
+            found_by(p)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        if execute {
+            "nothing copied"
+        } else {
+            "dry run: nothing copied; --execute copies the range"
+        }
+    );
+}
+
+/// An executed run's table: what each partition copied, and where it landed.
+fn copied_table(out: &mut String, sum: &Summary) {
+    let _ = writeln!(
+        out,
+        "  {:>9}  {:>24}  {:>10}  {:>24}",
+        "PARTITION", "SOURCE OFFSETS", "COPIED", "TARGET OFFSETS"
+    );
+    let mut total = 0;
+    for p in &sum.partitions {
+        total += p.records;
+        let target = p
+            .target
+            .map_or_else(|| "-".to_owned(), |(a, b)| format!("{a}..{b}"));
+        let mut note = String::new();
+        if p.was_done {
+            note.push_str("  (done before)");
+        }
+        if p.already_there > 0 {
+            let _ = write!(note, "  ({} found on the target)", p.already_there);
+        }
+        let _ = writeln!(
+            out,
+            "  {:>9}  {:>24}  {:>10}  {:>24}{note}",
+            p.partition,
+            format!("{}..{}", p.source_start, p.source_end),
+            p.records,
+            target
+        );
+    }
+    let _ = writeln!(
+        out,
+        "copied {total} records; offsets translate with `strait offsets translate \
+         --replay {}`",
+        sum.id
+    );
 }
 
 fn render_json(prepared: &Prepared, summary: Option<&Summary>) -> Value {

@@ -16,9 +16,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use serde::Serialize;
+use strait_client::metadata::ClusterMetadata;
 use strait_client::{Client, FetchOptions, FetchPosition, IsolationLevel};
 use strait_mirror::config::{Config, Flow, TopicDecision, load};
 use strait_mirror::state::load_maps;
+use strait_offsets::Registry;
 
 use crate::plan::{clients, runtime};
 
@@ -146,60 +148,8 @@ async fn flow_status(flow: &Flow, source: &Client, target: &Client) -> anyhow::R
         .metadata(None)
         .await
         .with_context(|| format!("listing topics on {}", flow.source))?;
-    let mut rows = Vec::new();
-    let mut by_leader: BTreeMap<i32, Vec<FetchPosition>> = BTreeMap::new();
-    for t in meta.topics.values() {
-        let TopicDecision::Replicate { target_topic } = flow.topic_decision(&t.name) else {
-            continue;
-        };
-        if t.is_internal {
-            continue;
-        }
-        for p in t.partitions.values() {
-            let stats = maps.reader(&t.name, p.partition).map(|r| r.stats());
-            let next = stats.map(|s| s.source_next).unwrap_or(0);
-            by_leader
-                .entry(p.leader)
-                .or_default()
-                .push(FetchPosition::new(
-                    t.name.clone(),
-                    p.partition,
-                    i64::try_from(next).unwrap_or(i64::MAX),
-                ));
-            rows.push(PartitionStatus {
-                topic: t.name.clone(),
-                partition: p.partition,
-                target_topic: target_topic.clone(),
-                source_end: -1,
-                replicated: stats.map(|s| s.source_next),
-                lag: 0,
-                exact_from: stats.map(|s| s.exact_from_source),
-                runs: stats.map(|s| s.runs),
-                owner: None,
-            });
-        }
-    }
-    // The high watermark comes back with any Fetch; ask for as little data as possible
-    // (max_wait ≥ 5 ms: Tansu answers nothing at all for 0).
-    let opts = FetchOptions {
-        max_wait: Duration::from_millis(20),
-        min_bytes: 1,
-        max_bytes: 1,
-        isolation: IsolationLevel::ReadUncommitted,
-    };
-    let mut ends: BTreeMap<(String, i32), i64> = BTreeMap::new();
-    for (leader, positions) in by_leader {
-        let result = source
-            .fetch(leader, &positions, &opts)
-            .await
-            .with_context(|| format!("fetching high watermarks from broker {leader}"))?;
-        for p in result.partitions {
-            if let Some(e) = p.error() {
-                anyhow::bail!("{}/{}: {e}", p.topic, p.partition);
-            }
-            ends.insert((p.topic, p.partition), p.high_watermark);
-        }
-    }
+    let (mut rows, by_leader) = replicated_rows(flow, &maps, &meta);
+    let ends = high_watermarks(source, by_leader).await?;
     for r in &mut rows {
         r.source_end = ends
             .get(&(r.topic.clone(), r.partition))
@@ -233,6 +183,78 @@ async fn flow_status(flow: &Flow, source: &Client, target: &Client) -> anyhow::R
         partitions: rows,
         group,
     })
+}
+
+/// A row for each partition the flow replicates (its source end still unknown), and the
+/// positions to fetch each one's high watermark from, by leader.
+fn replicated_rows(
+    flow: &Flow,
+    maps: &Registry,
+    meta: &ClusterMetadata,
+) -> (Vec<PartitionStatus>, BTreeMap<i32, Vec<FetchPosition>>) {
+    let mut rows = Vec::new();
+    let mut by_leader: BTreeMap<i32, Vec<FetchPosition>> = BTreeMap::new();
+    for t in meta.topics.values() {
+        let TopicDecision::Replicate { target_topic } = flow.topic_decision(&t.name) else {
+            continue;
+        };
+        if t.is_internal {
+            continue;
+        }
+        for p in t.partitions.values() {
+            let stats = maps.reader(&t.name, p.partition).map(|r| r.stats());
+            let next = stats.map(|s| s.source_next).unwrap_or(0);
+            by_leader
+                .entry(p.leader)
+                .or_default()
+                .push(FetchPosition::new(
+                    t.name.clone(),
+                    p.partition,
+                    i64::try_from(next).unwrap_or(i64::MAX),
+                ));
+            rows.push(PartitionStatus {
+                topic: t.name.clone(),
+                partition: p.partition,
+                target_topic: target_topic.clone(),
+                source_end: -1,
+                replicated: stats.map(|s| s.source_next),
+                lag: 0,
+                exact_from: stats.map(|s| s.exact_from_source),
+                runs: stats.map(|s| s.runs),
+                owner: None,
+            });
+        }
+    }
+    (rows, by_leader)
+}
+
+/// Each partition's high watermark, from one Fetch per leader.
+async fn high_watermarks(
+    source: &Client,
+    by_leader: BTreeMap<i32, Vec<FetchPosition>>,
+) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
+    // The high watermark comes back with any Fetch; ask for as little data as possible
+    // (max_wait ≥ 5 ms: Tansu answers nothing at all for 0).
+    let opts = FetchOptions {
+        max_wait: Duration::from_millis(20),
+        min_bytes: 1,
+        max_bytes: 1,
+        isolation: IsolationLevel::ReadUncommitted,
+    };
+    let mut ends = BTreeMap::new();
+    for (leader, positions) in by_leader {
+        let result = source
+            .fetch(leader, &positions, &opts)
+            .await
+            .with_context(|| format!("fetching high watermarks from broker {leader}"))?;
+        for p in result.partitions {
+            if let Some(e) = p.error() {
+                anyhow::bail!("{}/{}: {e}", p.topic, p.partition);
+            }
+            ends.insert((p.topic, p.partition), p.high_watermark);
+        }
+    }
+    Ok(ends)
 }
 
 fn render(s: &FlowStatus) -> String {
