@@ -1,25 +1,31 @@
-//! [`Client`]: bootstrap, broker registry, metadata cache and routing, retries.
+//! [`Client`]: bootstrap, broker registry, sending at the negotiated version, retries.
+//!
+//! Its other concerns are child files: `config` ([`ClientConfig`]), `routing` (the metadata
+//! cache: refresh and leader routing), `coordinators` (FindCoordinator, coordinator and
+//! controller calls).
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
-use kafka_protocol::messages::{
-    FindCoordinatorRequest, MetadataRequest, TopicName, metadata_request::MetadataRequestTopic,
-};
 use kafka_protocol::protocol::StrBytes;
 use parking_lot::{Mutex, RwLock};
 use tokio::time::Instant;
 
-use crate::backoff::{Backoff, BackoffConfig};
+use crate::backoff::Backoff;
 use crate::broker::{Broker, ConnSettings, Purpose};
 use crate::error::{Error, ErrorKind, Result};
-use crate::frame::{DEFAULT_MAX_FRAME, Request};
+use crate::frame::Request;
 use crate::metadata::ClusterMetadata;
 use crate::security::Prepared;
-use crate::security::config::Security;
+
+mod config;
+mod coordinators;
+mod routing;
+
+pub use config::ClientConfig;
 
 /// Whether a bootstrap should stop retrying: once every attempt for `limit` has been refused
 /// (nothing listens at any address). Any other error (a timeout: a silent host; a broker
@@ -55,109 +61,6 @@ impl RefusedStreak {
     #[cfg(test)]
     pub(crate) fn gave_up(&self) -> bool {
         self.gave_up
-    }
-}
-
-/// Client settings. Build with [`ClientConfig::new`] and the `with_*` methods.
-#[derive(Debug, Clone)]
-pub struct ClientConfig {
-    /// `host:port` addresses to bootstrap from.
-    pub bootstrap: Vec<String>,
-    /// Sent as `client_id` in every request header.
-    pub client_id: String,
-    /// TCP connect + ApiVersions handshake timeout.
-    pub connect_timeout: Duration,
-    /// How long one request may wait for its response (Fetch adds its `max_wait`).
-    pub request_timeout: Duration,
-    /// How long a call keeps retrying retriable errors before giving up.
-    pub retry_timeout: Duration,
-    /// How long [`Client::connect`] keeps trying while every bootstrap address refuses the
-    /// connection (nothing listens there: a wrong port, a stopped cluster). A silent host
-    /// (no answer at all) is still tried for the whole `retry_timeout`.
-    pub refused_timeout: Duration,
-    /// Retry backoff.
-    pub backoff: BackoffConfig,
-    /// Metadata is refreshed in the background this often (and on routing errors).
-    pub metadata_max_age: Duration,
-    /// Largest response frame accepted.
-    pub max_frame: usize,
-    /// TLS and SASL for every connection (default: plaintext).
-    pub security: Security,
-}
-
-impl ClientConfig {
-    /// Defaults plus a bootstrap list.
-    pub fn new<I, S>(bootstrap: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        ClientConfig {
-            bootstrap: bootstrap.into_iter().map(Into::into).collect(),
-            client_id: "strait".into(),
-            connect_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(30),
-            retry_timeout: Duration::from_secs(60),
-            refused_timeout: Duration::from_secs(5),
-            backoff: BackoffConfig::default(),
-            metadata_max_age: Duration::from_secs(60),
-            max_frame: DEFAULT_MAX_FRAME,
-            security: Security::default(),
-        }
-    }
-
-    /// Sets TLS and SASL for every connection.
-    pub fn with_security(mut self, security: Security) -> Self {
-        self.security = security;
-        self
-    }
-
-    /// Sets the `client_id`.
-    pub fn with_client_id(mut self, id: impl Into<String>) -> Self {
-        self.client_id = id.into();
-        self
-    }
-
-    /// Sets the per-request timeout.
-    pub fn with_request_timeout(mut self, t: Duration) -> Self {
-        self.request_timeout = t;
-        self
-    }
-
-    /// Sets the connect timeout.
-    pub fn with_connect_timeout(mut self, t: Duration) -> Self {
-        self.connect_timeout = t;
-        self
-    }
-
-    /// Sets how long retriable errors are retried.
-    pub fn with_retry_timeout(mut self, t: Duration) -> Self {
-        self.retry_timeout = t;
-        self
-    }
-
-    /// Sets how long a bootstrap that is refused everywhere keeps trying.
-    pub fn with_refused_timeout(mut self, t: Duration) -> Self {
-        self.refused_timeout = t;
-        self
-    }
-
-    /// Sets the retry backoff.
-    pub fn with_backoff(mut self, b: BackoffConfig) -> Self {
-        self.backoff = b;
-        self
-    }
-
-    /// Sets the background metadata refresh interval.
-    pub fn with_metadata_max_age(mut self, t: Duration) -> Self {
-        self.metadata_max_age = t;
-        self
-    }
-
-    /// Sets the largest accepted response frame.
-    pub fn with_max_frame(mut self, bytes: usize) -> Self {
-        self.max_frame = bytes;
-        self
     }
 }
 
@@ -252,7 +155,7 @@ impl Client {
                     e
                 }
             })?;
-        tokio::spawn(refresh_loop(Arc::downgrade(&client.inner)));
+        tokio::spawn(routing::refresh_loop(Arc::downgrade(&client.inner)));
         Ok(client)
     }
 
@@ -470,306 +373,6 @@ impl Client {
                 }
                 Err(e) => return Err(e),
             }
-        }
-    }
-
-    // ---- metadata ------------------------------------------------------------------------
-
-    /// Marks the metadata stale; the next routing decision refreshes it.
-    pub fn invalidate_metadata(&self) {
-        self.inner.meta_stale.store(true, Ordering::Release);
-    }
-
-    /// Refreshes the metadata for the topics this client routes to (and the broker list).
-    pub async fn refresh_metadata(&self) -> Result<Arc<ClusterMetadata>> {
-        let topics: Vec<String> = self.inner.interest.lock().iter().cloned().collect();
-        self.fetch_metadata(Some(&topics), false).await
-    }
-
-    /// Fetches metadata for `topics` (`None` = every topic) and merges it into the cache.
-    /// The returned snapshot includes the topics asked for; unknown ones are absent.
-    pub async fn metadata(&self, topics: Option<&[&str]>) -> Result<Arc<ClusterMetadata>> {
-        let owned: Option<Vec<String>> = topics.map(|t| t.iter().map(|s| s.to_string()).collect());
-        if let Some(t) = &owned {
-            self.inner.interest.lock().extend(t.iter().cloned());
-        }
-        let full = owned.is_none();
-        self.with_retries("metadata", || self.fetch_metadata(owned.as_deref(), full))
-            .await
-    }
-
-    async fn fetch_metadata(
-        &self,
-        topics: Option<&[String]>,
-        full: bool,
-    ) -> Result<Arc<ClusterMetadata>> {
-        let build = |v: i16| {
-            let topics = topics.map(|ts| {
-                ts.iter()
-                    .map(|t| {
-                        MetadataRequestTopic::default()
-                            .with_name(Some(TopicName(StrBytes::from_string(t.clone()))))
-                    })
-                    .collect()
-            });
-            let mut r = MetadataRequest::default().with_topics(topics);
-            if v >= 4 {
-                r.allow_auto_topic_creation = false;
-            }
-            Ok(r)
-        };
-        let (_, _, resp) = self.send_any(build).await?;
-        let (next, errors) = self.cached_metadata().merged(&resp, full);
-        for (t, code) in errors {
-            tracing::debug!(topic = %t, code, "metadata topic error");
-        }
-        // Close connections to brokers that left the cluster.
-        {
-            let mut brokers = self.inner.brokers.write();
-            brokers.retain(|id, b| {
-                let keep = next.brokers.get(id).is_some_and(|m| m.addr() == b.addr);
-                if !keep {
-                    b.close();
-                }
-                keep
-            });
-        }
-        let next = Arc::new(next);
-        *self.inner.meta.write() = next.clone();
-        self.inner.meta_gen.fetch_add(1, Ordering::AcqRel);
-        self.inner.meta_stale.store(false, Ordering::Release);
-        Ok(next)
-    }
-
-    /// Refreshes if the cache is stale; concurrent callers share one refresh.
-    pub(crate) async fn refresh_if_stale(&self) -> Result<()> {
-        if !self.inner.meta_stale.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let gen_before = self.inner.meta_gen.load(Ordering::Acquire);
-        let _g = self.inner.refresh_lock.lock().await;
-        if self.inner.meta_gen.load(Ordering::Acquire) != gen_before {
-            return Ok(());
-        }
-        self.refresh_metadata().await.map(|_| ())
-    }
-
-    /// The leader of `topic`/`partition` and its leader epoch, refreshing metadata when the
-    /// partition is unknown or the cache is stale.
-    pub async fn leader_for(&self, topic: &str, partition: i32) -> Result<(i32, i32)> {
-        self.note_interest(topic);
-        self.refresh_if_stale().await?;
-        self.leader_in_cache(topic, partition)
-    }
-
-    /// [`Client::leader_for`] without waiting: `Some` when the metadata cache is fresh and
-    /// names the partition's leader; `None` when only `leader_for` can tell (the cache is
-    /// stale, or knows no leader for it).
-    pub fn fresh_leader(&self, topic: &str, partition: i32) -> Option<(i32, i32)> {
-        self.note_interest(topic);
-        if self.metadata_is_stale() {
-            return None;
-        }
-        match self.cached_metadata().partition(topic, partition) {
-            Some(p) if p.leader >= 0 => Some((p.leader, p.leader_epoch)),
-            _ => None,
-        }
-    }
-
-    pub(crate) async fn leader_broker(&self, topic: &str, partition: i32) -> Result<Arc<Broker>> {
-        let (id, _) = self.leader_for(topic, partition).await?;
-        self.broker(id)
-    }
-
-    /// [`Client::leader_broker`] from the metadata cache, never waiting, also while the
-    /// cache is stale (a leader that moved answers NOT_LEADER_OR_FOLLOWER, which makes the
-    /// caller retry): `None` when the cache does not know the partition and is stale, so
-    /// only a refresh ([`Client::refresh_if_stale`]) can tell.
-    pub(crate) fn cached_leader_broker(
-        &self,
-        topic: &str,
-        partition: i32,
-    ) -> Option<Result<Arc<Broker>>> {
-        self.note_interest(topic);
-        let meta = self.cached_metadata();
-        match meta.partition(topic, partition) {
-            Some(p) if p.leader >= 0 => Some(self.broker(p.leader)),
-            _ if self.metadata_is_stale() => None,
-            _ => Some(
-                self.leader_in_cache(topic, partition)
-                    .and_then(|(id, _)| self.broker(id)),
-            ),
-        }
-    }
-
-    /// Whether the metadata cache is due for a refresh.
-    pub(crate) fn metadata_is_stale(&self) -> bool {
-        self.inner.meta_stale.load(Ordering::Acquire)
-    }
-
-    /// Routes to `topic` from now on (a topic not routed to yet makes the cache stale).
-    fn note_interest(&self, topic: &str) {
-        let known = self.inner.interest.lock().contains(topic);
-        if !known {
-            self.inner.interest.lock().insert(topic.to_string());
-            self.invalidate_metadata();
-        }
-    }
-
-    /// The leader and epoch the metadata cache holds; an error (and a stale cache) when it
-    /// has none.
-    fn leader_in_cache(&self, topic: &str, partition: i32) -> Result<(i32, i32)> {
-        let meta = self.cached_metadata();
-        let err = |code: i16| {
-            Error::from_code(code)
-                .unwrap_or_else(|| Error::new(ErrorKind::NoBrokerAvailable))
-                .topic(topic)
-                .partition(partition)
-        };
-        match meta.partition(topic, partition) {
-            Some(p) if p.leader >= 0 => Ok((p.leader, p.leader_epoch)),
-            Some(_) => {
-                self.invalidate_metadata();
-                Err(err(5)) // LEADER_NOT_AVAILABLE
-            }
-            None => {
-                self.invalidate_metadata();
-                Err(err(3)) // UNKNOWN_TOPIC_OR_PARTITION (retriable)
-            }
-        }
-    }
-
-    /// Replaces the metadata cache with `meta` and marks its topics as routed to (tests
-    /// that need a cluster shape a single Tansu broker cannot have: several brokers).
-    #[cfg(test)]
-    pub(crate) fn set_metadata_for_test(&self, meta: ClusterMetadata) {
-        self.inner
-            .interest
-            .lock()
-            .extend(meta.topics.keys().cloned());
-        self.inner.brokers.write().clear();
-        *self.inner.meta.write() = Arc::new(meta);
-        self.inner.meta_gen.fetch_add(1, Ordering::AcqRel);
-        self.inner.meta_stale.store(false, Ordering::Release);
-    }
-
-    // ---- coordinators --------------------------------------------------------------------
-
-    /// The coordinator for a group or transactional id (FindCoordinator, cached until a
-    /// coordinator error).
-    pub async fn find_coordinator(&self, kind: CoordinatorType, key: &str) -> Result<i32> {
-        let ck = (kind, key.to_string());
-        if let Some(&id) = self.inner.coordinators.lock().get(&ck) {
-            return Ok(id);
-        }
-        let id = self
-            .with_retries("find_coordinator", || async {
-                let build = |v: i16| {
-                    let mut r = FindCoordinatorRequest::default()
-                        .with_key(StrBytes::from_string(key.to_string()));
-                    if v >= 1 {
-                        r.key_type = match kind {
-                            CoordinatorType::Group => 0,
-                            CoordinatorType::Transaction => 1,
-                        };
-                    } else if kind == CoordinatorType::Transaction {
-                        return Err(Error::invalid("transactions need FindCoordinator v1+"));
-                    }
-                    Ok(r)
-                };
-                let (_, v, r) = self.send_any(build).await?;
-                let _ = v;
-                Error::check_code(r.error_code, r.error_message.as_deref())
-                    .map_err(|e| e.api(kafka_protocol::messages::ApiKey::FindCoordinator))?;
-                // The coordinator may not be in our broker list yet.
-                if !self.cached_metadata().brokers.contains_key(&r.node_id.0) {
-                    self.refresh_metadata().await?;
-                }
-                Ok(r.node_id.0)
-            })
-            .await?;
-        self.inner.coordinators.lock().insert(ck, id);
-        Ok(id)
-    }
-
-    /// Forgets a cached coordinator (after NOT_COORDINATOR and friends).
-    pub(crate) fn forget_coordinator(&self, kind: CoordinatorType, key: &str) {
-        self.inner
-            .coordinators
-            .lock()
-            .remove(&(kind, key.to_string()));
-    }
-
-    /// Sends to the coordinator of `key`, retrying (and re-discovering the coordinator) on
-    /// retriable errors. `check` turns an `Ok` response with an error code into an `Err`.
-    pub(crate) async fn send_to_coordinator<R, F, C>(
-        &self,
-        kind: CoordinatorType,
-        key: &str,
-        extra_timeout: Duration,
-        build: F,
-        check: C,
-    ) -> Result<R::Response>
-    where
-        R: Request,
-        F: Fn(i16) -> Result<R>,
-        C: Fn(&R::Response) -> Result<()>,
-    {
-        self.with_retries("coordinator call", || async {
-            let id = self.find_coordinator(kind, key).await?;
-            let b = self.broker(id)?;
-            let res = self
-                .send_built(
-                    &b,
-                    Purpose::Control,
-                    b.request_timeout() + extra_timeout,
-                    &build,
-                )
-                .await
-                .and_then(|(_, r)| check(&r).map(|_| r));
-            if let Err(e) = &res
-                && (e.is_coordinator_error() || e.is_network())
-            {
-                self.forget_coordinator(kind, key);
-            }
-            res.map_err(|e| e.broker(id))
-        })
-        .await
-    }
-
-    /// Sends to the controller (admin calls such as CreateTopics).
-    pub(crate) async fn send_to_controller<R, F>(&self, build: F) -> Result<R::Response>
-    where
-        R: Request,
-        F: Fn(i16) -> Result<R>,
-    {
-        self.refresh_if_stale().await?;
-        let meta = self.cached_metadata();
-        let b = if meta.controller_id >= 0 {
-            self.broker(meta.controller_id)?
-        } else {
-            self.any_brokers()
-                .into_iter()
-                .next()
-                .ok_or_else(|| Error::new(ErrorKind::NoBrokerAvailable))?
-        };
-        let (_, r) = self
-            .send_built(&b, Purpose::Control, b.request_timeout(), build)
-            .await?;
-        Ok(r)
-    }
-}
-
-async fn refresh_loop(inner: Weak<Inner>) {
-    loop {
-        let Some(age) = inner.upgrade().map(|i| i.cfg.metadata_max_age) else {
-            return;
-        };
-        tokio::time::sleep(age).await;
-        let Some(inner) = inner.upgrade() else { return };
-        let client = Client { inner };
-        if let Err(e) = client.refresh_metadata().await {
-            tracing::debug!(error = %e, "background metadata refresh failed");
         }
     }
 }
