@@ -27,10 +27,13 @@
 //! `baseTimestamp`: both keep absolute timestamps exact (deltas are wrapping `varlong`s),
 //! the first is what producers write, and it is known before later inputs are read, so
 //! every record is rewritten once.
+//!
+//! This file holds the options, the outputs, [`merge`] itself and the record rewriting
+//! (`Writer`); child files hold [`SourceOffsets`] (`offsets`) and the merging of a run of
+//! uncompressed (`uncompressed`) or compressed (`compressed`) inputs.
 
 use std::ops::Range;
 
-use crate::compression::{Effort, compress_into};
 use crate::error::{Error, Result};
 use crate::header::{
     Attributes, BatchHeader, CRC_AT, CRC_START, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
@@ -40,6 +43,12 @@ use crate::split::{Batch, Limits};
 use crate::varint::{
     read_varint, read_varlong, varint_len, varlong_len, write_varint, write_varlong,
 };
+
+mod compressed;
+mod offsets;
+mod uncompressed;
+
+pub use offsets::{OffsetRun, SourceOffsets};
 
 /// What [`merge`] does with compressed input batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -130,107 +139,6 @@ impl MergeOptions {
     }
 }
 
-/// A run of consecutive source offsets: `first .. first + count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct OffsetRun {
-    /// First source offset of the run.
-    pub first: i64,
-    /// Number of offsets (records) in the run; at least 1.
-    pub count: u32,
-}
-
-impl OffsetRun {
-    /// The offset after the run's last one.
-    pub fn end(&self) -> i64 {
-        self.first.wrapping_add(i64::from(self.count))
-    }
-}
-
-/// The source offsets of the records of a merged batch, in record order, as runs of
-/// consecutive offsets. Record `i` of the batch (target offset `base + i`) came from the
-/// `i`-th offset listed. Feed each run to the offset map's `append_dense` (the target
-/// offsets of a run start where the previous run's end).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct SourceOffsets {
-    runs: Vec<OffsetRun>,
-    len: usize,
-}
-
-impl SourceOffsets {
-    /// The runs, in record order; offsets strictly increase across them.
-    pub fn runs(&self) -> &[OffsetRun] {
-        &self.runs
-    }
-
-    /// Number of offsets (records).
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether there is no offset.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Whether the offsets form a single gap-free run.
-    pub fn is_dense(&self) -> bool {
-        self.runs.len() <= 1
-    }
-
-    /// The first source offset.
-    pub fn first(&self) -> Option<i64> {
-        self.runs.first().map(|r| r.first)
-    }
-
-    /// The last source offset.
-    pub fn last(&self) -> Option<i64> {
-        self.runs.last().map(|r| r.end().wrapping_sub(1))
-    }
-
-    /// Every offset, in record order.
-    pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
-        self.runs
-            .iter()
-            .flat_map(|r| (0..i64::from(r.count)).map(move |i| r.first.wrapping_add(i)))
-    }
-
-    /// Every offset, in record order, as a vector.
-    pub fn to_vec(&self) -> Vec<i64> {
-        self.iter().collect()
-    }
-
-    fn push(&mut self, offset: i64) {
-        self.len += 1;
-        if let Some(last) = self.runs.last_mut()
-            && last.end() == offset
-            && last.count < u32::MAX
-        {
-            last.count += 1;
-            return;
-        }
-        self.runs.push(OffsetRun {
-            first: offset,
-            count: 1,
-        });
-    }
-
-    fn mark(&self) -> (usize, u32, usize) {
-        (
-            self.runs.len(),
-            self.runs.last().map_or(0, |r| r.count),
-            self.len,
-        )
-    }
-
-    fn rollback(&mut self, (runs, last_count, len): (usize, u32, usize)) {
-        self.runs.truncate(runs);
-        if let Some(last) = self.runs.last_mut() {
-            last.count = last_count;
-        }
-        self.len = len;
-    }
-}
-
 /// One output of [`merge`], in input order.
 #[derive(Debug, Clone)]
 pub enum Merged {
@@ -316,9 +224,9 @@ pub fn merge(batches: &[Batch], options: &MergeOptions) -> Result<Vec<Merged>> {
             })
             .unwrap_or(batches.len());
         if codec == Compression::None {
-            merge_uncompressed(batches, i..run_end, max, &options.buffers, &mut out)?;
+            uncompressed::merge_uncompressed(batches, i..run_end, max, &options.buffers, &mut out)?;
         } else {
-            merge_compressed(batches, i..run_end, max, options, &mut out)?;
+            compressed::merge_compressed(batches, i..run_end, max, options, &mut out)?;
         }
         i = run_end;
     }
@@ -556,217 +464,6 @@ fn seal(mut bytes: Vec<u8>, buffers: &BufferPool) -> Result<Batch> {
     let crc = crc32c::crc32c(&bytes[CRC_START..]);
     bytes[CRC_AT..CRC_START].copy_from_slice(&crc.to_be_bytes());
     Batch::sealed(buffers.freeze(bytes))
-}
-
-/// Seals the uncompressed batch `w` wrote after its [`HEADER_LEN`] bytes of room: the
-/// header's CRC-covered fields combined with the running CRC of the records section, which
-/// is not read again (computed in full when the running CRC does not cover it all).
-fn seal_uncompressed(mut w: Writer, buffers: &BufferPool) -> Result<Batch> {
-    let header = w.header(Compression::None, w.buf.len() - HEADER_LEN)?;
-    w.buf[..HEADER_LEN].copy_from_slice(&header.encode());
-    w.fold_crc();
-    let Some((records_crc, _)) = w.crc.filter(|&(_, to)| to == w.buf.len()) else {
-        return seal(w.buf, buffers);
-    };
-    let records = w.buf.len() - HEADER_LEN;
-    let head = crc32c::crc32c(&w.buf[CRC_START..HEADER_LEN]);
-    let crc = crc32c::crc32c_combine(head, records_crc, records);
-    w.buf[CRC_AT..CRC_START].copy_from_slice(&crc.to_be_bytes());
-    Batch::sealed(buffers.freeze(w.buf))
-}
-
-/// Emits the inputs `inputs` as one output: [`Merged::Unchanged`] for a lone input or when
-/// no record was written, else the merged batch built by `build`.
-fn emit(
-    batches: &[Batch],
-    inputs: Range<usize>,
-    w: Writer,
-    build: impl FnOnce(Writer) -> Result<Batch>,
-    buffers: &BufferPool,
-    out: &mut Vec<Merged>,
-) -> Result<()> {
-    if inputs.len() < 2 || w.count == 0 {
-        buffers.put(w.buf);
-        out.extend(inputs.map(|i| unchanged(batches, i)));
-        return Ok(());
-    }
-    let source_offsets = w.offsets.clone();
-    out.push(Merged::Rewritten {
-        batch: build(w)?,
-        source_offsets,
-        inputs,
-    });
-    Ok(())
-}
-
-/// Capacity for an uncompressed merged batch starting at input `from`: what the inputs
-/// that can join it hold (records grow by a byte or two when their offset delta does),
-/// plus room for one input written past `max` and rolled back.
-fn capacity(batches: &[Batch], run: Range<usize>, max: usize) -> usize {
-    let mut total = HEADER_LEN;
-    let mut largest = 0;
-    for b in &batches[run] {
-        let records = usize::try_from(b.header().records_count).unwrap_or(0);
-        let size = b.size() - HEADER_LEN + 2 * records.min(b.size() / 7);
-        largest = largest.max(size);
-        total += size;
-        if total > max {
-            return max.saturating_add(largest);
-        }
-    }
-    total
-}
-
-fn merge_uncompressed(
-    batches: &[Batch],
-    run: Range<usize>,
-    max: usize,
-    buffers: &BufferPool,
-    out: &mut Vec<Merged>,
-) -> Result<()> {
-    let build = |w: Writer| seal_uncompressed(w, buffers);
-    let new_writer = |from: usize| {
-        let mut buf = buffers.take(capacity(batches, from..run.end, max));
-        buf.resize(HEADER_LEN, 0);
-        Writer::new(buf)
-    };
-    let mut first = run.start;
-    let mut w = new_writer(first);
-    for i in run.clone() {
-        let b = &batches[i];
-        b.verify_crc()?;
-        let payload = &b.as_bytes()[HEADER_LEN..];
-        let mark = w.mark();
-        w.append(b.header(), payload)?;
-        if w.buf.len() > max && i > first {
-            // It does not fit: close the batch before it and start the next one with it.
-            w.rollback(mark);
-            let done = std::mem::replace(&mut w, new_writer(i));
-            emit(batches, first..i, done, build, buffers, out)?;
-            first = i;
-            w.append(b.header(), payload)?;
-        }
-        if w.buf.len() > max {
-            // Alone and still too large once rewritten (it fitted as it was): leave it.
-            buffers.put(std::mem::replace(&mut w, Writer::new(Vec::new())).buf);
-            out.push(unchanged(batches, i));
-            first = i + 1;
-            if first < run.end {
-                w = new_writer(first);
-            }
-        }
-        // The input's records, just written, are still in cache.
-        w.fold_crc();
-    }
-    if first < run.end {
-        emit(batches, first..run.end, w, build, buffers, out)?;
-    }
-    Ok(())
-}
-
-fn merge_compressed(
-    batches: &[Batch],
-    run: Range<usize>,
-    max: usize,
-    options: &MergeOptions,
-    out: &mut Vec<Merged>,
-) -> Result<()> {
-    let limits = &options.limits;
-    // Group by the compressed sizes as they are, up to three quarters of `max` (the inputs
-    // may have been written at a higher level than `Effort::Fast`: zstd level 1 output is
-    // a few to 15 % larger than level 3's), and by the decompressed size cap. Each input is
-    // decompressed into one reused buffer and appended at once; a group whose recompressed
-    // batch still does not fit is halved, which decompresses and compresses it again.
-    let group_max = max - max / 4;
-    let mut records = Vec::new();
-    let mut start = run.start;
-    let mut w = compressed_writer(group_max, options);
-    let mut compressed = HEADER_LEN;
-    let mut decompressed = 0usize;
-    for i in run.clone() {
-        let b = &batches[i];
-        let payload_len = b.size() - HEADER_LEN;
-        if i > start && compressed + payload_len > group_max {
-            let full = std::mem::replace(&mut w, compressed_writer(group_max, options));
-            recompress(batches, start..i, full, max, options, &mut records, out)?;
-            (start, compressed, decompressed) = (i, HEADER_LEN, 0);
-        }
-        b.verify_crc()?;
-        b.decompress_payload_into(limits, &mut records)?;
-        if i > start && decompressed + records.len() > limits.max_decompressed_bytes {
-            let full = std::mem::replace(&mut w, compressed_writer(group_max, options));
-            recompress(batches, start..i, full, max, options, &mut records, out)?;
-            (start, compressed, decompressed) = (i, HEADER_LEN, 0);
-            // `recompress` may have used `records` to halve the group.
-            b.decompress_payload_into(limits, &mut records)?;
-        }
-        w.append(b.header(), &records)?;
-        compressed += payload_len;
-        decompressed += records.len();
-    }
-    recompress(batches, start..run.end, w, max, options, &mut records, out)
-}
-
-/// A writer for the records of a group of compressed inputs of `group_max` bytes
-/// (they usually expand less than twofold; the buffer grows otherwise).
-fn compressed_writer(group_max: usize, options: &MergeOptions) -> Writer {
-    let capacity = group_max
-        .saturating_mul(2)
-        .min(options.limits.max_decompressed_bytes);
-    Writer::new(options.buffers.take(capacity))
-}
-
-/// Compresses the records `w` holds for the compressed inputs `inputs` into one batch of
-/// their codec; when that exceeds `max`, does each half again (`records` is the buffer to
-/// decompress their inputs into).
-fn recompress(
-    batches: &[Batch],
-    inputs: Range<usize>,
-    mut w: Writer,
-    max: usize,
-    options: &MergeOptions,
-    records: &mut Vec<u8>,
-    out: &mut Vec<Merged>,
-) -> Result<()> {
-    let buffers = &options.buffers;
-    if inputs.len() < 2 || w.count == 0 {
-        buffers.put(w.buf);
-        out.extend(inputs.map(|i| unchanged(batches, i)));
-        return Ok(());
-    }
-    let codec = batches[inputs.start].header().compression();
-    // Compressed into a scratch buffer (sized for the records, which it may need), then
-    // copied into one of its own size: the batch may stay in flight for a while.
-    let mut scratch = buffers.take(HEADER_LEN + w.buf.len() / 2);
-    scratch.resize(HEADER_LEN, 0);
-    compress_into(codec, &w.buf, Effort::Fast, &mut scratch)?;
-    let capacity = w.buf.capacity();
-    buffers.put(std::mem::take(&mut w.buf));
-    if scratch.len() > max {
-        buffers.put(scratch);
-        let mid = inputs.start + inputs.len() / 2;
-        for half in [inputs.start..mid, mid..inputs.end] {
-            let mut w = Writer::new(buffers.take(capacity));
-            for i in half.clone() {
-                batches[i].decompress_payload_into(&options.limits, records)?;
-                w.append(batches[i].header(), records)?;
-            }
-            recompress(batches, half, w, max, options, records, out)?;
-        }
-        return Ok(());
-    }
-    let header = w.header(codec, scratch.len() - HEADER_LEN)?;
-    scratch[..HEADER_LEN].copy_from_slice(&header.encode());
-    let mut bytes = buffers.take(scratch.len());
-    bytes.extend_from_slice(&scratch);
-    buffers.put(scratch);
-    let batch = seal(bytes, buffers)?;
-    out.push(Merged::Rewritten {
-        batch,
-        source_offsets: w.offsets,
-        inputs,
-    });
-    Ok(())
 }
 
 #[cfg(test)]
