@@ -80,8 +80,15 @@
 //!
 //! The held-bytes limit for open transactions is checked by the driver after each plan
 //! (`partition::check_held`, on [`Pipeline::planner`]).
+//!
+//! [`Incident::recovery_mismatch`]: crate::incident::Incident::recovery_mismatch
+//! [`Incident::acked_elsewhere`]: crate::incident::Incident::acked_elsewhere
+//! [`Incident::source_deleted`]: crate::incident::Incident::source_deleted
+//! [`Incident::source_past_end`]: crate::incident::Incident::source_past_end
 
+mod feed;
 mod live;
+mod produce;
 pub mod record;
 mod tail;
 
@@ -96,17 +103,16 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 use strait_client::AbortedTxn;
-use strait_offsets::{OffsetMap, Side};
-use strait_records::{Batch, Limits, MergeOptions, push_lean};
+use strait_offsets::OffsetMap;
+use strait_records::{Batch, Limits, MergeOptions};
 
 use self::live::Check;
-use self::record::{AckBase, Update, ack_base};
+use self::record::Update;
 use self::tail::TailRead;
-use super::coalesce::{Coalesced, Coalescer, Next, Outgoing, Pins, Written};
-use super::plan::{Planner, SlowReason, Step};
-use super::recovery::{Decision, Recovery};
-use crate::error::MirrorError;
-use crate::incident::{Incident, Policies, Skipped};
+use super::coalesce::{Coalesced, Coalescer, Pins, Written};
+use super::plan::{Planner, SlowReason};
+use super::recovery::Recovery;
+use crate::incident::{Policies, Skipped};
 
 /// What a pipeline needs to know besides its events.
 #[derive(Debug, Clone)]
@@ -382,223 +388,6 @@ impl<P: Clone> Pipeline<P> {
         }
     }
 
-    /// A record set arrived. `Ok(None)` when it was dropped (older generation, or
-    /// `--once` past the end).
-    pub fn fetched(&mut self, f: Fetched<'_, P>) -> Result<Option<Planned>, MirrorError> {
-        if f.generation != self.generation || self.phase != Phase::Running {
-            return Ok(None);
-        }
-        if let Some(until) = self.until
-            && f.position >= until
-        {
-            push_lean(&mut self.outbox, Action::PauseFeed);
-            return Ok(None);
-        }
-        let plan = self
-            .planner
-            .plan_stable(f.records, f.aborted, f.stable, f.position, f.pin)
-            .map_err(|e| {
-                MirrorError::records(format!("batch at source offset {}", e.offset), e.source)
-                    .cluster(&*self.source_cluster)
-            })?;
-        let planned = Planned {
-            dropped_control: plan.dropped_control,
-            dropped_aborted: plan.dropped_aborted,
-            slow: plan.slow.clone(),
-        };
-        let fetched_to = plan.next_position;
-        for (step, pin) in plan.steps {
-            self.step_or_hold(step, pin)?;
-        }
-        self.release_tail_pins();
-        if let Some(until) = self.until
-            && fetched_to >= until
-        {
-            // Batches still held belong to transactions open at that end: they are not
-            // replicated (the map's source position stays before them for the next run).
-            push_lean(&mut self.outbox, Action::PauseFeed);
-            self.reached_end();
-        }
-        Ok(Some(planned))
-    }
-
-    /// One planned step: recovery, then the queue. Gives the step back when recovery
-    /// needs the next chunk of the target's tail to decide it ([`Action::ReadTargetTail`]
-    /// is then queued).
-    fn step(&mut self, step: Step, pin: P) -> Result<Option<(Step, P)>, MirrorError> {
-        let mut decision = self.recovery.decide(&step);
-        if let Decision::ReadMore { from } = decision {
-            let to = self.recovery.target_end();
-            push_lean(&mut self.outbox, Action::ReadTargetTail { from, to });
-            return Ok(Some((step, pin)));
-        }
-        let finished = match decision {
-            Decision::Mismatch { .. } => None,
-            _ => self.recovery.finished(),
-        };
-        if let Some(f) = finished {
-            push_lean(
-                &mut self.outbox,
-                Action::Recovered {
-                    duplicates: f.duplicates,
-                },
-            );
-        }
-        if let Decision::Mismatch { at, reason } = &decision {
-            let end = self.recovery.target_end();
-            let skipped = Incident::recovery_mismatch(&self.target_topic, *at, reason, end)
-                .decide(&self.policies)
-                .into_result()
-                .inspect_err(|_| self.phase = Phase::Failed)?;
-            push_lean(&mut self.outbox, Action::Skipped(skipped));
-            let resume_source = written_of(&step).map_or(0, |w| w.first_source());
-            self.queue.push_other(Update::TargetReset {
-                target_end: end,
-                resume_source,
-            });
-            self.recovery = Recovery::none();
-            decision = Decision::Produce;
-        }
-        let written = written_of(&step);
-        // Recovery over: the next batch lands at the target's end, past trailing
-        // duplicates (after this step's own records when the target held them).
-        let recovered_to = finished.map(|f| Update::RecoveredTo(f.target_end));
-        let already = matches!(decision, Decision::AlreadyWritten { .. });
-        if !already && let Some(u) = recovered_to.clone() {
-            self.queue.push_other(u);
-        }
-        match (decision, step, written) {
-            (_, Step::Skip { source_next }, _) => self
-                .queue
-                .push_other(Update::Advance(u64::try_from(source_next).unwrap_or(0))),
-            (Decision::AlreadyWritten { target_base }, _, Some(w)) => self
-                .queue
-                .push_other(Update::AlreadyWritten(w, target_base)),
-            (_, Step::Forward { batch, .. }, Some(written)) => {
-                let mergeable = self.queue.mergeable(&batch);
-                self.queue.push_batch(Outgoing {
-                    batch,
-                    written,
-                    pins: smallvec::smallvec![pin],
-                    mergeable,
-                });
-            }
-            (_, Step::Reencoded { batch, .. }, Some(written)) => {
-                self.queue.push_batch(Outgoing {
-                    batch,
-                    written,
-                    pins: smallvec::smallvec![pin],
-                    mergeable: false,
-                });
-            }
-            (_, _, None) => {
-                self.phase = Phase::Failed;
-                return Err(MirrorError::other("negative offset in a fetched batch"));
-            }
-        }
-        if already && let Some(u) = recovered_to {
-            self.queue.push_other(u);
-        }
-        Ok(None)
-    }
-
-    /// The fetcher got OFFSET_OUT_OF_RANGE at `position` (its cursor is paused).
-    pub fn out_of_range(&mut self, generation: u64, position: i64) {
-        if generation == self.generation && self.phase == Phase::Running {
-            self.phase = Phase::OutOfRange { position };
-            push_lean(&mut self.outbox, Action::NeedLogStart);
-        }
-    }
-
-    /// The flow found the source topic re-created and its policy is `skip`.
-    pub fn source_recreated(&mut self) {
-        if self.phase == Phase::Running {
-            self.phase = Phase::Recreated;
-            push_lean(&mut self.outbox, Action::NeedLogStart);
-        }
-    }
-
-    /// The source log start asked for by [`Action::NeedLogStart`].
-    pub fn log_start(&mut self, start: i64) -> Result<(), MirrorError> {
-        let start = start.max(0);
-        let (update, recreated) = match self.phase {
-            Phase::OutOfRange { position } => {
-                let (incident, update) = if position < start {
-                    (
-                        Incident::source_deleted(position, start),
-                        Update::SourceLogStart(start as u64),
-                    )
-                } else {
-                    (
-                        Incident::source_past_end(position, start),
-                        Update::SourceRecreated(start as u64),
-                    )
-                };
-                let skipped = incident
-                    .decide(&self.policies)
-                    .into_result()
-                    .map_err(|e| e.cluster(&*self.source_cluster))
-                    .inspect_err(|_| self.phase = Phase::Failed)?;
-                push_lean(&mut self.outbox, Action::Skipped(skipped));
-                (update, false)
-            }
-            Phase::Recreated => {
-                self.recovery = Recovery::none();
-                self.release_tail_pins();
-                (Update::SourceRecreated(start as u64), true)
-            }
-            // Stopped meanwhile, or not asked for.
-            _ => return Ok(()),
-        };
-        self.queue.push_other(update);
-        self.generation += 1;
-        self.planner.reposition(start);
-        self.phase = Phase::Running;
-        push_lean(
-            &mut self.outbox,
-            Action::Reposition {
-                position: start,
-                generation: self.generation,
-                recreated,
-            },
-        );
-        Ok(())
-    }
-
-    /// The oldest unacknowledged batch was acknowledged at `base_offset` (−1: no offset).
-    pub fn acked(&mut self, base_offset: i64) -> Result<(), MirrorError> {
-        self.acked_after(base_offset, 0)
-    }
-
-    /// [`Pipeline::acked`], the driver knowing that `gap` target offsets before the batch
-    /// hold none of our data (exactly-once: our commit marker after the partition's last
-    /// transaction, or, for the first batch of a run, the markers and aborted batches of
-    /// earlier runs past the committed map).
-    pub fn acked_after(&mut self, base_offset: i64, known_gap: u64) -> Result<(), MirrorError> {
-        let head = self.pending.iter_mut().find_map(|p| match p {
-            Pending::Sent {
-                ack: a @ None, gap, ..
-            } => Some((a, gap)),
-            _ => None,
-        });
-        let Some((slot, gap)) = head else {
-            self.phase = Phase::Failed;
-            return Err(MirrorError::other(
-                "an acknowledgement arrived for no batch in flight",
-            ));
-        };
-        *slot = Some(base_offset);
-        *gap = known_gap;
-        self.in_flight -= 1;
-        Ok(())
-    }
-
-    /// The oldest unacknowledged batch failed for good (and every later one with it).
-    pub fn produce_failed(&mut self, error: strait_client::Error) -> MirrorError {
-        self.phase = Phase::Failed;
-        MirrorError::kafka("produce", error)
-    }
-
     /// Stop: produce nothing more; record what is acknowledged.
     pub fn stop(&mut self) {
         if self.phase != Phase::Failed {
@@ -618,223 +407,9 @@ impl<P: Clone> Pipeline<P> {
         }
     }
 
-    /// The next thing to do; `repin(bytes, first input's pin)` gives a merged batch a
-    /// budget reservation of its own when there is room (it then lets go of its inputs'
-    /// fetch buffers). `None` when nothing is to be done until the next event.
-    pub fn next_action(&mut self, mut repin: impl FnMut(usize, &P) -> Option<P>) -> Option<Action> {
-        if let Some(a) = self.outbox.pop_front() {
-            return Some(a);
-        }
-        if self.ready() {
-            return Some(Action::Record);
-        }
-        let producing = matches!(
-            self.phase,
-            Phase::Running | Phase::OutOfRange { .. } | Phase::Recreated | Phase::Draining
-        );
-        if !producing {
-            return None;
-        }
-        loop {
-            match self.queue.next(self.in_flight)? {
-                Next::Other(update) => {
-                    push_lean(&mut self.pending, Pending::Update(update));
-                    if self.ready() {
-                        return Some(Action::Record);
-                    }
-                }
-                Next::Send { mut out, coalesced } => {
-                    let repinned = match (&coalesced, out.pins.first()) {
-                        (Some(c), Some(first)) => repin(c.bytes, first),
-                        _ => None,
-                    };
-                    if let Some(pin) = repinned {
-                        out.pins = smallvec::smallvec![pin];
-                    }
-                    self.in_flight += 1;
-                    push_lean(
-                        &mut self.pending,
-                        Pending::Sent {
-                            written: out.written,
-                            batch: out.batch.clone(),
-                            bytes: out.batch.size() as u64,
-                            max_timestamp: out.batch.header().max_timestamp,
-                            pins: out.pins,
-                            ack: None,
-                            gap: 0,
-                        },
-                    );
-                    return Some(Action::Produce {
-                        batch: out.batch,
-                        coalesced,
-                    });
-                }
-            }
-        }
-    }
-
-    /// The first pin of the newest batch handed on (the one the last [`Action::Produce`]
-    /// named): its oldest input's, or the merged batch's own from `repin`, which keeps
-    /// what the first input's carried. The driver reads what it carries (when the data
-    /// was fetched).
-    pub fn last_sent_pin(&self) -> Option<&P> {
-        self.pending.iter().rev().find_map(|p| match p {
-            Pending::Sent { pins, .. } => pins.first(),
-            Pending::Update(_) => None,
-        })
-    }
-
-    /// Whether the oldest pending item can go into the map now.
-    fn ready(&self) -> bool {
-        if matches!(self.check, Some(Check::Asked { .. })) {
-            return false;
-        }
-        match self.pending.front() {
-            Some(Pending::Sent { ack, .. }) => ack.is_some(),
-            Some(Pending::Update(_)) => true,
-            None => false,
-        }
-    }
-
-    /// Writes every acknowledged batch and every update behind it, in order, into `map`
-    /// (the partition's map: this pipeline is its only writer). Returns the batches
-    /// recorded.
-    pub fn record(&mut self, map: &mut OffsetMap) -> Result<Vec<Recorded>, MirrorError> {
-        let mut recorded = Vec::new();
-        self.record_into(map, &mut recorded).map(|()| recorded)
-    }
-
-    /// [`Pipeline::record`] into the caller's buffer (cleared first), which the driver
-    /// reuses: no allocation per acknowledgement. On an error, `recorded` holds the
-    /// batches recorded before it.
-    pub fn record_into(
-        &mut self,
-        map: &mut OffsetMap,
-        recorded: &mut Vec<Recorded>,
-    ) -> Result<(), MirrorError> {
-        recorded.clear();
-        while self.ready() {
-            if let Some(Pending::Sent { gap, .. }) = self.pending.front_mut()
-                && *gap > 0
-            {
-                let skip = std::mem::take(gap);
-                let (s, t) = (map.next(Side::Source), map.next(Side::Target));
-                map.advance(s, t + skip)
-                    .map_err(MirrorError::offset_map)
-                    .inspect_err(|_| self.phase = Phase::Failed)?;
-            }
-            if self.asks_check(map) {
-                break;
-            }
-            let Some(item) = self.pending.pop_front() else {
-                break;
-            };
-            let result = match item {
-                Pending::Sent {
-                    written,
-                    bytes,
-                    max_timestamp,
-                    ack,
-                    ..
-                } => {
-                    let r = self.land(map, &written, ack.unwrap_or(-1));
-                    if r.is_ok() {
-                        recorded.push(Recorded {
-                            records: written.records(),
-                            bytes,
-                            max_timestamp,
-                        });
-                    }
-                    r
-                }
-                Pending::Update(update) => {
-                    if update == Update::ReachedEnd {
-                        self.mark_done();
-                    }
-                    let r = record::apply(map, &update).map_err(MirrorError::offset_map);
-                    if r.is_ok() && matches!(update, Update::SourceRecreated(_)) {
-                        self.recreations += 1;
-                    }
-                    r
-                }
-            };
-            result.inspect_err(|_| self.phase = Phase::Failed)?;
-        }
-        self.check_done(map);
-        Ok(())
-    }
-
     /// How many times the map was restarted for a re-created source topic (the flow saves
     /// a new topic id only with a map that belongs to it).
     pub fn recreations(&self) -> u64 {
         self.recreations
-    }
-
-    /// Records an acknowledged batch where it landed.
-    fn land(&mut self, map: &mut OffsetMap, w: &Written, ack: i64) -> Result<(), MirrorError> {
-        let check = self.check.take();
-        let base = match ack_base(ack, map.next(Side::Target)) {
-            AckBase::At(base) => base,
-            AckBase::Mismatch { acked, .. } if self.duplicates_before(check, acked, map)? => acked,
-            AckBase::Mismatch { acked, expected }
-                if acked > expected && self.recovers_by_content =>
-            {
-                return Err(MirrorError::other(format!(
-                    "a batch of {} landed at offset {acked}, past {expected} where the map \
-                     expects it, and the records between are not copies of what this \
-                     partition holds: the partition restarts, and its recovery matches the \
-                     target past the map to the source by content (a previous writer's late \
-                     batch is recognised whatever its merge boundaries; anything else is \
-                     the target-mismatch incident)",
-                    self.target_topic
-                )));
-            }
-            AckBase::Mismatch { acked, expected } => {
-                let skipped = Incident::acked_elsewhere(&self.target_topic, acked, expected)
-                    .decide(&self.policies)
-                    .into_result()?;
-                push_lean(&mut self.outbox, Action::Skipped(skipped));
-                map.target_recreated(acked, w.first_source())
-                    .map_err(MirrorError::offset_map)?;
-                acked
-            }
-        };
-        w.append_to(map, base).map_err(MirrorError::offset_map)
-    }
-
-    fn check_done(&mut self, map: &OffsetMap) {
-        if let Some(until) = self.until
-            && map.next(Side::Source) as i64 >= until
-        {
-            self.mark_done();
-        }
-    }
-
-    fn mark_done(&mut self) {
-        if !self.done {
-            self.done = true;
-            push_lean(&mut self.outbox, Action::Done);
-        }
-    }
-}
-
-/// The ack-side view of a produced step (`None` for a skip or a negative offset).
-fn written_of(step: &Step) -> Option<Written> {
-    match step {
-        Step::Forward {
-            source_first,
-            count,
-            ..
-        } => Some(Written::Dense {
-            source_first: u64::try_from(*source_first).ok()?,
-            count: u64::try_from(*count).ok()?,
-        }),
-        Step::Reencoded { source_offsets, .. } => Some(Written::Listed(
-            source_offsets
-                .iter()
-                .map(|o| u64::try_from(*o).unwrap_or(0))
-                .collect(),
-        )),
-        Step::Skip { .. } => None,
     }
 }

@@ -47,7 +47,7 @@ use strait_records::{Batch, Limits, Record};
 use super::tests::{batch_of, record_set, settings, source_record};
 use super::*;
 use crate::config::model::IncidentPolicy;
-use crate::error::IncidentKind;
+use crate::error::{IncidentKind, MirrorError};
 
 /// The producer's window in the model.
 const WINDOW: usize = 2;

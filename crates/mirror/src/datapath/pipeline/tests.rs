@@ -6,7 +6,7 @@ use strait_records::{Batch, BatchBuilder, Compression, Limits, MergeOptions, Rec
 
 use super::*;
 use crate::config::model::IncidentPolicy;
-use crate::error::IncidentKind;
+use crate::error::{IncidentKind, MirrorError};
 
 /// The source record at `offset` (its content names it).
 pub(super) fn source_record(offset: i64) -> Record {
