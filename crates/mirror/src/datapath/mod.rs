@@ -13,7 +13,7 @@
 //! | [`inbox`] | a partition's bounded queue from its fetcher, and its stop signal |
 //! | [`topic_id`] | pure: whether a feed's source topic is still the topic of its id (a re-created topic is never read at the old position) |
 //! | [`stability`] | whether a source broker's last stable offset can decide transactions |
-//! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules (`pipeline/feed.rs`: a fetched record set planned, each step through recovery into the queue, out of range and re-creation; `pipeline/produce.rs`: batches handed on, acknowledgements, recording into the map) |
+//! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules (`pipeline/feed.rs`: a fetched record set planned, each step through recovery into the queue, out of range and re-creation; `pipeline/produce.rs`: batches handed on, acknowledgements, recording into the map; the model test `pipeline/model.rs` is driven in `model/world.rs` and checked in `model/rules.rs`) |
 //! | [`sink`] | the flow's producer: idempotent (at-least-once) or transactional (exactly-once) |
 //! | [`commit`] | exactly-once: the barrier between the drivers and the committer that ends each transaction |
 //! | [`partition`] | drives the pipeline: fetcher feed, producer (≤ 5 in flight), acknowledgements, the offset map (`partition/act.rs`: what it does for each of the pipeline's actions) |
