@@ -16,7 +16,7 @@
 //! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules (`pipeline/feed.rs`: a fetched record set planned, each step through recovery into the queue, out of range and re-creation; `pipeline/produce.rs`: batches handed on, acknowledgements, recording into the map; the model test `pipeline/model.rs` is driven in `model/world.rs` and checked in `model/rules.rs`) |
 //! | [`sink`] | the flow's producer: idempotent (at-least-once) or transactional (exactly-once) |
 //! | [`commit`] | exactly-once: the barrier between the drivers and the committer that ends each transaction |
-//! | [`partition`] | drives the pipeline: fetcher feed, producer (≤ 5 in flight), acknowledgements, the offset map (`partition/act.rs`: what it does for each of the pipeline's actions) |
+//! | [`partition`] | drives the pipeline: fetcher feed, producer (≤ 5 in flight), acknowledgements, the offset map (`partition/act.rs`: what it does for each of the pipeline's actions; `partition/drive.rs`: the driver's loop and what wakes it; `partition/hand_on.rs`: batches handed to the producer; `partition/held_bytes.rs`: the held-bytes check after each plan) |
 //!
 //! Fetcher → (inbox) → partition driver → [`pipeline::Pipeline`] (plan → recovery →
 //! coalescing queue) → `IdempotentProducer` → acknowledgements in order → offset map. The producer patches forwarded batch headers (producer id, epoch,

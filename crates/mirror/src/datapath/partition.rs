@@ -34,17 +34,15 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use strait_client::{Ack, Client, IsolationLevel, OffsetSpec, TrySend};
+use strait_client::{Client, IsolationLevel, OffsetSpec};
 use strait_offsets::{MapWriter, Side};
-use strait_records::{Batch, CompressedPolicy, Limits, MergeOptions, push_lean};
+use strait_records::{Batch, CompressedPolicy, Limits, MergeOptions};
 use tokio::sync::Notify;
 
 use super::budget::{Budget, Reservation};
 use super::commit::GateHandle;
-use super::fetcher::{Feed, PartitionFeed, RecordSet};
-use super::inbox::Inbound;
-use super::pipeline::{Fetched, Pipeline, Recorded, Settings};
-use super::plan::Planner;
+use super::fetcher::PartitionFeed;
+use super::pipeline::{Pipeline, Recorded, Settings};
 use super::recovery::Recovery;
 use super::sink::Sink;
 use crate::clock::now_ms;
@@ -365,23 +363,6 @@ impl Held {
     }
 }
 
-/// The barrier changed (never resolves without one).
-async fn gate_changed(gate: &mut Option<Box<GateHandle>>) {
-    match gate {
-        Some(g) => g.changed().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// What woke the driver.
-enum Wake {
-    Gate,
-    Stop,
-    Acked(strait_client::Result<Ack>),
-    LogStart(Result<i64, MirrorError>),
-    Feed(Feed),
-}
-
 struct Driver<'a> {
     spec: &'a PartitionSpec,
     feed: &'a PartitionFeed,
@@ -393,237 +374,6 @@ struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    /// Drives the machine until it finishes or would wait for the inbox alone ([`run`]);
-    /// `parts.acks` holds the acknowledgements not yet resolved (the caller settles them
-    /// after an error). A stop asked for while parked is seen here, at once.
-    async fn run(&self, parts: &mut Parts) -> Result<Ran, MirrorError> {
-        let Parts {
-            machine,
-            acks,
-            held,
-        } = parts;
-        let mut log_start: Option<LogStartWait<'a>> = None;
-        let mut recorded: Vec<Recorded> = Vec::new();
-        // A run starts only while the machine is not stopping (it parks only wanting data).
-        let mut stopping = false;
-        let mut produced = false;
-        if self.feed.stop_asked() {
-            machine.stop();
-            stopping = true;
-        }
-        loop {
-            produced |= self
-                .act(machine, acks, &mut log_start, held, &mut recorded)
-                .await?;
-            if let Some(g) = &mut held.gate {
-                if g.failed() {
-                    return Err(MirrorError::other(
-                        "the flow's transaction failed; the flow restarts from its last commit",
-                    ));
-                }
-                if g.sealed() && acks.is_empty() {
-                    // Everything handed on is recorded: the map describes exactly this
-                    // partition's batches in the sealed transaction.
-                    g.quiet();
-                }
-            }
-            if machine.is_finished() {
-                return Ok(Ran::Finished);
-            }
-            self.release_tail_if_short(machine);
-            let wants_feed = machine.wants_feed();
-            if wants_feed
-                && acks.is_empty()
-                && log_start.is_none()
-                && held.gate.is_none()
-                && self.feed.is_empty()
-            {
-                // The select below would wait for the inbox alone ([`run`]: parked).
-                return Ok(Ran::Idle { produced });
-            }
-            let wake = tokio::select! {
-                biased;
-                () = gate_changed(&mut held.gate) => Wake::Gate,
-                a = head(acks) => Wake::Acked(a),
-                s = pending_or(&mut log_start) => Wake::LogStart(s),
-                // One receiver for the feed and the stop: the inbox wakes one waiter.
-                inbound = self.feed.recv(wants_feed, !stopping) => match inbound {
-                    Inbound::Stop => Wake::Stop,
-                    Inbound::Item(item) => Wake::Feed(item),
-                },
-            };
-            match wake {
-                Wake::Gate => {
-                    if !held.must_wait_gate() {
-                        while let Some((batch, fetched)) = held.waiting.pop_front() {
-                            if let Some(batch) = self.hand_on(batch, fetched, acks, held)? {
-                                Box::pin(self.hand_on_waiting(batch, fetched, acks, held)).await?;
-                            }
-                        }
-                    }
-                }
-                Wake::Stop => {
-                    stopping = true;
-                    machine.stop();
-                }
-                Wake::Acked(acked) => {
-                    let sent = acks.pop_front();
-                    match acked {
-                        Ok(a) => {
-                            let gap = sent.map_or(0, |s| {
-                                self.feed.metrics.engine_acked(s.fetched, s.handed);
-                                s.gap
-                            });
-                            machine.acked_after(a.base_offset, gap)?
-                        }
-                        Err(e) => {
-                            self.feed.metrics.produce_error();
-                            return Err(machine.produce_failed(e));
-                        }
-                    }
-                }
-                Wake::LogStart(start) => {
-                    log_start = None;
-                    let r = machine.log_start(start?);
-                    self.counted(r)?;
-                }
-                Wake::Feed(item) => self.fed(machine, item)?,
-            }
-        }
-    }
-
-    /// Hands one feed item to the machine.
-    fn fed(&self, machine: &mut Pipeline<BatchPin>, item: Feed) -> Result<(), MirrorError> {
-        match item {
-            Feed::Data(set) => {
-                let RecordSet {
-                    generation,
-                    position,
-                    records,
-                    aborted,
-                    end,
-                    stable,
-                    reservation,
-                    received,
-                } = *set;
-                let planned = machine.fetched(Fetched {
-                    generation,
-                    position,
-                    records,
-                    aborted: &aborted,
-                    stable,
-                    pin: BatchPin {
-                        reservation,
-                        fetched: received,
-                    },
-                });
-                let Some(planned) = self.counted(planned)? else {
-                    return Ok(());
-                };
-                self.progress.end.store(end, Ordering::Relaxed);
-                let m = &self.feed.metrics;
-                m.dropped_n("control", u64::from(planned.dropped_control));
-                m.dropped_n("aborted", u64::from(planned.dropped_aborted));
-                for r in &planned.slow {
-                    m.slow_path(r.as_str());
-                }
-                check_held(self.spec, self.feed, machine.planner_mut())
-            }
-            Feed::OutOfRange {
-                generation,
-                position,
-            } => {
-                machine.out_of_range(generation, position);
-                Ok(())
-            }
-            Feed::SourceRecreated => {
-                machine.source_recreated();
-                Ok(())
-            }
-            Feed::Failed(e) => Err(*e),
-        }
-    }
-
-    /// Hands a batch to the producer if it takes it without waiting; its acknowledgement
-    /// joins `acks` ([`Driver::handed`]). Gives the batch back when the producer must wait
-    /// (the window is full, or exactly-once: the partition's first batch of a
-    /// transaction): the caller awaits [`Driver::hand_on_waiting`] boxed, as that is rare
-    /// and its future is ~900 bytes, which inline would size every partition's task
-    /// (10,000 partitions, one task each).
-    fn hand_on(
-        &self,
-        batch: Batch,
-        fetched: Instant,
-        acks: &mut VecDeque<InFlight>,
-        held: &mut Held,
-    ) -> Result<Option<Batch>, MirrorError> {
-        let spec = self.spec;
-        let generation = held.gate.as_deref().map(GateHandle::generation);
-        match self
-            .producer
-            .try_send(&spec.shared.target_topic, spec.partition, batch)
-        {
-            Ok(TrySend::Queued(ack)) => {
-                self.handed(ack, generation, fetched, acks, held);
-                Ok(None)
-            }
-            Ok(TrySend::Later(batch)) => Ok(Some(batch)),
-            Err(e) => Err(MirrorError::kafka("produce", e)),
-        }
-    }
-
-    /// [`Driver::hand_on`] for a batch the producer could not take at once: waits until
-    /// it can.
-    async fn hand_on_waiting(
-        &self,
-        batch: Batch,
-        fetched: Instant,
-        acks: &mut VecDeque<InFlight>,
-        held: &mut Held,
-    ) -> Result<(), MirrorError> {
-        let spec = self.spec;
-        let generation = held.gate.as_deref().map(GateHandle::generation);
-        let ack = self
-            .producer
-            .send(&spec.shared.target_topic, spec.partition, batch)
-            .await
-            .map_err(|e| MirrorError::kafka("produce", e))?;
-        self.handed(ack, generation, fetched, acks, held);
-        Ok(())
-    }
-
-    /// A batch handed on under transaction `generation` (exactly-once) joins `acks` with
-    /// the target offsets known to lie before it and when its oldest input was `fetched`.
-    /// Exactly-once: the first batch of the run follows the start gap (`spec.start_gap`); a
-    /// batch in a later transaction than the partition's previous batch follows that
-    /// transaction's commit marker (one offset); nothing else writes to the partition (a
-    /// broker that writes an earlier transaction's marker late adds one more, which the
-    /// live check passes over: [`Action::Duplicates`] with no records).
-    fn handed(
-        &self,
-        ack: strait_client::AckFuture,
-        generation: Option<u64>,
-        fetched: Instant,
-        acks: &mut VecDeque<InFlight>,
-        held: &mut Held,
-    ) {
-        let gap = match (held.last_sent, generation) {
-            (None, Some(_)) => self.spec.start_gap,
-            (Some(last), Some(now)) if now > last => 1,
-            _ => 0,
-        };
-        held.last_sent = generation;
-        push_lean(
-            acks,
-            InFlight {
-                ack,
-                gap,
-                fetched,
-                handed: Instant::now(),
-            },
-        );
-    }
-
     /// Metrics and progress after map updates.
     fn recorded(&self, recorded: &[Recorded]) {
         let metrics = &self.feed.metrics;
@@ -658,22 +408,6 @@ impl<'a> Driver<'a> {
     }
 }
 
-/// The oldest acknowledgement awaited (never resolves when none is).
-async fn head(acks: &mut VecDeque<InFlight>) -> strait_client::Result<Ack> {
-    match acks.front_mut() {
-        Some(sent) => (&mut sent.ack).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The log start asked for (never resolves when none is).
-async fn pending_or(wait: &mut Option<LogStartWait<'_>>) -> Result<i64, MirrorError> {
-    match wait {
-        Some(w) => w.await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The source partition's log start offset (ListOffsets EARLIEST).
 async fn source_log_start(source: &Client, spec: &PartitionSpec) -> Result<i64, MirrorError> {
     let offsets = source
@@ -687,94 +421,6 @@ async fn source_log_start(source: &Client, spec: &PartitionSpec) -> Result<i64, 
     Ok(offsets.first().map_or(0, |o| o.offset.max(0)))
 }
 
-/// Publishes the partition's held bytes (its budget account and the `strait_held_bytes`
-/// metric; `/health` names the oldest open transaction while every partition together
-/// holds more than the budget's held limit) and acts when the partition holds more than it
-/// may while transactions are open — more than `spec.shared.max_held_bytes` alone, or the most of
-/// all partitions while they exceed the held limit together (rules 5–6 of
-/// [`super::quota`]; when another partition holds the most, that one is told through its
-/// account and its fetcher makes it look with an empty record set): it spills ([`Planner::spill`]: the held batches are dropped, the partition reads
-/// ahead for the markers and then re-reads from where its steps stopped, moving the fetch
-/// cursor back when the planner asks) or, with `--once` or when already spilling, fails
-/// with an error naming the transaction.
-fn check_held(
-    spec: &PartitionSpec,
-    feed: &PartitionFeed,
-    planner: &mut Planner<BatchPin>,
-) -> Result<(), MirrorError> {
-    if let Some(at) = planner.take_rewind() {
-        tracing::info!(flow = %spec.shared.flow, topic = %spec.shared.source_topic,
-            partition = spec.partition,
-            from = at, "every transaction held before the spill is decided: re-reading");
-        feed.with_cursor(|c| c.position = at);
-    }
-    let held = planner.held_bytes();
-    let oldest = planner.oldest_open();
-    let share = feed.share(&spec.shared.budget, &spec.shared.flow);
-    share.set_held(held as u64, oldest.map(|t| (t.producer_id, t.first_offset)));
-    feed.metrics.held(held as u64);
-    let over = spec.shared.budget.held() > spec.shared.budget.held_limit();
-    feed.metrics.held_alarm(over.then(|| {
-        let oldest = spec
-            .shared
-            .budget
-            .oldest_held()
-            .map_or_else(String::new, |o| {
-                format!(
-                    "; the oldest open transaction: producer id {} since source offset {} of {}",
-                    o.producer_id, o.first_offset, o.partition
-                )
-            });
-        format!(
-            "{} bytes are held for open transactions, more than the {} allowed{oldest}",
-            spec.shared.budget.held(),
-            spec.shared.budget.held_limit()
-        )
-    }));
-    let err = if held > spec.shared.max_held_bytes {
-        let txn = oldest.map_or_else(
-            || "no open transaction".to_owned(),
-            |t| {
-                format!(
-                    "the transaction of producer id {} open since source offset {}",
-                    t.producer_id, t.first_offset
-                )
-            },
-        );
-        format!(
-            "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
-             abort, more than the {} allowed (half of engine.in_flight_memory); raise \
-             engine.in_flight_memory or end the transaction",
-            planner.held_batches(),
-            spec.shared.source_topic,
-            spec.partition,
-            spec.shared.max_held_bytes
-        )
-    } else if let Some(why) = share.take_eviction() {
-        why
-    } else {
-        match spec.shared.budget.check_held(share) {
-            Ok(()) => return Ok(()),
-            Err(e) => e,
-        }
-    };
-    // `--once` stops at the end seen at start: it does not read ahead for markers.
-    if spec.until.is_none() && planner.spill() {
-        tracing::warn!(flow = %spec.shared.flow, topic = %spec.shared.source_topic,
-            partition = spec.partition,
-            "{err}: dropping the held batches and reading ahead for the markers; the \
-             partition re-reads them once decided");
-        share.set_held(0, None);
-        feed.metrics.held(0);
-        if spec.shared.budget.held() <= spec.shared.budget.held_limit() {
-            feed.metrics.held_alarm(None);
-        }
-        return Ok(());
-    }
-    // A restart would hold the same bytes again: this stops the flow, with the reason.
-    Err(MirrorError::config(err))
-}
-
 fn mark_done(progress: &Progress) {
     if !progress.done.swap(true, Ordering::AcqRel) {
         progress.notify.notify_waiters();
@@ -782,5 +428,8 @@ fn mark_done(progress: &Progress) {
 }
 
 mod act;
+mod drive;
+mod hand_on;
+mod held_bytes;
 #[cfg(test)]
 mod tests;

@@ -79,7 +79,7 @@
 //!   produced; finished when everything is recorded.
 //!
 //! The held-bytes limit for open transactions is checked by the driver after each plan
-//! (`partition::check_held`, on [`Pipeline::planner`]).
+//! (`partition::held_bytes::check_held`, on [`Pipeline::planner`]).
 //!
 //! [`Incident::recovery_mismatch`]: crate::incident::Incident::recovery_mismatch
 //! [`Incident::acked_elsewhere`]: crate::incident::Incident::acked_elsewhere
