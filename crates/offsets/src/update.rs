@@ -1,7 +1,7 @@
 //! The vocabulary of changes to a map and the journal of changes not yet checkpointed
 //! (the checkpoints built from them are [`crate::checkpoint`]'s).
 //!
-//! Every mutation of an [`OffsetMap`] is an [`Update`], applied by the same code live and
+//! Every mutation of an [`OffsetMap`](crate::OffsetMap) is an [`Update`], applied by the same code live and
 //! on replay, so a map rebuilt from a snapshot plus the deltas after it is identical to the
 //! map that wrote them (coarsening included: it is deterministic given the budget).
 

@@ -171,7 +171,7 @@ pub enum Error {
         /// Which field overflowed.
         reason: &'static str,
     },
-    /// A batch that [`crate::merge`] must not merge (control or transactional).
+    /// A batch that [`crate::merge()`] must not merge (control or transactional).
     #[error("batch at base offset {base_offset} cannot be merged: {reason}")]
     NotMergeable {
         /// The batch's base offset.
@@ -179,7 +179,7 @@ pub enum Error {
         /// Why.
         reason: &'static str,
     },
-    /// [`crate::merge`] inputs are not in offset order.
+    /// [`crate::merge()`] inputs are not in offset order.
     #[error(
         "batch at base offset {base_offset} starts before the previous batch ends (offset {expected_at_least})"
     )]

@@ -4,7 +4,7 @@
 //! # The fast path
 //!
 //! A Fetch response's `records` for one partition is a slice of the response buffer.
-//! [`split`] walks it into [`Batch`]es — slices of that same buffer, never copies —
+//! [`split()`] walks it into [`Batch`]es — slices of that same buffer, never copies —
 //! trimming a partial trailing batch (Fetch responses may end with one). Each batch's
 //! 61-byte header is decoded into a [`BatchHeader`]. Then, per batch:
 //!
@@ -45,7 +45,7 @@
 //!
 //! # Coalescing
 //!
-//! [`merge`] turns many small consecutive batches of one partition into fewer large ones
+//! [`merge()`] turns many small consecutive batches of one partition into fewer large ones
 //! (up to [`MergeOptions::max_bytes`]), for links where round trips, not bytes, are the
 //! limit. Uncompressed records are rewritten without decoding keys, values or headers;
 //! compressed batches are left alone or recompressed ([`CompressedPolicy`]). Each merged

@@ -111,7 +111,7 @@ pub struct PartitionFeed {
     /// What the fetcher hands the pipeline, and the flow's stop.
     inbox: Inbox<Feed>,
     last_end: Mutex<i64>,
-    /// Consecutive responses that held only part of the next batch (see [`partial`]).
+    /// Consecutive responses that held only part of the next batch (see [`broker::partial`]).
     partial: std::sync::atomic::AtomicU32,
     /// Its account in the in-flight budget (opened by the first fetcher it is routed to).
     share: OnceLock<Share>,

@@ -18,7 +18,7 @@ pub(super) const FLOW: &[&str] = &["flow"];
 pub(super) struct Families {
     /// Every partition's row: `strait_records_replicated_total`,
     /// `strait_bytes_replicated_total`, `strait_lag_offsets`, `strait_lag_seconds`,
-    /// `strait_offset_map_runs` and `strait_held_bytes` are its columns ([`row`]).
+    /// `strait_offset_map_runs` and `strait_held_bytes` are its columns ([`super::row`]).
     pub(super) rows: Family<Arc<PartitionRow>>,
     pub(super) latency: Family<Histogram>,
     pub(super) fetch_errors: Family<Counter>,

@@ -54,7 +54,7 @@ pub struct PartitionMetrics {
     /// Its series' key: flow, topic, partition (the labels of its lazy series too).
     key: family::SeriesKey,
     partition: i32,
-    /// Records, bytes, lags, map runs and held bytes ([`row`]).
+    /// Records, bytes, lags, map runs and held bytes ([`super::row`]).
     row: Arc<PartitionRow>,
     latency: Histogram,
     /// The flow's `strait_replication_engine_latency_seconds` (shared by its partitions).

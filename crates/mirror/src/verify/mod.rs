@@ -8,7 +8,7 @@
 //! Folder map:
 //! - [`content`]: a record's content as compared (a digest per field);
 //! - [`spans`]: the map cut into the pieces compared (pure);
-//! - [`compare`]: the pure rules for one partition (findings by offset);
+//! - [`compare`](mod@compare): the pure rules for one partition (findings by offset);
 //! - [`judge`]: the pure verdicts (group positions, outcomes) and the bandwidth pace;
 //! - `groups.rs`: each group position read, translated and proven;
 //! - `partition.rs`: one partition's bounds and map gathered, its records read and compared;

@@ -1,7 +1,7 @@
-//! The offset map cut into the pieces `strait verify` compares ([`super::compare`]): its
-//! exact runs, its coarse segments and the gaps between them, up to the replicated end on
-//! both sides; clipped to what both logs still hold (retention), split into windows read
-//! at once, or sampled.
+//! The offset map cut into the pieces `strait verify` compares
+//! ([`compare`](mod@super::compare)): its exact runs, its coarse segments and the gaps
+//! between them, up to the replicated end on both sides; clipped to what both logs still
+//! hold (retention), split into windows read at once, or sampled.
 
 use std::ops::Range;
 

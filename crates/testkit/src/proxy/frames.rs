@@ -30,7 +30,7 @@ pub(super) fn client_id(head: &[u8]) -> Option<&[u8]> {
 }
 
 /// Follows the Kafka frames (4-byte big-endian length prefix, then the body) of one
-/// direction of one connection, for [`FaultProxy::corrupt_frames`].
+/// direction of one connection, for [`crate::FaultProxy::corrupt_frames`].
 #[derive(Debug, Default)]
 pub(super) struct FrameCursor {
     prefix: [u8; 4],

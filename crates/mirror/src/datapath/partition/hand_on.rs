@@ -67,7 +67,7 @@ impl<'a> Driver<'a> {
     /// batch in a later transaction than the partition's previous batch follows that
     /// transaction's commit marker (one offset); nothing else writes to the partition (a
     /// broker that writes an earlier transaction's marker late adds one more, which the
-    /// live check passes over: [`Action::Duplicates`] with no records).
+    /// live check passes over: [`crate::datapath::pipeline::Action::Duplicates`] with no records).
     fn handed(
         &self,
         ack: strait_client::AckFuture,
