@@ -10,18 +10,20 @@
 //! - Any failure (socket error, protocol violation, a request timing out) **poisons** the
 //!   connection: every pending and queued request fails with a retriable error, both tasks
 //!   stop, and the owner ([`crate::broker`]) opens a new connection on next use.
+//!
+//! The tasks live in child files: [`reader`] (the read loop) and [`writer`] (the write
+//! loop, its coalescing and vectored writes).
 
 use std::collections::VecDeque;
-use std::io::IoSlice;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::AbortHandle;
 
@@ -29,8 +31,12 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::frame::{self, Frame, FrameReader, Request};
 use crate::versions::BrokerVersions;
 
-/// How many queued frames the writer coalesces into one vectored write loop.
-const MAX_COALESCE: usize = 64;
+mod reader;
+mod writer;
+
+use reader::read_loop;
+use writer::write_loop;
+
 /// Frames queued for the writer before callers wait (back-pressure).
 const QUEUE_DEPTH: usize = 256;
 
@@ -403,179 +409,6 @@ impl Connection {
             .map_err(|e| e.broker(self.broker_id()))?;
         Ok((v, self.call(req, v, timeout).await?))
     }
-}
-
-async fn read_loop<R: AsyncRead + Unpin>(mut reader: FrameReader<R>, shared: Arc<Shared>) {
-    let err = loop {
-        let frame = match reader.read_frame().await {
-            Ok(Some(f)) => f,
-            Ok(None) => break closed_err().message("broker closed the connection"),
-            Err(e) => break e,
-        };
-        let corr = match frame::peek_correlation_id(&frame) {
-            Ok(c) => c,
-            Err(e) => break e,
-        };
-        let p = {
-            let mut st = shared.state.lock();
-            // Requests Kafka never answers (acks=0) that precede this response were not
-            // answered: drop them.
-            while st
-                .pending
-                .front()
-                .is_some_and(|p| p.tx.is_none() && p.correlation_id != corr)
-            {
-                st.pending.pop_front();
-            }
-            match st.pending.front() {
-                Some(p) if p.correlation_id == corr => st.pending.pop_front(),
-                Some(p) => {
-                    let want = p.correlation_id;
-                    drop(st);
-                    break Error::protocol(format!(
-                        "response correlation id {corr}, expected {want}"
-                    ));
-                }
-                None => {
-                    drop(st);
-                    break Error::protocol(format!("unsolicited response (correlation id {corr})"));
-                }
-            }
-        };
-        if let Some(Pending {
-            tx: Some(tx),
-            api,
-            version,
-            ..
-        }) = p
-        {
-            let body = frame::strip_response_header(api, version, frame);
-            // The caller may have gone away (cancelled); that is fine.
-            let _ = tx.send(body);
-        }
-    };
-    shared.poison(err.broker(shared.broker_id));
-}
-
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut wr: W,
-    mut rx: mpsc::Receiver<Outgoing>,
-    shared: Arc<Shared>,
-) {
-    let mut batch: Vec<Outgoing> = Vec::with_capacity(MAX_COALESCE);
-    // Reused for every write (no allocation per request).
-    let mut parts: VecDeque<Bytes> = VecDeque::new();
-    let mut written = Vec::with_capacity(MAX_COALESCE);
-    loop {
-        let first = tokio::select! {
-            biased;
-            _ = shared.stop_writer.notified() => break,
-            m = rx.recv() => match m { Some(m) => m, None => break },
-        };
-        batch.push(first);
-        while batch.len() < MAX_COALESCE {
-            match rx.try_recv() {
-                Ok(m) => batch.push(m),
-                Err(_) => break,
-            }
-        }
-        // Register responses before writing so the reader can never see an answer to a
-        // request it does not know about.
-        parts.clear();
-        {
-            let mut st = shared.state.lock();
-            if let Some(e) = st.closed.clone() {
-                drop(st);
-                fail_all(&mut batch, &e);
-                break;
-            }
-            for m in batch.drain(..) {
-                parts.extend(m.frame.parts);
-                if let Some(p) = m.pending {
-                    st.pending.push_back(p);
-                }
-                written.extend(m.written);
-            }
-        }
-        let res = write_parts(&mut wr, &mut parts).await;
-        match res {
-            Ok(()) => {
-                for w in written.drain(..) {
-                    let _ = w.send(Ok(()));
-                }
-            }
-            Err(e) => {
-                let e = Error::from(e).broker(shared.broker_id);
-                for w in written.drain(..) {
-                    let _ = w.send(Err(e.clone()));
-                }
-                shared.poison(e);
-                break;
-            }
-        }
-    }
-    // Fail whatever is still queued; new sends fail because the receiver is closed.
-    rx.close();
-    let e = shared.closed().unwrap_or_else(closed_err);
-    while let Ok(m) = rx.try_recv() {
-        batch.push(m);
-    }
-    fail_all(&mut batch, &e);
-    let _ = wr.shutdown().await;
-}
-
-fn fail_all(batch: &mut Vec<Outgoing>, e: &Error) {
-    for m in batch.drain(..) {
-        if let Some(Pending {
-            tx: Some(tx), api, ..
-        }) = m.pending
-        {
-            let _ = tx.send(Err(e.clone().api(api)));
-        }
-        if let Some(w) = m.written {
-            let _ = w.send(Err(e.clone()));
-        }
-    }
-}
-
-/// Writes every part with vectored writes, then flushes.
-async fn write_parts<W: AsyncWrite + Unpin>(
-    wr: &mut W,
-    parts: &mut VecDeque<Bytes>,
-) -> std::io::Result<()> {
-    const MAX_SLICES: usize = 64;
-    while !parts.is_empty() {
-        let n = {
-            // On the stack: no allocation per write.
-            let mut slices = [IoSlice::new(&[]); MAX_SLICES];
-            let mut k = 0;
-            for (s, b) in slices.iter_mut().zip(parts.iter()) {
-                *s = IoSlice::new(b);
-                k += 1;
-            }
-            wr.write_vectored(&slices[..k]).await?
-        };
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        let mut left = n;
-        while left > 0 {
-            let Some(front) = parts.front_mut() else {
-                break;
-            };
-            if front.len() <= left {
-                left -= front.len();
-                parts.pop_front();
-            } else {
-                front.advance(left);
-                left = 0;
-            }
-        }
-        while parts.front().is_some_and(Bytes::is_empty) {
-            parts.pop_front();
-        }
-    }
-    wr.flush().await
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{
     ApiVersionsResponse, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, decode_request_header_from_buffer};
-use tokio::io::{AsyncReadExt, DuplexStream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
 /// Reads one request frame: header + remaining body bytes.
 pub(crate) async fn read_request<S: AsyncRead + Unpin>(
