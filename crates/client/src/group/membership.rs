@@ -67,8 +67,8 @@
 //!     (ILLEGAL_GENERATION once the join completed, network errors) is ignored: the call's
 //!     answer decides.
 //!
-//! The machine's answers live in child files: [`answers`] (JoinGroup, SyncGroup,
-//! Heartbeat and LeaveGroup answers, and the error codes they share) and [`keepalive`]
+//! The machine's answers live in child files: `answers` (JoinGroup, SyncGroup,
+//! Heartbeat and LeaveGroup answers, and the error codes they share) and `keepalive`
 //! (rule 15's keep-alive heartbeats).
 
 use std::time::{Duration, Instant};
