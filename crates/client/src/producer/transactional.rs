@@ -20,26 +20,29 @@
 //! Lock order: the idempotent producer's state, then the transaction (the batch observer
 //! runs under the first and takes the second); this module never calls the producer while
 //! holding the transaction's lock.
+//!
+//! The producer's calls live in child files: [`send`] (admission, batches, records and
+//! offsets in the open transaction) and [`end`] (commit, abort and the epoch bump).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use strait_records::{Batch, Compression};
+use strait_records::Compression;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::producer::idempotent::{AckFuture, IdempotentProducer, ProducerStats, TrySend};
-use crate::producer::records::{ProducerRecord, build_batches};
-use crate::producer::sequencer::TopicPartition;
+use crate::producer::idempotent::{IdempotentProducer, ProducerStats};
 use crate::producer::state::{Observer, ProducerConfig};
-use crate::producer::transaction::{Admission, End, Phase, Transaction, TxnApi, Verdict, classify};
-use crate::rpc::offsets::{CommitOffset, GroupMember};
+use crate::producer::transaction::{Phase, Transaction, TxnApi, Verdict, classify};
 use crate::rpc::txn::ProducerIdentity;
+
+mod end;
+mod send;
 
 /// Transactional producer settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,31 +119,6 @@ impl std::fmt::Debug for TransactionalProducer {
             .field("identity", &self.identity())
             .field("phase", &self.phase())
             .finish_non_exhaustive()
-    }
-}
-
-/// Marks an admitted send as returned, however it ends.
-struct Sending<'a>(&'a Inner);
-
-impl Drop for Sending<'_> {
-    fn drop(&mut self) {
-        self.0.txn.lock().sent();
-        self.0.changed.notify_waiters();
-    }
-}
-
-/// Gives an AddPartitionsToTxn back to the state machine if its caller is cancelled.
-struct Adding<'a> {
-    inner: &'a Inner,
-    done: bool,
-}
-
-impl Drop for Adding<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            self.inner.txn.lock().on_add_abandoned();
-            self.inner.changed.notify_waiters();
-        }
     }
 }
 
@@ -266,248 +244,9 @@ impl TransactionalProducer {
         self.inner.txn.lock().begin()
     }
 
-    /// Queues a raw batch (forwarded or built) for `topic`/`partition` in the open
-    /// transaction: stamped with our producer id, epoch and sequence and the transactional
-    /// bit, the payload not copied. Adds the partition to the transaction first if needed.
-    /// The [`AckFuture`] resolves when the batch is written (not yet committed).
-    pub async fn send(&self, topic: &str, partition: i32, batch: Batch) -> Result<AckFuture> {
-        let tp: TopicPartition = (Arc::from(topic), partition);
-        let _sending = self.admit(&tp).await?;
-        self.queue(topic, partition, batch).await
-    }
-
-    /// [`send`](Self::send) without waiting: the batch back as [`TrySend::Later`] when the
-    /// partition is not yet in the transaction (or is being added) or its window is full;
-    /// `send` waits for those. Not a future (see [`IdempotentProducer::try_send`]).
-    pub fn try_send(&self, topic: &str, partition: i32, batch: Batch) -> Result<TrySend> {
-        let inner = &*self.inner;
-        let tp: TopicPartition = (Arc::from(topic), partition);
-        if !inner.txn.lock().try_admit(&tp) {
-            return Ok(TrySend::Later(batch));
-        }
-        let _sending = Sending(inner);
-        let sent = inner.producer.try_send(topic, partition, batch);
-        self.sent(sent)
-    }
-
-    /// Batches `records` (the configured codec and batch size) for `topic`/`partition` and
-    /// queues them in the open transaction, through the same producer id as
-    /// [`send`](Self::send): e.g. the state records describing the forwarded batches.
-    pub async fn send_records(
-        &self,
-        topic: &str,
-        partition: i32,
-        records: &[ProducerRecord],
-    ) -> Result<Vec<AckFuture>> {
-        let cfg = &self.inner.cfg;
-        let batches = build_batches(records, cfg.compression, cfg.max_batch_bytes)?;
-        let tp: TopicPartition = (Arc::from(topic), partition);
-        let _sending = self.admit(&tp).await?;
-        let mut acks = Vec::with_capacity(batches.len());
-        for b in batches {
-            acks.push(self.queue(topic, partition, b).await?);
-        }
-        Ok(acks)
-    }
-
-    async fn queue(&self, topic: &str, partition: i32, batch: Batch) -> Result<AckFuture> {
-        let sent = self.inner.producer.send(topic, partition, batch).await;
-        self.sent(sent)
-    }
-
-    /// What a send's outcome does to the transaction: a batch not queued fails it, unless
-    /// it was a refused input (a corrupt batch is never queued: the transaction is intact).
-    fn sent<T>(&self, sent: Result<T>) -> Result<T> {
-        match sent {
-            Ok(t) => Ok(t),
-            Err(e) if matches!(e.kind(), ErrorKind::InvalidInput(_)) => Err(e),
-            Err(e) => {
-                self.inner.txn.lock().on_batch(&Err(e.clone()));
-                Err(e)
-            }
-        }
-    }
-
-    /// Waits until a batch for `tp` may be sent, adding the partition to the transaction
-    /// (or waiting for the add under way).
-    async fn admit(&self, tp: &TopicPartition) -> Result<Sending<'_>> {
-        let inner = &*self.inner;
-        loop {
-            let notified = inner.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let admission = inner.txn.lock().admit(tp)?;
-            match admission {
-                Admission::Go => return Ok(Sending(inner)),
-                Admission::Wait => notified.await,
-                Admission::Add(partitions) => {
-                    let mut guard = Adding { inner, done: false };
-                    // Boxed: the AddPartitionsToTxn round trip is a large future that is
-                    // awaited once per partition per transaction; inline, every `send`
-                    // future (one per partition in flight, in the caller's task) would
-                    // carry its ~5.5 KiB.
-                    let r = Box::pin(self.add_partitions(&partitions)).await;
-                    guard.done = true;
-                    if r.is_ok() {
-                        inner.adds.fetch_add(1, Ordering::Relaxed);
-                    }
-                    inner.txn.lock().on_added(r);
-                    inner.changed.notify_waiters();
-                }
-            }
-        }
-    }
-
-    async fn add_partitions(&self, partitions: &[TopicPartition]) -> Result<()> {
-        let mut by_topic: Vec<(&str, Vec<i32>)> = Vec::new();
-        for (t, p) in partitions {
-            match by_topic.iter_mut().find(|(x, _)| *x == &**t) {
-                Some((_, ps)) => ps.push(*p),
-                None => by_topic.push((t, vec![*p])),
-            }
-        }
-        let list: Vec<(&str, &[i32])> = by_topic.iter().map(|(t, ps)| (*t, &ps[..])).collect();
-        let id = self.current_identity()?;
-        let (client, tid) = (&self.inner.client, &self.inner.cfg.transactional_id);
-        retrying(client, TxnApi::AddPartitions, || {
-            client.add_partitions_to_txn(tid, id, &list)
-        })
-        .await
-    }
-
-    /// Commits `offsets` of consumer group `group` inside the open transaction
-    /// (AddOffsetsToTxn once per group per transaction, then TxnOffsetCommit to the group
-    /// coordinator): they become the group's committed offsets only if the transaction
-    /// commits. `member` is the group member committing ([`GroupMember::standalone`] for
-    /// a group without members).
-    pub async fn send_offsets(
-        &self,
-        group: &str,
-        member: &GroupMember,
-        offsets: &[CommitOffset],
-    ) -> Result<()> {
-        let inner = &*self.inner;
-        let needs_add = inner.txn.lock().admit_offsets(group)?;
-        let _sending = Sending(inner);
-        let id = self.current_identity()?;
-        let (client, tid) = (&inner.client, &inner.cfg.transactional_id);
-        if needs_add {
-            let r = retrying(client, TxnApi::AddOffsets, || {
-                client.add_offsets_to_txn(tid, id, group)
-            })
-            .await;
-            let mut t = inner.txn.lock();
-            t.on_offsets_added(group, r.clone());
-            if let Err(e) = r {
-                return Err(t.cause().cloned().unwrap_or(e));
-            }
-        }
-        let r = retrying(client, TxnApi::TxnOffsetCommit, || {
-            client.txn_offset_commit(tid, group, id, member, offsets)
-        })
-        .await;
-        let mut t = inner.txn.lock();
-        t.on_offsets_committed(r.clone());
-        r.map_err(|e| t.cause().cloned().unwrap_or(e))
-    }
-
     fn current_identity(&self) -> Result<ProducerIdentity> {
         self.identity()
             .ok_or_else(|| Error::new(ErrorKind::TransactionFatal("no producer id".into())))
-    }
-
-    /// Waits until no send is between admission and queueing, then until every queued
-    /// batch has its outcome.
-    async fn settle(&self) {
-        let inner = &*self.inner;
-        loop {
-            let notified = inner.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if inner.txn.lock().sending() == 0 {
-                break;
-            }
-            notified.await;
-        }
-        inner.producer.flush().await;
-    }
-
-    /// Commits the open transaction: waits for every batch to be acknowledged, then sends
-    /// EndTxn(commit). A failed batch makes it fail with an abortable error (call
-    /// [`abort`](Self::abort)); a retriable EndTxn failure leaves the outcome unknown and
-    /// `commit` must be called again.
-    pub async fn commit(&self) -> Result<()> {
-        let inner = &*self.inner;
-        let started = Instant::now();
-        inner.txn.lock().begin_commit()?;
-        self.settle().await;
-        let end = inner.txn.lock().end()?;
-        if let End::Send { commit } = end {
-            let id = self.current_identity()?;
-            let (client, tid) = (&inner.client, &inner.cfg.transactional_id);
-            let r = retrying(client, TxnApi::EndTxn, || client.end_txn(tid, id, commit)).await;
-            let mut t = inner.txn.lock();
-            t.on_ended(r.clone(), false);
-            if let Err(e) = r {
-                return Err(t.cause().cloned().unwrap_or(e));
-            }
-        }
-        inner.committed.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(elapsed = ?started.elapsed(), "transaction committed");
-        Ok(())
-    }
-
-    /// Aborts the open transaction (or does nothing when none is open): waits until every
-    /// queued batch has its outcome, sends EndTxn(abort), and bumps the epoch (KIP-360)
-    /// when a batch broke the sequence. Call it again after a retriable failure.
-    pub async fn abort(&self) -> Result<()> {
-        let inner = &*self.inner;
-        if !inner.txn.lock().begin_abort()? {
-            return Ok(());
-        }
-        self.settle().await;
-        let (client, tid) = (&inner.client, &inner.cfg.transactional_id);
-        let bump = inner.txn.lock().needs_epoch_bump();
-        if !bump {
-            let end = inner.txn.lock().end()?;
-            let r = match end {
-                End::Done => Ok(()),
-                End::Send { commit } => {
-                    let id = self.current_identity()?;
-                    retrying(client, TxnApi::EndTxn, || client.end_txn(tid, id, commit)).await
-                }
-            };
-            let needs_new_epoch = inner.producer.needs_identity();
-            let mut t = inner.txn.lock();
-            t.on_ended(r.clone(), needs_new_epoch);
-            if let Err(e) = r
-                && !t.needs_epoch_bump()
-            {
-                return Err(t.cause().cloned().unwrap_or(e));
-            }
-        }
-        if inner.txn.lock().needs_epoch_bump() {
-            let current = self.current_identity()?;
-            let tmo = inner.cfg.transaction_timeout;
-            let r = retrying(client, TxnApi::InitProducerId, || {
-                client.init_producer_id(Some(tid), tmo, Some(current))
-            })
-            .await;
-            match r {
-                Ok(id) => {
-                    tracing::info!(producer_id = id.id, epoch = id.epoch, "epoch bumped");
-                    inner.producer.install_identity(id);
-                    inner.txn.lock().on_bumped(Ok(()));
-                }
-                Err(e) => {
-                    let mut t = inner.txn.lock();
-                    t.on_bumped(Err(e.clone()));
-                    return Err(t.cause().cloned().unwrap_or(e));
-                }
-            }
-        }
-        inner.aborted.fetch_add(1, Ordering::Relaxed);
-        Ok(())
     }
 }
 
