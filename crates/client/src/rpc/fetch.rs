@@ -14,20 +14,21 @@
 //! dropped: copy it (`Bytes::copy_from_slice`) if you keep one partition's data for long.
 //!
 //! The steps of [`FetchSession::fetch`] (what changed, what to send, the next epoch) are in
-//! `fetch/session.rs`.
+//! `fetch/session.rs`; the request's encoding in `fetch/request.rs`; the response's
+//! conversion to a [`FetchResult`] in `fetch/response.rs`.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::FetchResponse;
 use uuid::Uuid;
 
 use crate::broker::Purpose;
 use crate::client::Client;
 use crate::error::{Error, Result};
+use request::{build_request, forgotten_topics, group_by_topic};
+use response::convert;
 use session::topic_ids;
 
 /// Which records a fetch may return.
@@ -192,166 +193,8 @@ pub struct FetchResult {
     pub throttle_time_ms: i32,
 }
 
-fn group_by_topic<'a>(
-    positions: impl Iterator<Item = &'a FetchPosition>,
-    version: i16,
-) -> Vec<FetchTopic> {
-    let mut topics: Vec<FetchTopic> = Vec::new();
-    for p in positions {
-        let part = FetchPartition::default()
-            .with_partition(p.partition)
-            .with_current_leader_epoch(if version >= 9 {
-                p.current_leader_epoch
-            } else {
-                -1
-            })
-            .with_fetch_offset(p.offset)
-            .with_last_fetched_epoch(-1)
-            .with_log_start_offset(-1)
-            .with_partition_max_bytes(p.max_bytes);
-        // At v13+ only the id is encoded; below it only the name.
-        let id = match p.topic_id {
-            Some(id) if version >= FIRST_BY_ID => id,
-            _ => Uuid::nil(),
-        };
-        match topics
-            .iter_mut()
-            .find(|t| *t.topic.0 == *p.topic && t.topic_id == id)
-        {
-            Some(t) => t.partitions.push(part),
-            None => topics.push(
-                FetchTopic::default()
-                    .with_topic(TopicName(StrBytes::from_string(p.topic.clone())))
-                    .with_topic_id(id)
-                    .with_partitions(vec![part]),
-            ),
-        }
-    }
-    topics
-}
-
-/// The forgotten partitions of an incremental fetch, grouped by topic (by id at v13+).
-fn forgotten_topics(forgotten: &[FetchPosition], version: i16) -> Vec<ForgottenTopic> {
-    let mut ft: Vec<ForgottenTopic> = Vec::new();
-    for p in forgotten {
-        let id = match p.topic_id {
-            Some(id) if version >= FIRST_BY_ID => id,
-            _ => Uuid::nil(),
-        };
-        match ft
-            .iter_mut()
-            .find(|f| *f.topic.0 == *p.topic && f.topic_id == id)
-        {
-            Some(f) => f.partitions.push(p.partition),
-            None => ft.push(
-                ForgottenTopic::default()
-                    .with_topic(TopicName(StrBytes::from_string(p.topic.clone())))
-                    .with_topic_id(id)
-                    .with_partitions(vec![p.partition]),
-            ),
-        }
-    }
-    ft
-}
-
-fn build_request(
-    version: i16,
-    opts: &FetchOptions,
-    session: (i32, i32),
-    topics: Vec<FetchTopic>,
-    forgotten: Vec<ForgottenTopic>,
-) -> FetchRequest {
-    let mut r = FetchRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_max_wait_ms(i32::try_from(opts.max_wait.as_millis()).unwrap_or(i32::MAX))
-        .with_min_bytes(opts.min_bytes)
-        .with_max_bytes(opts.max_bytes)
-        .with_isolation_level(opts.isolation.code())
-        .with_topics(topics);
-    if version >= 7 {
-        r.session_id = session.0;
-        r.session_epoch = session.1;
-        r.forgotten_topics_data = forgotten;
-    }
-    r
-}
-
 /// The topics of a request, in its order: (name, id; nil below v13).
 type Asked = Vec<(String, Uuid)>;
-
-/// Which topic of the request a response topic answers: by id (v13+), named after any topic
-/// the session holds with that id (`known`: an incremental request omits the partitions
-/// whose position did not change, and Apache Kafka answers them by id alone, without a
-/// name), else by name. A
-/// topic with neither (Tansu 0.6 answers an unknown topic id with a nil id, no name and
-/// UNKNOWN_TOPIC_OR_PARTITION) is the request's topic at the same index when the response
-/// answers every topic asked for, in order; otherwise it is left nameless (matched by
-/// nobody).
-fn answered(
-    asked: &Asked,
-    known: &Asked,
-    index: usize,
-    count: usize,
-    name: &str,
-    id: Uuid,
-) -> (String, Uuid) {
-    if !id.is_nil() {
-        let name = match known.iter().find(|(_, i)| *i == id) {
-            Some((n, _)) if name.is_empty() => n.clone(),
-            _ => name.to_owned(),
-        };
-        return (name, id);
-    }
-    if !name.is_empty() {
-        return (name.to_owned(), id);
-    }
-    match asked.get(index) {
-        Some(a) if count == asked.len() => a.clone(),
-        _ => (String::new(), id),
-    }
-}
-
-/// The response as [`FetchResult`], each topic named after the request's topic it answers
-/// ([`answered`]); `known` holds every topic of the session (the request's, for a
-/// sessionless fetch).
-fn convert(resp: FetchResponse, asked: &Asked, known: &Asked) -> FetchResult {
-    let mut partitions = Vec::new();
-    let count = resp.responses.len();
-    for (i, t) in resp.responses.into_iter().enumerate() {
-        let (topic, id) = answered(asked, known, i, count, &t.topic.0, t.topic_id);
-        let topic_id = (!id.is_nil()).then_some(id);
-        for p in t.partitions {
-            let leader = p.current_leader;
-            partitions.push(FetchedPartition {
-                topic: topic.clone(),
-                topic_id,
-                partition: p.partition_index,
-                error_code: p.error_code,
-                high_watermark: p.high_watermark,
-                last_stable_offset: p.last_stable_offset,
-                log_start_offset: p.log_start_offset,
-                aborted_transactions: p
-                    .aborted_transactions
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|a| AbortedTxn {
-                        producer_id: a.producer_id.0,
-                        first_offset: a.first_offset,
-                    })
-                    .collect(),
-                preferred_read_replica: p.preferred_read_replica.0,
-                current_leader: (leader.leader_id.0 >= 0)
-                    .then_some((leader.leader_id.0, leader.leader_epoch)),
-                records: p.records.unwrap_or_default(),
-            });
-        }
-    }
-    FetchResult {
-        partitions,
-        session_id: resp.session_id,
-        throttle_time_ms: resp.throttle_time_ms,
-    }
-}
 
 impl Client {
     /// One Fetch; by topic id when `by_id` (every position, sent or forgotten, has one),
@@ -518,6 +361,8 @@ impl FetchSession {
     }
 }
 
+mod request;
+mod response;
 mod session;
 
 #[cfg(test)]

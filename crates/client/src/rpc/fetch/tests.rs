@@ -1,6 +1,7 @@
 //! Fetch sessions and topic-id addressing against an in-process fake broker (Tansu does
 //! not do sessions), and the pure matching of response topics to the request's.
 
+use super::response::answered;
 use super::*;
 use crate::client::ClientConfig;
 use crate::connection::tests::{answer_api_versions, read_request, write_response};
@@ -8,8 +9,8 @@ use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, Partition
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::{ApiKey, MetadataResponse};
-use kafka_protocol::protocol::Decodable;
+use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::{Decodable, StrBytes};
 use tokio::net::TcpListener;
 
 /// One Fetch the fake received.
