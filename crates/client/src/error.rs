@@ -6,12 +6,20 @@
 //! failures as `anyhow::Error`; they are wrapped here so anyhow never shows in a signature.
 //! A rustls failure is worded here too (what to check), for the TLS handshake and for a
 //! TLS session that fails on a later read or write alike.
+//!
+//! The error's predicates are in `error/predicates.rs`; its display and the rustls
+//! wording in `error/display.rs`.
 
-use std::fmt;
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::ApiKey;
+
+mod display;
+mod predicates;
+
+use display::describe_after_handshake;
+pub(crate) use display::describe_rustls;
 
 /// Shorthand for `Result<T, strait_client::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -218,116 +226,6 @@ impl Error {
         }
     }
 
-    /// True when trying again (after a backoff, a metadata refresh or a reconnect) may
-    /// succeed: network failures, timeouts, and Kafka errors the protocol marks retriable.
-    pub fn is_retriable(&self) -> bool {
-        match &self.inner.kind {
-            ErrorKind::Io(_)
-            | ErrorKind::ConnectionClosed
-            | ErrorKind::Timeout
-            | ErrorKind::NoBrokerAvailable => true,
-            ErrorKind::Kafka(e) => e.is_retriable(),
-            _ => false,
-        }
-    }
-
-    /// True when the peer refused the TCP connection (nothing listens at the address).
-    pub fn is_refused(&self) -> bool {
-        matches!(
-            self.inner.kind,
-            ErrorKind::Io(std::io::ErrorKind::ConnectionRefused)
-        )
-    }
-
-    /// True for a failed authentication or authorization, or a TLS failure: the credentials,
-    /// certificates or ACLs must change before trying again.
-    pub fn is_auth_failure(&self) -> bool {
-        matches!(
-            self.inner.kind,
-            ErrorKind::Tls(_) | ErrorKind::Authentication(_)
-        ) || matches!(
-            self.kafka_error(),
-            Some(
-                ResponseError::SaslAuthenticationFailed
-                    | ResponseError::UnsupportedSaslMechanism
-                    | ResponseError::IllegalSaslState
-                    | ResponseError::TopicAuthorizationFailed
-                    | ResponseError::GroupAuthorizationFailed
-                    | ResponseError::ClusterAuthorizationFailed
-                    | ResponseError::TransactionalIdAuthorizationFailed
-                    | ResponseError::DelegationTokenAuthorizationFailed
-            )
-        )
-    }
-
-    /// True when the error means the metadata used for routing is stale (leader moved,
-    /// unknown partition, leader epoch mismatch): refresh metadata and retry.
-    pub fn is_stale_metadata(&self) -> bool {
-        matches!(
-            self.kafka_error(),
-            Some(
-                ResponseError::NotLeaderOrFollower
-                    | ResponseError::LeaderNotAvailable
-                    | ResponseError::UnknownTopicOrPartition
-                    | ResponseError::FencedLeaderEpoch
-                    | ResponseError::UnknownLeaderEpoch
-                    | ResponseError::UnknownTopicId
-                    | ResponseError::BrokerNotAvailable
-                    | ResponseError::ReplicaNotAvailable
-                    | ResponseError::KafkaStorageError
-            )
-        )
-    }
-
-    /// True when the group or transaction coordinator moved or is loading.
-    pub fn is_coordinator_error(&self) -> bool {
-        matches!(
-            self.kafka_error(),
-            Some(
-                ResponseError::NotCoordinator
-                    | ResponseError::CoordinatorNotAvailable
-                    | ResponseError::CoordinatorLoadInProgress
-            )
-        )
-    }
-
-    /// True when a transactional producer was fenced ([`ErrorKind::Fenced`], or a
-    /// PRODUCER_FENCED answer): another producer owns its `transactional.id` now.
-    pub fn is_fenced(&self) -> bool {
-        matches!(self.inner.kind, ErrorKind::Fenced(_))
-            || self.kafka_error() == Some(ResponseError::ProducerFenced)
-    }
-
-    /// True when the open transaction must be aborted and the producer can go on
-    /// ([`ErrorKind::TransactionAbortable`]).
-    pub fn is_transaction_abortable(&self) -> bool {
-        matches!(self.inner.kind, ErrorKind::TransactionAbortable(_))
-    }
-
-    /// True when a transactional producer cannot go on: fenced or fatal
-    /// ([`ErrorKind::Fenced`], [`ErrorKind::TransactionFatal`]).
-    pub fn is_transaction_fatal(&self) -> bool {
-        matches!(
-            self.inner.kind,
-            ErrorKind::Fenced(_) | ErrorKind::TransactionFatal(_)
-        )
-    }
-
-    /// True for a network-level failure (the request may or may not have been processed).
-    pub fn is_network(&self) -> bool {
-        matches!(
-            self.inner.kind,
-            ErrorKind::Io(_) | ErrorKind::ConnectionClosed | ErrorKind::Timeout
-        )
-    }
-
-    /// True when the broker does not support the API or version (including Kafka's
-    /// UNSUPPORTED_VERSION error code).
-    pub fn is_unsupported(&self) -> bool {
-        matches!(self.inner.kind, ErrorKind::UnsupportedVersion { .. })
-            || self.kafka_error() == Some(ResponseError::UnsupportedVersion)
-    }
-
     /// The broker the request went to, if known.
     pub fn broker_id(&self) -> Option<i32> {
         self.inner.ctx.broker
@@ -373,73 +271,6 @@ impl MakeMutInner for Arc<Inner> {
     }
 }
 
-impl fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ErrorKind::Io(k) => write!(f, "i/o error: {k}"),
-            ErrorKind::ConnectionClosed => f.write_str("connection closed"),
-            ErrorKind::Timeout => f.write_str("request timed out"),
-            ErrorKind::Kafka(e) => write!(f, "broker error {e} ({})", e.code()),
-            ErrorKind::UnsupportedVersion { api, broker, ours } => match broker {
-                Some((lo, hi)) => write!(
-                    f,
-                    "broker supports {api:?} v{lo}..v{hi}, this client needs v{}..v{}",
-                    ours.0, ours.1
-                ),
-                None => write!(f, "broker does not support {api:?} (UNSUPPORTED)"),
-            },
-            ErrorKind::Protocol(m) => write!(f, "protocol error: {m}"),
-            ErrorKind::Encode(m) => write!(f, "cannot encode request: {m}"),
-            ErrorKind::InvalidInput(m) => write!(f, "invalid input: {m}"),
-            ErrorKind::NoBrokerAvailable => f.write_str("no broker available"),
-            ErrorKind::ProducerFenced(m) => write!(f, "producer must be re-initialised: {m}"),
-            ErrorKind::NotSent(m) => write!(f, "not sent: {m}"),
-            ErrorKind::Fenced(m) => write!(f, "transactional producer fenced: {m}"),
-            ErrorKind::TransactionAbortable(m) => {
-                write!(f, "transaction must be aborted: {m}")
-            }
-            ErrorKind::TransactionFatal(m) => write!(f, "transactional producer failed: {m}"),
-            ErrorKind::Tls(m) => write!(f, "TLS error: {m}"),
-            ErrorKind::Authentication(m) => write!(f, "authentication failed: {m}"),
-        }
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.inner.kind)?;
-        let c = &self.inner.ctx;
-        if let Some(m) = &c.message {
-            write!(f, ": {m}")?;
-        }
-        if let Some(a) = c.api {
-            write!(f, " [api {a:?}]")?;
-        }
-        if let Some(b) = c.broker {
-            write!(f, " [broker {b}]")?;
-        }
-        match (&c.topic, c.partition) {
-            (Some(t), Some(p)) => write!(f, " [{t}-{p}]")?,
-            (Some(t), None) => write!(f, " [topic {t}]")?,
-            _ => {}
-        }
-        if let Some(o) = c.offset {
-            write!(f, " [offset {o}]")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Error")
-            .field("kind", &self.inner.kind)
-            .field("context", &self.inner.ctx)
-            .field("source", &self.inner.source.as_ref().map(|s| s.to_string()))
-            .finish()
-    }
-}
-
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.inner
@@ -462,41 +293,6 @@ impl From<std::io::Error> for Error {
             k => ErrorKind::Io(k),
         };
         Error::with_source(kind, e)
-    }
-}
-
-/// A TLS error that surfaced on a read or write after the handshake.
-fn describe_after_handshake(e: &rustls::Error) -> String {
-    format!(
-        "the TLS session failed: {}",
-        describe_rustls(e, "the broker")
-    )
-}
-
-/// What a rustls failure means, in words that say what to check (`host`: the name the
-/// broker's certificate was verified against).
-pub(crate) fn describe_rustls(e: &rustls::Error, host: &str) -> String {
-    use rustls::{CertificateError as C, Error as R};
-    match e {
-        R::InvalidCertificate(C::UnknownIssuer) => {
-            "the broker's certificate is not signed by a trusted CA (check `tls.ca_file`)".into()
-        }
-        R::InvalidCertificate(C::Expired) | R::InvalidCertificate(C::ExpiredContext { .. }) => {
-            "the broker's certificate has expired".into()
-        }
-        R::InvalidCertificate(C::NotValidForName)
-        | R::InvalidCertificate(C::NotValidForNameContext { .. }) => format!(
-            "the broker's certificate is not valid for {host:?} (set `tls.server_name` if the \
-             broker is reached under another name)"
-        ),
-        R::InvalidMessage(_) | R::InappropriateMessage { .. } => {
-            format!("the peer did not answer with TLS ({e}): is this a plaintext listener?")
-        }
-        R::AlertReceived(a) => format!(
-            "the broker refused the handshake ({a:?}): a missing or untrusted client \
-             certificate for mutual TLS, or no common protocol version"
-        ),
-        other => other.to_string(),
     }
 }
 
