@@ -60,6 +60,9 @@ macro_rules! requests {
     };
 }
 
+// The table of every request this crate sends, one line each (request => response: API
+// key), each answering `throttle_ms` from its response's `throttle_time_ms`. A flat table of
+// cases, kept whole: split, it would only be harder to check against the API keys.
 requests! {
     ProduceRequest => ProduceResponse: Produce,
     FetchRequest => FetchResponse: Fetch,
