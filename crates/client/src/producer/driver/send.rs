@@ -13,7 +13,7 @@ use super::{Conn, Driver, InFlight};
 use crate::broker::Broker;
 use crate::error::{Error, ErrorKind, Result};
 use crate::producer::merge;
-use crate::producer::sequencer::TopicPartition;
+use crate::producer::sequencer::{TopicPartition, Transmit};
 use crate::producer::state::stamp;
 use crate::rpc::produce::{Acks, ProduceRequest, RawBatch};
 
@@ -48,26 +48,7 @@ impl Driver {
             let mut req = ProduceRequest::new(Acks::All);
             req.timeout = cfg.request_timeout;
             req.transactional_id = self.inner.transactional_id.clone();
-            let bytes = {
-                let mut st = self.inner.state.lock();
-                let st = &mut *st;
-                let bytes =
-                    st.seq
-                        .assemble(q, cfg.max_request_bytes, &mut batches, &mut self.again);
-                for (tp, t) in &batches {
-                    let Some(slot) = st.slots.get_mut(&t.token) else {
-                        continue;
-                    };
-                    let want = stamp(t.identity, t.base_sequence);
-                    if slot.patched.as_ref().is_none_or(|(s, _)| *s != want) {
-                        let txn = self.inner.transactional_id.is_some();
-                        slot.patched = Some((want, slot.batch.patch(want).with_transactional(txn)));
-                    }
-                    let parts = slot.patched.as_ref().map(|(_, p)| p.parts().to_vec());
-                    req.push(&tp.0, tp.1, RawBatch::from_parts(parts.unwrap_or_default()));
-                }
-                bytes
-            };
+            let bytes = self.assemble(q, &mut batches, &mut req);
             q.extend(self.again.drain(..));
             if batches.is_empty() {
                 return;
@@ -98,6 +79,36 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Takes one request's batches for the partitions in `q` off the sequencer (those to
+    /// come back to go in `again`), each patched with its producer id, epoch and sequence
+    /// (and the transactional bit), into `req`. Returns the request's bytes.
+    fn assemble(
+        &mut self,
+        q: &mut VecDeque<TopicPartition>,
+        batches: &mut Vec<(TopicPartition, Transmit)>,
+        req: &mut ProduceRequest,
+    ) -> usize {
+        let cfg = self.inner.cfg;
+        let mut st = self.inner.state.lock();
+        let st = &mut *st;
+        let bytes = st
+            .seq
+            .assemble(q, cfg.max_request_bytes, batches, &mut self.again);
+        for (tp, t) in batches.iter() {
+            let Some(slot) = st.slots.get_mut(&t.token) else {
+                continue;
+            };
+            let want = stamp(t.identity, t.base_sequence);
+            if slot.patched.as_ref().is_none_or(|(s, _)| *s != want) {
+                let txn = self.inner.transactional_id.is_some();
+                slot.patched = Some((want, slot.batch.patch(want).with_transactional(txn)));
+            }
+            let parts = slot.patched.as_ref().map(|(_, p)| p.parts().to_vec());
+            req.push(&tp.0, tp.1, RawBatch::from_parts(parts.unwrap_or_default()));
+        }
+        bytes
     }
 }
 
