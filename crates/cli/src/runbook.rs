@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
-use strait_mirror::config::load;
+use strait_client::Client;
+use strait_mirror::config::{Config, Flow, load};
 use strait_mirror::runbook::{
     self, Clusters, Direction, GroupActivity, Options, Peek, Plan, Refusal, Row, Verdict,
 };
@@ -53,41 +54,7 @@ pub fn switch_cmd(direction: Direction, args: &SwitchArgs) -> anyhow::Result<Exi
         // Per flow: the client of the side the group moves to, the flow and its plan.
         let mut plans = Vec::new();
         for flow in &flows {
-            let (to, plan) = if args.source_unavailable {
-                let cluster = config
-                    .cluster(&flow.target)
-                    .with_context(|| format!("flow {}: no target cluster", flow.name))?;
-                let target = strait_mirror::connect::connect(cluster)
-                    .await
-                    .map_err(|e| e.flow(&flow.name))?;
-                let plan = runbook::unplanned::prepare(
-                    &target,
-                    flow,
-                    &args.group,
-                    args.topic.as_deref(),
-                    options,
-                )
-                .await?;
-                (target, plan)
-            } else {
-                let (source, target) = clients(&config, flow).await?;
-                let clusters = Clusters { source, target };
-                let plan = runbook::prepare_waiting(
-                    &clusters,
-                    flow,
-                    &args.group,
-                    args.topic.as_deref(),
-                    direction,
-                    options,
-                    wait,
-                )
-                .await?;
-                let to = match direction {
-                    Direction::Failover => clusters.target,
-                    Direction::Failback => clusters.source,
-                };
-                (to, plan)
-            };
+            let (to, plan) = prepare_flow(&config, flow, args, direction, options, wait).await?;
             plans.push((to, *flow, plan));
         }
         let ready = plans.iter().all(|(_, _, p)| p.executable());
@@ -111,6 +78,49 @@ pub fn switch_cmd(direction: Direction, args: &SwitchArgs) -> anyhow::Result<Exi
             Exit::Refused.into()
         })
     })
+}
+
+/// One flow's plan, and the client of the side the group moves to: with
+/// `--source-unavailable` the target alone (an unplanned failover), else both sides,
+/// waiting up to `wait` for replication.
+async fn prepare_flow(
+    config: &Config,
+    flow: &Flow,
+    args: &SwitchArgs,
+    direction: Direction,
+    options: Options,
+    wait: Duration,
+) -> anyhow::Result<(Client, Plan)> {
+    if args.source_unavailable {
+        let cluster = config
+            .cluster(&flow.target)
+            .with_context(|| format!("flow {}: no target cluster", flow.name))?;
+        let target = strait_mirror::connect::connect(cluster)
+            .await
+            .map_err(|e| e.flow(&flow.name))?;
+        let plan =
+            runbook::unplanned::prepare(&target, flow, &args.group, args.topic.as_deref(), options)
+                .await?;
+        Ok((target, plan))
+    } else {
+        let (source, target) = clients(config, flow).await?;
+        let clusters = Clusters { source, target };
+        let plan = runbook::prepare_waiting(
+            &clusters,
+            flow,
+            &args.group,
+            args.topic.as_deref(),
+            direction,
+            options,
+            wait,
+        )
+        .await?;
+        let to = match direction {
+            Direction::Failover => clusters.target,
+            Direction::Failback => clusters.source,
+        };
+        Ok((to, plan))
+    }
 }
 
 fn verb(direction: Direction) -> &'static str {
