@@ -64,7 +64,25 @@ fn main() -> ExitCode {
         eprintln!("strait: {e}");
         return exit::Exit::Usage.into();
     }
-    let result = match &cli.command {
+    let result = dispatch(&cli.command);
+    result.unwrap_or_else(|e| {
+        // `{:#}` prints the context chain on one line, without a backtrace or Debug dump.
+        eprintln!("strait: {e:#}");
+        let code = exit::of_error(&e);
+        if wants_json(&cli.command) {
+            println!(
+                "{}",
+                serde_json::json!({ "error": format!("{e:#}"), "exit": code as u8 })
+            );
+        }
+        code.into()
+    })
+}
+
+/// Runs the command (all but `run`, which `main` starts before logging is set up): a flat
+/// table, one arm per command, kept whole so every command's entry point shows at once.
+fn dispatch(command: &Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Bench(args) => bench::run(args),
         Command::Config {
             command:
@@ -121,19 +139,7 @@ fn main() -> ExitCode {
         },
         // Handled above, before logging is set up.
         Command::Run { .. } => Ok(ExitCode::SUCCESS),
-    };
-    result.unwrap_or_else(|e| {
-        // `{:#}` prints the context chain on one line, without a backtrace or Debug dump.
-        eprintln!("strait: {e:#}");
-        let code = exit::of_error(&e);
-        if wants_json(&cli.command) {
-            println!(
-                "{}",
-                serde_json::json!({ "error": format!("{e:#}"), "exit": code as u8 })
-            );
-        }
-        code.into()
-    })
+    }
 }
 
 /// Whether the command was asked for JSON (`--json`): its error is then JSON on stdout too.
