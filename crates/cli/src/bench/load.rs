@@ -247,51 +247,16 @@ pub async fn drain_load(
     for p in 0..partitions {
         let n = records_total / partitions as u64
             + u64::from((p as u64) < records_total % partitions as u64);
-        let (producer, pool, topic, progress) = (
+        tasks.spawn(load_partition(
             producer.clone(),
             pool.clone(),
             topic.to_string(),
+            p,
+            n,
+            per_batch,
+            base_ts,
             progress.clone(),
-        );
-        tasks.spawn(async move {
-            let mut pending: VecDeque<(AckFuture, u64, u64)> = VecDeque::new();
-            let mut stats = LoadStats::default();
-            let mut seq = 0u64;
-            while seq < n {
-                let end = (seq + per_batch).min(n);
-                let mut batch = Vec::with_capacity((end - seq) as usize);
-                let mut vbytes = 0u64;
-                for s in seq..end {
-                    let (k, v) = pool.get(s.wrapping_mul(7919).wrapping_add(p as u64));
-                    stats.payload_bytes += (k.len() + v.len() + HEADER.len() + 8) as u64;
-                    vbytes += v.len() as u64;
-                    batch.push(
-                        ProducerRecord::new(k, v)
-                            .with_header(HEADER, Bytes::copy_from_slice(&s.to_be_bytes()))
-                            .with_timestamp(base_ts + s as i64),
-                    );
-                }
-                let count = end - seq;
-                for ack in producer
-                    .send(&topic, p, &batch)
-                    .await
-                    .with_context(|| format!("producing to {topic}-{p}"))?
-                {
-                    stats.batches += 1;
-                    // One batch per call (the producer's cut is set out of reach), so the
-                    // call's counts belong to its one ack.
-                    pending.push_back((ack, count, vbytes));
-                }
-                while pending.len() > MAX_PENDING_ACKS {
-                    settle(pending.pop_front(), &topic, p, &mut stats, &progress).await?;
-                }
-                seq = end;
-            }
-            while !pending.is_empty() {
-                settle(pending.pop_front(), &topic, p, &mut stats, &progress).await?;
-            }
-            anyhow::Ok(stats)
-        });
+        ));
     }
     let mut total_stats = LoadStats::default();
     while let Some(joined) = tasks.join_next().await {
@@ -303,6 +268,58 @@ pub async fn drain_load(
     }
     total_stats.elapsed = started.elapsed();
     Ok(total_stats)
+}
+
+/// One partition's share of a drain load: `n` records in batches of `per_batch`, at most
+/// [`MAX_PENDING_ACKS`] acknowledgements outstanding.
+#[allow(clippy::too_many_arguments)]
+async fn load_partition(
+    producer: RecordProducer,
+    pool: Arc<PayloadPool>,
+    topic: String,
+    p: i32,
+    n: u64,
+    per_batch: u64,
+    base_ts: i64,
+    progress: Arc<Progress>,
+) -> Result<LoadStats> {
+    let mut pending: VecDeque<(AckFuture, u64, u64)> = VecDeque::new();
+    let mut stats = LoadStats::default();
+    let mut seq = 0u64;
+    while seq < n {
+        let end = (seq + per_batch).min(n);
+        let mut batch = Vec::with_capacity((end - seq) as usize);
+        let mut vbytes = 0u64;
+        for s in seq..end {
+            let (k, v) = pool.get(s.wrapping_mul(7919).wrapping_add(p as u64));
+            stats.payload_bytes += (k.len() + v.len() + HEADER.len() + 8) as u64;
+            vbytes += v.len() as u64;
+            batch.push(
+                ProducerRecord::new(k, v)
+                    .with_header(HEADER, Bytes::copy_from_slice(&s.to_be_bytes()))
+                    .with_timestamp(base_ts + s as i64),
+            );
+        }
+        let count = end - seq;
+        for ack in producer
+            .send(&topic, p, &batch)
+            .await
+            .with_context(|| format!("producing to {topic}-{p}"))?
+        {
+            stats.batches += 1;
+            // One batch per call (the producer's cut is set out of reach), so the
+            // call's counts belong to its one ack.
+            pending.push_back((ack, count, vbytes));
+        }
+        while pending.len() > MAX_PENDING_ACKS {
+            settle(pending.pop_front(), &topic, p, &mut stats, &progress).await?;
+        }
+        seq = end;
+    }
+    while !pending.is_empty() {
+        settle(pending.pop_front(), &topic, p, &mut stats, &progress).await?;
+    }
+    Ok(stats)
 }
 
 async fn settle(
