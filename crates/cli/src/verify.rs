@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use strait_mirror::config::load;
+use strait_mirror::config::{Config, Flow, load};
 use strait_mirror::progress::Progress;
 use strait_mirror::verify::compare::Finding;
 use strait_mirror::verify::judge::{GroupVerdict, Outcome};
@@ -54,23 +54,7 @@ pub fn verify_cmd(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         let mut reports = Vec::new();
         for flow in flows {
-            let (source, target) = clients(&config, flow).await?;
-            let progress = Arc::new(Progress::default());
-            let bar = {
-                let p = progress.clone();
-                Bar::start(
-                    &format!("verifying flow {}", flow.name),
-                    Unit::Offsets,
-                    move || p.get(),
-                )
-            };
-            let opts = Options {
-                progress: Some(progress),
-                ..opts.clone()
-            };
-            let report = verify_flow(&source, &target, flow, &opts).await;
-            bar.finish();
-            let report = report?;
+            let report = verify_one(&config, flow, &opts).await?;
             if !args.json {
                 print!("{}", render(&report));
             }
@@ -97,6 +81,27 @@ pub fn verify_cmd(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         .into())
     })
+}
+
+/// Verifies one flow, with a progress bar while it runs.
+async fn verify_one(config: &Config, flow: &Flow, opts: &Options) -> anyhow::Result<FlowReport> {
+    let (source, target) = clients(config, flow).await?;
+    let progress = Arc::new(Progress::default());
+    let bar = {
+        let p = progress.clone();
+        Bar::start(
+            &format!("verifying flow {}", flow.name),
+            Unit::Offsets,
+            move || p.get(),
+        )
+    };
+    let opts = Options {
+        progress: Some(progress),
+        ..opts.clone()
+    };
+    let report = verify_flow(&source, &target, flow, &opts).await;
+    bar.finish();
+    Ok(report?)
 }
 
 fn said(o: Outcome) -> &'static str {
