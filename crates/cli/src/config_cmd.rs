@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use strait_mirror::config::load::OFFLINE_PLACEHOLDER;
-use strait_mirror::config::mm2::{ImportOptions, MirrorMaker1, import_mm2_with};
+use strait_mirror::config::mm2::{ImportOptions, MirrorMaker1, UnmappedKey, import_mm2_with};
 use strait_mirror::config::model::NamingPolicy;
 use strait_mirror::config::{Config, ConfigError, load, load_offline, load_str};
 
@@ -52,31 +52,7 @@ pub fn import_mm2_cmd(
     }
 
     let mut err = std::io::stderr().lock();
-    if unmapped.is_empty() {
-        writeln!(err, "strait: every key of {} was converted", file.display())?;
-    } else {
-        writeln!(
-            err,
-            "strait: {} key(s) of {} were not converted:",
-            unmapped.len(),
-            file.display()
-        )?;
-        for u in &unmapped {
-            let at = if u.line > 0 {
-                format!("{}:{}", file.display(), u.line)
-            } else {
-                file.display().to_string()
-            };
-            let value = if u.value.is_empty() {
-                String::new()
-            } else {
-                format!(" = {}", u.value)
-            };
-            // A reason of several lines (the variables to export) stays indented.
-            let reason = u.reason.replace('\n', "\n      ");
-            writeln!(err, "  {at}: {}{value}\n      {reason}", u.key)?;
-        }
-    }
+    report_unmapped(&mut err, file, &unmapped)?;
     // Check the result as `config validate` would, with every variable set, so the user
     // learns now about what still needs editing (e.g. TLS/SASL, Java-only regexes).
     if let Err(e) = load_str(&toml, "the converted config", &|_| {
@@ -92,6 +68,41 @@ pub fn import_mm2_cmd(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Tells on stderr which keys of `file` were not converted, each with its line, value and
+/// reason (or that every key was).
+fn report_unmapped(
+    err: &mut impl Write,
+    file: &Path,
+    unmapped: &[UnmappedKey],
+) -> std::io::Result<()> {
+    if unmapped.is_empty() {
+        writeln!(err, "strait: every key of {} was converted", file.display())?;
+    } else {
+        writeln!(
+            err,
+            "strait: {} key(s) of {} were not converted:",
+            unmapped.len(),
+            file.display()
+        )?;
+        for u in unmapped {
+            let at = if u.line > 0 {
+                format!("{}:{}", file.display(), u.line)
+            } else {
+                file.display().to_string()
+            };
+            let value = if u.value.is_empty() {
+                String::new()
+            } else {
+                format!(" = {}", u.value)
+            };
+            // A reason of several lines (the variables to export) stays indented.
+            let reason = u.reason.replace('\n', "\n      ");
+            writeln!(err, "  {at}: {}{value}\n      {reason}", u.key)?;
+        }
+    }
+    Ok(())
 }
 
 /// Validates a config file: a summary and exit 0, or every problem and exit 2
