@@ -181,7 +181,8 @@ impl Membership {
         Some(confirmed + self.cfg.session_timeout - self.cfg.fence_margin)
     }
 
-    /// What to do now.
+    /// What to do now. One arm per phase: the machine's table of transitions, kept whole
+    /// so every phase's next call reads side by side.
     pub fn next_step(&mut self, now: Instant) -> Step {
         self.tick(now);
         if self.in_flight.is_some() {
