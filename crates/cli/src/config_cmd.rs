@@ -138,24 +138,7 @@ pub fn validate_cmd(path: &Path, offline: bool, json: bool) -> anyhow::Result<Ex
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if json => {
-            let problems: Vec<serde_json::Value> = match &e {
-                ConfigError::Read { .. } => {
-                    vec![serde_json::json!({ "key": "", "line": null, "message": e.to_string() })]
-                }
-                _ => e
-                    .problems()
-                    .iter()
-                    .map(|p| {
-                        serde_json::json!({
-                            "key": p.path.to_string(),
-                            "line": p.line,
-                            "message": p.message,
-                            "expected": p.expected,
-                            "suggestion": p.suggestion,
-                        })
-                    })
-                    .collect(),
-            };
+            let problems = problems_json(&e);
             println!(
                 "{}",
                 serde_json::json!({
@@ -178,6 +161,29 @@ pub fn validate_cmd(path: &Path, offline: bool, json: bool) -> anyhow::Result<Ex
             );
             Ok(Exit::Usage.into())
         }
+    }
+}
+
+/// A config's problems as JSON, one object each (a file that cannot be read: one problem
+/// without a key).
+fn problems_json(e: &ConfigError) -> Vec<serde_json::Value> {
+    match e {
+        ConfigError::Read { .. } => {
+            vec![serde_json::json!({ "key": "", "line": null, "message": e.to_string() })]
+        }
+        _ => e
+            .problems()
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "key": p.path.to_string(),
+                    "line": p.line,
+                    "message": p.message,
+                    "expected": p.expected,
+                    "suggestion": p.suggestion,
+                })
+            })
+            .collect(),
     }
 }
 
