@@ -210,22 +210,7 @@ fn render_row(out: &mut String, plan: &Plan, row: &Row) {
             target_only,
             skips,
         } => {
-            let mut note = String::from("exact");
-            if let Some(n) = skips {
-                note = format!(
-                    "NOT EXACT: before where replication started, skips {n} records never \
-                     replicated"
-                );
-            }
-            if let Some(n) = rounded_by {
-                note = format!("rounded down: re-reads at most {n}");
-            }
-            if let Some(n) = target_only {
-                note = format!(
-                    "{n} records read on {} have no source offset: resumes after every replicated record",
-                    plan.from_cluster
-                );
-            }
+            let note = commit_note(plan, *rounded_by, *target_only, *skips);
             let _ = writeln!(
                 out,
                 "    -> {}/{}  {} offset {offset}  {}  (commit, {note}; now {now})",
@@ -253,6 +238,33 @@ fn render_row(out: &mut String, plan: &Plan, row: &Row) {
             );
         }
     }
+}
+
+/// What a commit row says of its offset: exact, not exact (it skips records never
+/// replicated), rounded down, or resuming after every replicated record.
+fn commit_note(
+    plan: &Plan,
+    rounded_by: Option<u64>,
+    target_only: Option<u64>,
+    skips: Option<u64>,
+) -> String {
+    let mut note = String::from("exact");
+    if let Some(n) = skips {
+        note = format!(
+            "NOT EXACT: before where replication started, skips {n} records never \
+             replicated"
+        );
+    }
+    if let Some(n) = rounded_by {
+        note = format!("rounded down: re-reads at most {n}");
+    }
+    if let Some(n) = target_only {
+        note = format!(
+            "{n} records read on {} have no source offset: resumes after every replicated record",
+            plan.from_cluster
+        );
+    }
+    note
 }
 
 fn activity(a: &GroupActivity) -> String {
