@@ -349,6 +349,37 @@ pub(crate) fn render(flow: &Flow, plan: &TopicPlan) -> String {
         "flow {} ({} -> {})",
         flow.name, flow.source, flow.target
     );
+    render_changes(&mut out, plan);
+    let changed = |t: &str| {
+        plan.create.iter().any(|c| c.target_topic == t)
+            || plan.alter_configs.iter().any(|a| a.target_topic == t)
+            || plan.grow_partitions.iter().any(|g| g.target_topic == t)
+    };
+    for r in plan.replicate.iter().filter(|r| !changed(&r.target_topic)) {
+        let _ = writeln!(
+            out,
+            "  ok      {} (from {}): up to date",
+            r.target_topic, r.source_topic
+        );
+    }
+    for (topic, reason) in &plan.skipped {
+        let _ = writeln!(out, "  skip    {topic}: {reason}");
+    }
+    let _ = writeln!(
+        out,
+        "  {} to create, {} to alter, {} to grow, {} replicated, {} skipped",
+        plan.create.len(),
+        plan.alter_configs.len(),
+        plan.grow_partitions.len(),
+        plan.replicate.len(),
+        plan.skipped.len()
+    );
+    out
+}
+
+/// The plan's changes to the target, one line each: topics to create, configs to alter,
+/// partitions to grow.
+fn render_changes(out: &mut String, plan: &TopicPlan) {
     for c in &plan.create {
         let rf = match c.replication_factor {
             -1 => "broker default".to_owned(),
@@ -390,31 +421,6 @@ pub(crate) fn render(flow: &Flow, plan: &TopicPlan) -> String {
             g.target_topic, g.source_topic, g.from, g.to
         );
     }
-    let changed = |t: &str| {
-        plan.create.iter().any(|c| c.target_topic == t)
-            || plan.alter_configs.iter().any(|a| a.target_topic == t)
-            || plan.grow_partitions.iter().any(|g| g.target_topic == t)
-    };
-    for r in plan.replicate.iter().filter(|r| !changed(&r.target_topic)) {
-        let _ = writeln!(
-            out,
-            "  ok      {} (from {}): up to date",
-            r.target_topic, r.source_topic
-        );
-    }
-    for (topic, reason) in &plan.skipped {
-        let _ = writeln!(out, "  skip    {topic}: {reason}");
-    }
-    let _ = writeln!(
-        out,
-        "  {} to create, {} to alter, {} to grow, {} replicated, {} skipped",
-        plan.create.len(),
-        plan.alter_configs.len(),
-        plan.grow_partitions.len(),
-        plan.replicate.len(),
-        plan.skipped.len()
-    );
-    out
 }
 
 #[cfg(test)]
