@@ -274,31 +274,7 @@ fn render(s: &FlowStatus) -> String {
         );
     }
     for r in &s.partitions {
-        let coverage = match (r.exact_from, r.runs) {
-            (Some(0), Some(runs)) => format!("exact, {runs} run(s)"),
-            (Some(from), Some(runs)) => {
-                format!("exact from source offset {from} (rounded down below), {runs} run(s)")
-            }
-            _ => "not started".to_owned(),
-        };
-        let owner = r
-            .owner
-            .as_ref()
-            .map(|o| format!(", owned by {o}"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  {:<24} {:>9} {:>12} {:>12} {:>10}  {:<28} {}{}",
-            r.topic,
-            r.partition,
-            r.source_end,
-            r.replicated
-                .map_or_else(|| "-".to_owned(), |n| n.to_string()),
-            r.lag,
-            r.target_topic,
-            coverage,
-            owner
-        );
+        render_row(&mut out, r);
     }
     let replicated = s
         .partitions
@@ -326,4 +302,33 @@ fn render(s: &FlowStatus) -> String {
         out.push_str(&crate::status_group::render(g, &by_owner));
     }
     out
+}
+
+/// One partition's line: its ends, lag, target and how much of it is covered exactly.
+fn render_row(out: &mut String, r: &PartitionStatus) {
+    let coverage = match (r.exact_from, r.runs) {
+        (Some(0), Some(runs)) => format!("exact, {runs} run(s)"),
+        (Some(from), Some(runs)) => {
+            format!("exact from source offset {from} (rounded down below), {runs} run(s)")
+        }
+        _ => "not started".to_owned(),
+    };
+    let owner = r
+        .owner
+        .as_ref()
+        .map(|o| format!(", owned by {o}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>9} {:>12} {:>12} {:>10}  {:<28} {}{}",
+        r.topic,
+        r.partition,
+        r.source_end,
+        r.replicated
+            .map_or_else(|| "-".to_owned(), |n| n.to_string()),
+        r.lag,
+        r.target_topic,
+        coverage,
+        owner
+    );
 }
