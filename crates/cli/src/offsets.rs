@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
+use strait_client::CommittedOffset;
 use strait_mirror::config::{TopicDecision, load};
 use strait_mirror::replay;
 use strait_mirror::state::load_maps;
@@ -111,25 +112,7 @@ pub fn translate_replay_cmd(
                 );
             }
             let committed = source.offset_fetch(group, None).await?;
-            let mut rows = Vec::new();
-            for c in committed
-                .into_iter()
-                .filter(|c| c.offset >= 0 && c.topic == spec.source_topic)
-            {
-                let part = loaded.partitions.get(&c.partition);
-                let translation = u64::try_from(c.offset)
-                    .ok()
-                    .and_then(|pos| part.map(|p| p.map.translate(pos)));
-                rows.push(Row {
-                    translated: translation.and_then(|t| t.offset()),
-                    precision: replay_precision(translation, part, c.offset, loaded.complete),
-                    topic: c.topic,
-                    partition: c.partition,
-                    source: c.offset,
-                    target_topic: spec.target_topic.clone(),
-                    target_committed: None,
-                });
-            }
+            let mut rows = replay_rows(committed, &loaded);
             fill_target_committed(&target, group, &mut rows).await?;
             let title = format!(
                 "replay {id} (run {}{}) on flow {}: {} -> {}, group {group}",
@@ -156,6 +139,32 @@ pub fn translate_replay_cmd(
         }
         anyhow::bail!("no replay {id} in the state topic of any enabled flow")
     })
+}
+
+/// The rows of a replay's translation: each of the group's committed offsets on the
+/// replay's source topic, through the replay's map.
+fn replay_rows(committed: Vec<CommittedOffset>, loaded: &replay::Loaded) -> Vec<Row> {
+    let spec = &loaded.spec;
+    let mut rows = Vec::new();
+    for c in committed
+        .into_iter()
+        .filter(|c| c.offset >= 0 && c.topic == spec.source_topic)
+    {
+        let part = loaded.partitions.get(&c.partition);
+        let translation = u64::try_from(c.offset)
+            .ok()
+            .and_then(|pos| part.map(|p| p.map.translate(pos)));
+        rows.push(Row {
+            translated: translation.and_then(|t| t.offset()),
+            precision: replay_precision(translation, part, c.offset, loaded.complete),
+            topic: c.topic,
+            partition: c.partition,
+            source: c.offset,
+            target_topic: spec.target_topic.clone(),
+            target_committed: None,
+        });
+    }
+    rows
 }
 
 /// The group's committed offsets on the target topics of `rows`; sorts the rows.
