@@ -7,7 +7,7 @@ use strait_records::{
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::rpc::fetch::{FetchOptions, FetchPosition, IsolationLevel};
+use crate::rpc::fetch::{FetchOptions, FetchPosition, FetchedPartition, IsolationLevel};
 
 /// A consumed record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,11 +98,11 @@ impl PartitionConsumer {
         self.high_watermark
     }
 
-    /// One fetch; returns the records at or after the position (possibly none) and
-    /// advances the position past every batch returned.
-    pub async fn poll(&mut self) -> Result<Vec<ConsumedRecord>> {
+    /// One Fetch of the partition at the position from its leader (retried as the client
+    /// retries); `None` when the answer does not hold the partition.
+    async fn fetch_partition(&self) -> Result<Option<FetchedPartition>> {
         let client = self.client.clone();
-        let part = client
+        client
             .with_retries("consume", || async {
                 let (leader, epoch) = client.leader_for(&self.topic, self.partition).await?;
                 let mut pos = FetchPosition::new(self.topic.clone(), self.partition, self.offset);
@@ -121,7 +121,13 @@ impl PartitionConsumer {
                     None => Ok(None),
                 }
             })
-            .await?;
+            .await
+    }
+
+    /// One fetch; returns the records at or after the position (possibly none) and
+    /// advances the position past every batch returned.
+    pub async fn poll(&mut self) -> Result<Vec<ConsumedRecord>> {
+        let part = self.fetch_partition().await?;
         let Some(part) = part else {
             return Ok(Vec::new());
         };
