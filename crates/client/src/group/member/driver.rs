@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::calls::{heartbeat, join, leave, sync};
 use super::{Command, Driver, GroupView};
 use crate::error::Result;
-use crate::group::membership::{Phase, Step};
+use crate::group::membership::{JoinCall, Phase, Step, SyncCall};
 
 /// The outcome of racing a call against the fence deadline and the commands.
 enum Raced<T> {
@@ -33,42 +33,8 @@ impl Driver {
                         cmd = self.commands.recv() => self.command(cmd),
                     }
                 }
-                Step::Join(call) => {
-                    let (client, cfg) = (self.client.clone(), self.m.config().clone());
-                    let protocols = match self.protocol.protocols() {
-                        Ok(p) => p,
-                        Err(e) => {
-                            self.m.on_protocol_failed(e);
-                            continue;
-                        }
-                    };
-                    let fut = async move { join(&client, &cfg, call, protocols).await };
-                    if let Raced::Answer(r) = self.race(fut).await {
-                        self.m.on_join(Instant::now(), r);
-                    }
-                }
-                Step::Sync(call) => {
-                    let assignments = match &call.leader_of {
-                        Some(members) => {
-                            match self
-                                .protocol
-                                .assign(&call.protocol, call.generation, members)
-                            {
-                                Ok(a) => a,
-                                Err(e) => {
-                                    self.m.on_protocol_failed(e);
-                                    continue;
-                                }
-                            }
-                        }
-                        None => Vec::new(),
-                    };
-                    let (client, cfg) = (self.client.clone(), self.m.config().clone());
-                    let fut = async move { sync(&client, &cfg, call, assignments).await };
-                    if let Raced::Answer(r) = self.race(fut).await {
-                        self.m.on_sync(Instant::now(), r);
-                    }
-                }
+                Step::Join(call) => self.join_step(call).await,
+                Step::Sync(call) => self.sync_step(call).await,
                 Step::Heartbeat(call) => {
                     let (client, cfg) = (self.client.clone(), self.m.config().clone());
                     let fut = async move { heartbeat(&client, &cfg, call).await };
@@ -86,6 +52,47 @@ impl Driver {
         self.publish();
         for w in self.waiting.drain(..) {
             let _ = w.send(());
+        }
+    }
+
+    /// A join step: the caller's protocols, then the JoinGroup, raced like every call.
+    async fn join_step(&mut self, call: JoinCall) {
+        let (client, cfg) = (self.client.clone(), self.m.config().clone());
+        let protocols = match self.protocol.protocols() {
+            Ok(p) => p,
+            Err(e) => {
+                self.m.on_protocol_failed(e);
+                return;
+            }
+        };
+        let fut = async move { join(&client, &cfg, call, protocols).await };
+        if let Raced::Answer(r) = self.race(fut).await {
+            self.m.on_join(Instant::now(), r);
+        }
+    }
+
+    /// A sync step: the leader's assignment (the caller's assignor), then the SyncGroup,
+    /// raced like every call.
+    async fn sync_step(&mut self, call: SyncCall) {
+        let assignments = match &call.leader_of {
+            Some(members) => {
+                match self
+                    .protocol
+                    .assign(&call.protocol, call.generation, members)
+                {
+                    Ok(a) => a,
+                    Err(e) => {
+                        self.m.on_protocol_failed(e);
+                        return;
+                    }
+                }
+            }
+            None => Vec::new(),
+        };
+        let (client, cfg) = (self.client.clone(), self.m.config().clone());
+        let fut = async move { sync(&client, &cfg, call, assignments).await };
+        if let Raced::Answer(r) = self.race(fut).await {
+            self.m.on_sync(Instant::now(), r);
         }
     }
 
