@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::{Outgoing, Pending, Shared, closed_err};
-use crate::error::Error;
+use crate::error::{Error, Result};
 
 /// How many queued frames the writer coalesces into one vectored write loop.
 const MAX_COALESCE: usize = 64;
@@ -38,23 +38,8 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
                 Err(_) => break,
             }
         }
-        // Register responses before writing so the reader can never see an answer to a
-        // request it does not know about.
-        parts.clear();
-        {
-            let mut st = shared.state.lock();
-            if let Some(e) = st.closed.clone() {
-                drop(st);
-                fail_all(&mut batch, &e);
-                break;
-            }
-            for m in batch.drain(..) {
-                parts.extend(m.frame.parts);
-                if let Some(p) = m.pending {
-                    st.pending.push_back(p);
-                }
-                written.extend(m.written);
-            }
+        if !register(&shared, &mut batch, &mut parts, &mut written) {
+            break;
         }
         let res = write_parts(&mut wr, &mut parts).await;
         match res {
@@ -81,6 +66,33 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
     }
     fail_all(&mut batch, &e);
     let _ = wr.shutdown().await;
+}
+
+/// Takes `batch` for one write: its frames' parts into `parts`, its response slots onto
+/// the pending queue, its written-signals into `written`. Responses are registered before
+/// writing so the reader can never see an answer to a request it does not know about.
+/// `false` when the connection is closed (the batch has then failed).
+fn register(
+    shared: &Shared,
+    batch: &mut Vec<Outgoing>,
+    parts: &mut VecDeque<Bytes>,
+    written: &mut Vec<oneshot::Sender<Result<()>>>,
+) -> bool {
+    parts.clear();
+    let mut st = shared.state.lock();
+    if let Some(e) = st.closed.clone() {
+        drop(st);
+        fail_all(batch, &e);
+        return false;
+    }
+    for m in batch.drain(..) {
+        parts.extend(m.frame.parts);
+        if let Some(p) = m.pending {
+            st.pending.push_back(p);
+        }
+        written.extend(m.written);
+    }
+    true
 }
 
 fn fail_all(batch: &mut Vec<Outgoing>, e: &Error) {
