@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use kafka_protocol::messages::MetadataResponse;
+use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
 use uuid::Uuid;
 
 /// A broker as listed in Metadata.
@@ -136,23 +137,7 @@ impl ClusterMetadata {
                 }
                 continue;
             }
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    (
-                        p.partition_index,
-                        PartitionMeta {
-                            partition: p.partition_index,
-                            leader: p.leader_id.0,
-                            leader_epoch: p.leader_epoch,
-                            replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
-                            isr: p.isr_nodes.iter().map(|b| b.0).collect(),
-                            error_code: p.error_code,
-                        },
-                    )
-                })
-                .collect();
+            let partitions = partitions_of(t);
             next.topics.insert(
                 name.clone(),
                 TopicMeta {
@@ -165,4 +150,24 @@ impl ClusterMetadata {
         }
         (next, errors)
     }
+}
+
+/// A topic's partitions from its Metadata answer, by index.
+fn partitions_of(t: &MetadataResponseTopic) -> BTreeMap<i32, PartitionMeta> {
+    t.partitions
+        .iter()
+        .map(|p| {
+            (
+                p.partition_index,
+                PartitionMeta {
+                    partition: p.partition_index,
+                    leader: p.leader_id.0,
+                    leader_epoch: p.leader_epoch,
+                    replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
+                    isr: p.isr_nodes.iter().map(|b| b.0).collect(),
+                    error_code: p.error_code,
+                },
+            )
+        })
+        .collect()
 }
