@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
-use strait_records::Batch;
+use strait_records::{Batch, PatchedBatch, ProducerStamp};
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
@@ -320,20 +320,7 @@ impl IdempotentProducer {
         };
         // Verify and stamp with the sequence we expect to get, outside the lock (one pass
         // over the payload). If it changes before transmission it is stamped again.
-        let patched = identity
-            .map(|id| {
-                let stamp = stamp(id, seq);
-                batch
-                    .verify_and_patch(stamp)
-                    .map(|p| {
-                        (
-                            stamp,
-                            p.with_transactional(inner.transactional_id.is_some()),
-                        )
-                    })
-                    .map_err(|e| Error::invalid(format!("batch rejected: {e}")))
-            })
-            .transpose()?;
+        let patched = verify_and_stamp(&batch, identity, seq, inner.transactional_id.is_some())?;
         let (tx, rx) = oneshot::channel();
         let bytes = batch.as_bytes().len();
         let start = {
@@ -379,4 +366,23 @@ fn intern(topics: &mut FxHashSet<Arc<str>>, topic: &str) -> Arc<str> {
     let t: Arc<str> = Arc::from(topic);
     topics.insert(t.clone());
     t
+}
+
+/// Checks `batch` and patches it with the stamp of `identity` and `seq` (and the
+/// transactional bit), or `None` while the producer has no id yet.
+fn verify_and_stamp(
+    batch: &Batch,
+    identity: Option<ProducerIdentity>,
+    seq: i32,
+    transactional: bool,
+) -> Result<Option<(ProducerStamp, PatchedBatch)>> {
+    identity
+        .map(|id| {
+            let stamp = stamp(id, seq);
+            batch
+                .verify_and_patch(stamp)
+                .map(|p| (stamp, p.with_transactional(transactional)))
+                .map_err(|e| Error::invalid(format!("batch rejected: {e}")))
+        })
+        .transpose()
 }
