@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use anyhow::Context as _;
+use bytes::Bytes;
 use serde::Serialize;
 use strait_client::Client;
 use strait_mirror::config::Flow;
@@ -114,20 +115,7 @@ pub async fn group_status(flow: &Flow, target: &Client) -> anyhow::Result<Option
         let mut problem = Vec::new();
         let (meta, parts) = match reports.get(m.member_id.as_str()) {
             Some(r) => (Some(r.clone()), r.owned.clone()),
-            None => {
-                let meta = MemberMetadata::decode(&m.member_metadata);
-                let assignment = MemberAssignment::decode(&m.member_assignment);
-                if let Err(e) = &meta {
-                    problem.push(format!("no report yet, and its group metadata: {e}"));
-                }
-                if let Err(e) = &assignment {
-                    problem.push(format!("assignment: {e}"));
-                }
-                (
-                    meta.ok(),
-                    assignment.map(|a| a.partitions).unwrap_or_default(),
-                )
-            }
+            None => from_group(&m.member_metadata, &m.member_assignment, &mut problem),
         };
         members.push(MemberStatus {
             member_id: m.member_id.to_string(),
@@ -157,6 +145,27 @@ pub async fn group_status(flow: &Flow, target: &Client) -> anyhow::Result<Option
             .unwrap_or(-1),
         members,
     }))
+}
+
+/// A member without a report, as its group metadata and assignment tell it; what does not
+/// decode goes into `problem`.
+fn from_group(
+    metadata: &Bytes,
+    assignment: &Bytes,
+    problem: &mut Vec<String>,
+) -> (Option<MemberMetadata>, Vec<PartitionId>) {
+    let meta = MemberMetadata::decode(metadata);
+    let assignment = MemberAssignment::decode(assignment);
+    if let Err(e) = &meta {
+        problem.push(format!("no report yet, and its group metadata: {e}"));
+    }
+    if let Err(e) = &assignment {
+        problem.push(format!("assignment: {e}"));
+    }
+    (
+        meta.ok(),
+        assignment.map(|a| a.partitions).unwrap_or_default(),
+    )
 }
 
 /// The group as text; `by_owner`: per member name, the source partitions it owns and
