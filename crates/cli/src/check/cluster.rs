@@ -272,14 +272,20 @@ async fn check_create(
         ));
         return false;
     }
-    // Did the broker honour validate_only? If the probe exists now, it did not: delete it.
+    report_probe(client, &probe, limit, report).await;
+    true
+}
+
+/// Whether the broker honoured `validate_only`: if the probe topic exists now it did not,
+/// and the probe is deleted; reported either way.
+async fn report_probe(client: &Client, probe: &str, limit: Duration, report: &mut Report) {
     client.invalidate_metadata();
-    let created = timed(limit, client.metadata(Some(&[probe.as_str()])))
+    let created = timed(limit, client.metadata(Some(&[probe])))
         .await
-        .map(|m| m.topics.contains_key(&probe))
+        .map(|m| m.topics.contains_key(probe))
         .unwrap_or(false);
     if created {
-        let deleted = timed(limit, client.delete_topics(&[probe.as_str()], limit)).await;
+        let deleted = timed(limit, client.delete_topics(&[probe], limit)).await;
         match deleted {
             Ok(_) => report.ok(format!(
                 "create topics: allowed (the broker ignored validate_only: probe topic {probe} was created and deleted)"
@@ -291,5 +297,4 @@ async fn check_create(
     } else {
         report.ok("create topics: allowed (CreateTopics with validate_only)");
     }
-    true
 }
