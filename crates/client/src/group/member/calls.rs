@@ -85,29 +85,35 @@ pub(super) async fn join(
         )
         .await?;
     match resp.error_code {
-        0 => Ok(JoinAnswer::Joined(Joined {
-            member_id: resp.member_id.to_string(),
-            generation: resp.generation_id,
-            leader_id: resp.leader.to_string(),
-            protocol: resp
-                .protocol_name
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default(),
-            protocol_type: resp.protocol_type.as_ref().map(ToString::to_string),
-            skip_assignment: resp.skip_assignment,
-            members: resp
-                .members
-                .into_iter()
-                .map(|m| JoinedMember {
-                    member_id: m.member_id.to_string(),
-                    instance_id: m.group_instance_id.map(|s| s.to_string()),
-                    metadata: m.metadata,
-                })
-                .collect(),
-        })),
+        0 => Ok(JoinAnswer::Joined(joined(resp))),
         79 => Ok(JoinAnswer::MemberIdRequired(resp.member_id.to_string())),
         c => Err(code_error(c, ApiKey::JoinGroup)),
+    }
+}
+
+/// A successful JoinGroup's answer: the generation, the leader, the protocol, and (for the
+/// leader) every member's metadata.
+fn joined(resp: JoinGroupResponse) -> Joined {
+    Joined {
+        member_id: resp.member_id.to_string(),
+        generation: resp.generation_id,
+        leader_id: resp.leader.to_string(),
+        protocol: resp
+            .protocol_name
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        protocol_type: resp.protocol_type.as_ref().map(ToString::to_string),
+        skip_assignment: resp.skip_assignment,
+        members: resp
+            .members
+            .into_iter()
+            .map(|m| JoinedMember {
+                member_id: m.member_id.to_string(),
+                instance_id: m.group_instance_id.map(|s| s.to_string()),
+                metadata: m.metadata,
+            })
+            .collect(),
     }
 }
 
