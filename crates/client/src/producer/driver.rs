@@ -170,18 +170,7 @@ impl Driver {
                     return;
                 }
             }
-            // Retry entries stay (their backoff keeps growing) until the partition succeeds;
-            // only future retry times count.
-            let now = Instant::now();
-            let timer = self
-                .retries
-                .values()
-                .map(|r| r.at)
-                .filter(|&t| t > now)
-                .chain(self.linger_until)
-                .chain(self.next_expiry)
-                .chain(self.wake_at.filter(|&t| t > now))
-                .min();
+            let timer = self.next_timer();
             match next_event(&self.inner.wake, &mut self.in_flight, timer).await {
                 Event::Wake | Event::Timer => {}
                 Event::Response(i, r) => {
@@ -195,6 +184,21 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// When the loop looks again without an event: the earliest future retry, linger end,
+    /// delivery deadline or throttle end. Retry entries stay (their backoff keeps growing)
+    /// until the partition succeeds; only future retry times count.
+    fn next_timer(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.retries
+            .values()
+            .map(|r| r.at)
+            .filter(|&t| t > now)
+            .chain(self.linger_until)
+            .chain(self.next_expiry)
+            .chain(self.wake_at.filter(|&t| t > now))
+            .min()
     }
 
     /// Fails the batches whose delivery deadline passed while they were not in flight
