@@ -2,7 +2,7 @@
 //!
 //! | module | concern |
 //! |---|---|
-//! | [`plan`] | pure: a fetched record set → forward / re-encode / skip steps |
+//! | [`plan`] | pure: a fetched record set → forward / re-encode / skip steps (`plan/release.rs`: a released batch → its steps; `plan/spill.rs`: dropping held batches, reading ahead for their markers, the rewind) |
 //! | [`recovery`] | pure: which re-fetched records are already on the target after a crash |
 //! | [`coalesce`] | pure: the per-partition queue to the producer; merges queued batches when the window is full |
 //! | [`budget`] | the in-flight memory budget fetchers wait on, with each partition's account |

@@ -18,9 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use bytes::Bytes;
 use strait_client::AbortedTxn;
 use strait_records::{
-    AbortedFilter, AbortedTransaction, Batch, BatchBuilder, Class, Compression, ControlRecordType,
-    Limits, Record, ReencodeOptions, ReencodeReason, Resolved, SkipReason, TxnResolver, TxnVerdict,
-    push_lean, split,
+    AbortedFilter, AbortedTransaction, Batch, Limits, TxnResolver, TxnVerdict, push_lean, split,
 };
 
 /// What to do with (part of) a source batch.
@@ -244,105 +242,6 @@ impl<P: Clone> Planner<P> {
         }
     }
 
-    /// Rule 1: drops every held batch and reads ahead for the markers of their
-    /// transactions instead of holding. False (nothing done) when nothing is held or a
-    /// spill is already under way (the caller then fails as before).
-    pub fn spill(&mut self) -> bool {
-        if self.mode != Mode::Normal || self.resolver.held_batches() == 0 {
-            return false;
-        }
-        let undecided: HashMap<i64, i64> = self.open.iter().map(|(&p, &o)| (p, o)).collect();
-        let held = undecided.keys().copied().collect();
-        self.resolver.clear();
-        self.pins.clear();
-        self.open.clear();
-        self.markers.clear();
-        self.mode = Mode::Scanning(Box::new(Scan {
-            from: self.released_next,
-            held,
-            undecided,
-        }));
-        true
-    }
-
-    /// Rule 2: the position to fetch again from, once (after a [`Planner::spill`] found
-    /// every transaction's marker).
-    pub fn take_rewind(&mut self) -> Option<i64> {
-        self.rewind.take()
-    }
-
-    /// Whether the planner dropped held batches and is reading ahead or waiting for the
-    /// re-read.
-    pub fn is_spilling(&self) -> bool {
-        self.mode != Mode::Normal
-    }
-
-    /// Reads a record set ahead for markers (rule 1); rewinds when every transaction seen
-    /// is decided (rule 2).
-    fn scan(&mut self, records: Bytes, position: i64) -> Result<Plan<P>, PlanError> {
-        let split = split(records, &self.limits).map_err(|source| PlanError {
-            offset: position,
-            source,
-        })?;
-        let mut plan = Plan::empty(position, split.trimmed);
-        let Mode::Scanning(scan) = &mut self.mode else {
-            return Ok(plan);
-        };
-        let Scan {
-            from,
-            held,
-            undecided,
-        } = &mut **scan;
-        for batch in split.batches {
-            let h = *batch.header();
-            let next = h.next_offset();
-            if next <= plan.next_position {
-                continue;
-            }
-            plan.next_position = next;
-            if !h.attributes.is_transactional() || h.producer_id < 0 {
-                continue;
-            }
-            if h.attributes.is_control() {
-                let kind = batch
-                    .control_type(&self.limits)
-                    .map_err(|source| PlanError {
-                        offset: h.base_offset,
-                        source,
-                    })?;
-                let committed = match kind {
-                    Some(ControlRecordType::Commit) => true,
-                    Some(ControlRecordType::Abort) => false,
-                    _ => continue,
-                };
-                self.markers
-                    .entry(h.producer_id)
-                    .or_default()
-                    .push((h.base_offset, committed));
-                undecided.remove(&h.producer_id);
-                held.remove(&h.producer_id);
-            } else if !held.is_empty() {
-                undecided.entry(h.producer_id).or_insert(h.base_offset);
-            }
-        }
-        if held.is_empty() && undecided.is_empty() {
-            let from = *from;
-            self.rewind = Some(from);
-            self.mode = Mode::Rewound { from };
-        }
-        Ok(plan)
-    }
-
-    /// Rule 4: the outcome of the transaction `batch` of `producer_id` at `offset` belongs
-    /// to, if a marker after it was seen while reading ahead.
-    fn known_outcome(&self, producer_id: i64, offset: i64) -> Option<bool> {
-        self.markers
-            .get(&producer_id)?
-            .iter()
-            .find(|(at, _)| *at > offset)
-            .map(|(_, committed)| *committed)
-    }
-
     /// Forgets every held batch and restarts at `position` (after any reposition:
     /// truncation, re-creation, recovery).
     pub fn reposition(&mut self, position: i64) {
@@ -432,147 +331,88 @@ impl<P: Clone> Planner<P> {
         let mut plan = Plan::empty(position, split.trimmed);
         for batch in split.batches {
             let h = *batch.header();
-            let err = |source| PlanError {
+            // Every batch goes through the filter so its state follows the log.
+            let verdict = filter.check(&batch).map_err(|source| PlanError {
                 offset: h.base_offset,
                 source,
-            };
-            // Every batch goes through the filter so its state follows the log.
-            let verdict = filter.check(&batch).map_err(err)?;
+            })?;
             let next = h.next_offset();
             if next <= plan.next_position {
                 continue;
             }
             plan.next_position = next;
-            let txn_data = verdict == TxnVerdict::Keep
-                && h.attributes.is_transactional()
-                && !h.attributes.is_control()
-                && h.producer_id >= 0;
-            let known = if txn_data {
-                self.known_outcome(h.producer_id, h.base_offset)
-            } else {
-                None
-            };
-            if let Some(committed) = known {
-                // Decided while reading ahead after a spill.
-                if committed {
-                    self.resolver.push_committed(batch);
-                } else {
-                    self.resolver
-                        .push(batch, TxnVerdict::Aborted)
-                        .map_err(err)?;
-                }
-            } else if txn_data && stable.is_some_and(|lso| next <= lso) {
-                // Below a real LSO and not listed as aborted: committed.
-                self.open.remove(&h.producer_id);
-                self.resolver.push_committed(batch);
-            } else {
-                match verdict {
-                    TxnVerdict::Control => {
-                        self.open.remove(&h.producer_id);
-                    }
-                    _ if txn_data => {
-                        self.open.entry(h.producer_id).or_insert(h.base_offset);
-                    }
-                    _ => {}
-                }
-                self.resolver.push(batch, verdict).map_err(err)?;
-            }
+            self.hold(batch, verdict, stable)?;
             push_lean(&mut self.pins, pin.clone());
-            while let Some(resolved) = self.resolver.pop() {
-                // One pin per pushed batch, popped in the same order.
-                let Some(pin) = self.pins.pop_front() else {
-                    break;
-                };
-                let steps = self.release(resolved, &mut plan)?;
-                plan.steps
-                    .extend(steps.into_iter().map(|s| (s, pin.clone())));
-            }
+            self.release_ready(&mut plan)?;
         }
         Ok(plan)
     }
 
-    /// Plans one released batch, counting into `plan`; returns its steps.
-    fn release(&mut self, resolved: Resolved, plan: &mut Plan<P>) -> Result<Vec<Step>, PlanError> {
-        let from = self.released_next;
-        let batch = match resolved {
-            Resolved::Skip(batch, reason) => {
-                match reason {
-                    SkipReason::Control => plan.dropped_control += 1,
-                    SkipReason::Aborted => plan.dropped_aborted += 1,
-                }
-                let next = batch.header().next_offset();
-                if next <= from {
-                    return Ok(Vec::new());
-                }
-                self.released_next = next;
-                return Ok(vec![Step::Skip { source_next: next }]);
-            }
-            Resolved::Forward(batch) => batch,
-        };
+    /// Hands one fetched batch to the resolver by [`Planner::plan_stable`]'s rules: decided
+    /// while reading ahead (rule 4), committed below a real LSO, or as its verdict says
+    /// (transactional data then waits for its marker, and its transaction is open).
+    fn hold(
+        &mut self,
+        batch: Batch,
+        verdict: TxnVerdict,
+        stable: Option<i64>,
+    ) -> Result<(), PlanError> {
         let h = *batch.header();
-        let next = h.next_offset();
-        if next <= from {
-            return Ok(Vec::new());
-        }
         let err = |source| PlanError {
             offset: h.base_offset,
             source,
         };
-        let limits = self.limits;
-        let max = self.max_batch_bytes;
-        let mut steps = Vec::new();
-        if h.base_offset < from {
-            plan.slow.push(SlowReason::Partial);
-            batch.verify_crc().map_err(err)?;
-            let mut kept = Vec::new();
-            for r in batch.records(&limits).map_err(err)? {
-                let r = r.map_err(err)?;
-                if r.offset >= from {
-                    kept.push(r);
-                }
-            }
-            build_pieces(&kept, h.compression(), max, &mut steps).map_err(err)?;
-            steps.push(Step::Skip { source_next: next });
+        let next = h.next_offset();
+        let txn_data = verdict == TxnVerdict::Keep
+            && h.attributes.is_transactional()
+            && !h.attributes.is_control()
+            && h.producer_id >= 0;
+        let known = if txn_data {
+            self.known_outcome(h.producer_id, h.base_offset)
         } else {
-            match batch.classify(max) {
-                Class::Forward => steps.push(Step::Forward {
-                    source_first: h.base_offset,
-                    count: i64::from(h.records_count),
-                    batch,
-                }),
-                Class::Control => {
-                    plan.dropped_control += 1;
-                    steps.push(Step::Skip { source_next: next });
-                }
-                Class::NeedsReencode(ReencodeReason::Empty) => {
-                    plan.slow.push(SlowReason::Empty);
-                    steps.push(Step::Skip { source_next: next });
-                }
-                class => {
-                    plan.slow.push(if matches!(class, Class::TooLarge { .. }) {
-                        SlowReason::TooLarge
-                    } else {
-                        SlowReason::Gapped
-                    });
-                    batch.verify_crc().map_err(err)?;
-                    let options = ReencodeOptions {
-                        compression: None,
-                        max_batch_bytes: Some(max),
-                        limits,
-                    };
-                    for piece in batch.reencode(&options).map_err(err)? {
-                        steps.push(Step::Reencoded {
-                            batch: piece.batch,
-                            source_offsets: piece.source_offsets,
-                        });
-                    }
-                    // Trailing records removed by compaction still move the position.
-                    steps.push(Step::Skip { source_next: next });
-                }
+            None
+        };
+        if let Some(committed) = known {
+            // Decided while reading ahead after a spill.
+            if committed {
+                self.resolver.push_committed(batch);
+            } else {
+                self.resolver
+                    .push(batch, TxnVerdict::Aborted)
+                    .map_err(err)?;
             }
+        } else if txn_data && stable.is_some_and(|lso| next <= lso) {
+            // Below a real LSO and not listed as aborted: committed.
+            self.open.remove(&h.producer_id);
+            self.resolver.push_committed(batch);
+        } else {
+            match verdict {
+                TxnVerdict::Control => {
+                    self.open.remove(&h.producer_id);
+                }
+                _ if txn_data => {
+                    self.open.entry(h.producer_id).or_insert(h.base_offset);
+                }
+                _ => {}
+            }
+            self.resolver.push(batch, verdict).map_err(err)?;
         }
-        self.released_next = next;
-        Ok(steps)
+        Ok(())
+    }
+
+    /// Releases every batch the resolver lets go, in order, into `plan`'s steps, each
+    /// step with its batch's pin.
+    fn release_ready(&mut self, plan: &mut Plan<P>) -> Result<(), PlanError> {
+        while let Some(resolved) = self.resolver.pop() {
+            // One pin per pushed batch, popped in the same order.
+            let Some(pin) = self.pins.pop_front() else {
+                break;
+            };
+            let steps = self.release(resolved, plan)?;
+            plan.steps
+                .extend(steps.into_iter().map(|s| (s, pin.clone())));
+        }
+        Ok(())
     }
 }
 
@@ -587,34 +427,8 @@ pub fn plan(
 ) -> Result<Plan, PlanError> {
     Planner::new(position, max_batch_bytes, *limits).plan(records, aborted, position, ())
 }
-/// Builds `records` into batches of at most `max` bytes (halving until each fits).
-fn build_pieces(
-    records: &[Record],
-    codec: Compression,
-    max: usize,
-    out: &mut Vec<Step>,
-) -> Result<(), strait_records::Error> {
-    if records.is_empty() {
-        return Ok(());
-    }
-    let mut builder = BatchBuilder::new(codec);
-    for r in records {
-        builder.push_record(r)?;
-    }
-    let batch = builder.build()?;
-    if batch.size() > max && records.len() > 1 {
-        let (left, right) = records.split_at(records.len() / 2);
-        build_pieces(left, codec, max, out)?;
-        return build_pieces(right, codec, max, out);
-    }
-    // A single record larger than `max` is produced anyway: the target's answer
-    // (MESSAGE_TOO_LARGE) names the problem better than we could.
-    out.push(Step::Reencoded {
-        batch,
-        source_offsets: records.iter().map(|r| r.offset).collect(),
-    });
-    Ok(())
-}
 
+mod release;
+mod spill;
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,7 @@
 
 use super::*;
 use bytes::BytesMut;
-use strait_records::{BatchHeader, HEADER_LEN, ProducerStamp};
+use strait_records::{BatchBuilder, BatchHeader, Compression, HEADER_LEN, ProducerStamp};
 
 /// A batch of `n` records (values "v<i>") at `base`, as a broker stores it.
 fn batch(base: i64, n: usize, codec: Compression) -> Bytes {
