@@ -33,7 +33,7 @@ use std::time::Instant;
 use strait_records::BufferPool;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::quota::{self, HeldVerdict, QuotaInput};
+use super::quota::{self, QuotaInput};
 use crate::pruned::Pruned;
 
 /// Bytes of one Fetch response kept counted after their shares were returned, because
@@ -51,45 +51,6 @@ struct ResponseHold {
     residue: Arc<AtomicU64>,
     /// [`quota::residue_limit`] of the budget.
     limit: u64,
-}
-
-impl ResponseHold {
-    /// Keeps `permit` (`bytes` of a returned share) as residue if rules 7–8 allow;
-    /// otherwise hands it back to be freed.
-    fn keep(
-        &self,
-        permit: OwnedSemaphorePermit,
-        bytes: u64,
-        others_alive: bool,
-    ) -> Option<OwnedSemaphorePermit> {
-        let mut permit = Some(permit);
-        let kept = self
-            .residue
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
-                quota::keep_as_residue(r, bytes, self.limit, others_alive).then_some(r + bytes)
-            });
-        if kept.is_err() {
-            return permit;
-        }
-        let mut mine = lock(&self.permit);
-        match (mine.as_mut(), permit.take()) {
-            (Some(m), Some(p)) => m.merge(p),
-            (None, p) => *mine = p,
-            (Some(_), None) => {}
-        }
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        None
-    }
-}
-
-impl Drop for ResponseHold {
-    /// Rule 9: the response's last share is gone, and so is its buffer.
-    fn drop(&mut self) {
-        let bytes = self.bytes.load(Ordering::Relaxed);
-        self.residue.fetch_sub(bytes, Ordering::AcqRel);
-        self.used.fetch_sub(bytes, Ordering::Relaxed);
-        // The permit goes back to the semaphore as the field drops.
-    }
 }
 
 /// A byte budget shared by every fetcher of the process.
@@ -228,67 +189,6 @@ impl Budget {
             active: self.accounts.active.load(Ordering::Relaxed),
             min_room: u64::try_from(min_room).unwrap_or(u64::MAX),
         })
-    }
-
-    /// The most bytes every partition together may hold for open transactions: half the
-    /// budget (the other half keeps the rest replicating).
-    pub fn held_limit(&self) -> u64 {
-        self.total() / 2
-    }
-
-    /// Bytes held for open transactions by every partition together.
-    pub fn held(&self) -> u64 {
-        self.accounts.held.load(Ordering::Relaxed)
-    }
-
-    /// Rules 5–6 of [`super::quota`] for `share`, after it updated its held bytes: `Err`
-    /// with the reason when it must fail. When another partition holds the most, that one
-    /// is marked ([`Share::take_eviction`]; its fetcher nudges its pipeline, which spills
-    /// or fails) and `Ok` is returned.
-    pub fn check_held(&self, share: &Share) -> Result<(), String> {
-        let limit = self.held_limit();
-        let total = self.held();
-        let mine = share.held();
-        if quota::held_verdict(total, limit, mine, 0) == HeldVerdict::Within {
-            return Ok(());
-        }
-        let largest = lock(&self.accounts.all)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|a| !Arc::ptr_eq(a, &share.account))
-            .max_by_key(|a| a.held.load(Ordering::Relaxed));
-        let other = largest
-            .as_ref()
-            .map_or(0, |a| a.held.load(Ordering::Relaxed));
-        match quota::held_verdict(total, limit, mine, other) {
-            HeldVerdict::Within => Ok(()),
-            HeldVerdict::FailThis => Err(held_message(&share.account, total, limit)),
-            HeldVerdict::FailLargest => {
-                if let Some(a) = largest {
-                    let why = held_message(&a, total, limit);
-                    *lock(&a.evicted) = Some(why);
-                    a.nudge.store(true, Ordering::Relaxed);
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// The transaction waited on longest by any partition, if one is open.
-    pub fn oldest_held(&self) -> Option<OldestHeld> {
-        lock(&self.accounts.all)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter_map(|a| {
-                let o = *lock(&a.oldest);
-                o.map(|(pid, first, since)| (since, a.label.to_string(), pid, first))
-            })
-            .min_by_key(|(since, ..)| *since)
-            .map(|(_, partition, producer_id, first_offset)| OldestHeld {
-                partition,
-                producer_id,
-                first_offset,
-            })
     }
 
     /// Where coalescing takes merged batches' buffers from and returns them to.
@@ -438,177 +338,11 @@ impl Budget {
     }
 }
 
-impl Reservation {
-    /// The bytes it holds.
-    pub fn bytes(&self) -> usize {
-        self.bytes as usize
-    }
-
-    /// Moves `bytes` (at most what it holds) into a reservation of their own.
-    pub fn take(&mut self, bytes: usize) -> Reservation {
-        let n = u32::try_from(bytes).unwrap_or(u32::MAX).min(self.bytes);
-        let permit = if n == 0 {
-            None
-        } else {
-            self.permit.as_mut().and_then(|p| p.split(n as usize))
-        };
-        self.bytes -= n;
-        self.disown(u64::from(n));
-        Reservation {
-            permit,
-            bytes: n,
-            used: Arc::clone(&self.used),
-            owner: None,
-            share_of_response: self.response.is_some(),
-            response: self.response.clone(),
-        }
-    }
-
-    /// [`Reservation::take`], attributing the bytes to `share`'s partition (they count
-    /// against its quota until the reservation is dropped).
-    pub fn take_for(&mut self, bytes: usize, share: &Share) -> Reservation {
-        let mut r = self.take(bytes);
-        r.set_owner(&share.account);
-        r
-    }
-
-    /// Adds `other`'s bytes to this one (both from the same budget); they count for this
-    /// one's partition.
-    pub fn absorb(&mut self, mut other: Reservation) {
-        if let Some(p) = other.permit.take() {
-            match self.permit.as_mut() {
-                Some(mine) => mine.merge(p),
-                None => self.permit = Some(p),
-            }
-        }
-        other.disown(u64::from(other.bytes));
-        other.owner = None;
-        if let Some(o) = &self.owner {
-            o.outstanding
-                .fetch_add(u64::from(other.bytes), Ordering::Relaxed);
-        }
-        self.bytes += other.bytes;
-        other.bytes = 0;
-    }
-
-    fn set_owner(&mut self, account: &Arc<Account>) {
-        self.disown(u64::from(self.bytes));
-        account
-            .outstanding
-            .fetch_add(u64::from(self.bytes), Ordering::Relaxed);
-        self.owner = Some(Arc::clone(account));
-    }
-
-    /// Takes `bytes` off the owner's count (they leave this reservation).
-    fn disown(&self, bytes: u64) {
-        if let Some(o) = &self.owner {
-            o.outstanding.fetch_sub(bytes, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        self.disown(u64::from(self.bytes));
-        if self.share_of_response
-            && let (Some(hold), Some(permit)) = (self.response.as_ref(), self.permit.take())
-        {
-            // Another share of the response (or the fetch itself) still holds it.
-            let others_alive = Arc::strong_count(hold) > 1;
-            match hold.keep(permit, u64::from(self.bytes), others_alive) {
-                // Counted as residue now: `used` goes down when the response goes.
-                None => return,
-                Some(permit) => self.permit = Some(permit),
-            }
-        }
-        self.used
-            .fetch_sub(u64::from(self.bytes), Ordering::Relaxed);
-    }
-}
-
-impl Share {
-    /// Bytes of the reservations attributed to the partition.
-    pub fn outstanding(&self) -> u64 {
-        self.account.outstanding.load(Ordering::Relaxed)
-    }
-
-    /// Of those, bytes in flight to the target (not held for a transaction).
-    pub fn in_flight(&self) -> u64 {
-        self.outstanding().saturating_sub(self.held())
-    }
-
-    /// Bytes the partition holds for open transactions.
-    pub fn held(&self) -> u64 {
-        self.account.held.load(Ordering::Relaxed)
-    }
-
-    /// Sets the partition's held bytes and the oldest transaction it waits on.
-    pub fn set_held(&self, bytes: u64, oldest: Option<(i64, i64)>) {
-        let before = self.account.held.swap(bytes, Ordering::Relaxed);
-        if bytes >= before {
-            self.accounts
-                .held
-                .fetch_add(bytes - before, Ordering::Relaxed);
-        } else {
-            self.accounts
-                .held
-                .fetch_sub(before - bytes, Ordering::Relaxed);
-        }
-        let mut o = lock(&self.account.oldest);
-        *o = match (oldest, *o) {
-            (None, _) => None,
-            // The same transaction: it has been waited on since it was first seen.
-            (Some((pid, first)), Some((p, f, since))) if (p, f) == (pid, first) => {
-                Some((pid, first, since))
-            }
-            (Some((pid, first)), _) => Some((pid, first, Instant::now())),
-        };
-    }
-
-    /// Why the partition must spill or fail, when another partition found it holding the
-    /// most over the held limit (once: it is cleared).
-    pub fn take_eviction(&self) -> Option<String> {
-        lock(&self.account.evicted).take()
-    }
-
-    /// Whether the partition's pipeline must be made to look at an eviction (once).
-    pub fn take_nudge(&self) -> bool {
-        self.account.nudge.swap(false, Ordering::Relaxed)
-    }
-}
-
-impl Drop for Share {
-    fn drop(&mut self) {
-        self.set_held(0, None);
-        self.accounts.active.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The error of a partition that holds the most when the held limit is exceeded.
-fn held_message(a: &Account, total: u64, limit: u64) -> String {
-    let held = a.held.load(Ordering::Relaxed);
-    let txn = lock(&a.oldest).map_or_else(
-        || "open transactions".to_owned(),
-        |(pid, first, since)| {
-            format!(
-                "the transaction of producer id {pid} open since source offset {first} \
-                 (waited on for {}s)",
-                since.elapsed().as_secs()
-            )
-        },
-    );
-    format!(
-        "{} holds {held} bytes back waiting for {txn} to commit or abort, the most of any \
-         partition, and every partition together holds {total} bytes for open \
-         transactions, more than the {limit} allowed (half of engine.in_flight_memory): \
-         raise engine.in_flight_memory or end the transaction",
-        a.label
-    )
-}
-
+mod held;
+mod reservation;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 //! | [`plan`] | pure: a fetched record set → forward / re-encode / skip steps (`plan/release.rs`: a released batch → its steps; `plan/spill.rs`: dropping held batches, reading ahead for their markers, the rewind) |
 //! | [`recovery`] | pure: which re-fetched records are already on the target after a crash |
 //! | [`coalesce`] | pure: the per-partition queue to the producer; merges queued batches when the window is full |
-//! | [`budget`] | the in-flight memory budget fetchers wait on, with each partition's account |
+//! | [`budget`] | the in-flight memory budget fetchers wait on, with each partition's account (`budget/held.rs`: bytes held for open transactions, their limit and each partition's share; `budget/reservation.rs`: a reservation's bytes taken, merged, returned, and a response's residue) |
 //! | [`quota`] | pure: a partition's quota of the budget; the process-wide limit of held bytes |
 //! | [`probe`] | partition bounds from the Fetch high watermark (not ListOffsets latest) |
 //! | [`range`] | a partition's records read range after range, for checks that compare logs |
