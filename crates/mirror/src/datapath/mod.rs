@@ -3,7 +3,7 @@
 //! | module | concern |
 //! |---|---|
 //! | [`plan`] | pure: a fetched record set → forward / re-encode / skip steps (`plan/release.rs`: a released batch → its steps; `plan/spill.rs`: dropping held batches, reading ahead for their markers, the rewind) |
-//! | [`recovery`] | pure: which re-fetched records are already on the target after a crash |
+//! | [`recovery`] | pure: which re-fetched records are already on the target after a crash (`recovery/state.rs`: a step decided against the tail read so far; `recovery/live.rs`: the live check of an acknowledgement past the map) |
 //! | [`coalesce`] | pure: the per-partition queue to the producer; merges queued batches when the window is full |
 //! | [`budget`] | the in-flight memory budget fetchers wait on, with each partition's account (`budget/held.rs`: bytes held for open transactions, their limit and each partition's share; `budget/reservation.rs`: a reservation's bytes taken, merged, returned, and a response's residue) |
 //! | [`quota`] | pure: a partition's quota of the budget; the process-wide limit of held bytes |
