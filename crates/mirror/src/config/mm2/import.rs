@@ -18,10 +18,9 @@ mod flow;
 mod forms;
 mod jaas;
 mod placeholders;
+mod props;
 mod reasons;
 mod security;
-use crate::config::units::HumanDuration;
-use reasons::shown;
 
 /// An MM2 key that is not (fully) represented in the generated TOML.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,18 +136,6 @@ pub struct MirrorMaker1 {
     pub include: String,
 }
 
-/// Topic, group and config filter keys: a value that cannot be converted fails the import.
-const FILTER_KEYS: [&str; 8] = [
-    "topics",
-    "topics.exclude",
-    "topics.blacklist",
-    "groups",
-    "groups.exclude",
-    "groups.blacklist",
-    "config.properties.exclude",
-    "config.properties.blacklist",
-];
-
 /// Converts MM2 properties text into Strait TOML, plus the keys it could not map.
 pub fn import_mm2(properties_text: &str) -> Result<(String, Vec<UnmappedKey>), ImportError> {
     import_mm2_with(properties_text, &ImportOptions::default())
@@ -161,25 +148,7 @@ pub fn import_mm2_with(
     text: &str,
     options: &ImportOptions,
 ) -> Result<(String, Vec<UnmappedKey>), ImportError> {
-    let form = match options.mirror_maker_1 {
-        Some(_) => forms::Form::MirrorMaker1,
-        None => forms::detect(text)?,
-    };
-    let rewritten = match (form, &options.mirror_maker_1) {
-        (forms::Form::MirrorMaker1, Some(mm1)) => {
-            forms::mm1::rewrite(text, &mm1.producer, &mm1.include)?
-        }
-        (forms::Form::Properties | forms::Form::MirrorMaker1, _) => {
-            let (entries, overridden) = properties::parse_with_overrides(text)?;
-            forms::Rewritten {
-                entries,
-                overridden,
-                ..forms::Rewritten::new()
-            }
-        }
-        (forms::Form::ConnectJson, _) => forms::json::rewrite(text)?,
-        (forms::Form::Strimzi, _) => forms::strimzi::rewrite(text)?,
-    };
+    let (form, rewritten) = rewrite(text, options)?;
     let mut props = Props::new(rewritten.entries);
     props.policy_choice = options.policy;
     props.comments.extend(rewritten.comments);
@@ -213,14 +182,47 @@ pub fn import_mm2_with(
     if aliases.is_empty() || aliases.iter().any(|a| a.contains("${")) {
         return Err(forms::mirror_maker_1(&props.map).unwrap_or(ImportError::NoClusters));
     }
+    let file = convert(&mut props, &aliases)?;
+    write(form, &file, props)
+}
 
-    props.aliases.clone_from(&aliases);
+/// `text` in its form (MirrorMaker 1 when `options` say so, else as detected), rewritten
+/// as `mm2.properties` entries.
+fn rewrite(
+    text: &str,
+    options: &ImportOptions,
+) -> Result<(forms::Form, forms::Rewritten), ImportError> {
+    let form = match options.mirror_maker_1 {
+        Some(_) => forms::Form::MirrorMaker1,
+        None => forms::detect(text)?,
+    };
+    let rewritten = match (form, &options.mirror_maker_1) {
+        (forms::Form::MirrorMaker1, Some(mm1)) => {
+            forms::mm1::rewrite(text, &mm1.producer, &mm1.include)?
+        }
+        (forms::Form::Properties | forms::Form::MirrorMaker1, _) => {
+            let (entries, overridden) = properties::parse_with_overrides(text)?;
+            forms::Rewritten {
+                entries,
+                overridden,
+                ..forms::Rewritten::new()
+            }
+        }
+        (forms::Form::ConnectJson, _) => forms::json::rewrite(text)?,
+        (forms::Form::Strimzi, _) => forms::strimzi::rewrite(text)?,
+    };
+    Ok((form, rewritten))
+}
+
+/// The config of the clusters `aliases` and of every flow between them that `props` name.
+fn convert(props: &mut Props, aliases: &[String]) -> Result<ConfigFile, ImportError> {
+    props.aliases = aliases.to_vec();
     let mut file = ConfigFile::default();
-    for alias in &aliases {
+    for alias in aliases {
         let cluster = props.cluster(alias);
         file.clusters.insert(alias.clone(), cluster);
     }
-    for (source, target) in props.flow_pairs(&aliases) {
+    for (source, target) in props.flow_pairs(aliases) {
         let flow = props.flow(&source, &target)?;
         file.flows.push(flow);
     }
@@ -231,8 +233,17 @@ pub fn import_mm2_with(
             "no `A->B.enabled` or other `A->B.*` key: no flow was converted; add a [[flows]] table",
         );
     }
+    Ok(file)
+}
 
-    let mut table = toml::Table::try_from(&file).map_err(|e| ImportError::Write(e.to_string()))?;
+/// The TOML of `file` under its header and the comments `props` gathered, and the keys
+/// they could not carry over.
+fn write(
+    form: forms::Form,
+    file: &ConfigFile,
+    props: Props,
+) -> Result<(String, Vec<UnmappedKey>), ImportError> {
+    let mut table = toml::Table::try_from(file).map_err(|e| ImportError::Write(e.to_string()))?;
     // Process-wide sections have no MM2 equivalent: leave them to their defaults.
     for section in ["engine", "metrics", "logging"] {
         table.remove(section);
@@ -288,250 +299,6 @@ const COLLAPSE_AT: usize = 3;
 /// Why a `${…}` reference cannot stand where a typed value is needed.
 const TYPED_REFERENCE: &str = "a `${…}` reference cannot stand for a number, a boolean or a choice \
      in the TOML (the importer has to know the value): write the value; the default was used";
-
-impl Props {
-    fn new(entries: Vec<Property>) -> Self {
-        let mut props = Self {
-            map: HashMap::new(),
-            order: Vec::new(),
-            used: HashSet::new(),
-            unmapped: Vec::new(),
-            env: Vec::new(),
-            comments: Vec::new(),
-            refs: HashMap::new(),
-            unconvertible: HashSet::new(),
-            written: HashMap::new(),
-            policy_choice: None,
-            aliases: Vec::new(),
-        };
-        // Which source each variable name stands for, so two different sources never
-        // share one variable.
-        let mut vars: HashMap<String, placeholders::Source> = HashMap::new();
-        for mut p in entries {
-            match placeholders::convert(&p.value) {
-                Ok(None) => {}
-                Ok(Some((mut text, mut refs))) => {
-                    for r in &mut refs {
-                        let mut var = r.var.clone();
-                        let mut n = 1;
-                        while vars.get(&var).is_some_and(|s| *s != r.source) {
-                            n += 1;
-                            var = format!("{}_{n}", r.var);
-                        }
-                        if var != r.var {
-                            let sentinel = |v: &str| {
-                                format!("{}{v}{}", placeholders::OPEN, placeholders::CLOSE)
-                            };
-                            text = text.replacen(&sentinel(&r.var), &sentinel(&var), 1);
-                            r.var = var.clone();
-                        }
-                        vars.insert(var, r.source.clone());
-                    }
-                    let written = std::mem::replace(&mut p.value, text);
-                    props.written.insert(p.key.clone(), written);
-                    props.refs.insert(p.key.clone(), refs);
-                }
-                Err(placeholders::Unconvertible) => {
-                    props.unconvertible.insert(p.key.clone());
-                }
-            }
-            props.order.push(p.key.clone());
-            props.map.insert(p.key.clone(), p);
-        }
-        props
-    }
-
-    /// The value of `p` as the file has it (before `${…}` conversion).
-    fn as_written<'p>(&'p self, p: &'p Property) -> &'p str {
-        self.written.get(&p.key).map_or(&p.value, String::as_str)
-    }
-
-    /// Refuses what cannot be imported without replicating more than MM2 does: a filter
-    /// whose `${…}` is not an environment variable, and `refresh.topics.enabled = false`.
-    fn check_refusals(&self) -> Result<(), ImportError> {
-        for key in &self.order {
-            let p = &self.map[key];
-            let suffix = flow_suffix(key);
-            let filter = FILTER_KEYS.contains(&suffix);
-            let env_only = self
-                .refs
-                .get(key)
-                .is_none_or(|refs| refs.iter().all(placeholders::Reference::is_env));
-            if filter && (self.unconvertible.contains(key) || !env_only) {
-                return Err(ImportError::TemplatedFilter {
-                    key: key.clone(),
-                    line: p.line,
-                });
-            }
-            if suffix == "refresh.topics.enabled" && p.value.trim().eq_ignore_ascii_case("false") {
-                return Err(ImportError::RefreshDisabled {
-                    key: key.clone(),
-                    line: p.line,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// The value of `key`, marking it used; its `${…}` references are listed among the
-    /// variables to export.
-    fn take(&mut self, key: &str) -> Option<String> {
-        let p = self.map.get(key)?;
-        let value = p.value.trim().to_owned();
-        if self.unconvertible.contains(key) {
-            self.unmapped(
-                key,
-                "holds a `${…}` that is neither `${NAME}` nor a config provider reference \
-                 (`${provider:[path:]key}`), so it was not converted: write the value, or `${NAME}`",
-            );
-            return None;
-        }
-        self.used.insert(key.to_owned());
-        for r in self.refs.get(key).cloned().unwrap_or_default() {
-            if !self.env.iter().any(|(v, _)| *v == r.var) {
-                self.env.push((r.var.clone(), r.how_to_export()));
-            }
-        }
-        Some(value)
-    }
-
-    /// The first of `keys` that is set (marking only that one used).
-    fn first(&mut self, keys: &[String]) -> Option<(String, String)> {
-        keys.iter()
-            .find(|k| self.map.contains_key(k.as_str()))
-            .cloned()
-            .and_then(|k| self.take(&k).map(|v| (k, v)))
-    }
-
-    /// [`Self::first`] for a value the importer must read (a number, a boolean, a
-    /// choice): a `${…}` reference there is reported, and `None` returned.
-    fn typed(&mut self, keys: &[String]) -> Option<(String, String)> {
-        let (k, v) = self.first(keys)?;
-        if v.contains(placeholders::OPEN) {
-            self.unmapped(&k, TYPED_REFERENCE);
-            return None;
-        }
-        Some((k, v))
-    }
-
-    /// `A.<k>`, else the global `<k>` (MM2 applies unprefixed client keys to every
-    /// cluster). A set global key counts as used once a cluster has consulted it.
-    fn cluster_value(&mut self, alias: &str, k: &str) -> Option<(String, String)> {
-        let found = self.first(&[format!("{alias}.{k}"), k.to_owned()]);
-        if self.map.contains_key(k) && !self.unconvertible.contains(k) {
-            self.used.insert(k.to_owned());
-        }
-        found
-    }
-
-    /// A `${VAR}` placeholder for `what`, remembered for the list of variables to export.
-    fn env_placeholder(&mut self, alias: &str, what: &str, holds: &str) -> String {
-        let var = env_name(alias, what);
-        if !self.env.iter().any(|(v, _)| *v == var) {
-            self.env.push((var.clone(), holds.to_owned()));
-        }
-        format!("${{{var}}}")
-    }
-
-    /// Records an unmapped key (or a note about a missing one); the same key with the same
-    /// reason (a global key consulted by several clusters) is listed once.
-    fn unmapped(&mut self, key: &str, reason: impl Into<String>) {
-        let reason = reason.into();
-        self.used.insert(key.to_owned());
-        if self
-            .unmapped
-            .iter()
-            .any(|u| u.key == key && u.reason == reason)
-        {
-            return;
-        }
-        let (value, line) = self.map.get(key).map_or((String::new(), 0), |p| {
-            (shown(key, self.as_written(p)), p.line)
-        });
-        self.unmapped.push(UnmappedKey {
-            key: key.to_owned(),
-            value,
-            line,
-            reason,
-        });
-    }
-
-    fn note(&mut self, key: &str, value: &str, reason: &str) {
-        self.unmapped.push(UnmappedKey {
-            key: key.to_owned(),
-            value: value.to_owned(),
-            line: 0,
-            reason: reason.to_owned(),
-        });
-    }
-
-    /// Ordered pairs that have any `A->B.*` key, in order of first appearance.
-    fn flow_pairs(&mut self, aliases: &[String]) -> Vec<(String, String)> {
-        let mut pairs: Vec<(String, String)> = Vec::new();
-        for key in self.order.clone() {
-            let Some((pair, _)) = key
-                .split_once("->")
-                .and_then(|(s, rest)| rest.split_once('.').map(|(t, k)| ((s, t), k)))
-            else {
-                continue;
-            };
-            let (s, t) = (pair.0.to_owned(), pair.1.to_owned());
-            if !aliases.contains(&s) || !aliases.contains(&t) {
-                self.unmapped(&key, "names a cluster that is not listed in `clusters`");
-            } else if !pairs.contains(&(s.clone(), t.clone())) {
-                pairs.push((s, t));
-            }
-        }
-        pairs
-    }
-
-    fn boolean(&mut self, keys: &[String]) -> Option<bool> {
-        let (k, v) = self.typed(keys)?;
-        match v.to_ascii_lowercase().as_str() {
-            "true" => Some(true),
-            "false" => Some(false),
-            _ => {
-                self.unmapped(&k, "not `true` or `false`; the default was used");
-                None
-            }
-        }
-    }
-
-    fn seconds(&mut self, keys: &[String]) -> Option<HumanDuration> {
-        let (k, v) = self.typed(keys)?;
-        match v.parse::<u64>() {
-            Ok(s) => Some(HumanDuration::secs(s)),
-            Err(_) => {
-                self.unmapped(
-                    &k,
-                    "not a non-negative number of seconds; the default was used",
-                );
-                None
-            }
-        }
-    }
-
-    fn millis(&mut self, key: &str) -> Option<HumanDuration> {
-        let (_, v) = self.typed(&[key.to_owned()])?;
-        match v.parse::<u64>() {
-            Ok(ms) => Some(HumanDuration::millis(ms)),
-            Err(_) => {
-                self.unmapped(
-                    key,
-                    "not a non-negative number of milliseconds; the default was used",
-                );
-                None
-            }
-        }
-    }
-}
-
-/// `key` without an `A->B.` flow prefix.
-fn flow_suffix(key: &str) -> &str {
-    key.split_once("->")
-        .and_then(|(_, rest)| rest.split_once('.'))
-        .map_or(key, |(_, k)| k)
-}
 
 /// An MM2 comma-separated regex list.
 fn regex_list(v: &str) -> Vec<String> {
