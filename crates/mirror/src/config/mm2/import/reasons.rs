@@ -47,33 +47,7 @@ impl Props {
                 },
             );
         }
-        for ((family, why), slots) in groups {
-            if slots.len() < COLLAPSE_AT {
-                continue;
-            }
-            for slot in &slots {
-                reasons.remove(slot);
-            }
-            let lines: Vec<String> = slots
-                .iter()
-                .filter(|(line, _)| *line > 0)
-                .map(|(line, _)| line.to_string())
-                .collect();
-            let listed = if lines.is_empty() {
-                String::new()
-            } else {
-                format!(" (lines {})", lines.join(", "))
-            };
-            reasons.insert(
-                slots[0],
-                UnmappedKey {
-                    key: format!("{family}*"),
-                    value: String::new(),
-                    line: slots[0].0,
-                    reason: format!("{} keys{listed}: {why}", slots.len()),
-                },
-            );
-        }
+        collapse(&mut reasons, groups);
         self.unmapped.extend(reasons.into_values());
         self.unmapped.sort_by_key(|u| (u.line == 0, u.line));
         if !self.env.is_empty() {
@@ -94,6 +68,41 @@ impl Props {
             });
         }
         self.unmapped
+    }
+}
+
+/// Replaces the entries of each group of [`COLLAPSE_AT`] or more keys (one prefix, one
+/// reason; `groups` maps it to the keys' slots in `reasons`) with one `prefix*` entry.
+fn collapse(
+    reasons: &mut BTreeMap<(usize, usize), UnmappedKey>,
+    groups: BTreeMap<(String, &'static str), Vec<(usize, usize)>>,
+) {
+    for ((family, why), slots) in groups {
+        if slots.len() < COLLAPSE_AT {
+            continue;
+        }
+        for slot in &slots {
+            reasons.remove(slot);
+        }
+        let lines: Vec<String> = slots
+            .iter()
+            .filter(|(line, _)| *line > 0)
+            .map(|(line, _)| line.to_string())
+            .collect();
+        let listed = if lines.is_empty() {
+            String::new()
+        } else {
+            format!(" (lines {})", lines.join(", "))
+        };
+        reasons.insert(
+            slots[0],
+            UnmappedKey {
+                key: format!("{family}*"),
+                value: String::new(),
+                line: slots[0].0,
+                reason: format!("{} keys{listed}: {why}", slots.len()),
+            },
+        );
     }
 }
 
@@ -143,51 +152,8 @@ pub(super) fn reason(key: &str) -> &'static str {
         .map_or(key, |(_, k)| k);
     // Connector-level keys match on the whole suffix; cluster-level ones after `A.`.
     let cluster_suffix = suffix.split_once('.').map_or(suffix, |(_, k)| k);
-    match suffix {
-        "tasks.max" => {
-            return "Strait has no Connect tasks: one process pipelines every partition of a flow, and more \
-                    processes share a flow's partitions with `[flows.scale_out]` (a Kafka group on the target)";
-        }
-        "offset-syncs.topic.location"
-        | "offset-syncs.topic.replication.factor"
-        | "emit.offset-syncs.enabled"
-        | "offset.lag.max" => {
-            return "Strait keeps exact offset maps in its state topic on the target (`state_topic`); there is no \
-                    offset-syncs topic and no sync spacing";
-        }
-        "heartbeats.topic.replication.factor" | "checkpoints.topic.replication.factor" => {
-            return "Strait creates its own topics with the flow's `topics.replication_factor`";
-        }
-        "source.cluster.alias" => return "no flow uses it",
-        "target.cluster.alias" => {
-            return "MM2 names its offset-syncs topic after the target alias; Strait has no such topic and \
-                    names the target by its cluster name";
-        }
-        "refresh.topics.enabled" | "refresh.groups.enabled" => {
-            return "Strait always discovers new topics and groups; tune `intervals.topic_refresh` / `intervals.group_sync`";
-        }
-        "heartbeats.replication.enabled" => {
-            return "heartbeats topics are replicated whenever `sync.heartbeats` is on";
-        }
-        "topic.filter.class" | "group.filter.class" | "config.property.filter.class" => {
-            return "custom filter classes cannot be loaded; use the include/exclude regex lists";
-        }
-        "replication.policy.internal.topic.separator.enabled" => {
-            return "Strait's own topics have fixed names (`state_topic`, `heartbeats`)";
-        }
-        "use.defaults.from" => {
-            return "topic configs are copied from the source; excluded ones keep the target's defaults";
-        }
-        "exactly.once.support" => {
-            return "a connector's request for exactly-once; the worker's \
-                    `exactly.once.source.support` decides (`delivery.guarantee`)";
-        }
-        "consumer.poll.timeout.ms" | "admin.timeout.ms" => {
-            return "Strait's client uses each cluster's `request_timeout`";
-        }
-        "forwarding.admin.class" => return "custom admin classes cannot be loaded",
-        "replication.factor" | "topics" | "groups" => return "no flow uses it",
-        _ => {}
+    if let Some(r) = connector_key(suffix) {
+        return r;
     }
     // A client override (`consumer.group.id`) is not the worker's `group.id`.
     let client = |k: &str| CLIENTS.iter().any(|c| k.starts_with(c));
@@ -224,6 +190,57 @@ pub(super) fn reason(key: &str) -> &'static str {
         return "per-client Kafka properties are not configurable; see `[engine]` for fetch tuning";
     }
     "not a MirrorMaker 2 key that Strait knows"
+}
+
+/// Why a connector-level key (matched on its whole suffix after any `A->B.`) has no Strait
+/// equivalent, for the keys named one by one: a flat table, one arm per key or family.
+fn connector_key(suffix: &str) -> Option<&'static str> {
+    match suffix {
+        "tasks.max" => Some(
+            "Strait has no Connect tasks: one process pipelines every partition of a flow, and more \
+             processes share a flow's partitions with `[flows.scale_out]` (a Kafka group on the target)",
+        ),
+        "offset-syncs.topic.location"
+        | "offset-syncs.topic.replication.factor"
+        | "emit.offset-syncs.enabled"
+        | "offset.lag.max" => Some(
+            "Strait keeps exact offset maps in its state topic on the target (`state_topic`); there is no \
+             offset-syncs topic and no sync spacing",
+        ),
+        "heartbeats.topic.replication.factor" | "checkpoints.topic.replication.factor" => {
+            Some("Strait creates its own topics with the flow's `topics.replication_factor`")
+        }
+        "source.cluster.alias" => Some("no flow uses it"),
+        "target.cluster.alias" => Some(
+            "MM2 names its offset-syncs topic after the target alias; Strait has no such topic and \
+             names the target by its cluster name",
+        ),
+        "refresh.topics.enabled" | "refresh.groups.enabled" => Some(
+            "Strait always discovers new topics and groups; tune `intervals.topic_refresh` / `intervals.group_sync`",
+        ),
+        "heartbeats.replication.enabled" => {
+            Some("heartbeats topics are replicated whenever `sync.heartbeats` is on")
+        }
+        "topic.filter.class" | "group.filter.class" | "config.property.filter.class" => {
+            Some("custom filter classes cannot be loaded; use the include/exclude regex lists")
+        }
+        "replication.policy.internal.topic.separator.enabled" => {
+            Some("Strait's own topics have fixed names (`state_topic`, `heartbeats`)")
+        }
+        "use.defaults.from" => Some(
+            "topic configs are copied from the source; excluded ones keep the target's defaults",
+        ),
+        "exactly.once.support" => Some(
+            "a connector's request for exactly-once; the worker's \
+             `exactly.once.source.support` decides (`delivery.guarantee`)",
+        ),
+        "consumer.poll.timeout.ms" | "admin.timeout.ms" => {
+            Some("Strait's client uses each cluster's `request_timeout`")
+        }
+        "forwarding.admin.class" => Some("custom admin classes cannot be loaded"),
+        "replication.factor" | "topics" | "groups" => Some("no flow uses it"),
+        _ => None,
+    }
 }
 
 /// Keys holding `key` that are known not to be secret, shown as written (matched at the
