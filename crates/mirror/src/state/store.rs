@@ -1,20 +1,18 @@
-//! Reading and writing the state topic.
+//! Reading and writing the state topic: the topic itself and its readers here; what the
+//! records read add up to in `store/fold.rs`, the writer in `store/writer.rs`.
+
+mod fold;
+mod writer;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-use strait_client::{
-    Client, ConsumedRecord, NewTopic, ProducerConfig, ProducerRecord, RecordProducer,
-    TransactionalProducer,
-};
-use strait_records::Compression;
+use strait_client::{Client, ConsumedRecord, NewTopic};
 
-use super::codec::kind;
-use super::codec::{PartitionState, decode_key, decode_value, encode_key, encode_value, key_kind};
-use super::delta::{DELTA_KEY_KIND, decode_delta_key, decode_delta_value, rebuild};
+use self::fold::Fold;
+pub use self::writer::StateWriter;
+use super::codec::key_kind;
 use super::replay::{REPLAY_KEY_KIND, decode_replay_key, decode_replay_value};
 use super::{SavedReplays, SavedState};
 use crate::config::Flow;
@@ -116,22 +114,6 @@ pub struct StateTail {
     records_read: u64,
 }
 
-/// What the records read so far add up to: the last admitted snapshot per key, the
-/// deltas not tombstoned, and the stale-owner fence.
-#[derive(Debug, Default)]
-struct Fold {
-    saved: SavedState,
-    deltas: BTreeMap<(String, i32), BTreeMap<u64, Vec<u8>>>,
-    fence: super::stamp::Fence<(String, i32)>,
-    /// Stale-owner records ignored and already reported.
-    reported: u64,
-    /// Partitions with deltas as [`Fold::result`] last rebuilt them (snapshot with its
-    /// deltas replayed), reused while neither changed.
-    rebuilt: BTreeMap<(String, i32), PartitionState>,
-    /// Partitions whose snapshot or deltas changed since the last [`Fold::result`].
-    changed: std::collections::BTreeSet<(String, i32)>,
-}
-
 impl StateTail {
     /// A reader of `flow`'s state topic that has read nothing yet.
     pub fn new(flow: &Flow) -> Self {
@@ -195,88 +177,6 @@ impl StateTail {
         }
         read?;
         self.fold.result(flow)
-    }
-}
-
-impl Fold {
-    /// Takes one committed record of the state topic (the rules of [`read_state`]).
-    fn apply(&mut self, key: &[u8], value: Option<&[u8]>, meta: RecordMeta) -> Result<(), String> {
-        if matches!(key_kind(key), Some(kind::REPLAY | kind::ACL | kind::MEMBER)) {
-            return Ok(());
-        }
-        if key_kind(key) == Some(DELTA_KEY_KIND) {
-            let (key, seq) = decode_delta_key(key).map_err(|e| format!("delta key: {e}"))?;
-            self.changed.insert(key.clone());
-            match value {
-                None => {
-                    if let Some(d) = self.deltas.get_mut(&key) {
-                        d.remove(&seq);
-                    }
-                }
-                Some(v) => {
-                    let bytes = decode_delta_value(v).map_err(|e| format!("delta value: {e}"))?;
-                    self.deltas.entry(key).or_default().insert(seq, bytes);
-                }
-            }
-            return Ok(());
-        }
-        let key = decode_key(key).map_err(|e| format!("key: {e}"))?;
-        if !self
-            .fence
-            .admit(&key, meta.generation, meta.timestamp, value.is_none())
-        {
-            return Ok(());
-        }
-        self.changed.insert(key.clone());
-        match value {
-            // A tombstone: the partition's state was deleted.
-            None => {
-                self.saved.remove(&key);
-            }
-            Some(v) => {
-                let value = decode_value(v).map_err(|e| format!("value: {e}"))?;
-                self.saved.insert(key, value);
-            }
-        }
-        Ok(())
-    }
-
-    /// The state as the records read so far leave it: each partition's snapshot with its
-    /// deltas folded in, and the deltas' sequence numbers.
-    fn result(&mut self, flow: &Flow) -> Result<(SavedState, DeltaSeqs), MirrorError> {
-        let ignored = self.fence.ignored();
-        if ignored > self.reported {
-            tracing::warn!(flow = %flow.name, ignored = ignored - self.reported,
-                "state records of an owner that had already lost its partitions landed late; \
-                 ignored (the newer owner's state stands)");
-            self.reported = ignored;
-        }
-        let mut saved = self.saved.clone();
-        let mut seqs = DeltaSeqs::new();
-        let changed = std::mem::take(&mut self.changed);
-        self.rebuilt
-            .retain(|k, _| !changed.contains(k) && self.deltas.contains_key(k));
-        for (key, ds) in &self.deltas {
-            if ds.is_empty() {
-                continue;
-            }
-            seqs.insert(key.clone(), ds.keys().copied().collect());
-            // Deltas of a partition whose state was deleted are left for the tombstones.
-            let Some(state) = saved.get_mut(key) else {
-                continue;
-            };
-            if let Some(done) = self.rebuilt.get(key) {
-                *state = done.clone();
-                continue;
-            }
-            *state = rebuild(state, ds).map_err(|e| {
-                MirrorError::state(format!("{}/{}: {e}", key.0, key.1))
-                    .flow(&flow.name)
-                    .cluster(&flow.target)
-            })?;
-            self.rebuilt.insert(key.clone(), state.clone());
-        }
-        Ok((saved, seqs))
     }
 }
 
@@ -387,159 +287,4 @@ fn state_record(
         timestamp: r.timestamp,
     };
     each(key, r.value.as_deref(), meta).map_err(bad)
-}
-
-/// Writes partition states to the state topic. Each write first makes sure the topic
-/// exists (one Metadata request; CreateTopics when it is missing), so a target that lost
-/// it — a broker restarted empty, an operator's mistake — gets it back with the current
-/// state instead of state writes that wait on a topic nobody re-creates.
-pub struct StateWriter {
-    target: Client,
-    flow: Flow,
-    cluster: String,
-    topic: String,
-    producer: Option<RecordProducer>,
-    /// Exactly-once: states are written in the flow's open transaction instead.
-    txn: Option<TransactionalProducer>,
-    /// Timeouts of the producer (created on first write): the flow's delivery and request
-    /// timeouts, so a state write gives up on the same schedule as the data it describes.
-    producer_config: ProducerConfig,
-    /// Scale-out: the group generation stamped on every record ([`super::stamp`]); no
-    /// stamp while it is negative.
-    generation: Option<Arc<AtomicI32>>,
-}
-
-impl std::fmt::Debug for StateWriter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StateWriter")
-            .field("topic", &self.topic)
-            .finish_non_exhaustive()
-    }
-}
-
-impl StateWriter {
-    /// A writer for `flow`'s state topic (which [`ensure_state_topic`] created).
-    pub fn new(target: Client, flow: &Flow) -> Self {
-        StateWriter {
-            target,
-            flow: flow.clone(),
-            cluster: flow.target.clone(),
-            topic: flow.state_topic.clone(),
-            producer: None,
-            txn: None,
-            producer_config: ProducerConfig::default(),
-            generation: None,
-        }
-    }
-
-    /// Stamps every record with the generation `generation` holds when it is written
-    /// (scale-out).
-    pub fn with_generation(mut self, generation: Arc<AtomicI32>) -> Self {
-        self.generation = Some(generation);
-        self
-    }
-
-    /// Writes into `producer`'s open transaction (exactly-once): the states become
-    /// visible when the flow's committer commits it, together with the batches they
-    /// describe.
-    pub fn in_transactions(mut self, producer: TransactionalProducer) -> Self {
-        self.txn = Some(producer);
-        self
-    }
-
-    /// Sets the timeouts of the producer the writer starts on its first write.
-    pub fn with_producer_config(mut self, config: ProducerConfig) -> Self {
-        self.producer_config = config;
-        self
-    }
-
-    /// Appends the states and waits until the target acknowledged them.
-    pub async fn write(
-        &mut self,
-        states: &[((String, i32), PartitionState)],
-    ) -> Result<(), MirrorError> {
-        let records: Vec<(Vec<u8>, Vec<u8>)> = states
-            .iter()
-            .map(|((topic, partition), s)| (encode_key(topic, *partition), encode_value(s)))
-            .collect();
-        self.write_encoded(records).await
-    }
-
-    /// Appends encoded (key, value) records — flow or replay records — and waits until the
-    /// target acknowledged them.
-    pub async fn write_encoded(
-        &mut self,
-        records: Vec<(Vec<u8>, Vec<u8>)>,
-    ) -> Result<(), MirrorError> {
-        self.write_raw(records.into_iter().map(|(k, v)| (k, Some(v))).collect())
-            .await
-    }
-
-    /// [`StateWriter::write_encoded`] with tombstones (`None` values).
-    pub async fn write_raw(
-        &mut self,
-        records: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    ) -> Result<(), MirrorError> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        ensure_state_topic(&self.target, &self.flow).await?;
-        let stamp = self
-            .generation
-            .as_ref()
-            .map(|g| g.load(Ordering::Acquire))
-            .filter(|g| *g >= 0);
-        let records: Vec<ProducerRecord> = records
-            .into_iter()
-            .map(|(k, v)| {
-                let mut r = ProducerRecord::new(Bytes::from(k), Bytes::new());
-                r.value = v.map(Bytes::from);
-                if let Some(g) = stamp {
-                    let value = Bytes::copy_from_slice(&super::stamp::encode(g));
-                    r.headers
-                        .push((super::stamp::GENERATION_HEADER.to_owned(), Some(value)));
-                }
-                r
-            })
-            .collect();
-        if let Some(txn) = &self.txn {
-            let result = async {
-                for ack in txn.send_records(&self.topic, 0, &records).await? {
-                    ack.wait().await?;
-                }
-                Ok(())
-            }
-            .await;
-            return result.map_err(|e| self.err("write in the transaction", e));
-        }
-        // Taken out for the write and put back only when it succeeds: a write that fails,
-        // or is cancelled half-way, leaves no producer with a stuck batch behind.
-        let producer = match self.producer.take() {
-            Some(p) => p,
-            None => RecordProducer::with_config(
-                self.target.clone(),
-                Compression::Lz4,
-                self.producer_config,
-            )
-            .await
-            .map_err(|e| self.err("start producer", e))?,
-        };
-        let result = async {
-            for ack in producer.send(&self.topic, 0, &records).await? {
-                ack.wait().await?;
-            }
-            Ok(())
-        }
-        .await;
-        if result.is_ok() {
-            self.producer = Some(producer);
-        }
-        result.map_err(|e| self.err("write", e))
-    }
-
-    fn err(&self, what: &str, e: strait_client::Error) -> MirrorError {
-        MirrorError::kafka(format!("state topic {}: {what}", self.topic), e)
-            .flow(&self.flow.name)
-            .cluster(&self.cluster)
-    }
 }
