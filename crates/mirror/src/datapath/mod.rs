@@ -9,7 +9,7 @@
 //! | [`quota`] | pure: a partition's quota of the budget; the process-wide limit of held bytes |
 //! | [`probe`] | partition bounds from the Fetch high watermark (not ListOffsets latest) |
 //! | [`range`] | a partition's records read range after range, for checks that compare logs |
-//! | [`fetcher`] | the leader [`fetcher::Router`] and the per-broker fetchers with fetch sessions (`fetcher/broker.rs`: one broker's fetch loop) |
+//! | [`fetcher`] | the leader [`fetcher::Router`] and the per-broker fetchers with fetch sessions (`fetcher/broker.rs`: one broker's fetch loop; `broker/deliver.rs`: one partition of a response handed on) |
 //! | [`inbox`] | a partition's bounded queue from its fetcher, and its stop signal |
 //! | [`topic_id`] | pure: whether a feed's source topic is still the topic of its id (a re-created topic is never read at the old position) |
 //! | [`stability`] | whether a source broker's last stable offset can decide transactions |
