@@ -93,35 +93,14 @@ async fn copy_ranges(
     producer_config: ProducerConfig,
     progress: &Progress,
 ) -> Result<Summary, MirrorError> {
-    let run = match prepared.decision {
-        RunDecision::Start { run } | RunDecision::Resume { run } => run,
-        RunDecision::AlreadyDone { run } => {
-            return Err(MirrorError::config(format!(
-                "replay {} was already copied (run {run}); --again copies it once more",
-                prepared.id
-            )));
-        }
-    };
+    let run = run_of(prepared)?;
     let topic = &prepared.spec.target_topic;
     let created_target = prepared.target_partitions.is_none();
     if created_target {
         create_target(target, flow, topic, prepared.partitions.len() as i32).await?;
     }
-    let partitions: Vec<i32> = prepared.partitions.iter().map(|p| p.partition).collect();
-    let target_bounds = probe::bounds(target, topic, &partitions, IsolationLevel::ReadUncommitted)
-        .await
-        .map_err(|e| MirrorError::kafka("target partition ends", e).topic(topic))?;
     let limits = Limits::default();
-    let mut jobs = Vec::new();
-    for plan in &prepared.partitions {
-        let Some(b) = target_bounds.get(&plan.partition).copied() else {
-            return Err(MirrorError::other(format!(
-                "no end for target partition {topic}/{}",
-                plan.partition
-            )));
-        };
-        jobs.push(job(target, topic, plan, b, &limits).await?);
-    }
+    let mut jobs = jobs(target, prepared, &limits).await?;
     let mut writer = StateWriter::new(target.clone(), flow).with_producer_config(producer_config);
     // Every partition is saved before the first record is copied: an interruption at
     // any point leaves a run that resumes.
@@ -153,9 +132,62 @@ async fn copy_ranges(
         checkpoint: flow.intervals.checkpoint,
         limits,
     };
+    let out = copy_each(&copier, jobs, &mut writer, flow).await?;
+    Ok(Summary {
+        id: prepared.id.clone(),
+        run,
+        created_target,
+        partitions: out,
+    })
+}
+
+/// The run `prepared` copies; an error when it was already copied.
+fn run_of(prepared: &Prepared) -> Result<u32, MirrorError> {
+    match prepared.decision {
+        RunDecision::Start { run } | RunDecision::Resume { run } => Ok(run),
+        RunDecision::AlreadyDone { run } => Err(MirrorError::config(format!(
+            "replay {} was already copied (run {run}); --again copies it once more",
+            prepared.id
+        ))),
+    }
+}
+
+/// Every partition of `prepared` to copy, from the target partitions' bounds.
+async fn jobs<'a>(
+    target: &Client,
+    prepared: &'a Prepared,
+    limits: &Limits,
+) -> Result<Vec<Job<'a>>, MirrorError> {
+    let topic = &prepared.spec.target_topic;
+    let partitions: Vec<i32> = prepared.partitions.iter().map(|p| p.partition).collect();
+    let target_bounds = probe::bounds(target, topic, &partitions, IsolationLevel::ReadUncommitted)
+        .await
+        .map_err(|e| MirrorError::kafka("target partition ends", e).topic(topic))?;
+    let mut jobs = Vec::new();
+    for plan in &prepared.partitions {
+        let Some(b) = target_bounds.get(&plan.partition).copied() else {
+            return Err(MirrorError::other(format!(
+                "no end for target partition {topic}/{}",
+                plan.partition
+            )));
+        };
+        jobs.push(job(target, topic, plan, b, limits).await?);
+    }
+    Ok(jobs)
+}
+
+/// Copies the partitions one after another; on a failure, saves what the failed one had
+/// acknowledged before returning the error.
+async fn copy_each(
+    copier: &Copier<'_>,
+    jobs: Vec<Job<'_>>,
+    writer: &mut StateWriter,
+    flow: &Flow,
+) -> Result<Vec<PartitionSummary>, MirrorError> {
+    let (prepared, run) = (copier.prepared, copier.run);
     let mut out = Vec::new();
     for mut j in jobs {
-        let copied = copier.copy(&mut j, &mut writer).await;
+        let copied = copier.copy(&mut j, writer).await;
         let summary = match copied {
             Ok(s) => s,
             Err(e) => {
@@ -176,12 +208,7 @@ async fn copy_ranges(
             target = ?summary.target, "replay: partition done");
         out.push(summary);
     }
-    Ok(Summary {
-        id: prepared.id.clone(),
-        run,
-        created_target,
-        partitions: out,
-    })
+    Ok(out)
 }
 
 /// One partition to copy.
