@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use strait_client::Ack;
 
 use super::held_bytes::check_held;
-use super::{BatchPin, Driver, InFlight, LogStartWait, Parts, Ran};
+use super::{BatchPin, Driver, Held, InFlight, LogStartWait, Parts, Ran};
 use crate::datapath::commit::GateHandle;
 use crate::datapath::fetcher::{Feed, RecordSet};
 use crate::datapath::inbox::Inbound;
@@ -58,18 +58,7 @@ impl<'a> Driver<'a> {
             produced |= self
                 .act(machine, acks, &mut log_start, held, &mut recorded)
                 .await?;
-            if let Some(g) = &mut held.gate {
-                if g.failed() {
-                    return Err(MirrorError::other(
-                        "the flow's transaction failed; the flow restarts from its last commit",
-                    ));
-                }
-                if g.sealed() && acks.is_empty() {
-                    // Everything handed on is recorded: the map describes exactly this
-                    // partition's batches in the sealed transaction.
-                    g.quiet();
-                }
-            }
+            check_gate(held, acks)?;
             if machine.is_finished() {
                 return Ok(Ran::Finished);
             }
@@ -96,41 +85,59 @@ impl<'a> Driver<'a> {
                 },
             };
             match wake {
-                Wake::Gate => {
-                    if !held.must_wait_gate() {
-                        while let Some((batch, fetched)) = held.waiting.pop_front() {
-                            if let Some(batch) = self.hand_on(batch, fetched, acks, held)? {
-                                Box::pin(self.hand_on_waiting(batch, fetched, acks, held)).await?;
-                            }
-                        }
-                    }
-                }
+                Wake::Gate => self.gate_opened(acks, held).await?,
                 Wake::Stop => {
                     stopping = true;
                     machine.stop();
                 }
-                Wake::Acked(acked) => {
-                    let sent = acks.pop_front();
-                    match acked {
-                        Ok(a) => {
-                            let gap = sent.map_or(0, |s| {
-                                self.feed.metrics.engine_acked(s.fetched, s.handed);
-                                s.gap
-                            });
-                            machine.acked_after(a.base_offset, gap)?
-                        }
-                        Err(e) => {
-                            self.feed.metrics.produce_error();
-                            return Err(machine.produce_failed(e));
-                        }
-                    }
-                }
+                Wake::Acked(acked) => self.acked(machine, acks, acked)?,
                 Wake::LogStart(start) => {
                     log_start = None;
                     let r = machine.log_start(start?);
                     self.counted(r)?;
                 }
                 Wake::Feed(item) => self.fed(machine, item)?,
+            }
+        }
+    }
+
+    /// The barrier changed: the batches waiting for it are handed on, unless it still
+    /// holds them.
+    async fn gate_opened(
+        &self,
+        acks: &mut VecDeque<InFlight>,
+        held: &mut Held,
+    ) -> Result<(), MirrorError> {
+        if !held.must_wait_gate() {
+            while let Some((batch, fetched)) = held.waiting.pop_front() {
+                if let Some(batch) = self.hand_on(batch, fetched, acks, held)? {
+                    Box::pin(self.hand_on_waiting(batch, fetched, acks, held)).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The oldest acknowledgement resolved: recorded by the machine, or the produce
+    /// failed.
+    fn acked(
+        &self,
+        machine: &mut Pipeline<BatchPin>,
+        acks: &mut VecDeque<InFlight>,
+        acked: strait_client::Result<Ack>,
+    ) -> Result<(), MirrorError> {
+        let sent = acks.pop_front();
+        match acked {
+            Ok(a) => {
+                let gap = sent.map_or(0, |s| {
+                    self.feed.metrics.engine_acked(s.fetched, s.handed);
+                    s.gap
+                });
+                machine.acked_after(a.base_offset, gap)
+            }
+            Err(e) => {
+                self.feed.metrics.produce_error();
+                Err(machine.produce_failed(e))
             }
         }
     }
@@ -186,6 +193,24 @@ impl<'a> Driver<'a> {
             Feed::Failed(e) => Err(*e),
         }
     }
+}
+
+/// The barrier after the machine acted: a failed transaction fails the partition; a
+/// sealed one is told the partition is quiet once nothing is in flight.
+fn check_gate(held: &mut Held, acks: &VecDeque<InFlight>) -> Result<(), MirrorError> {
+    if let Some(g) = &mut held.gate {
+        if g.failed() {
+            return Err(MirrorError::other(
+                "the flow's transaction failed; the flow restarts from its last commit",
+            ));
+        }
+        if g.sealed() && acks.is_empty() {
+            // Everything handed on is recorded: the map describes exactly this
+            // partition's batches in the sealed transaction.
+            g.quiet();
+        }
+    }
+    Ok(())
 }
 
 /// The oldest acknowledgement awaited (never resolves when none is).
