@@ -147,17 +147,7 @@ impl Engine {
         let started = Instant::now();
         let (stop_tx, stop_rx) = watch::channel(false);
         let budget = Budget::new(self.config.engine.in_flight_memory);
-        let mut flows = JoinSet::new();
-        for flow in self.config.enabled_flows() {
-            flows.spawn(run_flow(
-                flow.clone(),
-                self.config.clone(),
-                self.metrics.clone(),
-                budget.clone(),
-                once,
-                stop_rx.clone(),
-            ));
-        }
+        let mut flows = self.spawn_flows(once, &stop_rx, &budget);
         if flows.is_empty() {
             return Err(MirrorError::other("no enabled flow in the config"));
         }
@@ -167,9 +157,7 @@ impl Engine {
         let stop_by = tokio::time::sleep(Duration::ZERO);
         tokio::pin!(shutdown, stop_by);
         let mut armed = false;
-        let mut summaries = Vec::new();
-        let mut first_error = None;
-        let mut failed = 0usize;
+        let mut ended = Ended::default();
         let mut shutting_down = false;
         loop {
             if shutting_down && !armed {
@@ -183,7 +171,7 @@ impl Engine {
                          recovers from the last state written)");
                     flows.abort_all();
                     while flows.join_next().await.is_some() {}
-                    first_error.get_or_insert(MirrorError::other(format!(
+                    ended.first_error.get_or_insert(MirrorError::other(format!(
                         "flows did not stop within {bound:?} of the stop"
                     )));
                     break;
@@ -195,35 +183,85 @@ impl Engine {
                 }
                 done = flows.join_next() => match done {
                     None => break,
-                    Some(Ok(Ok(s))) => summaries.push(s),
-                    Some(Ok(Err(e))) => {
-                        tracing::error!(error = %e, flows = flows.len(),
-                            "flow stopped by an error; the other flows keep replicating \
-                             (/health reports it)");
-                        failed += 1;
-                        first_error.get_or_insert(e);
-                    }
-                    Some(Err(e)) => {
-                        tracing::error!(error = %e, "flow task failed; the other flows keep replicating");
-                        failed += 1;
-                        first_error.get_or_insert(MirrorError::other(format!("flow task failed: {e}")));
-                    }
+                    Some(done) => ended.flow(done, flows.len()),
                 },
             }
         }
         reporter.abort();
-        if failed > 1 {
+        ended.result(started)
+    }
+
+    /// Starts every enabled flow, each told to stop by `stop` and sharing `budget`.
+    fn spawn_flows(
+        &self,
+        once: bool,
+        stop: &watch::Receiver<bool>,
+        budget: &Budget,
+    ) -> JoinSet<Result<FlowSummary, MirrorError>> {
+        let mut flows = JoinSet::new();
+        for flow in self.config.enabled_flows() {
+            flows.spawn(run_flow(
+                flow.clone(),
+                self.config.clone(),
+                self.metrics.clone(),
+                budget.clone(),
+                once,
+                stop.clone(),
+            ));
+        }
+        flows
+    }
+}
+
+/// What the flows of a run ended with, gathered as each ends.
+#[derive(Default)]
+struct Ended {
+    summaries: Vec<FlowSummary>,
+    first_error: Option<MirrorError>,
+    failed: usize,
+}
+
+impl Ended {
+    /// A flow's task ended (`running`: flows still running); an error is logged, and the
+    /// first one kept.
+    fn flow(
+        &mut self,
+        done: Result<Result<FlowSummary, MirrorError>, tokio::task::JoinError>,
+        running: usize,
+    ) {
+        match done {
+            Ok(Ok(s)) => self.summaries.push(s),
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, flows = running,
+                    "flow stopped by an error; the other flows keep replicating \
+                     (/health reports it)");
+                self.failed += 1;
+                self.first_error.get_or_insert(e);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "flow task failed; the other flows keep replicating");
+                self.failed += 1;
+                self.first_error
+                    .get_or_insert(MirrorError::other(format!("flow task failed: {e}")));
+            }
+        }
+    }
+
+    /// The run's result once every flow ended: the first error, else every flow's summary
+    /// (by name) and the wall time since `started`.
+    fn result(mut self, started: Instant) -> Result<RunSummary, MirrorError> {
+        if self.failed > 1 {
             tracing::error!(
-                flows = failed,
+                flows = self.failed,
                 "more than one flow failed (each is logged above)"
             );
         }
-        match first_error {
+        match self.first_error {
             Some(e) => Err(e),
             None => {
-                summaries.sort_by(|a, b| a.flow.cmp(&b.flow));
+                self.summaries.sort_by(|a, b| a.flow.cmp(&b.flow));
                 Ok(RunSummary {
-                    flows: summaries,
+                    flows: self.summaries,
                     elapsed: started.elapsed(),
                 })
             }
