@@ -69,16 +69,6 @@ async fn read(
     chunk: Option<usize>,
     limits: &Limits,
 ) -> Result<Vec<Batch>, MirrorError> {
-    let kafka = |what: &str, e| {
-        MirrorError::kafka(what.to_owned(), e)
-            .topic(topic)
-            .partition(partition)
-    };
-    let opts = FetchOptions {
-        max_wait: Duration::from_millis(50),
-        isolation: IsolationLevel::ReadUncommitted,
-        ..FetchOptions::default()
-    };
     let mut batches = Vec::new();
     let mut bytes = 0usize;
     let mut pos = from;
@@ -88,44 +78,15 @@ async fn read(
         if left == Some(0) {
             break;
         }
-        let (leader, _) = target
-            .leader_for(topic, partition)
-            .await
-            .map_err(|e| kafka("recovery: target leader", e))?;
-        let mut position = FetchPosition::new(topic, partition, pos);
-        let mut opts = opts;
-        if let Some(left) = left {
-            let left = i32::try_from(left).unwrap_or(i32::MAX);
-            position.max_bytes = left;
-            opts.max_bytes = left;
-        }
-        let fetched = target
-            .fetch(leader, &[position], &opts)
-            .await
-            .map_err(|e| kafka("recovery: reading the target", e))?;
-        let Some(p) = fetched.partitions.into_iter().next() else {
-            empty += 1;
-            if empty >= MAX_EMPTY_FETCHES {
-                break;
-            }
-            continue;
-        };
-        if let Some(e) = strait_client::Error::from_code(p.error_code) {
-            return Err(kafka("recovery: reading the target", e));
-        }
-        let split = strait_records::split(p.records, limits).map_err(|e| {
-            MirrorError::records(format!("recovery: target batch at offset {pos}"), e)
-                .topic(topic)
-                .partition(partition)
-        })?;
-        if split.batches.is_empty() {
+        let fetched = fetch(target, topic, partition, pos, left, limits).await?;
+        if fetched.is_empty() {
             empty += 1;
             if empty >= MAX_EMPTY_FETCHES {
                 break;
             }
             continue;
         }
-        for b in split.batches {
+        for b in fetched {
             b.verify_crc().map_err(|e| {
                 MirrorError::records(format!("recovery: target batch at offset {pos}"), e)
                     .topic(topic)
@@ -149,6 +110,54 @@ async fn read(
         }
     }
     Ok(batches)
+}
+
+/// One fetch of the target's batches from `pos`, of at most `left` bytes (`None`: the
+/// fetch's default); none when the broker returned nothing for the partition.
+async fn fetch(
+    target: &Client,
+    topic: &str,
+    partition: i32,
+    pos: i64,
+    left: Option<usize>,
+    limits: &Limits,
+) -> Result<Vec<Batch>, MirrorError> {
+    let kafka = |what: &str, e| {
+        MirrorError::kafka(what.to_owned(), e)
+            .topic(topic)
+            .partition(partition)
+    };
+    let mut opts = FetchOptions {
+        max_wait: Duration::from_millis(50),
+        isolation: IsolationLevel::ReadUncommitted,
+        ..FetchOptions::default()
+    };
+    let (leader, _) = target
+        .leader_for(topic, partition)
+        .await
+        .map_err(|e| kafka("recovery: target leader", e))?;
+    let mut position = FetchPosition::new(topic, partition, pos);
+    if let Some(left) = left {
+        let left = i32::try_from(left).unwrap_or(i32::MAX);
+        position.max_bytes = left;
+        opts.max_bytes = left;
+    }
+    let fetched = target
+        .fetch(leader, &[position], &opts)
+        .await
+        .map_err(|e| kafka("recovery: reading the target", e))?;
+    let Some(p) = fetched.partitions.into_iter().next() else {
+        return Ok(Vec::new());
+    };
+    if let Some(e) = strait_client::Error::from_code(p.error_code) {
+        return Err(kafka("recovery: reading the target", e));
+    }
+    let split = strait_records::split(p.records, limits).map_err(|e| {
+        MirrorError::records(format!("recovery: target batch at offset {pos}"), e)
+            .topic(topic)
+            .partition(partition)
+    })?;
+    Ok(split.batches)
 }
 
 #[cfg(test)]
