@@ -138,6 +138,26 @@ impl Engine {
 /// Checks `spec` (at `at`, the `engine` table); every problem goes to `problems`.
 pub fn resolve(spec: &EngineSpec, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<Engine> {
     let before = problems.len();
+    check_bounds(spec, at, problems);
+    check_sizes_agree(spec, at, problems);
+    if problems.len() != before {
+        return None;
+    }
+    Some(Engine {
+        in_flight_memory: spec.in_flight_memory.0,
+        max_in_flight_per_partition: u8::try_from(spec.max_in_flight_per_partition).ok()?,
+        fetch_max_wait: spec.fetch_max_wait.0,
+        fetch_max_bytes: i32::try_from(spec.fetch_max_bytes.0).ok()?,
+        fetch_partition_max_bytes: i32::try_from(spec.fetch_partition_max_bytes.0).ok()?,
+        coalesce_max_bytes: usize::try_from(spec.coalesce_max_bytes.0).ok()?,
+        recompress: spec.recompress,
+        worker_threads: usize::try_from(spec.worker_threads).ok()?,
+        delivery_timeout: spec.delivery_timeout.0,
+    })
+}
+
+/// Each setting on its own, within its range.
+fn check_bounds(spec: &EngineSpec, at: &KeyPath, problems: &mut Vec<Problem>) {
     let inflight = spec.max_in_flight_per_partition;
     if !(1..=5).contains(&inflight) {
         problems.push(
@@ -184,6 +204,11 @@ pub fn resolve(spec: &EngineSpec, at: &KeyPath, problems: &mut Vec<Problem>) -> 
             );
         }
     }
+}
+
+/// The sizes against each other: a partition's fetch within the whole fetch, and the
+/// in-flight memory able to hold one partition's record set.
+fn check_sizes_agree(spec: &EngineSpec, at: &KeyPath, problems: &mut Vec<Problem>) {
     if spec.fetch_partition_max_bytes > spec.fetch_max_bytes {
         problems.push(
             Problem::new(
@@ -209,18 +234,4 @@ pub fn resolve(spec: &EngineSpec, at: &KeyPath, problems: &mut Vec<Problem>) -> 
             .expected("at least `fetch_partition_max_bytes`"),
         );
     }
-    if problems.len() != before {
-        return None;
-    }
-    Some(Engine {
-        in_flight_memory: spec.in_flight_memory.0,
-        max_in_flight_per_partition: u8::try_from(inflight).ok()?,
-        fetch_max_wait: spec.fetch_max_wait.0,
-        fetch_max_bytes: i32::try_from(spec.fetch_max_bytes.0).ok()?,
-        fetch_partition_max_bytes: i32::try_from(spec.fetch_partition_max_bytes.0).ok()?,
-        coalesce_max_bytes: usize::try_from(spec.coalesce_max_bytes.0).ok()?,
-        recompress: spec.recompress,
-        worker_threads: usize::try_from(spec.worker_threads).ok()?,
-        delivery_timeout: spec.delivery_timeout.0,
-    })
 }
