@@ -117,89 +117,126 @@ fn parse_with_text(
 
 /// Deserializes, and on each error records it, removes the offending key and tries again,
 /// so one run reports every unknown key and wrongly typed value.
-fn deserialize_all(mut value: toml::Value) -> Result<ConfigFile, Vec<Problem>> {
-    let mut problems = Vec::new();
-    let mut removed: Vec<KeyPath> = Vec::new();
-    let mut placeholders: Vec<KeyPath> = Vec::new();
-    while problems.len() < MAX_PROBLEMS {
-        let err = match serde_path_to_error::deserialize::<_, ConfigFile>(value.clone()) {
-            Ok(file) if problems.is_empty() => return Ok(file),
-            Ok(_) => return Err(problems),
+fn deserialize_all(value: toml::Value) -> Result<ConfigFile, Vec<Problem>> {
+    let mut pass = Pass {
+        value,
+        problems: Vec::new(),
+        removed: Vec::new(),
+        placeholders: Vec::new(),
+    };
+    while pass.problems.len() < MAX_PROBLEMS {
+        let err = match serde_path_to_error::deserialize::<_, ConfigFile>(pass.value.clone()) {
+            Ok(file) if pass.problems.is_empty() => return Ok(file),
+            Ok(_) => return Err(pass.problems),
             Err(e) => e,
         };
         let path = key_path(err.path());
         let message = err.inner().message().to_owned();
-        if let Some((field, expected)) = unknown_field(&message) {
-            // serde_path_to_error already ends the path with the unknown key.
-            let key = match path.0.last() {
-                Some(Segment::Key(k)) if *k == field => path.clone(),
-                _ => path.key(field.as_str()),
-            };
-            // `bootstrap.servers = …` is TOML for `bootstrap = { servers = … }`: compare the
-            // dotted form too, so MM2-style keys get a suggestion.
-            let dotted = match get_mut(&mut value, &key.0) {
-                Some(toml::Value::Table(t)) if t.len() == 1 => {
-                    t.keys().next().map(|k| format!("{field}.{k}"))
-                }
-                _ => None,
-            };
-            let candidates = || expected.iter().map(String::as_str);
-            let suggestion = renamed(&field, candidates())
-                .or_else(|| did_you_mean(&field, candidates()))
-                .or_else(|| {
-                    dotted
-                        .as_deref()
-                        .and_then(|d| did_you_mean(d, candidates()))
-                });
-            problems.push(
-                Problem::new(
-                    key.clone(),
-                    format!("unknown key `{}`", dotted.as_deref().unwrap_or(&field)),
-                )
-                .expected(expected_names(&expected))
-                .suggest(suggestion.map(str::to_owned)),
-            );
-            if !remove(&mut value, &key) {
-                break;
-            }
+        let go_on = if let Some((field, expected)) = unknown_field(&message) {
+            pass.unknown_key(&path, field, &expected)
         } else if let Some(field) = missing_field(&message) {
-            let key = path.key(field.as_str());
-            if placeholders.contains(&key) {
-                break;
-            }
-            // A key removed after reporting a bad value, or already suggested for a misspelled
-            // key, shows up again as missing: no new problem.
-            let suggested = problems.iter().any(|p| {
-                p.suggestion.as_deref() == Some(field.as_str()) && p.path.0.starts_with(&path.0)
-            });
-            if !removed.contains(&key) && !suggested {
-                problems.push(Problem::new(
-                    key.clone(),
-                    format!("missing required key `{field}`"),
-                ));
-            }
-            // Stand in a value so the rest of the file is still checked; problems with the
-            // stand-in itself are not reported.
-            if !insert(&mut value, &key, toml::Value::String(String::new())) {
-                break;
-            }
-            placeholders.push(key);
+            pass.missing_key(&path, field)
         } else {
-            if !placeholders.iter().any(|p| path.0.starts_with(&p.0)) {
-                problems.push(value_problem(path.clone(), &message));
-            }
-            // A bad array element: drop the whole array so later indices do not shift.
-            let drop = match path.0.last() {
-                Some(Segment::Index(_)) => KeyPath(path.0[..path.0.len() - 1].to_vec()),
-                _ => path,
-            };
-            if drop.is_root() || !remove(&mut value, &drop) {
-                break;
-            }
-            removed.push(drop);
+            pass.bad_value(path, &message)
+        };
+        if !go_on {
+            break;
         }
     }
-    Err(problems)
+    Err(pass.problems)
+}
+
+/// [`deserialize_all`]'s state: the value as it is changed to read on past each problem,
+/// and the problems found. Each step reports one problem and changes the value so the
+/// next read gets past it; `false` when it cannot (the reading stops there).
+struct Pass {
+    value: toml::Value,
+    problems: Vec<Problem>,
+    /// Keys removed after their bad value was reported.
+    removed: Vec<KeyPath>,
+    /// Keys given a stand-in value after they were reported missing.
+    placeholders: Vec<KeyPath>,
+}
+
+impl Pass {
+    /// The unknown key `field` under `path` (one of `expected` was meant): reported, with
+    /// a suggestion, and removed.
+    fn unknown_key(&mut self, path: &KeyPath, field: String, expected: &[String]) -> bool {
+        // serde_path_to_error already ends the path with the unknown key.
+        let key = match path.0.last() {
+            Some(Segment::Key(k)) if *k == field => path.clone(),
+            _ => path.key(field.as_str()),
+        };
+        // `bootstrap.servers = …` is TOML for `bootstrap = { servers = … }`: compare the
+        // dotted form too, so MM2-style keys get a suggestion.
+        let dotted = match get_mut(&mut self.value, &key.0) {
+            Some(toml::Value::Table(t)) if t.len() == 1 => {
+                t.keys().next().map(|k| format!("{field}.{k}"))
+            }
+            _ => None,
+        };
+        let candidates = || expected.iter().map(String::as_str);
+        let suggestion = renamed(&field, candidates())
+            .or_else(|| did_you_mean(&field, candidates()))
+            .or_else(|| {
+                dotted
+                    .as_deref()
+                    .and_then(|d| did_you_mean(d, candidates()))
+            });
+        self.problems.push(
+            Problem::new(
+                key.clone(),
+                format!("unknown key `{}`", dotted.as_deref().unwrap_or(&field)),
+            )
+            .expected(expected_names(expected))
+            .suggest(suggestion.map(str::to_owned)),
+        );
+        remove(&mut self.value, &key)
+    }
+
+    /// The missing key `field` under `path`: reported (unless a step before explains it),
+    /// and given a stand-in value.
+    fn missing_key(&mut self, path: &KeyPath, field: String) -> bool {
+        let key = path.key(field.as_str());
+        if self.placeholders.contains(&key) {
+            return false;
+        }
+        // A key removed after reporting a bad value, or already suggested for a misspelled
+        // key, shows up again as missing: no new problem.
+        let suggested = self.problems.iter().any(|p| {
+            p.suggestion.as_deref() == Some(field.as_str()) && p.path.0.starts_with(&path.0)
+        });
+        if !self.removed.contains(&key) && !suggested {
+            self.problems.push(Problem::new(
+                key.clone(),
+                format!("missing required key `{field}`"),
+            ));
+        }
+        // Stand in a value so the rest of the file is still checked; problems with the
+        // stand-in itself are not reported.
+        if !insert(&mut self.value, &key, toml::Value::String(String::new())) {
+            return false;
+        }
+        self.placeholders.push(key);
+        true
+    }
+
+    /// A bad value at `path`: reported (unless under a stand-in), and removed.
+    fn bad_value(&mut self, path: KeyPath, message: &str) -> bool {
+        if !self.placeholders.iter().any(|p| path.0.starts_with(&p.0)) {
+            self.problems.push(value_problem(path.clone(), message));
+        }
+        // A bad array element: drop the whole array so later indices do not shift.
+        let drop = match path.0.last() {
+            Some(Segment::Index(_)) => KeyPath(path.0[..path.0.len() - 1].to_vec()),
+            _ => path,
+        };
+        if drop.is_root() || !remove(&mut self.value, &drop) {
+            return false;
+        }
+        self.removed.push(drop);
+        true
+    }
 }
 
 /// Whether the value at `path` is a secret (a password, a client secret, a token): its value
