@@ -146,27 +146,8 @@ pub fn reserved(topic: &TopicState) -> Option<SkipReason> {
 pub fn plan(source: &[TopicState], target: &[TopicState], flow: &Flow) -> TopicPlan {
     let targets: BTreeMap<&str, &TopicState> =
         target.iter().map(|t| (t.name.as_str(), t)).collect();
-    let mut sources: Vec<&TopicState> = source.iter().collect();
-    sources.sort_by(|a, b| a.name.cmp(&b.name));
-    let decided: Vec<(&TopicState, Result<String, SkipReason>)> =
-        sources.into_iter().map(|s| (s, decide(s, flow))).collect();
-    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
-    for (_, d) in &decided {
-        if let Ok(t) = d {
-            *names.entry(t.as_str()).or_default() += 1;
-        }
-    }
-    let collided: Vec<bool> = decided
-        .iter()
-        .map(|(_, d)| d.as_ref().is_ok_and(|t| names[t.as_str()] > 1))
-        .collect();
     let mut out = TopicPlan::default();
-    for ((s, decision), collided) in decided.into_iter().zip(collided) {
-        let decision = if collided {
-            Err(SkipReason::NameCollision)
-        } else {
-            decision
-        };
+    for (s, decision) in decide_all(source, flow) {
         let target_topic = match decision {
             Ok(t) => t,
             Err(reason) => {
@@ -199,30 +180,75 @@ pub fn plan(source: &[TopicState], target: &[TopicState], flow: &Flow) -> TopicP
                 to: s.partitions,
             });
         }
-        if let (Some(_), Some(_)) = (&s.configs, &t.configs) {
-            let want = synced(s.configs.as_ref(), flow);
-            let have = synced(t.configs.as_ref(), flow);
-            let set: Vec<(String, String)> = want
-                .iter()
-                .filter(|(k, v)| have.get(*k) != Some(*v))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            let delete: Vec<String> = have
-                .keys()
-                .filter(|k| !want.contains_key(*k))
-                .cloned()
-                .collect();
-            if !set.is_empty() || !delete.is_empty() {
-                out.alter_configs.push(AlterConfigs {
-                    source_topic: s.name.clone(),
-                    target_topic,
-                    set,
-                    delete,
-                });
-            }
+        if let Some(alter) = alter_configs(s, t, target_topic, flow) {
+            out.alter_configs.push(alter);
         }
     }
     out
+}
+
+/// Every source topic, by name, with its target name or why it is skipped; topics whose
+/// target names collide are all skipped.
+fn decide_all<'a>(
+    source: &'a [TopicState],
+    flow: &Flow,
+) -> Vec<(&'a TopicState, Result<String, SkipReason>)> {
+    let mut sources: Vec<&TopicState> = source.iter().collect();
+    sources.sort_by(|a, b| a.name.cmp(&b.name));
+    let decided: Vec<(&TopicState, Result<String, SkipReason>)> =
+        sources.into_iter().map(|s| (s, decide(s, flow))).collect();
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, d) in &decided {
+        if let Ok(t) = d {
+            *names.entry(t.as_str()).or_default() += 1;
+        }
+    }
+    let collided: Vec<bool> = decided
+        .iter()
+        .map(|(_, d)| d.as_ref().is_ok_and(|t| names[t.as_str()] > 1))
+        .collect();
+    decided
+        .into_iter()
+        .zip(collided)
+        .map(|((s, decision), collided)| {
+            let decision = if collided {
+                Err(SkipReason::NameCollision)
+            } else {
+                decision
+            };
+            (s, decision)
+        })
+        .collect()
+}
+
+/// The synced configs `t` must change to match `s` (both known), if any.
+fn alter_configs(
+    s: &TopicState,
+    t: &TopicState,
+    target_topic: String,
+    flow: &Flow,
+) -> Option<AlterConfigs> {
+    let (Some(_), Some(_)) = (&s.configs, &t.configs) else {
+        return None;
+    };
+    let want = synced(s.configs.as_ref(), flow);
+    let have = synced(t.configs.as_ref(), flow);
+    let set: Vec<(String, String)> = want
+        .iter()
+        .filter(|(k, v)| have.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let delete: Vec<String> = have
+        .keys()
+        .filter(|k| !want.contains_key(*k))
+        .cloned()
+        .collect();
+    (!set.is_empty() || !delete.is_empty()).then(|| AlterConfigs {
+        source_topic: s.name.clone(),
+        target_topic,
+        set,
+        delete,
+    })
 }
 
 /// The target name of `topic`, or why it is skipped.
