@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use strait_client::backoff::{Backoff, BackoffConfig};
 use strait_client::{
-    Client, ConsumedRecord, FetchOptions, FetchPosition, IsolationLevel, OffsetSpec,
-    PartitionConsumer,
+    Client, ConsumedRecord, FetchOptions, FetchPosition, FetchedPartition, IsolationLevel,
+    OffsetSpec, PartitionConsumer,
 };
 
 /// A partition's bounds.
@@ -47,16 +47,7 @@ pub async fn bounds(
             client.invalidate_metadata();
             tokio::time::sleep(backoff.next_delay()).await;
         }
-        let specs: Vec<(i32, OffsetSpec)> =
-            todo.iter().map(|p| (*p, OffsetSpec::Earliest)).collect();
-        let starts = client.list_offsets(topic, &specs, isolation).await?;
-        let mut by_leader: BTreeMap<i32, Vec<FetchPosition>> = BTreeMap::new();
-        for s in &starts {
-            let (leader, _) = client.leader_for(topic, s.partition).await?;
-            let mut pos = FetchPosition::new(topic, s.partition, s.offset.max(0));
-            pos.max_bytes = 1;
-            by_leader.entry(leader).or_default().push(pos);
-        }
+        let by_leader = starts_by_leader(client, topic, &todo, isolation).await?;
         let opts = FetchOptions {
             // Not 0: Tansu answers nothing at all for max_wait = 0.
             max_wait: Duration::from_millis(10),
@@ -80,18 +71,7 @@ pub async fn bounds(
                 let Some(start) = positions.iter().find(|x| x.partition == p.partition) else {
                     continue;
                 };
-                let end = if isolation == IsolationLevel::ReadCommitted && p.last_stable_offset >= 0
-                {
-                    p.last_stable_offset
-                } else {
-                    p.high_watermark
-                };
-                let log_start = if p.log_start_offset >= 0 {
-                    p.log_start_offset
-                } else {
-                    start.offset
-                };
-                out.insert(p.partition, Bounds { log_start, end });
+                out.insert(p.partition, bounds_of(&p, start.offset, isolation));
             }
         }
         todo.retain(|p| !out.contains_key(p));
@@ -105,6 +85,46 @@ pub async fn bounds(
                 .message(format!("no Fetch answer for partitions {todo:?}"))
         }))
     }
+}
+
+/// Where each of `partitions` starts (ListOffsets earliest), as one-byte fetch positions
+/// grouped by the partition's leader.
+async fn starts_by_leader(
+    client: &Client,
+    topic: &str,
+    partitions: &[i32],
+    isolation: IsolationLevel,
+) -> Result<BTreeMap<i32, Vec<FetchPosition>>, strait_client::Error> {
+    let specs: Vec<(i32, OffsetSpec)> = partitions
+        .iter()
+        .map(|p| (*p, OffsetSpec::Earliest))
+        .collect();
+    let starts = client.list_offsets(topic, &specs, isolation).await?;
+    let mut by_leader: BTreeMap<i32, Vec<FetchPosition>> = BTreeMap::new();
+    for s in &starts {
+        let (leader, _) = client.leader_for(topic, s.partition).await?;
+        let mut pos = FetchPosition::new(topic, s.partition, s.offset.max(0));
+        pos.max_bytes = 1;
+        by_leader.entry(leader).or_default().push(pos);
+    }
+    Ok(by_leader)
+}
+
+/// A partition's bounds from its Fetch answer: the last stable offset (read_committed,
+/// when known) or the high watermark, and the log start (else where it was read from,
+/// `start`).
+fn bounds_of(p: &FetchedPartition, start: i64, isolation: IsolationLevel) -> Bounds {
+    let end = if isolation == IsolationLevel::ReadCommitted && p.last_stable_offset >= 0 {
+        p.last_stable_offset
+    } else {
+        p.high_watermark
+    };
+    let log_start = if p.log_start_offset >= 0 {
+        p.log_start_offset
+    } else {
+        start
+    };
+    Bounds { log_start, end }
 }
 
 /// The first record at or after `offset` of `topic`/`partition` (read_committed, a few
