@@ -8,6 +8,11 @@
 //! A job's error names the cluster (and topic) it failed on; the flow is named by the
 //! task that logs it (its `flow` field), or by the run when the first topic refresh
 //! fails (`flow/run.rs`).
+//!
+//! The lead jobs' loops (group sync, reverse group sync, topic ACL sync, heartbeats) are
+//! in `control/lead.rs`.
+
+mod lead;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -23,7 +28,7 @@ use crate::datapath::partition::Progress;
 use crate::groups::{GroupSync, ReverseSync};
 use crate::heartbeat::Heartbeats;
 use crate::metrics::Metrics;
-use crate::state::{PartitionState, StateTail, StateWriter};
+use crate::state::{PartitionState, StateWriter};
 use crate::topics::{ReplicatedTopic, TopicSync};
 
 /// What a topic refresh found.
@@ -178,80 +183,34 @@ impl Control {
         let flow = &self.flow;
         let tasks = &mut self.lead;
         let name = flow.name.clone();
-        let (mut groups, t, n) = (jobs.groups, Arc::clone(&self.translated), name.clone());
         let from_state = jobs.maps_from_state;
-        let mut tick = interval(flow.intervals.group_sync);
-        let reverse_from_state = from_state.clone();
-        tasks.spawn(async move {
-            let mut state = from_state.as_ref().map(|(_, f)| StateTail::new(f));
-            loop {
-                tick.tick().await;
-                if let (Some((target, flow)), Some(state)) = (&from_state, &mut state) {
-                    match state.maps(target, flow).await {
-                        Ok(maps) => groups.set_maps(Arc::new(maps)),
-                        Err(e) => {
-                            tracing::warn!(flow = %n, error = %e,
-                                "group sync: cannot read the flow's maps from its state topic");
-                            continue;
-                        }
-                    }
-                }
-                match groups.sync_once().await {
-                    Ok(r) => t.store(r.groups_translated, Ordering::Relaxed),
-                    Err(e) => tracing::warn!(flow = %n, error = %e, "group sync failed"),
-                }
-            }
-        });
-        let (mut reverse, n) = (jobs.reverse, name.clone());
-        if reverse.enabled() {
-            let mut tick = interval(flow.intervals.group_sync);
-            tasks.spawn(async move {
-                let mut state = reverse_from_state.as_ref().map(|(_, f)| StateTail::new(f));
-                loop {
-                    tick.tick().await;
-                    if let (Some((target, flow)), Some(state)) = (&reverse_from_state, &mut state) {
-                        match state.maps(target, flow).await {
-                            Ok(maps) => reverse.set_maps(Arc::new(maps)),
-                            Err(e) => {
-                                tracing::warn!(flow = %n, error = %e, "reverse group sync: \
-                                    cannot read the flow's maps from its state topic");
-                                continue;
-                            }
-                        }
-                    }
-                    if let Err(e) = reverse.sync_once().await {
-                        tracing::warn!(flow = %n, error = %e, "reverse group sync failed");
-                    }
-                }
-            });
+        tasks.spawn(lead::sync_groups(
+            jobs.groups,
+            from_state.clone(),
+            Arc::clone(&self.translated),
+            interval(flow.intervals.group_sync),
+            name.clone(),
+        ));
+        if jobs.reverse.enabled() {
+            tasks.spawn(lead::sync_groups_back(
+                jobs.reverse,
+                from_state,
+                interval(flow.intervals.group_sync),
+                name.clone(),
+            ));
         }
-        let (mut acls, n) = (jobs.acls, name.clone());
-        if acls.off().is_none() {
-            let mut tick = interval(flow.intervals.topic_acl_sync);
-            tasks.spawn(async move {
-                while acls.off().is_none() {
-                    tick.tick().await;
-                    match acls.sync_once().await {
-                        Ok(r) if r.created > 0 => {
-                            tracing::info!(flow = %n, created = r.created, present = r.present,
-                                skipped = r.skipped, "topic ACLs synced")
-                        }
-                        Ok(_) => {}
-                        Err(e) => tracing::warn!(flow = %n, error = %e, "topic ACL sync failed"),
-                    }
-                }
-            });
+        if jobs.acls.off().is_none() {
+            tasks.spawn(lead::sync_acls(
+                jobs.acls,
+                interval(flow.intervals.topic_acl_sync),
+                name.clone(),
+            ));
         }
-        let (mut heartbeats, n) = (jobs.heartbeats, name);
-        let mut tick = interval(flow.intervals.heartbeat);
-        tasks.spawn(async move {
-            loop {
-                tick.tick().await;
-                if let Err(e) = heartbeats.emit().await {
-                    tracing::warn!(flow = %n, error = %e, "heartbeat failed");
-                }
-            }
-        });
+        tasks.spawn(lead::emit_heartbeats(
+            jobs.heartbeats,
+            interval(flow.intervals.heartbeat),
+            name,
+        ));
     }
 
     /// Hands `states` to the checkpoint writer, unless it is still busy with the last
