@@ -121,6 +121,9 @@ impl World {
         Ok(())
     }
 
+    /// Applies one [`Op`] to the world, then lets the pipeline settle. The model's
+    /// transition table: one arm per op, kept whole so every transition reads side by
+    /// side (an arm that changes nothing returns before settling).
     fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
         if self.stopped.is_some() {
             return Ok(());
