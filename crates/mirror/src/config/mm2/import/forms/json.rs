@@ -51,6 +51,56 @@ pub(in super::super) fn rewrite(text: &str) -> Result<Rewritten, ImportError> {
     let mut connectors = Vec::new();
     collect(&value, &mut connectors)?;
     let mut out = Rewritten::new();
+    let mirror = mirror_connectors(connectors, &mut out)?;
+
+    let mut clusters: Vec<String> = Vec::new();
+    let mut pairs: Vec<((String, String), Vec<Kind>)> = Vec::new();
+    for (kind, c) in &mirror {
+        let alias = |key: &str, default: &str| {
+            c.config
+                .get(key)
+                .map(string)
+                .filter(|a| !a.trim().is_empty())
+                .map_or_else(|| default.to_owned(), |a| a.trim().to_owned())
+        };
+        let (s, t) = (
+            alias("source.cluster.alias", DEFAULT_SOURCE),
+            alias("target.cluster.alias", DEFAULT_TARGET),
+        );
+        for a in [&s, &t] {
+            if !clusters.contains(a) {
+                clusters.push(a.clone());
+            }
+        }
+        match pairs.iter_mut().find(|(p, _)| *p == (s.clone(), t.clone())) {
+            Some((_, kinds)) => kinds.push(*kind),
+            None => pairs.push(((s.clone(), t.clone()), vec![*kind])),
+        }
+        copy_config(text, c, &s, &t, &mut out);
+    }
+
+    out.set_default("clusters".to_owned(), clusters.join(", "));
+    for ((s, t), kinds) in pairs {
+        out.connectors(
+            &s,
+            &t,
+            Present {
+                source: kinds.contains(&Kind::Source),
+                checkpoint: kinds.contains(&Kind::Checkpoint),
+                heartbeat: kinds.contains(&Kind::Heartbeat),
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// The MirrorMaker 2 connectors of `connectors`, by kind (a MirrorSourceConnector's last,
+/// so its values win); any other connector is skipped with a note in `out`. An error when
+/// there is none.
+fn mirror_connectors(
+    connectors: Vec<Connector>,
+    out: &mut Rewritten,
+) -> Result<Vec<(Kind, Connector)>, ImportError> {
     let mut mirror: Vec<(Kind, Connector)> = Vec::new();
     for c in connectors {
         let class = c
@@ -84,71 +134,42 @@ pub(in super::super) fn rewrite(text: &str) -> Result<Rewritten, ImportError> {
         ));
     }
     mirror.sort_by_key(|(kind, _)| *kind);
+    Ok(mirror)
+}
 
-    let mut clusters: Vec<String> = Vec::new();
-    let mut pairs: Vec<((String, String), Vec<Kind>)> = Vec::new();
-    for (kind, c) in &mirror {
-        let alias = |key: &str, default: &str| {
-            c.config
-                .get(key)
-                .map(string)
-                .filter(|a| !a.trim().is_empty())
-                .map_or_else(|| default.to_owned(), |a| a.trim().to_owned())
-        };
-        let (s, t) = (
-            alias("source.cluster.alias", DEFAULT_SOURCE),
-            alias("target.cluster.alias", DEFAULT_TARGET),
-        );
-        for a in [&s, &t] {
-            if !clusters.contains(a) {
-                clusters.push(a.clone());
+/// Copies connector `c`'s config (of the flow `s` → `t`) into `out` as MM2 properties.
+fn copy_config(text: &str, c: &Connector, s: &str, t: &str, out: &mut Rewritten) {
+    for (k, v) in &c.config {
+        let line = line_of(text, k);
+        let v = string(v);
+        match k.as_str() {
+            "name" | "connector.class" | "target.cluster.alias" => continue,
+            // Kept for naming: an empty one is the identity trick, another names replicas.
+            "source.cluster.alias" => {
+                out.set(format!("{s}->{t}.source.cluster.alias"), v, line);
+                continue;
             }
+            _ => {}
         }
-        match pairs.iter_mut().find(|(p, _)| *p == (s.clone(), t.clone())) {
-            Some((_, kinds)) => kinds.push(*kind),
-            None => pairs.push(((s.clone(), t.clone()), vec![*kind])),
-        }
-        for (k, v) in &c.config {
-            let line = line_of(text, k);
-            let v = string(v);
-            match k.as_str() {
-                "name" | "connector.class" | "target.cluster.alias" => continue,
-                // Kept for naming: an empty one is the identity trick, another names replicas.
-                "source.cluster.alias" => {
-                    out.set(format!("{s}->{t}.source.cluster.alias"), v, line);
-                    continue;
-                }
-                _ => {}
-            }
-            let client = CLIENT_PREFIXES
-                .iter()
-                .find_map(|(p, source, to)| k.strip_prefix(p).map(|rest| (*source, *to, rest)));
-            let key = if let Some(rest) = k.strip_prefix("source.cluster.") {
-                format!("{s}.{rest}")
-            } else if let Some(rest) = k.strip_prefix("target.cluster.") {
-                format!("{t}.{rest}")
-            } else if let Some((source, to, rest)) = client {
-                format!("{}.{to}{rest}", if source { &s } else { &t })
-            } else {
-                format!("{s}->{t}.{k}")
-            };
-            out.set(key, v, line);
-        }
+        out.set(key_for(k, s, t), v, line);
     }
+}
 
-    out.set_default("clusters".to_owned(), clusters.join(", "));
-    for ((s, t), kinds) in pairs {
-        out.connectors(
-            &s,
-            &t,
-            Present {
-                source: kinds.contains(&Kind::Source),
-                checkpoint: kinds.contains(&Kind::Checkpoint),
-                heartbeat: kinds.contains(&Kind::Heartbeat),
-            },
-        );
+/// The MM2 property a connector key `k` of the flow `s` → `t` becomes: cluster keys and
+/// client overrides scoped to their cluster, every other key to the flow.
+fn key_for(k: &str, s: &str, t: &str) -> String {
+    let client = CLIENT_PREFIXES
+        .iter()
+        .find_map(|(p, source, to)| k.strip_prefix(p).map(|rest| (*source, *to, rest)));
+    if let Some(rest) = k.strip_prefix("source.cluster.") {
+        format!("{s}.{rest}")
+    } else if let Some(rest) = k.strip_prefix("target.cluster.") {
+        format!("{t}.{rest}")
+    } else if let Some((source, to, rest)) = client {
+        format!("{}.{to}{rest}", if source { s } else { t })
+    } else {
+        format!("{s}->{t}.{k}")
     }
-    Ok(out)
 }
 
 /// The connectors in `v`: a config object, `{"name", "config"}`, a list, or an
