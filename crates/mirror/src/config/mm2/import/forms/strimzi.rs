@@ -29,62 +29,24 @@ const CLUSTER_KEYS: [&str; 5] = [
 
 /// Rewrites a `KafkaMirrorMaker2` resource as MM2 properties.
 pub(in super::super) fn rewrite(text: &str) -> Result<Rewritten, ImportError> {
-    let mut resource = None;
-    for doc in serde_norway::Deserializer::from_str(text) {
-        let v = Value::deserialize(doc).map_err(|e| ImportError::Yaml(yaml_error(&e)))?;
-        if v.get("kind").and_then(Value::as_str) == Some("KafkaMirrorMaker2") {
-            resource = Some(v);
-            break;
-        }
-    }
-    let Some(resource) = resource else {
-        return Err(ImportError::UnsupportedForm(
-            "no `kind: KafkaMirrorMaker2` document in this YAML".to_owned(),
-        ));
-    };
+    let resource = resource(text)?;
     let Some(spec) = resource.get("spec").filter(|s| s.is_mapping()) else {
         return Err(ImportError::UnsupportedForm(
             "this KafkaMirrorMaker2 has no `spec`".to_owned(),
         ));
     };
     let mut out = Rewritten::new();
-    let mut clusters: Vec<String> = Vec::new();
     let target_alias = spec
         .get("target")
         .and_then(|t| t.get("alias"))
         .or_else(|| spec.get("connectCluster"))
         .map(string);
-    let mut cluster_specs: Vec<&Value> = spec
-        .get("clusters")
-        .and_then(Value::as_sequence)
-        .map(|s| s.iter().collect())
-        .unwrap_or_default();
-    cluster_specs.extend(spec.get("target"));
     let mirrors: Vec<&Value> = spec
         .get("mirrors")
         .and_then(Value::as_sequence)
         .map(|s| s.iter().collect())
         .unwrap_or_default();
-    cluster_specs.extend(mirrors.iter().filter_map(|m| m.get("source")));
-    for c in cluster_specs {
-        let Some(alias) = c.get("alias").map(string).filter(|a| !a.is_empty()) else {
-            out.notes.push((
-                "spec.clusters".to_owned(),
-                "a cluster without `alias` was skipped".to_owned(),
-            ));
-            continue;
-        };
-        if clusters.contains(&alias) {
-            continue;
-        }
-        cluster(&mut out, text, &alias, c);
-        clusters.push(alias);
-    }
-    if clusters.is_empty() {
-        return Err(ImportError::UnsupportedForm(
-            "this KafkaMirrorMaker2 has no cluster with an `alias` (`spec.clusters`)".to_owned(),
-        ));
-    }
+    let clusters = clusters(&mut out, text, spec, &mirrors)?;
     out.set_default("clusters".to_owned(), clusters.join(", "));
 
     for m in mirrors {
@@ -105,7 +67,63 @@ pub(in super::super) fn rewrite(text: &str) -> Result<Rewritten, ImportError> {
         };
         mirror(&mut out, text, &s, &t, m);
     }
+    note_deployment(&mut out, spec);
+    Ok(out)
+}
 
+/// The first `kind: KafkaMirrorMaker2` document of `text`.
+fn resource(text: &str) -> Result<Value, ImportError> {
+    for doc in serde_norway::Deserializer::from_str(text) {
+        let v = Value::deserialize(doc).map_err(|e| ImportError::Yaml(yaml_error(&e)))?;
+        if v.get("kind").and_then(Value::as_str) == Some("KafkaMirrorMaker2") {
+            return Ok(v);
+        }
+    }
+    Err(ImportError::UnsupportedForm(
+        "no `kind: KafkaMirrorMaker2` document in this YAML".to_owned(),
+    ))
+}
+
+/// Every cluster of `spec` (`spec.clusters`, `spec.target`, and the `source` of each of
+/// `mirrors`) into `out`, once per alias; their aliases. An error when none has one.
+fn clusters(
+    out: &mut Rewritten,
+    text: &str,
+    spec: &Value,
+    mirrors: &[&Value],
+) -> Result<Vec<String>, ImportError> {
+    let mut clusters: Vec<String> = Vec::new();
+    let mut cluster_specs: Vec<&Value> = spec
+        .get("clusters")
+        .and_then(Value::as_sequence)
+        .map(|s| s.iter().collect())
+        .unwrap_or_default();
+    cluster_specs.extend(spec.get("target"));
+    cluster_specs.extend(mirrors.iter().filter_map(|m| m.get("source")));
+    for c in cluster_specs {
+        let Some(alias) = c.get("alias").map(string).filter(|a| !a.is_empty()) else {
+            out.notes.push((
+                "spec.clusters".to_owned(),
+                "a cluster without `alias` was skipped".to_owned(),
+            ));
+            continue;
+        };
+        if clusters.contains(&alias) {
+            continue;
+        }
+        cluster(out, text, &alias, c);
+        clusters.push(alias);
+    }
+    if clusters.is_empty() {
+        return Err(ImportError::UnsupportedForm(
+            "this KafkaMirrorMaker2 has no cluster with an `alias` (`spec.clusters`)".to_owned(),
+        ));
+    }
+    Ok(clusters)
+}
+
+/// A note in `out` on the keys of `spec` that set up the MM2 pods, not what they mirror.
+fn note_deployment(out: &mut Rewritten, spec: &Value) {
     let deployment: Vec<&str> = spec
         .as_mapping()
         .into_iter()
@@ -122,7 +140,6 @@ pub(in super::super) fn rewrite(text: &str) -> Result<Rewritten, ImportError> {
                 .to_owned(),
         ));
     }
-    Ok(out)
 }
 
 /// One `spec.clusters[]` entry → `A.*` keys.
