@@ -227,6 +227,10 @@ fn side_name(side: Side) -> &'static str {
 }
 
 /// Decides one partition.
+///
+/// A table of cases, kept whole: one arm per kind of translation (the module's rules for
+/// what the leaving side's position gives), then the rules of the side the group moves
+/// to (log start, never backwards), so every rule reads beside the others.
 pub fn decide(direction: Direction, input: &PartitionInput, options: Options) -> Verdict {
     let refused = |reason| Verdict::Refused { reason };
     if input.from_offset < 0 {
