@@ -3,7 +3,7 @@
 
 use super::{BatchPin, PartitionSpec};
 use crate::datapath::fetcher::PartitionFeed;
-use crate::datapath::plan::Planner;
+use crate::datapath::plan::{OpenTxn, Planner};
 use crate::error::MirrorError;
 
 /// Publishes the partition's held bytes (its budget account and the `strait_held_bytes`
@@ -32,43 +32,9 @@ pub(super) fn check_held(
     let share = feed.share(&spec.shared.budget, &spec.shared.flow);
     share.set_held(held as u64, oldest.map(|t| (t.producer_id, t.first_offset)));
     feed.metrics.held(held as u64);
-    let over = spec.shared.budget.held() > spec.shared.budget.held_limit();
-    feed.metrics.held_alarm(over.then(|| {
-        let oldest = spec
-            .shared
-            .budget
-            .oldest_held()
-            .map_or_else(String::new, |o| {
-                format!(
-                    "; the oldest open transaction: producer id {} since source offset {} of {}",
-                    o.producer_id, o.first_offset, o.partition
-                )
-            });
-        format!(
-            "{} bytes are held for open transactions, more than the {} allowed{oldest}",
-            spec.shared.budget.held(),
-            spec.shared.budget.held_limit()
-        )
-    }));
+    feed.metrics.held_alarm(alarm(spec));
     let err = if held > spec.shared.max_held_bytes {
-        let txn = oldest.map_or_else(
-            || "no open transaction".to_owned(),
-            |t| {
-                format!(
-                    "the transaction of producer id {} open since source offset {}",
-                    t.producer_id, t.first_offset
-                )
-            },
-        );
-        format!(
-            "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
-             abort, more than the {} allowed (half of engine.in_flight_memory); raise \
-             engine.in_flight_memory or end the transaction",
-            planner.held_batches(),
-            spec.shared.source_topic,
-            spec.partition,
-            spec.shared.max_held_bytes
-        )
+        over_own_limit(spec, planner, held, oldest)
     } else if let Some(why) = share.take_eviction() {
         why
     } else {
@@ -92,4 +58,55 @@ pub(super) fn check_held(
     }
     // A restart would hold the same bytes again: this stops the flow, with the reason.
     Err(MirrorError::config(err))
+}
+
+/// The alarm `/health` shows while every partition together holds more than the budget's
+/// held limit, naming the oldest open transaction; `None` within it.
+fn alarm(spec: &PartitionSpec) -> Option<String> {
+    let over = spec.shared.budget.held() > spec.shared.budget.held_limit();
+    over.then(|| {
+        let oldest = spec
+            .shared
+            .budget
+            .oldest_held()
+            .map_or_else(String::new, |o| {
+                format!(
+                    "; the oldest open transaction: producer id {} since source offset {} of {}",
+                    o.producer_id, o.first_offset, o.partition
+                )
+            });
+        format!(
+            "{} bytes are held for open transactions, more than the {} allowed{oldest}",
+            spec.shared.budget.held(),
+            spec.shared.budget.held_limit()
+        )
+    })
+}
+
+/// Why the partition fails when it alone holds `held` bytes, more than it may, waiting
+/// for `oldest`.
+fn over_own_limit(
+    spec: &PartitionSpec,
+    planner: &Planner<BatchPin>,
+    held: usize,
+    oldest: Option<OpenTxn>,
+) -> String {
+    let txn = oldest.map_or_else(
+        || "no open transaction".to_owned(),
+        |t| {
+            format!(
+                "the transaction of producer id {} open since source offset {}",
+                t.producer_id, t.first_offset
+            )
+        },
+    );
+    format!(
+        "{held} bytes ({} batches) of {}/{} are held back waiting for {txn} to commit or \
+         abort, more than the {} allowed (half of engine.in_flight_memory); raise \
+         engine.in_flight_memory or end the transaction",
+        planner.held_batches(),
+        spec.shared.source_topic,
+        spec.partition,
+        spec.shared.max_held_bytes
+    )
 }
