@@ -304,23 +304,9 @@ fn outputs<P>(
     inputs: Vec<Outgoing<P>>,
 ) -> Result<Vec<(Outgoing<P>, Option<Coalesced>)>, Vec<Outgoing<P>>> {
     // Validate first so that a failure can hand the inputs back untouched.
-    let mut plans = Vec::with_capacity(merged.len());
-    for m in &merged {
-        match m {
-            Merged::Rewritten { source_offsets, .. } => {
-                let runs: Option<Vec<(u64, u64)>> = source_offsets
-                    .runs()
-                    .iter()
-                    .map(|r| Some((u64::try_from(r.first).ok()?, u64::from(r.count))))
-                    .collect();
-                match runs {
-                    Some(runs) if !runs.is_empty() => plans.push(Some(runs)),
-                    _ => return Err(inputs),
-                }
-            }
-            Merged::Unchanged { .. } => plans.push(None),
-        }
-    }
+    let Some(plans) = source_runs(&merged) else {
+        return Err(inputs);
+    };
     let mut slots: Vec<Option<Outgoing<P>>> = inputs.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(merged.len());
     for (m, runs) in merged.into_iter().zip(plans) {
@@ -374,6 +360,32 @@ fn outputs<P>(
         }
     }
     Ok(out)
+}
+
+/// Source offsets as (first, count) runs.
+type Runs = Vec<(u64, u64)>;
+
+/// Each rewritten output's source offsets as runs (`None` for an unchanged
+/// input); `None` when one cannot be represented (negative, or no run at all).
+fn source_runs(merged: &[Merged]) -> Option<Vec<Option<Runs>>> {
+    let mut plans = Vec::with_capacity(merged.len());
+    for m in merged {
+        match m {
+            Merged::Rewritten { source_offsets, .. } => {
+                let runs: Option<Runs> = source_offsets
+                    .runs()
+                    .iter()
+                    .map(|r| Some((u64::try_from(r.first).ok()?, u64::from(r.count))))
+                    .collect();
+                match runs {
+                    Some(runs) if !runs.is_empty() => plans.push(Some(runs)),
+                    _ => return None,
+                }
+            }
+            Merged::Unchanged { .. } => plans.push(None),
+        }
+    }
+    Some(plans)
 }
 
 #[cfg(test)]
