@@ -77,18 +77,7 @@ impl<P: Clone> Pipeline<P> {
             );
         }
         if let Decision::Mismatch { at, reason } = &decision {
-            let end = self.recovery.target_end();
-            let skipped = Incident::recovery_mismatch(&self.target_topic, *at, reason, end)
-                .decide(&self.policies)
-                .into_result()
-                .inspect_err(|_| self.phase = Phase::Failed)?;
-            push_lean(&mut self.outbox, Action::Skipped(skipped));
-            let resume_source = written_of(&step).map_or(0, |w| w.first_source());
-            self.queue.push_other(Update::TargetReset {
-                target_end: end,
-                resume_source,
-            });
-            self.recovery = Recovery::none();
+            self.mismatch(*at, reason, &step)?;
             decision = Decision::Produce;
         }
         let written = written_of(&step);
@@ -99,6 +88,41 @@ impl<P: Clone> Pipeline<P> {
         if !already && let Some(u) = recovered_to.clone() {
             self.queue.push_other(u);
         }
+        self.enqueue(decision, step, written, pin)?;
+        if already && let Some(u) = recovered_to {
+            self.queue.push_other(u);
+        }
+        Ok(None)
+    }
+
+    /// Recovery found the target's record at `at` is not `step`'s: an incident (`reason`)
+    /// the policy fails or skips; skipped, the map resets to the target's end and
+    /// recovery is over.
+    fn mismatch(&mut self, at: u64, reason: &str, step: &Step) -> Result<(), MirrorError> {
+        let end = self.recovery.target_end();
+        let skipped = Incident::recovery_mismatch(&self.target_topic, at, reason, end)
+            .decide(&self.policies)
+            .into_result()
+            .inspect_err(|_| self.phase = Phase::Failed)?;
+        push_lean(&mut self.outbox, Action::Skipped(skipped));
+        let resume_source = written_of(step).map_or(0, |w| w.first_source());
+        self.queue.push_other(Update::TargetReset {
+            target_end: end,
+            resume_source,
+        });
+        self.recovery = Recovery::none();
+        Ok(())
+    }
+
+    /// Queues what `step` (`written`: its source offsets) becomes as `decision` says: a
+    /// move of the position, a record of what the target already holds, or a batch.
+    fn enqueue(
+        &mut self,
+        decision: Decision,
+        step: Step,
+        written: Option<Written>,
+        pin: P,
+    ) -> Result<(), MirrorError> {
         match (decision, step, written) {
             (_, Step::Skip { source_next }, _) => self
                 .queue
@@ -128,10 +152,7 @@ impl<P: Clone> Pipeline<P> {
                 return Err(MirrorError::other("negative offset in a fetched batch"));
             }
         }
-        if already && let Some(u) = recovered_to {
-            self.queue.push_other(u);
-        }
-        Ok(None)
+        Ok(())
     }
 
     /// The fetcher got OFFSET_OUT_OF_RANGE at `position` (its cursor is paused).
