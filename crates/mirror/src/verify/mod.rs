@@ -183,30 +183,7 @@ async fn compare(
     opts: &Options,
 ) -> Result<FlowReport, MirrorError> {
     let maps = crate::state::load_maps(target, flow).await?;
-    let meta = source
-        .metadata(None)
-        .await
-        .map_err(|e| MirrorError::kafka("listing source topics", e).cluster(&flow.source))?;
-    let mut topics: BTreeMap<String, (String, Vec<i32>)> = BTreeMap::new();
-    for t in meta.topics.values() {
-        if t.is_internal || opts.topic.as_ref().is_some_and(|x| *x != t.name) {
-            continue;
-        }
-        if let TopicDecision::Replicate { target_topic } = flow.topic_decision(&t.name) {
-            topics.insert(
-                t.name.clone(),
-                (target_topic, t.partitions.keys().copied().collect()),
-            );
-        }
-    }
-    if let Some(t) = &opts.topic
-        && !topics.contains_key(t)
-    {
-        return Err(MirrorError::config(format!(
-            "topic {t} is not on {} or not replicated by this flow",
-            flow.source
-        )));
-    }
+    let topics = replicated_topics(source, flow, opts).await?;
     let pace = opts
         .bytes_per_sec
         .map(|r| Arc::new(Mutex::new(Pace::new(r, Instant::now()))));
@@ -250,6 +227,40 @@ async fn compare(
         groups,
         outcome,
     })
+}
+
+/// The source topics to compare (`opts.topic`, else every one the flow replicates), each
+/// with its target topic and partitions. An error when `opts.topic` is not one of them.
+async fn replicated_topics(
+    source: &Client,
+    flow: &Flow,
+    opts: &Options,
+) -> Result<BTreeMap<String, (String, Vec<i32>)>, MirrorError> {
+    let meta = source
+        .metadata(None)
+        .await
+        .map_err(|e| MirrorError::kafka("listing source topics", e).cluster(&flow.source))?;
+    let mut topics: BTreeMap<String, (String, Vec<i32>)> = BTreeMap::new();
+    for t in meta.topics.values() {
+        if t.is_internal || opts.topic.as_ref().is_some_and(|x| *x != t.name) {
+            continue;
+        }
+        if let TopicDecision::Replicate { target_topic } = flow.topic_decision(&t.name) {
+            topics.insert(
+                t.name.clone(),
+                (target_topic, t.partitions.keys().copied().collect()),
+            );
+        }
+    }
+    if let Some(t) = &opts.topic
+        && !topics.contains_key(t)
+    {
+        return Err(MirrorError::config(format!(
+            "topic {t} is not on {} or not replicated by this flow",
+            flow.source
+        )));
+    }
+    Ok(topics)
 }
 
 #[cfg(test)]
