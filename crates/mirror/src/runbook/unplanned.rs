@@ -128,6 +128,27 @@ async fn gather(
     let leaving = GroupActivity::NotChecked;
     let arriving = activity(target, group).await;
     let blocker = decide::blocker(&leaving, &arriving, options);
+    let out = decide_rows(target, rows, options).await;
+    Ok(Plan {
+        direction: Direction::Failover,
+        flow: flow.name.clone(),
+        from_cluster: flow.source.clone(),
+        to_cluster: flow.target.clone(),
+        group: group.to_owned(),
+        leaving,
+        arriving,
+        blocker,
+        rows: out,
+    })
+}
+
+/// Each partition's verdict, with the record a commit would point the group at on the
+/// target; `written`: when its checkpoint was written.
+async fn decide_rows(
+    target: &Client,
+    rows: Vec<(PartitionInput, i64)>,
+    options: Options,
+) -> Vec<Row> {
     let mut out = Vec::new();
     for (input, written) in rows {
         let verdict = decide::decide(Direction::Failover, &input, options);
@@ -145,15 +166,5 @@ async fn gather(
             synced_at: Some(written),
         });
     }
-    Ok(Plan {
-        direction: Direction::Failover,
-        flow: flow.name.clone(),
-        from_cluster: flow.source.clone(),
-        to_cluster: flow.target.clone(),
-        group: group.to_owned(),
-        leaving,
-        arriving,
-        blocker,
-        rows: out,
-    })
+    out
 }
