@@ -168,33 +168,7 @@ impl Props {
         let separator = self.typed(&fk("replication.policy.separator"));
         let alias = self.first(&fk("source.cluster.alias"));
         if let Some((k, v)) = self.typed(&fk("replication.policy.class")) {
-            let class = v.rsplit('.').next().unwrap_or(&v);
-            match (class, self.policy_choice) {
-                (DEFAULT_POLICY, _) => naming.policy = NamingPolicy::Prefix,
-                // Also Strimzi's `io.strimzi.kafka.connect.mirror.IdentityReplicationPolicy`.
-                (IDENTITY_POLICY, _) => naming.policy = NamingPolicy::Identity,
-                (_, Some(chosen)) => {
-                    naming.policy = chosen;
-                    self.unmapped(
-                        &k,
-                        format!(
-                            "a custom replication policy cannot be loaded; `naming.policy = \"{chosen}\"` \
-                             as --policy asked: check that it names topics as the class did"
-                        ),
-                    );
-                }
-                (_, None) => {
-                    let line = self.map.get(&k).map_or(0, |p| p.line);
-                    return Err(ImportError::CustomPolicy {
-                        key: k,
-                        line,
-                        class: v,
-                        separator: separator
-                            .as_ref()
-                            .map_or_else(|| naming.separator.clone(), |(_, s)| s.clone()),
-                    });
-                }
-            }
+            self.policy_class(naming, k, v, separator.as_ref())?;
         }
         let empty_alias = alias.as_ref().is_some_and(|(_, a)| a.is_empty());
         match &separator {
@@ -226,6 +200,44 @@ impl Props {
                     &k,
                     "identity naming writes no alias into topic names; not used",
                 );
+            }
+        }
+        Ok(())
+    }
+
+    /// `replication.policy.class` (`k` = `v`) → `naming.policy`: MM2's two policies, else
+    /// the `--policy` choice; else an error naming the separator `prefix` would use.
+    fn policy_class(
+        &mut self,
+        naming: &mut NamingSpec,
+        k: String,
+        v: String,
+        separator: Option<&(String, String)>,
+    ) -> Result<(), ImportError> {
+        let class = v.rsplit('.').next().unwrap_or(&v);
+        match (class, self.policy_choice) {
+            (DEFAULT_POLICY, _) => naming.policy = NamingPolicy::Prefix,
+            // Also Strimzi's `io.strimzi.kafka.connect.mirror.IdentityReplicationPolicy`.
+            (IDENTITY_POLICY, _) => naming.policy = NamingPolicy::Identity,
+            (_, Some(chosen)) => {
+                naming.policy = chosen;
+                self.unmapped(
+                    &k,
+                    format!(
+                        "a custom replication policy cannot be loaded; `naming.policy = \"{chosen}\"` \
+                         as --policy asked: check that it names topics as the class did"
+                    ),
+                );
+            }
+            (_, None) => {
+                let line = self.map.get(&k).map_or(0, |p| p.line);
+                return Err(ImportError::CustomPolicy {
+                    key: k,
+                    line,
+                    class: v,
+                    separator: separator
+                        .map_or_else(|| naming.separator.clone(), |(_, s)| s.clone()),
+                });
             }
         }
         Ok(())
