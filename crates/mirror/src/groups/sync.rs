@@ -195,7 +195,7 @@ impl GroupSync {
                 return None;
             }
         };
-        let mut inputs: Vec<PartitionInput> = committed
+        let inputs: Vec<PartitionInput> = committed
             .into_iter()
             .filter(|c| c.offset >= 0)
             .filter_map(|c: CommittedOffset| {
@@ -224,6 +224,16 @@ impl GroupSync {
             return Some(inputs);
         }
         // The target's offsets, so that nothing moves backwards.
+        self.with_target_offsets(group, inputs).await
+    }
+
+    /// `inputs` with the group's offsets on the target, and whether this flow wrote
+    /// each; `None` if they cannot be read this round (logged).
+    async fn with_target_offsets(
+        &self,
+        group: &str,
+        mut inputs: Vec<PartitionInput>,
+    ) -> Option<Vec<PartitionInput>> {
         let mut by_topic: HashMap<String, Vec<i32>> = HashMap::new();
         for i in &inputs {
             by_topic
