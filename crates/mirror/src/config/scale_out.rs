@@ -114,6 +114,26 @@ pub fn resolve(
     problems: &mut Vec<Problem>,
 ) -> Option<ScaleOut> {
     let before = problems.len();
+    check(spec, flow, at, problems);
+    if problems.len() != before {
+        return None;
+    }
+    Some(ScaleOut {
+        group: spec.group.clone().unwrap_or_else(|| default_group(flow)),
+        instance_id: match spec.instance_id.as_deref() {
+            None => InstanceId::HostName,
+            Some("") => InstanceId::Dynamic,
+            Some(id) => InstanceId::Fixed(id.to_owned()),
+        },
+        session_timeout: spec.session_timeout.0,
+        rebalance_timeout: spec.rebalance_timeout.0,
+        capacity: spec.capacity,
+        slots: exactly_once.then_some(spec.slots),
+    })
+}
+
+/// Each setting of `spec` within its range, and the names printable.
+fn check(spec: &ScaleOutSpec, flow: &str, at: &KeyPath, problems: &mut Vec<Problem>) {
     for (key, d, bounds) in [
         ("session_timeout", spec.session_timeout, SESSION_BOUNDS),
         (
@@ -160,21 +180,6 @@ pub fn resolve(
                 .expected("1 to 1024 transactional slots"),
         );
     }
-    if problems.len() != before {
-        return None;
-    }
-    Some(ScaleOut {
-        group: spec.group.clone().unwrap_or_else(|| default_group(flow)),
-        instance_id: match spec.instance_id.as_deref() {
-            None => InstanceId::HostName,
-            Some("") => InstanceId::Dynamic,
-            Some(id) => InstanceId::Fixed(id.to_owned()),
-        },
-        session_timeout: spec.session_timeout.0,
-        rebalance_timeout: spec.rebalance_timeout.0,
-        capacity: spec.capacity,
-        slots: exactly_once.then_some(spec.slots),
-    })
 }
 
 #[cfg(test)]
