@@ -77,6 +77,32 @@ pub fn resolve(
     problems: &mut Vec<Problem>,
 ) -> Option<Cluster> {
     let before = problems.len();
+    check_names(spec, name, at, problems);
+    for (key, d, bounds) in [
+        ("request_timeout", spec.request_timeout, TIMEOUT_BOUNDS),
+        ("connect_timeout", spec.connect_timeout, TIMEOUT_BOUNDS),
+        (
+            "metadata_refresh_interval",
+            spec.metadata_refresh_interval,
+            INTERVAL_BOUNDS,
+        ),
+    ] {
+        problems.extend(duration_out_of_range(at.key(key), d, bounds));
+    }
+    let security = security::resolve(&spec.security, &at.key("security"), problems);
+    (problems.len() == before).then(|| Cluster {
+        name: name.to_owned(),
+        bootstrap_servers: spec.bootstrap_servers.clone(),
+        client_id: spec.client_id.clone(),
+        request_timeout: spec.request_timeout.0,
+        connect_timeout: spec.connect_timeout.0,
+        metadata_refresh_interval: spec.metadata_refresh_interval.0,
+        security: security.unwrap_or_default(),
+    })
+}
+
+/// The cluster's name, its bootstrap servers and its client id, each well formed.
+fn check_names(spec: &ClusterSpec, name: &str, at: &KeyPath, problems: &mut Vec<Problem>) {
     if !is_alias(name) {
         problems.push(
             Problem::new(at.clone(), format!("invalid cluster name \"{name}\""))
@@ -114,27 +140,6 @@ pub fn resolve(
             .expected("a non-empty string of letters, digits, `.`, `_` and `-`"),
         );
     }
-    for (key, d, bounds) in [
-        ("request_timeout", spec.request_timeout, TIMEOUT_BOUNDS),
-        ("connect_timeout", spec.connect_timeout, TIMEOUT_BOUNDS),
-        (
-            "metadata_refresh_interval",
-            spec.metadata_refresh_interval,
-            INTERVAL_BOUNDS,
-        ),
-    ] {
-        problems.extend(duration_out_of_range(at.key(key), d, bounds));
-    }
-    let security = security::resolve(&spec.security, &at.key("security"), problems);
-    (problems.len() == before).then(|| Cluster {
-        name: name.to_owned(),
-        bootstrap_servers: spec.bootstrap_servers.clone(),
-        client_id: spec.client_id.clone(),
-        request_timeout: spec.request_timeout.0,
-        connect_timeout: spec.connect_timeout.0,
-        metadata_refresh_interval: spec.metadata_refresh_interval.0,
-        security: security.unwrap_or_default(),
-    })
 }
 
 fn is_alias(s: &str) -> bool {
