@@ -54,27 +54,40 @@ pub(in super::super) fn rewrite(
         (SOURCE, "consumer", consumer),
         (TARGET, "producer", producer),
     ] {
-        for p in entries {
-            let key = match p.key.as_str() {
-                "group.id" if client == "consumer" => {
-                    out.notes.push((
-                        "group.id".to_owned(),
-                        "MirrorMaker 1's consumer group: Strait does not read its committed offsets; it \
-                         keeps its own positions in its state topic on the target, and a new flow starts \
-                         at `topics.start_position`"
-                            .to_owned(),
-                    ));
-                    continue;
-                }
-                "auto.offset.reset" if client == "consumer" => {
-                    format!("{SOURCE}->{TARGET}.consumer.auto.offset.reset")
-                }
-                k if connection_key(k) => format!("{alias}.{k}"),
-                k => format!("{alias}.{client}.{k}"),
-            };
-            out.set(key, p.value, p.line);
-        }
+        client_keys(&mut out, alias, client, entries);
     }
+    flow_keys(&mut out, include);
+    Ok(out)
+}
+
+/// The keys of one client config (`client`: `consumer` or `producer`) → the cluster
+/// `alias`'s keys; its `group.id` is noted, its `auto.offset.reset` goes to the flow.
+fn client_keys(out: &mut Rewritten, alias: &str, client: &str, entries: Vec<Property>) {
+    for p in entries {
+        let key = match p.key.as_str() {
+            "group.id" if client == "consumer" => {
+                out.notes.push((
+                    "group.id".to_owned(),
+                    "MirrorMaker 1's consumer group: Strait does not read its committed offsets; it \
+                     keeps its own positions in its state topic on the target, and a new flow starts \
+                     at `topics.start_position`"
+                        .to_owned(),
+                ));
+                continue;
+            }
+            "auto.offset.reset" if client == "consumer" => {
+                format!("{SOURCE}->{TARGET}.consumer.auto.offset.reset")
+            }
+            k if connection_key(k) => format!("{alias}.{k}"),
+            k => format!("{alias}.{client}.{k}"),
+        };
+        out.set(key, p.value, p.line);
+    }
+}
+
+/// The flow's keys: the topics `include` selects, identity naming, and nothing synced but
+/// records, with a comment saying so.
+fn flow_keys(out: &mut Rewritten, include: &str) {
     let flow = |k: &str| format!("{SOURCE}->{TARGET}.{k}");
     out.set(flow("enabled"), "true".to_owned(), 0);
     out.set(flow("topics"), include.to_owned(), 0);
@@ -95,5 +108,4 @@ pub(in super::super) fn rewrite(
          checkpoints, group offsets, topic configs or ACLs). Turn on what you want under [flows.sync]."
             .to_owned(),
     );
-    Ok(out)
 }
