@@ -164,6 +164,54 @@ impl Metrics {
             .cloned()
     }
 
+    /// A line for each partition stalled at `now`: behind, with nothing acknowledged for
+    /// `after` ms ([`stall_line`]).
+    fn stalled(&self, now: i64, after: u64) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (key, partition, w) in self
+            .inner
+            .partitions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            if let Some(p) = w.upgrade()
+                && let Some(line) = stall_line(
+                    key.value(0),
+                    key.value(1),
+                    *partition,
+                    p.lag.load(Ordering::Relaxed),
+                    p.moved_ms.load(Ordering::Relaxed),
+                    now,
+                    after,
+                )
+            {
+                lines.push(line);
+            }
+        }
+        lines
+    }
+
+    /// A line for each partition restarting for longer than `after` ms at `now`
+    /// ([`restart::restart_line`]).
+    fn restarting(&self, now: i64, after: u64) -> Vec<String> {
+        let mut lines = Vec::new();
+        for ((flow, topic, partition), f) in self.failing().iter() {
+            if let Some(line) = restart::restart_line(
+                flow,
+                topic,
+                *partition,
+                f,
+                now,
+                std::time::Duration::from_millis(after),
+                crate::restarts::HEALTHY_AFTER,
+            ) {
+                lines.push(line);
+            }
+        }
+        lines
+    }
+
     /// `Ok` with a summary when every flow is running, `Err` naming those that are not
     /// (also when no flow was registered yet), the partitions stalled, and those
     /// restarting for longer than `stalled_after`.
@@ -185,40 +233,8 @@ impl Metrics {
             now_ms(),
             self.inner.stalled_after_ms.load(Ordering::Relaxed),
         );
-        for (key, partition, w) in self
-            .inner
-            .partitions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-        {
-            if let Some(p) = w.upgrade()
-                && let Some(line) = stall_line(
-                    key.value(0),
-                    key.value(1),
-                    *partition,
-                    p.lag.load(Ordering::Relaxed),
-                    p.moved_ms.load(Ordering::Relaxed),
-                    now,
-                    after,
-                )
-            {
-                bad.push(line);
-            }
-        }
-        for ((flow, topic, partition), f) in self.failing().iter() {
-            if let Some(line) = restart::restart_line(
-                flow,
-                topic,
-                *partition,
-                f,
-                now,
-                std::time::Duration::from_millis(after),
-                crate::restarts::HEALTHY_AFTER,
-            ) {
-                bad.push(line);
-            }
-        }
+        bad.extend(self.stalled(now, after));
+        bad.extend(self.restarting(now, after));
         if let Some(line) = self
             .inner
             .held_alarm
