@@ -284,65 +284,80 @@ impl Comparer {
             let rt = target.get(j).map(|t| t.offset - t0);
             match (rs, rt) {
                 (Some(a), Some(b)) if a == b => {
-                    let (s, t) = (source[i], target[j]);
-                    self.count(Side::Source, &s, s.offset);
-                    self.count(Side::Target, &t, s.offset);
-                    let fields = s.content.differs(&t.content);
-                    if fields.is_empty() {
-                        self.tally.matched += 1;
-                    } else {
-                        self.tally.changed += 1;
-                        let holds_source = self
-                            .recent
-                            .get(&t.content)
-                            .copied()
-                            .filter(|o| *o != s.offset);
-                        self.name(Finding::Changed {
-                            source: s.offset,
-                            target: t.offset,
-                            fields,
-                            holds_source,
-                        });
-                    }
+                    self.paired(source[i], target[j]);
                     i += 1;
                     j += 1;
                 }
                 (Some(a), b) if b.is_none_or(|b| a < b) => {
-                    let s = source[i];
-                    self.count(Side::Source, &s, s.offset);
-                    if self.compacted {
-                        self.absent.push(Absent {
-                            on: Side::Source,
-                            offset: s.offset,
-                            position: s.offset,
-                            content: s.content,
-                        });
-                    } else {
-                        self.tally.missing += 1;
-                        self.name(Finding::Missing {
-                            source: s.offset,
-                            target: Some(t0 + a),
-                        });
-                    }
+                    self.source_only(source[i], t0 + a);
                     i += 1;
                 }
                 (_, Some(b)) => {
-                    let t = target[j];
-                    self.count(Side::Target, &t, s0 + b);
-                    if self.compacted {
-                        self.absent.push(Absent {
-                            on: Side::Target,
-                            offset: t.offset,
-                            position: s0 + b,
-                            content: t.content,
-                        });
-                    } else {
-                        self.unpaired_target(&t);
-                    }
+                    self.target_only(target[j], s0 + b);
                     j += 1;
                 }
                 _ => break,
             }
+        }
+    }
+
+    /// A source record and the target record at its place: matched, or changed (with
+    /// where the target holds the source's content, if it does recently).
+    fn paired(&mut self, s: Seen, t: Seen) {
+        self.count(Side::Source, &s, s.offset);
+        self.count(Side::Target, &t, s.offset);
+        let fields = s.content.differs(&t.content);
+        if fields.is_empty() {
+            self.tally.matched += 1;
+        } else {
+            self.tally.changed += 1;
+            let holds_source = self
+                .recent
+                .get(&t.content)
+                .copied()
+                .filter(|o| *o != s.offset);
+            self.name(Finding::Changed {
+                source: s.offset,
+                target: t.offset,
+                fields,
+                holds_source,
+            });
+        }
+    }
+
+    /// A source record with nothing at its place `target` on the target: missing, or
+    /// (compacted topics) absent until the rest is seen.
+    fn source_only(&mut self, s: Seen, target: u64) {
+        self.count(Side::Source, &s, s.offset);
+        if self.compacted {
+            self.absent.push(Absent {
+                on: Side::Source,
+                offset: s.offset,
+                position: s.offset,
+                content: s.content,
+            });
+        } else {
+            self.tally.missing += 1;
+            self.name(Finding::Missing {
+                source: s.offset,
+                target: Some(target),
+            });
+        }
+    }
+
+    /// A target record with nothing at its place `position` on the source: unpaired, or
+    /// (compacted topics) absent until the rest is seen.
+    fn target_only(&mut self, t: Seen, position: u64) {
+        self.count(Side::Target, &t, position);
+        if self.compacted {
+            self.absent.push(Absent {
+                on: Side::Target,
+                offset: t.offset,
+                position,
+                content: t.content,
+            });
+        } else {
+            self.unpaired_target(&t);
         }
     }
 
