@@ -17,7 +17,8 @@ use crate::error::MirrorError;
 
 impl<'a> Driver<'a> {
     /// Does everything the machine asks for until it waits for an event; whether it
-    /// planned a batch to produce.
+    /// planned a batch to produce. The table of the pipeline's actions, kept whole: one
+    /// arm per [`Action`], each handing on to its own step (the rare, large ones boxed).
     pub(super) async fn act(
         &self,
         machine: &mut Pipeline<BatchPin>,
