@@ -114,27 +114,8 @@ pub fn decide(
         if p.source_offset < 0 {
             continue;
         }
-        let offset = match p.translation {
-            Some(Translation::Mapped { offset, .. }) => match i64::try_from(offset) {
-                Ok(o) => o,
-                Err(_) => {
-                    d.untranslatable += 1;
-                    continue;
-                }
-            },
-            Some(Translation::NotYetReplicated { replicated_end, .. }) => {
-                d.pending.push(Pending {
-                    source_topic: p.source_topic.clone(),
-                    partition: p.partition,
-                    position: p.source_offset,
-                    replicated_end,
-                });
-                continue;
-            }
-            Some(Translation::Truncated { .. } | Translation::BeforeReplication { .. }) | None => {
-                d.untranslatable += 1;
-                continue;
-            }
+        let Some(offset) = translated(p, &mut d) else {
+            continue;
         };
         d.translated += 1;
         let key = (p.target_topic.clone(), p.partition);
@@ -167,6 +148,33 @@ pub fn decide(
         }
     }
     d
+}
+
+/// The target offset `p`'s source position translates to; `None` (counted in `d` as
+/// untranslatable, or pending replication) when there is none.
+fn translated(p: &PartitionInput, d: &mut GroupDecision) -> Option<i64> {
+    match p.translation {
+        Some(Translation::Mapped { offset, .. }) => match i64::try_from(offset) {
+            Ok(o) => Some(o),
+            Err(_) => {
+                d.untranslatable += 1;
+                None
+            }
+        },
+        Some(Translation::NotYetReplicated { replicated_end, .. }) => {
+            d.pending.push(Pending {
+                source_topic: p.source_topic.clone(),
+                partition: p.partition,
+                position: p.source_offset,
+                replicated_end,
+            });
+            None
+        }
+        Some(Translation::Truncated { .. } | Translation::BeforeReplication { .. }) | None => {
+            d.untranslatable += 1;
+            None
+        }
+    }
 }
 
 #[cfg(test)]
