@@ -125,6 +125,36 @@ pub fn resolve(
     problems: &mut Vec<Problem>,
 ) -> Option<Delivery> {
     let before = problems.len();
+    check_timing(spec, at, problems);
+    let id = match &spec.transactional_id {
+        Some(id) if id.is_empty() || id.chars().any(char::is_control) => {
+            problems.push(
+                Problem::new(
+                    at.key("transactional_id"),
+                    "must be a non-empty printable string",
+                )
+                .expected("e.g. \"strait.<flow name>\""),
+            );
+            None
+        }
+        Some(id) => Some(id.clone()),
+        None => Some(default_transactional_id(flow)),
+    };
+    if problems.len() != before {
+        return None;
+    }
+    Some(Delivery {
+        guarantee: spec.guarantee,
+        transaction_interval: spec.transaction_interval.0,
+        transaction_timeout: spec.transaction_timeout.0,
+        transactional_id: id?,
+    })
+}
+
+/// The transaction interval and timeout, each within its range, and the interval
+/// shorter than the timeout (checked only when both are within range).
+fn check_timing(spec: &DeliverySpec, at: &KeyPath, problems: &mut Vec<Problem>) {
+    let before = problems.len();
     for (key, d, bounds) in [
         (
             "transaction_interval",
@@ -156,29 +186,6 @@ pub fn resolve(
             .expected("transaction_interval well below transaction_timeout"),
         );
     }
-    let id = match &spec.transactional_id {
-        Some(id) if id.is_empty() || id.chars().any(char::is_control) => {
-            problems.push(
-                Problem::new(
-                    at.key("transactional_id"),
-                    "must be a non-empty printable string",
-                )
-                .expected("e.g. \"strait.<flow name>\""),
-            );
-            None
-        }
-        Some(id) => Some(id.clone()),
-        None => Some(default_transactional_id(flow)),
-    };
-    if problems.len() != before {
-        return None;
-    }
-    Some(Delivery {
-        guarantee: spec.guarantee,
-        transaction_interval: spec.transaction_interval.0,
-        transaction_timeout: spec.transaction_timeout.0,
-        transactional_id: id?,
-    })
 }
 
 /// Two exactly-once flows with one `transactional.id` would fence each other forever.
