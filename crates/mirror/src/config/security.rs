@@ -304,66 +304,69 @@ impl Security {
 
     /// The client's security settings (builds OAUTHBEARER token providers).
     pub fn to_client(&self) -> Result<strait_client::Security, strait_client::Error> {
-        use strait_client::SaslConfig as C;
-        use strait_client::security::{FileTokenProvider, OidcTokenProvider};
-        let sasl = match &self.sasl {
-            None => None,
-            Some(Sasl::Plain { username, password }) => Some(C::Plain {
-                username: username.clone(),
-                password: password.clone(),
-            }),
-            Some(Sasl::Scram {
-                hash,
-                username,
-                password,
-            }) => Some(C::Scram {
-                hash: *hash,
-                username: username.clone(),
-                password: password.clone(),
-            }),
-            Some(Sasl::OAuthTokenFile { path, extensions }) => Some(C::OAuthBearer {
-                provider: std::sync::Arc::new(FileTokenProvider::new(path)),
-                extensions: extensions.clone(),
-            }),
-            Some(Sasl::OAuthOidc {
-                url,
-                client_id,
-                client_secret,
-                scope,
-                ca,
-                extensions,
-            }) => Some(C::OAuthBearer {
-                provider: std::sync::Arc::new(OidcTokenProvider::new(
-                    url,
-                    client_id.clone(),
-                    client_secret.clone(),
-                    scope.clone(),
-                    ca.clone(),
-                )?),
-                extensions: extensions.clone(),
-            }),
-            #[cfg(feature = "msk-iam")]
-            Some(Sasl::AwsMskIam { region }) => Some(C::OAuthBearer {
-                provider: std::sync::Arc::new(strait_client::security::MskIamTokenProvider::new(
-                    region.clone(),
-                )),
-                extensions: Vec::new(),
-            }),
-            // Validation refuses this mechanism in a build without the feature; a config
-            // resolved by hand still gets a clear error.
-            #[cfg(not(feature = "msk-iam"))]
-            Some(Sasl::AwsMskIam { .. }) => {
-                return Err(strait_client::Error::new(
-                    strait_client::ErrorKind::InvalidInput(
-                        "mechanism aws-msk-iam needs a strait built with --features msk-iam".into(),
-                    ),
-                ));
-            }
-        };
+        let sasl = self.sasl.as_ref().map(sasl_config).transpose()?;
         Ok(strait_client::Security {
             tls: self.tls.clone(),
             sasl,
         })
+    }
+}
+
+/// A SASL mechanism's client settings (an OAUTHBEARER one with its token provider): one
+/// arm per mechanism.
+fn sasl_config(sasl: &Sasl) -> Result<strait_client::SaslConfig, strait_client::Error> {
+    use strait_client::SaslConfig as C;
+    use strait_client::security::{FileTokenProvider, OidcTokenProvider};
+    match sasl {
+        Sasl::Plain { username, password } => Ok(C::Plain {
+            username: username.clone(),
+            password: password.clone(),
+        }),
+        Sasl::Scram {
+            hash,
+            username,
+            password,
+        } => Ok(C::Scram {
+            hash: *hash,
+            username: username.clone(),
+            password: password.clone(),
+        }),
+        Sasl::OAuthTokenFile { path, extensions } => Ok(C::OAuthBearer {
+            provider: std::sync::Arc::new(FileTokenProvider::new(path)),
+            extensions: extensions.clone(),
+        }),
+        Sasl::OAuthOidc {
+            url,
+            client_id,
+            client_secret,
+            scope,
+            ca,
+            extensions,
+        } => Ok(C::OAuthBearer {
+            provider: std::sync::Arc::new(OidcTokenProvider::new(
+                url,
+                client_id.clone(),
+                client_secret.clone(),
+                scope.clone(),
+                ca.clone(),
+            )?),
+            extensions: extensions.clone(),
+        }),
+        #[cfg(feature = "msk-iam")]
+        Sasl::AwsMskIam { region } => Ok(C::OAuthBearer {
+            provider: std::sync::Arc::new(strait_client::security::MskIamTokenProvider::new(
+                region.clone(),
+            )),
+            extensions: Vec::new(),
+        }),
+        // Validation refuses this mechanism in a build without the feature; a config
+        // resolved by hand still gets a clear error.
+        #[cfg(not(feature = "msk-iam"))]
+        Sasl::AwsMskIam { .. } => Err(strait_client::Error::new(
+            strait_client::ErrorKind::InvalidInput(
+                "mechanism aws-msk-iam needs a strait built with --features msk-iam".into(),
+            ),
+        )),
     }
 }
 
