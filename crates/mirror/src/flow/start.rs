@@ -183,7 +183,24 @@ impl FlowRun {
         };
         let mut births = Vec::new();
         // Shared by the topic's partitions (10,000 partitions: one copy, not one each).
-        let shared = Arc::new(TopicSpec {
+        let shared = self.topic_spec(t, max_batch_bytes);
+        for &p in partitions {
+            let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
+                continue;
+            };
+            let started = self.start_partition(t, &shared, p, *s, *d, chosen.get(&p).copied());
+            let (birth, pipeline) = started?;
+            births.extend(birth);
+            pipelines.push(pipeline);
+        }
+        Ok((births, pipelines))
+    }
+
+    /// What every partition of `t` shares: names, limits, policies, the budget and the
+    /// exactly-once barrier.
+    fn topic_spec(&self, t: &ReplicatedTopic, max_batch_bytes: usize) -> Arc<TopicSpec> {
+        let flow = &self.flow;
+        Arc::new(TopicSpec {
             flow: Arc::from(flow.name.as_str()),
             source_cluster: Arc::from(flow.source.as_str()),
             source_topic: Arc::from(t.source_topic.as_str()),
@@ -200,17 +217,7 @@ impl FlowRun {
                 self.budget.total(),
             ),
             gate: self.role.eos().map(|e| Arc::clone(e.gate())),
-        });
-        for &p in partitions {
-            let (Some(s), Some(d)) = (src.get(&p), dst.get(&p)) else {
-                continue;
-            };
-            let started = self.start_partition(t, &shared, p, *s, *d, chosen.get(&p).copied());
-            let (birth, pipeline) = started?;
-            births.extend(birth);
-            pipelines.push(pipeline);
-        }
-        Ok((births, pipelines))
+        })
     }
 
     /// Starts partition `p` of `t` (bounds `s` at the source and `d` at the target;
