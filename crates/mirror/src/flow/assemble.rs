@@ -28,7 +28,7 @@ use crate::error::MirrorError;
 use crate::groups::GroupSync;
 use crate::heartbeat::Heartbeats;
 use crate::metrics::Metrics;
-use crate::state::{self, StateWriter};
+use crate::state::{self, SavedState, StateWriter};
 use crate::topics::TopicSync;
 
 /// What a run starts from: the flow in its mode, and what the process shares with it.
@@ -79,24 +79,10 @@ impl FlowRun {
             slot: _,
             state,
         } = *start;
-        let cluster = |name: &str| {
-            config
-                .cluster(name)
-                .ok_or_else(|| MirrorError::other(format!("unknown cluster {name}")))
-        };
-        let target_cluster = cluster(&flow.target)?;
-        let (source, target) =
-            tokio::try_join!(connect(cluster(&flow.source)?), connect(target_cluster))?;
+        let (target_cluster, source, target) = connect_both(config, flow).await?;
         let producer_config = config.engine.producer_config(target_cluster);
         let (mut eos, producer) = start_producer(&target, flow, mode, producer_config).await?;
-        state::ensure_state_topic(&target, flow).await?;
-        // Read on from where this flow's (or this slot's member's) last start left off.
-        let (saved, deltas) = state.lock().await.read(&target, flow).await?;
-        if let Some(e) = &mut eos {
-            e.deltas = deltas;
-        }
-        tracing::info!(flow = %flow.name, partitions = saved.len(),
-            guarantee = flow.delivery.guarantee.as_str(), "state loaded");
+        let saved = load_state(state, &target, flow, &mut eos).await?;
         let state_writer =
             StateWriter::new(target.clone(), flow).with_producer_config(producer_config);
         let topic_sync = TopicSync::new(flow, source.clone(), target.clone(), metrics.clone());
@@ -142,6 +128,42 @@ impl FlowRun {
         };
         Ok((run, parts))
     }
+}
+
+/// Connects to the flow's source and target (at once); the target's cluster settings
+/// with the two clients.
+async fn connect_both<'c>(
+    config: &'c Config,
+    flow: &Flow,
+) -> Result<(&'c Cluster, Client, Client), MirrorError> {
+    let cluster = |name: &str| {
+        config
+            .cluster(name)
+            .ok_or_else(|| MirrorError::other(format!("unknown cluster {name}")))
+    };
+    let target_cluster = cluster(&flow.target)?;
+    let (source, target) =
+        tokio::try_join!(connect(cluster(&flow.source)?), connect(target_cluster))?;
+    Ok((target_cluster, source, target))
+}
+
+/// Makes sure the flow's state topic exists and reads it on; the exactly-once parts
+/// (`eos`) keep the deltas to tombstone.
+async fn load_state(
+    state: &SharedState,
+    target: &Client,
+    flow: &Flow,
+    eos: &mut Option<Eos>,
+) -> Result<SavedState, MirrorError> {
+    state::ensure_state_topic(target, flow).await?;
+    // Read on from where this flow's (or this slot's member's) last start left off.
+    let (saved, deltas) = state.lock().await.read(target, flow).await?;
+    if let Some(e) = eos {
+        e.deltas = deltas;
+    }
+    tracing::info!(flow = %flow.name, partitions = saved.len(),
+        guarantee = flow.delivery.guarantee.as_str(), "state loaded");
+    Ok(saved)
 }
 
 /// Starts the run's producer: in exactly-once mode the transactional one (InitProducerId
