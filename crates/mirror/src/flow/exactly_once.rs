@@ -131,6 +131,27 @@ pub(super) async fn start_producer(
     })
 }
 
+/// Seals the barrier and waits `bound` at most for every partition to record its
+/// batches; an error when one failed or did not (the barrier fails then).
+async fn seal(gate: &Gate, bound: Duration) -> Result<(), MirrorError> {
+    gate.seal();
+    match tokio::time::timeout(bound, gate.ready()).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(MirrorError::other(
+            "a partition failed: the open transaction is abandoned (aborted when the \
+             flow restarts)",
+        )),
+        Err(_) => {
+            gate.fail();
+            Err(MirrorError::other(format!(
+                "the partitions {:?} did not record their batches within {bound:?}: the \
+                 open transaction is abandoned",
+                gate.waiting()
+            )))
+        }
+    }
+}
+
 impl Eos {
     /// Ends the open transaction with the states of the partitions that changed, written
     /// by `writer` in it, and opens the next; the barrier waits `bound` at most for the
@@ -146,24 +167,7 @@ impl Eos {
     ) -> Result<(), MirrorError> {
         let (gate, producer) = (Arc::clone(&self.gate), self.producer.clone());
         let sealed = Instant::now();
-        gate.seal();
-        match tokio::time::timeout(bound, gate.ready()).await {
-            Ok(true) => {}
-            Ok(false) => {
-                return Err(MirrorError::other(
-                    "a partition failed: the open transaction is abandoned (aborted when the \
-                     flow restarts)",
-                ));
-            }
-            Err(_) => {
-                gate.fail();
-                return Err(MirrorError::other(format!(
-                    "the partitions {:?} did not record their batches within {bound:?}: the \
-                     open transaction is abandoned",
-                    gate.waiting()
-                )));
-            }
-        }
+        seal(&gate, bound).await?;
         let (records, applied) = self.transaction_states(partitions.running());
         let result = async {
             writer.write_raw(records).await?;
