@@ -73,7 +73,13 @@ pub fn fuzz_state_codec(data: &[u8]) {
     };
     assert_eq!(codec::decode_value(&codec::encode_value(&state)), Ok(state));
 
-    // The replay records sharing the topic (state::replay): the same two properties.
+    replay_codec(data, partition);
+}
+
+/// The replay records sharing the state topic ([`replay`]): the same two properties as
+/// [`fuzz_state_codec`]'s, with the same input split (`partition`: the one it read).
+fn replay_codec(data: &[u8], partition: i32) {
+    let (head, snapshot) = split(data);
     if let Ok(key) = replay::decode_replay_key(data) {
         assert_eq!(
             replay::encode_replay_key(&key),
