@@ -418,7 +418,7 @@ fn rst_cuts_of_the_target_keep_every_record_once_and_the_maps_exact() {
     );
 }
 
-/// Exactly-once scale-out (`owner.rs`): a slot whose transaction failed restarts only
+/// Exactly-once scale-out (`flow/owner.rs`): a slot whose transaction failed restarts only
 /// after its group confirmed, in a new generation, that this member still owns the slot;
 /// stalls of every target connection (data, transactions and the group's) longer than the
 /// request timeout fail the slots' transactions, and every record is still committed once.

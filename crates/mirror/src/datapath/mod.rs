@@ -9,11 +9,11 @@
 //! | [`quota`] | pure: a partition's quota of the budget; the process-wide limit of held bytes |
 //! | [`probe`] | partition bounds from the Fetch high watermark (not ListOffsets latest) |
 //! | [`range`] | a partition's records read range after range, for checks that compare logs |
-//! | [`fetcher`] | the leader [`fetcher::Router`] and the per-broker fetchers with fetch sessions (`fetcher/broker.rs`: one broker's fetch loop; `broker/deliver.rs`: one partition of a response handed on) |
+//! | [`fetcher`] | the leader [`fetcher::Router`] and the per-broker fetchers with fetch sessions (`fetcher/broker.rs`: one broker's fetch loop; `fetcher/broker/deliver.rs`: one partition of a response handed on) |
 //! | [`inbox`] | a partition's bounded queue from its fetcher, and its stop signal |
 //! | [`topic_id`] | pure: whether a feed's source topic is still the topic of its id (a re-created topic is never read at the old position) |
 //! | [`stability`] | whether a source broker's last stable offset can decide transactions |
-//! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules (`pipeline/feed.rs`: a fetched record set planned, each step through recovery into the queue, out of range and re-creation; `pipeline/produce.rs`: batches handed on, acknowledgements, recording into the map; the model test `pipeline/model.rs` is driven in `model/world.rs` and checked in `model/rules.rs`) |
+//! | [`pipeline`] | pure: the per-partition state machine composing plan, recovery and coalesce, and the map update rules (`pipeline/feed.rs`: a fetched record set planned, each step through recovery into the queue, out of range and re-creation; `pipeline/produce.rs`: batches handed on, acknowledgements, recording into the map; the model test `pipeline/model.rs` is driven in `pipeline/model/world.rs` and checked in `pipeline/model/rules.rs`) |
 //! | [`sink`] | the flow's producer: idempotent (at-least-once) or transactional (exactly-once) |
 //! | [`commit`] | exactly-once: the barrier between the drivers and the committer that ends each transaction |
 //! | [`partition`] | drives the pipeline: fetcher feed, producer (≤ 5 in flight), acknowledgements, the offset map (`partition/act.rs`: what it does for each of the pipeline's actions; `partition/drive.rs`: the driver's loop and what wakes it; `partition/hand_on.rs`: batches handed to the producer; `partition/held_bytes.rs`: the held-bytes check after each plan) |
