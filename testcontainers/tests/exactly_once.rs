@@ -37,7 +37,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::Bytes;
-use strait_client::{Client, ClientConfig, FetchOptions, IsolationLevel, PartitionConsumer};
+use strait_client::{
+    Client, ClientConfig, FetchOptions, IsolationLevel, PartitionConsumer, ProducerRecord,
+    TransactionalConfig, TransactionalProducer,
+};
 use strait_kafka_scenarios::kafka::ends;
 use strait_kafka_scenarios::process::{self, Strait, log_tail};
 use strait_kafka_scenarios::{Kafka, runtime, wait};
@@ -615,6 +618,58 @@ fn a_frozen_process_is_fenced_by_kafkas_coordinator_and_duplicates_nothing() {
     assert_no_hanging_transaction(&dst, &target_topic, &log_text);
     assert_exactly_once((&src, TOPIC), (&dst, &target_topic), produced, &log_text);
     assert_maps_exact(&cfg, (&src, TOPIC), (&dst, &target_topic));
+}
+
+/// Why a failed exactly-once run asks its group, never the transaction coordinator,
+/// before it starts again (`eos_failure.rs`, rule 3): on Kafka an InitProducerId under an
+/// older epoch of the same producer id aborts the open transaction of the producer that
+/// holds the id now, and fences it. A process resumed from a freeze that asked so would
+/// stop its replacement.
+#[test]
+fn a_probe_under_an_old_epoch_aborts_the_open_transaction_of_the_ids_new_holder() {
+    const TOPIC: &str = "eos-probe";
+    let (_, target) = clusters();
+    let dst = target.bootstrap();
+    rdkafka::create_topic(&dst, TOPIC, 1, &[]).expect("topic");
+    runtime().block_on(async {
+        let client = Client::connect(ClientConfig::new([dst.as_str()]))
+            .await
+            .expect("connect");
+        let cfg = TransactionalConfig::new("strait.eos-probe");
+        let old = TransactionalProducer::new(client.clone(), cfg.clone())
+            .await
+            .expect("the old holder");
+        let new = TransactionalProducer::new(client.clone(), cfg)
+            .await
+            .expect("the new holder");
+        new.begin().expect("begin");
+        for ack in new
+            .send_records(TOPIC, 0, &[ProducerRecord::new("k", "v")])
+            .await
+            .expect("send")
+        {
+            ack.wait().await.expect("written in the open transaction");
+        }
+        // Asked until it answers, as a restart would (CONCURRENT_TRANSACTIONS while the
+        // coordinator aborts).
+        let mut answer = old.probe_fenced(TOPIC, 0).await;
+        for _ in 0..100 {
+            if answer.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            answer = old.probe_fenced(TOPIC, 0).await;
+        }
+        assert!(
+            answer.expect("an answer"),
+            "the old holder is told the id is taken"
+        );
+        let e = new
+            .commit()
+            .await
+            .expect_err("the new holder's transaction was aborted under it");
+        assert!(e.is_fenced(), "the new holder is fenced: {e}");
+    });
 }
 
 #[test]

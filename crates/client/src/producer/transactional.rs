@@ -205,12 +205,15 @@ impl TransactionalProducer {
     }
 
     /// Asks the coordinator whether another producer initialised the `transactional.id`
-    /// since this one did — for a caller deciding, after a failure, whether it may start
-    /// again (which would fence whoever owns the id now). First InitProducerId with the
-    /// current id and epoch (KIP-360/KIP-588): it succeeds — aborting the open transaction
-    /// and bumping the epoch — when the id is still ours, also after the coordinator
-    /// timed the transaction out, and fails with PRODUCER_FENCED when another producer
-    /// took it. A broker that refuses that form (Tansu: UNKNOWN_SERVER_ERROR) is asked with
+    /// since this one did. First InitProducerId with the current id and epoch
+    /// (KIP-360/KIP-588): it succeeds — aborting the open transaction and bumping the
+    /// epoch — when the id is still ours, also after the coordinator timed the
+    /// transaction out, and fails with PRODUCER_FENCED when another producer took it and
+    /// has no transaction open. **It is not a safe question while another producer may
+    /// hold the id**: Kafka's coordinator checks only the producer id while a transaction
+    /// is ongoing, so it aborts that producer's transaction and fences it (then answers
+    /// this one PRODUCER_FENCED). Ask it only when nobody else can own the id (its group
+    /// says so) or to end a transaction that is ours. A broker that refuses that form (Tansu: UNKNOWN_SERVER_ERROR) is asked with
     /// an AddPartitionsToTxn of `topic`/`partition` under the current epoch instead.
     /// `Ok(true)`: fenced. Afterwards this producer must not be used for transactions (its
     /// epoch may have moved); the caller starts a new one or stops.

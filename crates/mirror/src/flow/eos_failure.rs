@@ -20,8 +20,7 @@ use crate::restarts::Restarts;
 /// ([`super::exactly_once::Eos::abandon`]: `producer` is its producer) and its partitions
 /// stopped (`stopped`: how the stop went); what happens to the transaction follows
 /// [`AfterFailure`]. The error the run ends with: the root cause (an error that stops the
-/// flow, whichever partition saw it: the others fail only because the transaction did),
-/// or that the flow was fenced.
+/// flow, whichever partition saw it: the others fail only because the transaction did).
 pub(super) async fn after_failed_run(
     e: MirrorError,
     stopped: Result<(), MirrorError>,
@@ -41,17 +40,16 @@ pub(super) async fn after_failed_run(
             abort_before_stopping(producer, flow, grace).await;
             e
         }
-        AfterFailure::ProbeAndRestart => match ownership(producer, flow, stop).await {
-            Ownership::Fenced(f) => f,
-            Ownership::Ours | Ownership::Stopped => e,
-        },
+        AfterFailure::OwnerDecides => e,
     }
 }
 
 /// Runs an exactly-once flow, starting it again from its committed state after an error
-/// that does not stop it for good (a fenced producer — another process took the flow's
-/// `transactional.id` — and configuration errors and `fail` incidents do), with the
-/// restart backoff (reset once a run stayed up [`crate::restarts::HEALTHY_AFTER`];
+/// that does not stop it for good (configuration errors and `fail` incidents do), once
+/// its owner confirmed that this process still owns the run — also after a fenced
+/// producer, which is either a successor that took the `transactional.id` (the owner
+/// says so, and the run stops) or the coordinator's `transaction_timeout` (the run is
+/// still ours, and starts again) — with the restart backoff (reset once a run stayed up [`crate::restarts::HEALTHY_AFTER`];
 /// `--once` gives up after [`crate::restarts::ONCE_RESTART_LIMIT`] restarts). While it
 /// waits, the flow's state names the error (`/health` answers 503).
 pub(super) async fn run_restarting<F, Fut, T>(
@@ -77,7 +75,7 @@ where
             Ok(v) => return Ok(v),
             Err(e) => e,
         };
-        if e.is_fenced() || e.stops_flow() || *stop.borrow() {
+        if e.stops_flow() || *stop.borrow() {
             return Err(e);
         }
         failed
@@ -200,9 +198,15 @@ impl Owner<'_> {
 ///    transaction holds every `read_committed` consumer of its partitions at its first
 ///    offset until the coordinator's `transaction_timeout` (Kafka; Tansu never times it
 ///    out): it is aborted before the flow stops;
-/// 3. **otherwise ask, then restart**: the coordinator is asked whether the
-///    `transactional.id` is still ours ([`ownership`], which aborts the transaction when
-///    it is) and the flow starts again, or stops if fenced.
+/// 3. **otherwise the owner decides**: the transaction is left open and
+///    [`run_restarting`] asks the run's [`Owner`] (its group) whether this process still
+///    owns the run; if it does, the next start's InitProducerId aborts the transaction,
+///    and if not, the successor's already did. The coordinator is not asked: an
+///    InitProducerId under this producer's id and epoch aborts whatever transaction the
+///    id has open — a successor's too, since Kafka checks only the producer id while a
+///    transaction is ongoing — so a process resumed from a freeze would fence the
+///    process that replaced it. Only the group, which gave the run to one process, can
+///    say whose the `transactional.id` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum AfterFailure {
     /// Rule 1.
@@ -210,7 +214,7 @@ enum AfterFailure {
     /// Rule 2.
     AbortAndStop,
     /// Rule 3.
-    ProbeAndRestart,
+    OwnerDecides,
 }
 
 /// [`AfterFailure`] for an error that does (`stops_flow`) or does not stop the flow for
@@ -221,7 +225,7 @@ fn after_failure(stops_flow: bool, stopping: bool) -> AfterFailure {
     } else if stops_flow {
         AfterFailure::AbortAndStop
     } else {
-        AfterFailure::ProbeAndRestart
+        AfterFailure::OwnerDecides
     }
 }
 
@@ -229,7 +233,9 @@ fn after_failure(stops_flow: bool, stopping: bool) -> AfterFailure {
 /// through InitProducerId with the producer's own id and epoch
 /// ([`TransactionalProducer::probe_fenced`]: Kafka's coordinator aborts the ongoing
 /// transaction and bumps the epoch), retried within `bound`. A failure is only logged:
-/// the coordinator still aborts it after `transaction_timeout`.
+/// the coordinator still aborts it after `transaction_timeout`. (Should a successor own
+/// the id by then, this aborts the successor's open transaction too, as rule 3 explains;
+/// it takes a frozen process that resumes into an error that stops it for good.)
 async fn abort_before_stopping(producer: &TransactionalProducer, flow: &Flow, bound: Duration) {
     let deadline = Instant::now() + bound;
     loop {
@@ -265,47 +271,6 @@ async fn abort_before_stopping(producer: &TransactionalProducer, flow: &Flow, bo
                      the bound: the coordinator aborts it after delivery.transaction_timeout");
                 return;
             }
-        }
-    }
-}
-
-/// Whether the flow still owns its `transactional.id` after a failure.
-enum Ownership {
-    /// The coordinator says so: the flow may start again.
-    Ours,
-    /// Another producer took it: the flow stops for good (this error says why).
-    Fenced(MirrorError),
-    /// A stop came before the coordinator answered.
-    Stopped,
-}
-
-/// Asks the coordinator ([`TransactionalProducer::probe_fenced`]) until it answers or a
-/// stop comes: a flow that starts again without knowing would fence its successor.
-async fn ownership(
-    producer: &TransactionalProducer,
-    flow: &Flow,
-    stop: &mut watch::Receiver<bool>,
-) -> Ownership {
-    let mut backoff = strait_client::backoff::Backoff::new(Default::default());
-    loop {
-        match producer.probe_fenced(&flow.state_topic, 0).await {
-            Ok(true) => {
-                return Ownership::Fenced(MirrorError::fenced(format!(
-                    "fenced: another process now replicates this flow with transactional.id \
-                     {:?} (this one stops; nothing it wrote after that is committed)",
-                    flow.delivery.transactional_id
-                )));
-            }
-            Ok(false) => return Ownership::Ours,
-            Err(e) => {
-                tracing::warn!(flow = %flow.name, error = %e,
-                    "cannot tell yet whether another process took the flow's transactional.id; \
-                     asking again before restarting");
-            }
-        }
-        tokio::select! {
-            () = tokio::time::sleep(backoff.next_delay()) => {}
-            _ = stop.wait_for(|v| *v) => return Ownership::Stopped,
         }
     }
 }

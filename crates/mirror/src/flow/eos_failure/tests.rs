@@ -12,6 +12,6 @@ fn stopping_for_good_aborts_now() {
 }
 
 #[test]
-fn otherwise_ask_then_restart() {
-    assert_eq!(after_failure(false, false), AfterFailure::ProbeAndRestart);
+fn otherwise_the_owner_decides() {
+    assert_eq!(after_failure(false, false), AfterFailure::OwnerDecides);
 }
